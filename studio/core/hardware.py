@@ -1,0 +1,303 @@
+"""Hardware: GPU specs, link kinds, and the drawn cluster (nodes, GPUs, switches, NICs, links).
+
+A cluster is a graph. Its vertices are GPUs, switches (NVSwitch, PCIe switch, CPU root complex,
+rack NVLink switch, network fabric) and NICs; its edges are :class:`Link` values of a
+:class:`LinkKind`. The engine finds the paths between GPUs over this graph, so any topology a user
+draws (NVSwitch boxes, bridge pairs, PCIe trees, rail-optimised InfiniBand) is costed as drawn.
+
+The catalogue of GPU specs and link kinds a cluster uses travels inside the cluster, so a project
+file is self-contained and user edits (a price per GPU-hour) persist.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from studio.core.base import Frozen
+
+ID_PATTERN = r"^[A-Za-z0-9_.:/\-]+$"
+
+
+class LinkFamily(str, Enum):
+    """Physical family of a link; decides its colour and style on the canvas."""
+
+    NVLINK = "nvlink"  # GPU <-> NVSwitch / rack NVLink switch
+    NVLINK_BRIDGE = "nvlink-bridge"  # direct bridge between a GPU pair
+    PCIE = "pcie"  # GPU <-> PCIe switch / host bridge / socket hop
+    XGMI = "xgmi"  # AMD Infinity Fabric GPU-GPU
+    INFINIBAND = "infiniband"
+    ROCE = "roce"
+    CPU = "cpu"  # socket interconnect (UPI / Infinity Fabric between sockets)
+
+    @property
+    def is_network(self) -> bool:
+        return self in (LinkFamily.INFINIBAND, LinkFamily.ROCE)
+
+
+class LinkKind(Frozen):
+    """A kind of link, with per-direction bandwidth and one-hop latency.
+
+    ``efficiency`` is the fraction of the spec bandwidth a collective achieves on this kind of
+    link (measured busbw / spec), so effective bandwidth = bandwidth_gbps × efficiency.
+    """
+
+    id: str = Field(pattern=ID_PATTERN, max_length=80)
+    name: str = Field(min_length=1, max_length=120)
+    family: LinkFamily
+    bandwidth_gbps: float = Field(gt=0, le=100_000, description="GB/s per direction (spec)")
+    latency_us: float = Field(ge=0, le=100_000, description="one-hop latency, µs")
+    efficiency: float = Field(0.8, gt=0, le=1.5, description="achievable / spec bandwidth")
+    color: str | None = Field(None, pattern=r"^#[0-9A-Fa-f]{6}$")
+    description: str = ""
+    sources: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def effective_gbps(self) -> float:
+        return self.bandwidth_gbps * self.efficiency
+
+
+class GpuSpec(Frozen):
+    """Datasheet figures of one GPU model. TFLOPS are dense (no sparsity)."""
+
+    id: str = Field(pattern=ID_PATTERN, max_length=80)
+    name: str = Field(min_length=1, max_length=120)
+    vendor: Literal["nvidia", "amd", "intel", "other"] = "nvidia"
+    memory_gb: float = Field(gt=0, le=100_000, description="usable device memory, GB (1e9 B)")
+    hbm_bandwidth_gbps: float = Field(gt=0, le=1_000_000, description="memory bandwidth, GB/s")
+    tflops_bf16: float = Field(gt=0, le=1_000_000)
+    tflops_fp16: float = Field(gt=0, le=1_000_000)
+    tflops_fp8: float | None = Field(None, gt=0, le=1_000_000)
+    tflops_fp4: float | None = Field(None, gt=0, le=1_000_000)
+    scale_up_link: str | None = Field(None, description="link kind id of the GPU-GPU fabric")
+    host_pcie_gen: int = Field(4, ge=3, le=7)
+    power_w: float | None = Field(None, gt=0, le=100_000)
+    price_per_gpu_hour: float = Field(2.0, ge=0, le=10_000, description="USD, editable")
+    default_node_template: str | None = None
+    sources: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def memory_bytes(self) -> float:
+        return self.memory_gb * 1e9
+
+    def peak_tflops(self, compute_class: str) -> float:
+        """Peak dense TFLOPS for 'bf16', 'fp8' or 'fp4' math; falls back to the next wider
+        format when the GPU lacks the narrow one (e.g. FP8 on A100 runs as BF16)."""
+        if compute_class == "fp4" and self.tflops_fp4:
+            return self.tflops_fp4
+        if compute_class in ("fp4", "fp8") and self.tflops_fp8:
+            return self.tflops_fp8
+        return self.tflops_bf16
+
+
+SwitchKind = Literal["nvswitch", "nvlink-switch", "pcie-switch", "cpu", "fabric"]
+
+
+class Switch(Frozen):
+    """A non-GPU vertex that links meet at: NVSwitch, PCIe switch, CPU socket, network fabric."""
+
+    id: str = Field(pattern=ID_PATTERN, max_length=120)
+    kind: SwitchKind
+    name: str = Field("", max_length=120)
+    x: float = 0.0
+    y: float = 0.0
+
+
+class Nic(Frozen):
+    """A network adapter of a node; inter-node links start at NICs."""
+
+    id: str = Field(pattern=ID_PATTERN, max_length=120)
+    kind: str = Field(description="link kind id of the network it speaks (e.g. ib-ndr)")
+    name: str = Field("", max_length=120)
+
+
+class GpuInstance(Frozen):
+    """One physical GPU in a node slot."""
+
+    id: str = Field(pattern=ID_PATTERN, max_length=120)
+    type: str = Field(description="GpuSpec id")
+    slot: int = Field(ge=0, le=1023)
+
+
+class Node(Frozen):
+    """A server (or a tray) holding GPUs, its internal switches and its NICs."""
+
+    id: str = Field(pattern=ID_PATTERN, max_length=120)
+    name: str = Field(min_length=1, max_length=120)
+    slots: int = Field(8, ge=1, le=1024, description="GPU slots")
+    gpus: tuple[GpuInstance, ...] = ()
+    switches: tuple[Switch, ...] = ()
+    nics: tuple[Nic, ...] = ()
+    template: str | None = None
+    x: float = 0.0
+    y: float = 0.0
+
+    @model_validator(mode="after")
+    def _check(self) -> Node:
+        if len(self.gpus) > self.slots:
+            raise ValueError(f"node '{self.id}' holds {len(self.gpus)} GPUs but has {self.slots} slots")
+        used: set[int] = set()
+        for g in self.gpus:
+            if g.slot >= self.slots:
+                raise ValueError(
+                    f"GPU '{g.id}' is in slot {g.slot}; node '{self.id}' has slots 0..{self.slots - 1}"
+                )
+            if g.slot in used:
+                raise ValueError(f"node '{self.id}': two GPUs in slot {g.slot}")
+            used.add(g.slot)
+        return self
+
+    def free_slots(self) -> list[int]:
+        used = {g.slot for g in self.gpus}
+        return [s for s in range(self.slots) if s not in used]
+
+
+class Link(Frozen):
+    """An edge between two endpoints (GPU, switch or NIC ids). ``lanes`` bonds parallel links
+    (e.g. NV12 in nvidia-smi: 12 NVLinks), scaling the bandwidth."""
+
+    id: str = Field(pattern=ID_PATTERN, max_length=200)
+    kind: str
+    a: str
+    b: str
+    lanes: float = Field(1.0, gt=0, le=1024)
+
+    @model_validator(mode="after")
+    def _check(self) -> Link:
+        if self.a == self.b:
+            raise ValueError(f"link '{self.id}' joins '{self.a}' to itself")
+        return self
+
+
+class NodeTemplate(Frozen):
+    """How to build a standard server: GPUs, the fabric inside it, NICs. Expanded by
+    :func:`studio.core.templates.instantiate`."""
+
+    id: str = Field(pattern=ID_PATTERN, max_length=80)
+    name: str = Field(min_length=1, max_length=120)
+    description: str = ""
+    gpu_type: str
+    gpus_per_node: int = Field(ge=1, le=1024)
+    trays: int = Field(1, ge=1, le=256, description="nodes (trays) sharing one NVLink domain")
+    fabric: Literal["nvswitch", "nvlink-rack", "bridge-pairs", "xgmi-mesh", "pcie"]
+    scale_up_link: str | None = Field(None, description="NVLink / bridge / xGMI link kind id")
+    scale_up_lanes: float = Field(1.0, gt=0)
+    sockets: int = Field(2, ge=1, le=8)
+    gpus_per_pcie_switch: int = Field(2, ge=1, le=64)
+    pcie_switch_link: str = Field(description="GPU <-> PCIe switch link kind id")
+    host_link: str = Field(description="PCIe switch <-> CPU root complex link kind id")
+    socket_link: str | None = Field(None, description="CPU <-> CPU link kind id")
+    nics: int = Field(0, ge=0, le=64)
+    nic_kind: str | None = None
+    sources: dict[str, str] = Field(default_factory=dict)
+
+
+class Cluster(Frozen):
+    """Everything drawn on the canvas, plus the catalogue of GPU specs and link kinds it uses."""
+
+    name: str = Field("cluster", max_length=200)
+    nodes: tuple[Node, ...] = ()
+    switches: tuple[Switch, ...] = Field((), description="cluster-level switches (fabric, rack NVLink)")
+    links: tuple[Link, ...] = ()
+    gpu_specs: dict[str, GpuSpec] = Field(default_factory=dict)
+    link_kinds: dict[str, LinkKind] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check(self) -> Cluster:
+        seen: dict[str, str] = {}
+
+        def claim(ident: str, what: str) -> None:
+            if ident in seen:
+                raise ValueError(f"id '{ident}' is used by a {seen[ident]} and a {what}; ids must be unique")
+            seen[ident] = what
+
+        for n in self.nodes:
+            claim(n.id, "node")
+            for g in n.gpus:
+                claim(g.id, "GPU")
+                if g.type not in self.gpu_specs:
+                    raise ValueError(
+                        f"GPU '{g.id}' has type '{g.type}', which is not in gpu_specs "
+                        f"(known: {', '.join(sorted(self.gpu_specs)) or 'none'})"
+                    )
+            for s in n.switches:
+                claim(s.id, "switch")
+            for nic in n.nics:
+                claim(nic.id, "NIC")
+                if nic.kind not in self.link_kinds:
+                    raise ValueError(f"NIC '{nic.id}' has kind '{nic.kind}', not in link_kinds")
+        for s in self.switches:
+            claim(s.id, "switch")
+        for link in self.links:
+            claim(link.id, "link")
+        endpoints = {k for k, v in seen.items() if v in ("GPU", "switch", "NIC")}
+        for link in self.links:
+            for end in (link.a, link.b):
+                if end not in endpoints:
+                    raise ValueError(
+                        f"link '{link.id}' ends at '{end}', which is no GPU, switch or NIC of this cluster"
+                    )
+            if link.kind not in self.link_kinds:
+                raise ValueError(
+                    f"link '{link.id}' has kind '{link.kind}'; allowed: "
+                    f"{', '.join(sorted(self.link_kinds)) or 'none'}"
+                )
+        return self
+
+    # ----------------------------------------------------------------- queries
+    @property
+    def gpus(self) -> tuple[GpuInstance, ...]:
+        """All GPUs, node by node, slot order."""
+        return tuple(g for n in self.nodes for g in sorted(n.gpus, key=lambda g: g.slot))
+
+    @property
+    def num_gpus(self) -> int:
+        return sum(len(n.gpus) for n in self.nodes)
+
+    def node_of(self, endpoint_id: str) -> Node | None:
+        """The node holding a GPU, switch or NIC (None for cluster-level switches)."""
+        for n in self.nodes:
+            if endpoint_id == n.id:
+                return n
+            if any(g.id == endpoint_id for g in n.gpus):
+                return n
+            if any(s.id == endpoint_id for s in n.switches) or any(x.id == endpoint_id for x in n.nics):
+                return n
+        return None
+
+    def node(self, node_id: str) -> Node:
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        raise KeyError(node_id)
+
+    def gpu_spec_of(self, gpu_id: str) -> GpuSpec:
+        for n in self.nodes:
+            for g in n.gpus:
+                if g.id == gpu_id:
+                    return self.gpu_specs[g.type]
+        raise KeyError(gpu_id)
+
+    def link(self, link_id: str) -> Link:
+        for lk in self.links:
+            if lk.id == link_id:
+                return lk
+        raise KeyError(link_id)
+
+    def gpu_types(self) -> list[str]:
+        """Distinct GPU type ids in use, most common first."""
+        counts: dict[str, int] = {}
+        for g in self.gpus:
+            counts[g.type] = counts.get(g.type, 0) + 1
+        return sorted(counts, key=lambda t: -counts[t])
+
+    def endpoint_ids(self) -> set[str]:
+        out: set[str] = set()
+        for n in self.nodes:
+            out.update(g.id for g in n.gpus)
+            out.update(s.id for s in n.switches)
+            out.update(x.id for x in n.nics)
+        out.update(s.id for s in self.switches)
+        return out

@@ -1,0 +1,98 @@
+"""The project file: one cluster, one model, one workload, one current layout, pinned alternatives.
+
+Stored as JSON with a ``schema_version``. :func:`migrate` upgrades a decoded file of any earlier
+version step by step (each step a pure ``dict -> dict`` function registered in ``MIGRATIONS``) before
+validation; a file from a newer version is refused with a message saying so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import Field
+
+from studio.core.architecture import LLMArchitecture
+from studio.core.base import Frozen
+from studio.core.errors import StudioError
+from studio.core.hardware import Cluster
+from studio.core.layout import Layout
+from studio.core.workload import ServingConfig, Workload
+
+SCHEMA_VERSION = 1
+
+
+class LinkFit(Frozen):
+    """Fitted latency-bandwidth model of one link kind (α-β model)."""
+
+    latency_us: float = Field(ge=0, le=1e6)
+    bandwidth_gbps: float = Field(gt=0, le=1e6, description="achieved bus bandwidth, GB/s")
+    points: int = Field(0, ge=0)
+    rms_rel_error: float = Field(0.0, ge=0)
+
+
+class CalibrationProfile(Frozen):
+    """Named set of fitted figures that replace the engine's defaults."""
+
+    name: str = Field(min_length=1, max_length=120)
+    description: str = ""
+    link_fits: dict[str, LinkFit] = Field(default_factory=dict, description="by link kind id")
+    efficiency: dict[str, float] = Field(
+        default_factory=dict, description="engine efficiency factors by name (see engine constants)"
+    )
+    fit_error: dict[str, float] = Field(default_factory=dict, description="error of the fit, by measure")
+    source_files: tuple[str, ...] = ()
+
+
+class Project(Frozen):
+    """A planning document."""
+
+    schema_version: int = Field(SCHEMA_VERSION, ge=1)
+    name: str = Field("Untitled plan", max_length=200)
+    description: str = ""
+    cluster: Cluster
+    model: LLMArchitecture
+    model_ref: str | None = Field(None, description="preset id or path the model came from")
+    workload: Workload = Workload()
+    serving: ServingConfig = ServingConfig()
+    layout: Layout = Layout()
+    pinned: tuple[Layout, ...] = Field((), description="alternatives kept for comparison")
+    calibrations: dict[str, CalibrationProfile] = Field(default_factory=dict)
+
+
+Migration = Callable[[dict[str, Any]], dict[str, Any]]
+
+#: ``MIGRATIONS[v]`` upgrades a decoded version-``v`` file to version ``v + 1``.
+MIGRATIONS: dict[int, Migration] = {}
+
+
+def migrate(data: dict[str, Any], source: str | None = None) -> dict[str, Any]:
+    """Upgrade a decoded project file to :data:`SCHEMA_VERSION`.
+
+    Raises
+    ------
+    StudioError
+        If the version is missing or not an integer, newer than this program understands, or no
+        migration path exists.
+    """
+    if not isinstance(data, dict):
+        raise StudioError("a project file must hold a JSON object at the top level", source)
+    version = data.get("schema_version")
+    if version is None:
+        raise StudioError("field 'schema_version' is missing (expected an integer ≥ 1)", source)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise StudioError(f"field 'schema_version' is {version!r}; expected an integer ≥ 1", source)
+    if version > SCHEMA_VERSION:
+        raise StudioError(
+            f"this file was written by a newer Layout Studio (schema_version {version}); this version "
+            f"reads up to {SCHEMA_VERSION}. Update Layout Studio to open it.",
+            source,
+        )
+    while version < SCHEMA_VERSION:
+        step = MIGRATIONS.get(version)
+        if step is None:
+            raise StudioError(f"no migration from schema_version {version}", source)
+        data = step(dict(data))
+        version += 1
+        data["schema_version"] = version
+    return data

@@ -1,0 +1,281 @@
+"""Frozen results of the cost engine. Every headline figure carries an :class:`Explanation`.
+
+These types are the contract between the engine and everything that shows or exports a plan
+(GUI, CLI, exporters, report). Times are in milliseconds unless the name says ``_us``; memory in
+bytes unless the name says otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from studio.core.layout import Layout
+
+Severity = Literal["error", "warning", "info"]
+GIB = float(2**30)
+
+#: Segment kinds of a pipeline timeline, in drawing order; ``Timeline.kind`` indexes this tuple.
+SEGMENT_KINDS: tuple[str, ...] = ("compute", "allreduce", "p2p", "idle")
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One term of a breakdown: ``name = value unit`` with an optional note."""
+
+    name: str
+    value: float
+    unit: str
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Why a figure has its value: the formula in words and the terms that went into it."""
+
+    figure: str
+    value: float
+    unit: str
+    formula: str
+    terms: tuple[Term, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def as_text(self) -> str:
+        lines = [f"{self.figure} = {_fmt(self.value)} {self.unit}", f"  = {self.formula}"]
+        lines += [f"  {t.name}: {_fmt(t.value)} {t.unit}" + (f"  ({t.note})" if t.note else "") for t in self.terms]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _fmt(v: float) -> str:
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if a >= 1e6 or a < 1e-3:
+        return f"{v:.4g}"
+    if a >= 100:
+        return f"{v:,.1f}"
+    return f"{v:.4g}"
+
+
+@dataclass(frozen=True, slots=True)
+class PlanWarning:
+    """A rule that fired. ``code`` is stable (e.g. ``TP_CROSSES_NODE``); ``fix`` is one line."""
+
+    code: str
+    severity: Severity
+    message: str
+    fix: str
+    gpus: tuple[str, ...] = ()
+    links: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GpuMemory:
+    """Memory of one GPU (bytes)."""
+
+    gpu_id: str
+    rank: int
+    stage: int
+    tp_rank: int
+    dp_index: int
+    capacity: float
+    usable: float  # capacity × gpu_memory_utilization
+    weights: float
+    kv_cache: float  # KV pool reserved for the batch (or the whole free pool for capacity)
+    activations: float
+    overhead: float
+    weights_by_module: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.kv_cache + self.activations + self.overhead
+
+    @property
+    def free(self) -> float:
+        return self.capacity - self.total
+
+
+@dataclass(frozen=True, slots=True)
+class CommCost:
+    """One collective or transfer, costed over the links that join its GPUs."""
+
+    kind: Literal["allreduce", "p2p", "alltoall"]
+    phase: Literal["prefill", "decode"]
+    group: tuple[str, ...]
+    message_bytes: float
+    time_us: float
+    algorithm: str
+    bandwidth_gbps: float  # effective bandwidth of the bottleneck
+    latency_us: float
+    bottleneck_link: str | None  # link id of the slowest hop
+    bottleneck_kind: str | None  # link kind id of the slowest hop
+    explanation: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StageResult:
+    """Per pipeline stage, for one micro-batch, in ms."""
+
+    stage: int
+    layers: int
+    gpus: tuple[str, ...]
+    prefill_compute_ms: float
+    prefill_allreduce_ms: float
+    decode_compute_ms: float
+    decode_allreduce_ms: float
+    p2p_prefill_ms: float  # to the next stage (0 on the last)
+    p2p_decode_ms: float
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Pipeline timeline as arrays ready to draw: one row per segment.
+
+    ``lane`` indexes ``lanes`` (stage labels, or GPU labels when per GPU), ``kind`` indexes
+    :data:`SEGMENT_KINDS`, times in ms from the start of the step.
+    """
+
+    phase: Literal["prefill", "decode"]
+    lanes: tuple[str, ...]
+    lane: np.ndarray
+    start: np.ndarray
+    duration: np.ndarray
+    kind: np.ndarray
+    micro_batch: np.ndarray
+    total_ms: float
+    bubble_fraction: float
+
+    def segments_of(self, kind: str) -> np.ndarray:
+        """Boolean mask of the segments of ``kind``."""
+        return self.kind == SEGMENT_KINDS.index(kind)
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """Everything the engine knows about one layout of one project."""
+
+    layout: Layout  # resolved: placement filled in
+    fits: bool
+    fit_reason: str
+    batch: int  # concurrent sequences per replica
+    batch_auto: bool
+    memory: tuple[GpuMemory, ...]
+    kv_bytes_per_token_per_gpu: float  # most loaded GPU, window-capped average at isl+osl
+    kv_bytes_per_token_card: float  # the concept card's formula (whole model)
+    kv_bytes_per_token_model: float  # GQA/MLA-aware, whole model
+    kv_capacity_tokens: int  # per replica
+    max_concurrent_sequences: int  # per replica, at isl+osl
+    allreduce_us_per_layer_prefill: float
+    allreduce_us_per_layer_decode: float
+    p2p_us_per_boundary_prefill: float
+    p2p_us_per_boundary_decode: float
+    bubble_fraction: float
+    micro_batches: int
+    ttft_ms: float
+    tpot_ms: float
+    request_latency_ms: float
+    output_tokens_per_s: float  # all replicas
+    output_tokens_per_s_per_gpu: float
+    tokens_per_s_per_user: float
+    usd_per_hour: float
+    usd_per_million_output_tokens: float
+    stages: tuple[StageResult, ...]
+    comm: tuple[CommCost, ...]
+    timelines: dict[str, Timeline]
+    warnings: tuple[PlanWarning, ...]
+    explanations: dict[str, Explanation]
+    assumptions: tuple[str, ...] = ()
+    calibration: str | None = None
+
+    @property
+    def gpus(self) -> int:
+        return self.layout.world_size
+
+    @property
+    def peak_memory(self) -> GpuMemory:
+        """The most loaded GPU."""
+        return max(self.memory, key=lambda m: m.total)
+
+    def to_json(self) -> dict[str, Any]:
+        """The CLI's ``plan --json`` object (a stable contract; keys only get added)."""
+        m = self.peak_memory
+        return {
+            "layout": {
+                "tp": self.layout.tp,
+                "pp": self.layout.pp,
+                "ep": self.layout.ep,
+                "dp": self.layout.dp,
+                "gpus": self.layout.world_size,
+                "micro_batches": self.layout.micro_batches,
+                "layers_per_stage": [s.layers for s in self.stages],
+                "placement": list(self.layout.placement or ()),
+            },
+            "fits": self.fits,
+            "fit_reason": self.fit_reason,
+            "batch": self.batch,
+            "batch_auto": self.batch_auto,
+            "memory": {
+                "per_gpu_gib": {
+                    "gpu": m.gpu_id,
+                    "weights": m.weights / GIB,
+                    "kv_cache": m.kv_cache / GIB,
+                    "activations": m.activations / GIB,
+                    "overhead": m.overhead / GIB,
+                    "total": m.total / GIB,
+                    "capacity": m.capacity / GIB,
+                    "usable": m.usable / GIB,
+                },
+                "gpus": [
+                    {
+                        "gpu": g.gpu_id,
+                        "rank": g.rank,
+                        "stage": g.stage,
+                        "weights_gib": g.weights / GIB,
+                        "kv_cache_gib": g.kv_cache / GIB,
+                        "activations_gib": g.activations / GIB,
+                        "overhead_gib": g.overhead / GIB,
+                        "total_gib": g.total / GIB,
+                        "capacity_gib": g.capacity / GIB,
+                    }
+                    for g in self.memory
+                ],
+            },
+            "kv_cache": {
+                "bytes_per_token_per_gpu": self.kv_bytes_per_token_per_gpu,
+                "bytes_per_token_model": self.kv_bytes_per_token_model,
+                "bytes_per_token_card_formula": self.kv_bytes_per_token_card,
+                "capacity_tokens": self.kv_capacity_tokens,
+                "max_concurrent_sequences": self.max_concurrent_sequences,
+            },
+            "comm": {
+                "allreduce_us_per_layer": {
+                    "prefill": self.allreduce_us_per_layer_prefill,
+                    "decode": self.allreduce_us_per_layer_decode,
+                },
+                "p2p_us_per_boundary": {
+                    "prefill": self.p2p_us_per_boundary_prefill,
+                    "decode": self.p2p_us_per_boundary_decode,
+                },
+                "bottlenecks": sorted({c.bottleneck_kind for c in self.comm if c.bottleneck_kind}),
+            },
+            "pipeline": {"bubble_fraction": self.bubble_fraction, "micro_batches": self.micro_batches},
+            "latency_ms": {"ttft": self.ttft_ms, "tpot": self.tpot_ms, "request": self.request_latency_ms},
+            "throughput": {
+                "output_tokens_per_s": self.output_tokens_per_s,
+                "output_tokens_per_s_per_gpu": self.output_tokens_per_s_per_gpu,
+                "tokens_per_s_per_user": self.tokens_per_s_per_user,
+            },
+            "cost": {
+                "usd_per_hour": self.usd_per_hour,
+                "usd_per_million_output_tokens": self.usd_per_million_output_tokens,
+            },
+            "warnings": [
+                {"code": w.code, "severity": w.severity, "message": w.message, "fix": w.fix}
+                for w in self.warnings
+            ],
+            "calibration": self.calibration,
+            "assumptions": list(self.assumptions),
+        }
