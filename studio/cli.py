@@ -1,0 +1,122 @@
+"""``layout-studio``: the headless command line, a contract other tools script against.
+
+Each sub-command lives in its own module under :mod:`studio.commands` and exposes
+``register(subparsers) -> None``, which adds its parser and sets ``func`` (``args -> int``) with
+``parser.set_defaults(func=...)``. To add a command, write ``studio/commands/<name>.py`` and append
+its module path to :data:`COMMAND_MODULES` — that one line is all the wiring there is. Commands
+that work on one project reuse :mod:`studio.commands.common` (``add_project_args`` /
+``project_from_args``).
+
+Exit codes: 0 success; 2 a usage error or a :class:`~studio.core.errors.StudioError` (bad input,
+unknown id, a layout that cannot exist), printed as ``layout-studio: error: ...`` without a
+traceback; 1 an unexpected failure (traceback only with ``--debug``); 130 interrupted.
+
+Importing this module loads no Qt: the GUI commands import :mod:`studio.gui` inside their functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from collections.abc import Sequence
+
+from studio.core.errors import StudioError
+
+PROG = "layout-studio"
+
+#: Sub-command modules, in the order ``--help`` lists them. Append new commands here.
+COMMAND_MODULES: list[str] = [
+    "studio.commands.gui_cmd",
+]
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("layout-studio")
+    except Exception:  # not installed (run from a checkout)
+        return "0.1.0 (source checkout)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser with every command of :data:`COMMAND_MODULES` registered."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=(
+            "Plan multi-GPU LLM inference: memory, latency, throughput and cost of every "
+            "TP × PP × EP × DP layout of a cluster. Without a command, opens the studio on the "
+            "bundled example."
+        ),
+        epilog="Exit codes: 0 ok, 2 bad input (message on stderr), 1 unexpected failure.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of unexpected errors")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def _open_default(args: argparse.Namespace) -> int:
+    from studio.commands.gui_cmd import open_gui
+
+    return open_gui(None)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the process exit code (never raises for bad input)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        func = getattr(args, "func", _open_default)
+        return int(func(args) or 0)
+    except SystemExit as exc:  # argparse: --help (0) and usage errors (2)
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 2)
+    except StudioError as exc:
+        _error(str(exc))
+        return 2
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return 130
+    except BrokenPipeError:  # output piped into `head` and closed early
+        _silence_stdout()
+        return 0
+    except Exception as exc:  # noqa: BLE001 - the one place that reports unexpected failures
+        if debug:
+            traceback.print_exc()
+        _error(
+            f"unexpected {type(exc).__name__}: {exc}"
+            + ("" if debug else " (run again with --debug for the traceback)"),
+            internal=True,
+        )
+        return 1
+
+
+def _error(message: str, internal: bool = False) -> None:
+    print(f"{PROG}: {'internal error' if internal else 'error'}: {message}", file=sys.stderr)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush cannot fail again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def entry_point() -> None:
+    """Console-script wrapper that exits with :func:`main`'s code."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry_point()
