@@ -29,6 +29,9 @@ PROG = "layout-studio"
 #: Sub-command modules, in the order ``--help`` lists them. Append new commands here.
 COMMAND_MODULES: list[str] = [
     "studio.commands.gui_cmd",
+    "studio.commands.plan",
+    "studio.commands.sweep",
+    "studio.commands.presets_cmd",
 ]
 
 
@@ -69,7 +72,8 @@ def _open_default(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code (never raises for bad input)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in argv
+    debug = "--debug" in argv  # accepted anywhere on the line, before or after the command
+    argv = [a for a in argv if a != "--debug"]
     try:
         parser = build_parser()
         args = parser.parse_args(argv)

@@ -1,0 +1,182 @@
+"""``layout-studio plan``: evaluate one layout and print every figure (table or ``--json``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from studio.commands.common import (
+    add_project_args,
+    fmt,
+    format_pairs,
+    print_json,
+    project_from_args,
+)
+from studio.core.project import Project
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``plan`` command."""
+    p = subparsers.add_parser(
+        "plan",
+        help="memory, communication, latency, throughput and cost of one layout",
+        description="Evaluate one layout of a project. Flags override the PROJECT file's values; "
+        "without a PROJECT file the bundled example is the starting point.",
+    )
+    add_project_args(p, layout=True)
+    out = p.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print one JSON object (the scripting contract)")
+    out.add_argument("--explain", action="store_true", help="also print the breakdown of every figure")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the project, evaluate it, print the result."""
+    from studio.engine import evaluate
+
+    project = project_from_args(args)
+    plan = evaluate(project)
+    if args.json:
+        data = plan.to_json()
+        if args.explain:
+            data["explanations"] = {k: explanation_json(e) for k, e in plan.explanations.items()}
+        print_json(data)
+    else:
+        print(format_plan(project, plan, explain=args.explain))
+    return 0
+
+
+def explanation_json(e) -> dict:
+    """One :class:`~studio.engine.results.Explanation` as a JSON object."""
+    return {
+        "figure": e.figure,
+        "value": e.value,
+        "unit": e.unit,
+        "formula": e.formula,
+        "terms": [{"name": t.name, "value": t.value, "unit": t.unit, "note": t.note} for t in e.terms],
+        "notes": list(e.notes),
+    }
+
+
+def _worst(comm, kind: str, phase: str):
+    hits = [c for c in comm if c.kind == kind and c.phase == phase]
+    return max(hits, key=lambda c: c.time_us) if hits else None
+
+
+def _bottleneck(c) -> str:
+    if c is None:
+        return "-"
+    where = c.bottleneck_kind or "-"
+    if c.bottleneck_link:
+        where += f" (link {c.bottleneck_link})"
+    return f"{where}, {c.algorithm}, {fmt(c.bandwidth_gbps)} GB/s effective"
+
+
+def format_plan(project: Project, plan, explain: bool = False) -> str:
+    """The readable report of one plan: aligned sections, warnings with their fixes."""
+    from studio.engine.results import GIB
+
+    lay = plan.layout
+    wl = project.workload
+    sv = project.serving
+    precision = sv.effective_precision(project.model.precision).describe()
+    sections: list[str] = []
+
+    head = [
+        ("project", project.name),
+        ("model", f"{project.model.name} ({project.model_ref or project.model.id}), weights {precision}, "
+                  f"KV {sv.kv_dtype.value}"),
+        ("cluster", f"{project.cluster.name}: {project.cluster.num_gpus} GPUs "
+                    f"({', '.join(project.cluster.gpu_types())}) in {len(project.cluster.nodes)} nodes"),
+        ("layout", f"{lay.label}  (TP {lay.tp}, PP {lay.pp}, EP {lay.ep}, DP {lay.dp}, "
+                   f"{plan.gpus} GPUs, micro-batches {lay.micro_batches}, layers per stage "
+                   f"{','.join(str(s.layers) for s in plan.stages)})"),
+        ("workload", f"ISL {wl.isl}, OSL {wl.osl}, batch {plan.batch} per replica"
+                     + (f" (auto, max {wl.max_batch})" if plan.batch_auto else "")),
+        ("fits", f"{'yes' if plan.fits else 'NO'} — {plan.fit_reason}"),
+    ]
+    if plan.calibration:
+        head.append(("calibration", plan.calibration))
+    sections.append("Plan\n" + format_pairs(head))
+
+    m = plan.peak_memory
+    mem = [
+        ("weights", f"{m.weights / GIB:9.2f} GiB"),
+        ("KV cache", f"{m.kv_cache / GIB:9.2f} GiB"),
+        ("activations", f"{m.activations / GIB:9.2f} GiB"),
+        ("overhead", f"{m.overhead / GIB:9.2f} GiB"),
+        ("total", f"{m.total / GIB:9.2f} GiB of {m.capacity / GIB:.2f} GiB "
+                  f"(usable {m.usable / GIB:.2f} GiB at utilisation {sv.gpu_memory_utilization:g})"),
+    ]
+    sections.append(f"Memory per GPU (most loaded: {m.gpu_id}, rank {m.rank}, stage {m.stage})\n"
+                    + format_pairs(mem))
+
+    kv = [
+        ("bytes per token per GPU", fmt(plan.kv_bytes_per_token_per_gpu)),
+        ("bytes per token, model", f"{fmt(plan.kv_bytes_per_token_model)} (card formula "
+                                   f"{fmt(plan.kv_bytes_per_token_card)})"),
+        ("capacity", f"{fmt(plan.kv_capacity_tokens)} tokens per replica"),
+        ("concurrent sequences", f"{fmt(plan.max_concurrent_sequences)} of ISL+OSL = {wl.isl + wl.osl} tokens"),
+    ]
+    sections.append("KV cache\n" + format_pairs(kv))
+
+    ar_p, ar_d = _worst(plan.comm, "allreduce", "prefill"), _worst(plan.comm, "allreduce", "decode")
+    p2p = _worst(plan.comm, "p2p", "prefill")
+    a2a = _worst(plan.comm, "alltoall", "decode")
+    comm = [
+        ("AllReduce per layer", f"prefill {fmt(plan.allreduce_us_per_layer_prefill)} µs, "
+                                f"decode {fmt(plan.allreduce_us_per_layer_decode)} µs"),
+        ("  bottleneck (prefill)", _bottleneck(ar_p)),
+        ("  bottleneck (decode)", _bottleneck(ar_d)),
+        ("P2P per stage boundary", f"prefill {fmt(plan.p2p_us_per_boundary_prefill)} µs, "
+                                   f"decode {fmt(plan.p2p_us_per_boundary_decode)} µs"),
+        ("  bottleneck", _bottleneck(p2p)),
+    ]
+    if a2a is not None:
+        comm.append(("EP all-to-all (decode)", f"{fmt(a2a.time_us)} µs over {_bottleneck(a2a)}"))
+    sections.append("Communication\n" + format_pairs(comm))
+
+    sections.append("Pipeline\n" + format_pairs([
+        ("bubble", f"{plan.bubble_fraction * 100:.1f} % ((P-1)/(M+P-1), P={lay.pp}, M={plan.micro_batches})"),
+    ]))
+    sections.append("Latency\n" + format_pairs([
+        ("TTFT", f"{fmt(plan.ttft_ms)} ms"),
+        ("TPOT", f"{fmt(plan.tpot_ms)} ms"),
+        ("request", f"{fmt(plan.request_latency_ms)} ms"),
+    ] + _targets(wl, plan)))
+    sections.append("Throughput (output tokens)\n" + format_pairs([
+        ("total", f"{fmt(plan.output_tokens_per_s)} tok/s"),
+        ("per GPU", f"{fmt(plan.output_tokens_per_s_per_gpu)} tok/s"),
+        ("per user", f"{fmt(plan.tokens_per_s_per_user)} tok/s"),
+    ]))
+    sections.append("Cost\n" + format_pairs([
+        ("cluster", f"${plan.usd_per_hour:,.2f} per hour"),
+        ("per million output tokens", f"${plan.usd_per_million_output_tokens:,.3f}"),
+    ]))
+
+    if plan.warnings:
+        lines = []
+        for w in plan.warnings:
+            lines.append(f"  [{w.severity}] {w.code}: {w.message}")
+            if w.fix:
+                lines.append(f"      fix: {w.fix}")
+        sections.append(f"Warnings ({len(plan.warnings)})\n" + "\n".join(lines))
+    else:
+        sections.append("Warnings\n  none")
+
+    if plan.assumptions:
+        sections.append("Assumptions\n" + "\n".join(f"  - {a}" for a in plan.assumptions))
+    if explain:
+        body = "\n\n".join(e.as_text() for e in plan.explanations.values())
+        sections.append("Explanations\n" + body)
+    return "\n\n".join(sections)
+
+
+def _targets(wl, plan) -> list[tuple[str, str]]:
+    out = []
+    if wl.ttft_ms is not None:
+        ok = plan.ttft_ms <= wl.ttft_ms
+        out.append(("TTFT target", f"{fmt(wl.ttft_ms)} ms — {'met' if ok else 'MISSED'}"))
+    if wl.tpot_ms is not None:
+        ok = plan.tpot_ms <= wl.tpot_ms
+        out.append(("TPOT target", f"{fmt(wl.tpot_ms)} ms — {'met' if ok else 'MISSED'}"))
+    return out

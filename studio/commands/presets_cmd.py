@@ -1,0 +1,161 @@
+"""``layout-studio presets``: the bundled GPUs, models, link kinds and node templates, with their key
+figures and the sources those figures come from."""
+
+from __future__ import annotations
+
+import argparse
+
+from studio.commands.common import fmt, format_table, print_json
+
+KINDS = ("gpus", "models", "links", "nodes")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``presets`` command."""
+    p = subparsers.add_parser(
+        "presets",
+        help="list the bundled GPUs, models, link kinds and node templates",
+        description="List the bundled presets with their key figures and sources.",
+    )
+    p.add_argument("kind", nargs="?", choices=KINDS, help="one kind of preset (default: all)")
+    p.add_argument("--json", action="store_true", help="print one JSON object keyed by kind")
+    p.add_argument("--no-sources", action="store_true", help="table only, without the sources")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the presets of one kind, or of every kind."""
+    from studio.io.presets import load_catalog
+
+    cat = load_catalog()
+    kinds = (args.kind,) if args.kind else KINDS
+    if args.json:
+        print_json({k: _JSON[k](cat) for k in kinds})
+        return 0
+    blocks = [_TABLES[k](cat, not args.no_sources) for k in kinds]
+    print("\n\n".join(blocks))
+    return 0
+
+
+# ----------------------------------------------------------------------------- JSON
+def gpus_json(cat) -> list[dict]:
+    return [g.model_dump(mode="json") for g in cat.gpus.values()]
+
+
+def links_json(cat) -> list[dict]:
+    return [k.model_dump(mode="json") | {"effective_gbps": k.effective_gbps} for k in cat.links.values()]
+
+
+def nodes_json(cat) -> list[dict]:
+    return [t.model_dump(mode="json") | {"gpus": t.gpus_per_node * t.trays} for t in cat.nodes.values()]
+
+
+def models_json(cat) -> list[dict]:
+    out = []
+    for m in cat.models.values():
+        a = m.architecture
+        out.append({
+            "id": m.id,
+            "name": m.name,
+            "hf_model_id": m.hf_model_id,
+            "model_type": a.model_type,
+            "params": a.num_params,
+            "active_params": a.num_active_params,
+            "layers": a.num_layers,
+            "hidden_size": a.hidden_size,
+            "attention_heads": a.num_attention_heads,
+            "kv_heads": a.num_kv_heads,
+            "head_dim": a.head_dim,
+            "max_context": a.max_context,
+            "moe": None if a.moe is None else {
+                "experts": a.moe.num_experts,
+                "experts_per_token": a.moe.experts_per_token,
+                "shared_experts": a.moe.num_shared_experts,
+            },
+            "mla": a.mla is not None,
+            "precision": a.precision.describe(),
+            "kv_bytes_per_token_bf16": a.kv_bytes_per_token("bf16"),
+            "sources": m.sources,
+            "notes": m.notes,
+        })
+    return out
+
+
+_JSON = {"gpus": gpus_json, "models": models_json, "links": links_json, "nodes": nodes_json}
+
+
+# ----------------------------------------------------------------------------- tables
+def _params(n: float) -> str:
+    return f"{n / 1e9:,.1f} B" if n >= 1e9 else f"{n / 1e6:,.0f} M"
+
+
+def _sources(items, with_sources: bool) -> str:
+    """Per preset, each distinct source with the fields it backs."""
+    if not with_sources:
+        return ""
+    lines = ["", "Sources"]
+    for ident, sources in items:
+        by_text: dict[str, list[str]] = {}
+        for field, text in sources.items():
+            by_text.setdefault(text, []).append(field)
+        if not by_text:
+            lines.append(f"  {ident}: (no sources recorded)")
+            continue
+        lines.append(f"  {ident}:")
+        lines += [f"    {', '.join(fields)}: {text}" for text, fields in by_text.items()]
+    return "\n".join(lines)
+
+
+def gpus_table(cat, with_sources: bool = True) -> str:
+    headers = ["id", "name", "memory GB", "HBM GB/s", "BF16 TFLOPS", "FP8 TFLOPS", "FP4 TFLOPS",
+               "scale-up link", "PCIe", "W", "$/GPU-h", "node template"]
+    rows = [
+        [g.id, g.name, fmt(g.memory_gb), fmt(g.hbm_bandwidth_gbps), fmt(g.tflops_bf16), fmt(g.tflops_fp8),
+         fmt(g.tflops_fp4), g.scale_up_link or "-", f"Gen{g.host_pcie_gen}", fmt(g.power_w),
+         f"{g.price_per_gpu_hour:.2f}", g.default_node_template or "-"]
+        for g in cat.gpus.values()
+    ]
+    body = format_table(headers, rows, right={2, 3, 4, 5, 6, 9, 10})
+    return f"GPUs ({len(rows)})\n{body}" + _sources(((g.id, g.sources) for g in cat.gpus.values()), with_sources)
+
+
+def models_table(cat, with_sources: bool = True) -> str:
+    headers = ["id", "type", "params", "active", "layers", "heads", "kv heads", "KV B/token (bf16)",
+               "context", "experts", "precision"]
+    rows = []
+    for m in cat.models.values():
+        a = m.architecture
+        experts = f"{a.moe.experts_per_token}/{a.moe.num_experts}" if a.moe else "-"
+        if a.moe and a.moe.num_shared_experts:
+            experts += f" +{a.moe.num_shared_experts}"
+        rows.append([m.id, a.model_type + (" (MLA)" if a.mla else ""), _params(a.num_params),
+                     _params(a.num_active_params), str(a.num_layers), str(a.num_attention_heads),
+                     str(a.num_kv_heads), fmt(a.kv_bytes_per_token("bf16")), fmt(a.max_context), experts,
+                     a.precision.describe()])
+    body = format_table(headers, rows, right={2, 3, 4, 5, 6, 7, 8})
+    return f"Models ({len(rows)})\n{body}" + _sources(((m.id, m.sources) for m in cat.models.values()), with_sources)
+
+
+def links_table(cat, with_sources: bool = True) -> str:
+    headers = ["id", "family", "GB/s per direction", "latency µs", "efficiency", "effective GB/s", "name"]
+    rows = [
+        [k.id, k.family.value, fmt(k.bandwidth_gbps), fmt(k.latency_us), f"{k.efficiency:.2f}",
+         fmt(k.effective_gbps), k.name]
+        for k in cat.links.values()
+    ]
+    body = format_table(headers, rows, right={2, 3, 4, 5})
+    return f"Link kinds ({len(rows)})\n{body}" + _sources(((k.id, k.sources) for k in cat.links.values()), with_sources)
+
+
+def nodes_table(cat, with_sources: bool = True) -> str:
+    headers = ["id", "GPU", "GPUs", "trays", "fabric", "scale-up link", "NICs", "name"]
+    rows = [
+        [t.id, t.gpu_type, str(t.gpus_per_node * t.trays), str(t.trays), t.fabric, t.scale_up_link or "-",
+         f"{t.nics}× {t.nic_kind}" if t.nic_kind else "-", t.name]
+        for t in cat.nodes.values()
+    ]
+    body = format_table(headers, rows, right={2, 3})
+    return f"Node templates ({len(rows)})\n{body}" + _sources(((t.id, t.sources) for t in cat.nodes.values()), with_sources)
+
+
+_TABLES = {"gpus": gpus_table, "models": models_table, "links": links_table, "nodes": nodes_table}
