@@ -18,7 +18,12 @@ from pydantic import Field, model_validator
 
 from studio.core.base import Frozen
 
-ID_PATTERN = r"^[A-Za-z0-9_.:/\-]+$"
+ID_PATTERN = r"^[A-Za-z0-9_.:/~\-]+$"
+
+#: Largest cluster a project may hold; bigger inputs are refused before their items are validated.
+MAX_CLUSTER_GPUS = 65_536
+MAX_CLUSTER_NODES = 65_536
+MAX_CLUSTER_LINKS = 1_048_576
 
 
 class LinkFamily(str, Enum):
@@ -203,6 +208,28 @@ class Cluster(Frozen):
     links: tuple[Link, ...] = ()
     gpu_specs: dict[str, GpuSpec] = Field(default_factory=dict)
     link_kinds: dict[str, LinkKind] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _size(cls, data: object) -> object:
+        """Refuse absurd sizes in O(nodes) before pydantic validates every item."""
+        if not isinstance(data, dict):
+            return data
+        nodes = data.get("nodes")
+        if isinstance(nodes, (list, tuple)):
+            if len(nodes) > MAX_CLUSTER_NODES:
+                raise ValueError(f"{len(nodes)} nodes; a cluster holds at most {MAX_CLUSTER_NODES:,}")
+            total = 0
+            for n in nodes:
+                gpus = n.get("gpus") if isinstance(n, dict) else getattr(n, "gpus", None)
+                if isinstance(gpus, (list, tuple)):
+                    total += len(gpus)
+            if total > MAX_CLUSTER_GPUS:
+                raise ValueError(f"{total:,} GPUs; a cluster holds at most {MAX_CLUSTER_GPUS:,}")
+        links = data.get("links")
+        if isinstance(links, (list, tuple)) and len(links) > MAX_CLUSTER_LINKS:
+            raise ValueError(f"{len(links):,} links; a cluster holds at most {MAX_CLUSTER_LINKS:,}")
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> Cluster:

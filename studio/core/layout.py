@@ -16,6 +16,7 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from studio.core.base import Frozen
+from studio.core.hardware import MAX_CLUSTER_GPUS
 
 
 class Layout(Frozen):
@@ -33,6 +34,10 @@ class Layout(Frozen):
 
     @model_validator(mode="after")
     def _check(self) -> Layout:
+        if self.world_size > MAX_CLUSTER_GPUS:
+            raise ValueError(
+                f"tp × pp × dp = {self.world_size:,} GPUs; a cluster holds at most {MAX_CLUSTER_GPUS:,}"
+            )
         if self.layers_per_stage is not None:
             if len(self.layers_per_stage) != self.pp:
                 raise ValueError(

@@ -7,6 +7,7 @@ validation; a file from a newer version is refused with a message saying so.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -62,21 +63,29 @@ class Project(Frozen):
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 
-#: ``MIGRATIONS[v]`` upgrades a decoded version-``v`` file to version ``v + 1``.
+#: ``MIGRATIONS[v]`` upgrades a decoded version-``v`` file to version ``v + 1``. A step is a pure
+#: ``dict -> dict`` function: it gets its own deep copy of the data, must not read the version
+#: field (``migrate`` sets it) and should raise ``KeyError``/``TypeError``/``ValueError`` on data it
+#: cannot upgrade (turned into a :class:`StudioError` naming the step). Version 1 is the first
+#: released schema, so the registry is empty until version 2 exists.
 MIGRATIONS: dict[int, Migration] = {}
 
 
 def migrate(data: dict[str, Any], source: str | None = None) -> dict[str, Any]:
     """Upgrade a decoded project file to :data:`SCHEMA_VERSION`.
 
+    The input is never modified; each step works on a deep copy.
+
     Raises
     ------
     StudioError
-        If the version is missing or not an integer, newer than this program understands, or no
-        migration path exists.
+        If the version is missing or not an integer, newer than this program understands, no
+        migration path exists, or a step fails on this file.
     """
     if not isinstance(data, dict):
-        raise StudioError("a project file must hold a JSON object at the top level", source)
+        raise StudioError(
+            f"a project file must hold a JSON object at the top level, not {_json_kind(data)}", source
+        )
     version = data.get("schema_version")
     if version is None:
         raise StudioError("field 'schema_version' is missing (expected an integer ≥ 1)", source)
@@ -88,11 +97,36 @@ def migrate(data: dict[str, Any], source: str | None = None) -> dict[str, Any]:
             f"reads up to {SCHEMA_VERSION}. Update Layout Studio to open it.",
             source,
         )
+    if version == SCHEMA_VERSION:
+        return data
+    data = copy.deepcopy(data)
     while version < SCHEMA_VERSION:
         step = MIGRATIONS.get(version)
         if step is None:
-            raise StudioError(f"no migration from schema_version {version}", source)
-        data = step(dict(data))
+            raise StudioError(
+                f"cannot upgrade schema_version {version}: no migration to version {version + 1}", source
+            )
+        try:
+            out = step(data)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise StudioError(
+                f"cannot upgrade this file from schema_version {version} to {version + 1}: "
+                f"{type(exc).__name__}: {exc}",
+                source,
+            ) from None
+        if not isinstance(out, dict):
+            raise StudioError(
+                f"migration from schema_version {version} returned {_json_kind(out)}, not an object",
+                source,
+            )
+        data = out
         version += 1
         data["schema_version"] = version
     return data
+
+
+def _json_kind(value: Any) -> str:
+    names = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    if value is None:
+        return "null"
+    return names.get(type(value), type(value).__name__)

@@ -1,24 +1,38 @@
 """Read and write project files (JSON with ``schema_version``).
 
-Loading never executes anything from the file, refuses oversized files, runs migrations, and turns
-every problem into a :class:`~studio.core.errors.StudioError` naming the file and the field.
-Saving is atomic: a temporary file in the same folder, flushed and fsynced, then renamed over the
-target; the previous version is kept as ``NAME.json.bak``.
+Loading never executes anything from the file: the bytes are size-limited, decoded as UTF-8,
+parsed by :mod:`studio.io.safe` (nesting limit, finite numbers only), migrated to the current
+schema and validated. Every problem becomes a :class:`~studio.core.errors.StudioError` naming the
+file and the place (JSON line and column, or the field path with the allowed values).
+
+Saving is atomic: the text goes to a temporary file in the same folder, which is flushed and
+fsynced, then renamed over the target with :func:`os.replace`. The previous file stays in place
+until that rename, so a kill at any moment leaves either the old or the new file. The previous
+version is kept as ``NAME.bak`` (a hard link, or a copy where links are not supported), made
+*before* the rename.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
+import shutil
+import stat
 import tempfile
+import types
+import typing
 from pathlib import Path
+from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from studio.core.errors import StudioError
 from studio.core.project import Project, migrate
+from studio.io.safe import decode_utf8, loads_json_limited, read_bytes_limited
 
 MAX_PROJECT_BYTES = 64 * 1024 * 1024
+#: Deepest JSON nesting in a project file (real files nest about 8 levels).
+MAX_PROJECT_DEPTH = 40
 
 
 def project_to_json(project: Project) -> str:
@@ -26,81 +40,205 @@ def project_to_json(project: Project) -> str:
     return project.model_dump_json(indent=2, exclude_defaults=False) + "\n"
 
 
-def validation_message(exc: ValidationError) -> str:
-    """First validation error as 'field 'a.b.c': message'."""
+# ----------------------------------------------------------------------------- messages
+def _model_at(loc: tuple[Any, ...], root: type[BaseModel]) -> type[BaseModel] | None:
+    """The model class that owns the last element of ``loc`` (best effort)."""
+    current: Any = root
+    for part in loc[:-1]:
+        current = _unwrap(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(str(part))
+            if field is None:
+                return None
+            current = field.annotation
+            continue
+        origin = typing.get_origin(current)
+        args = typing.get_args(current)
+        if origin in (tuple, list) and args:
+            current = args[0]
+        elif origin is dict and len(args) == 2:
+            current = args[1]
+        else:
+            return None
+    current = _unwrap(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return current
+    return None
+
+
+def _unwrap(tp: Any) -> Any:
+    """``X | None`` -> ``X``; container types are left for the caller."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+        if len(models) == 1:
+            return models[0]
+        if len(args) == 1:
+            return args[0]
+    return tp
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def validation_message(exc: ValidationError, root: type[BaseModel] = Project) -> str:
+    """Up to three validation errors as ``field 'a.b.c': message``, with the allowed field names
+    for unknown fields and the rejected value for bad ones."""
     parts = []
-    for e in exc.errors()[:3]:
-        loc = ".".join(str(p) for p in e.get("loc", ()))
+    errors = exc.errors()
+    for e in errors[:3]:
+        loc = tuple(e.get("loc", ()))
+        where = ".".join(str(p) for p in loc)
         msg = str(e.get("msg", "")).removeprefix("Value error, ")
-        parts.append(f"field '{loc}': {msg}" if loc else msg)
-    more = len(exc.errors()) - 3
+        kind = e.get("type", "")
+        if kind == "extra_forbidden" and loc:
+            model = _model_at(loc, root)
+            if model is not None:
+                msg = f"unknown field; allowed here: {', '.join(model.model_fields)}"
+        elif kind == "missing":
+            msg = "is missing (required)"
+        elif "input" in e and kind not in ("model_type", "dict_type", "tuple_type", "list_type"):
+            if not isinstance(e["input"], (dict, list, tuple)):
+                msg = f"{msg} (got {_short(e['input'])})"
+        parts.append(f"field '{where}': {msg}" if where else msg)
+    more = len(errors) - 3
     return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
 
 
-def project_from_json(text: str, source: str = "<project>") -> Project:
-    """Decode, migrate and validate project JSON text."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise StudioError(f"not valid JSON ({exc})", source) from None
+# ----------------------------------------------------------------------------- loading
+def project_from_data(data: Any, source: str = "<project>") -> Project:
+    """Migrate and validate an already decoded project (a ``dict``)."""
     data = migrate(data, source)
     try:
         return Project.model_validate(data)
     except ValidationError as exc:
         raise StudioError(validation_message(exc), source) from None
+    except (ValueError, TypeError, RecursionError) as exc:  # a validator tripped on odd input
+        raise StudioError(f"invalid project: {exc}", source) from None
+
+
+def project_from_json(text: str, source: str = "<project>") -> Project:
+    """Decode, migrate and validate project JSON text."""
+    data = loads_json_limited(text, source, max_depth=MAX_PROJECT_DEPTH, what="project file")
+    return project_from_data(data, source)
+
+
+def project_from_bytes(raw: bytes, source: str = "<project>") -> Project:
+    """Decode (UTF-8), migrate and validate the bytes of a project file."""
+    if len(raw) > MAX_PROJECT_BYTES:
+        raise StudioError(
+            f"project file is {len(raw) / 2**20:.1f} MiB; at most {MAX_PROJECT_BYTES // 2**20} MiB",
+            source,
+        )
+    return project_from_json(decode_utf8(raw, source, "project file"), source)
 
 
 def load_project(path: str | os.PathLike[str]) -> Project:
-    """Load a project file."""
+    """Load a project file.
+
+    Raises
+    ------
+    StudioError
+        Unreadable, too large, not UTF-8 JSON, from a newer version, or invalid.
+    """
+    raw = read_bytes_limited(path, MAX_PROJECT_BYTES, "project file")
+    return project_from_bytes(raw, str(path))
+
+
+# ----------------------------------------------------------------------------- saving
+def backup_path(path: str | os.PathLike[str]) -> Path:
+    """Where :func:`save_project` keeps the previous version of ``path``."""
     p = Path(path)
-    try:
-        size = p.stat().st_size
-        if size > MAX_PROJECT_BYTES:
-            raise StudioError(
-                f"file is {size / 1e6:.0f} MB; project files are at most {MAX_PROJECT_BYTES // 2**20} MiB",
-                str(p),
-            )
-        raw = p.read_bytes()
-    except StudioError:
-        raise
-    except OSError as exc:
-        raise StudioError(f"cannot read file ({exc.strerror or exc})", str(p)) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise StudioError(f"not UTF-8 text (byte {exc.start})", str(p)) from None
-    return project_from_json(text, str(p))
+    return p.with_name(p.name + ".bak")
 
 
 def save_project(project: Project, path: str | os.PathLike[str], keep_backup: bool = True) -> Path:
-    """Write ``project`` to ``path`` atomically; keep the previous file as ``.bak``."""
+    """Write ``project`` to ``path`` atomically; keep the previous file as ``.bak``.
+
+    Returns
+    -------
+    Path
+        The file written (a symlink is followed, so the file it points to is updated).
+
+    Raises
+    ------
+    StudioError
+        The folder is not writable or the disk is full; the old file is then left untouched.
+    """
+    return write_text_atomic(project_to_json(project), path, keep_backup=keep_backup)
+
+
+def write_text_atomic(text: str, path: str | os.PathLike[str], keep_backup: bool = False) -> Path:
+    """Write UTF-8 ``text`` to ``path`` so that a crash leaves the old or the new file, never a
+    mix; optionally keep the previous file as ``.bak`` (see :func:`save_project`)."""
     p = Path(path)
-    text = project_to_json(project)
+    if p.is_symlink():
+        p = p.resolve()
     directory = p.parent if str(p.parent) else Path(".")
+    old_mode = _mode_of(p)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:
         raise StudioError(f"cannot write in folder ({exc.strerror or exc})", str(directory)) from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        if keep_backup and p.exists():
-            bak = p.with_name(p.name + ".bak")
-            try:
-                os.replace(p, bak)
-            except OSError:
-                pass
-        os.replace(tmp, p)
+        os.chmod(tmp, old_mode if old_mode is not None else _default_mode())
+        if keep_backup and old_mode is not None:
+            with contextlib.suppress(OSError):  # no backup is better than no save
+                _make_backup(p)
+        os.replace(tmp, p)  # the only step that touches the target: atomic
         _fsync_dir(directory)
     except OSError as exc:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
-        raise StudioError(f"cannot save ({exc.strerror or exc})", str(p)) from None
+        raise StudioError(f"cannot save ({exc.strerror or exc}); the previous file is unchanged", str(p)) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return p
+
+
+def _mode_of(p: Path) -> int | None:
+    try:
+        st = p.stat()
+    except OSError:
+        return None
+    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
+
+
+def _default_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _make_backup(p: Path) -> None:
+    """Point ``NAME.bak`` at the current file without ever touching ``NAME`` itself.
+
+    A hard link is instant and costs no space (after the rename the target is a new inode, the
+    link keeps the old one); where links fail (some network or FAT file systems) a copy is made.
+    The backup itself is replaced atomically, so a crash here leaves the old backup.
+    """
+    bak = backup_path(p)
+    tmp_bak = p.with_name(f".{p.name}.bak.{os.getpid()}.tmp")
+    with contextlib.suppress(OSError):
+        os.unlink(tmp_bak)
+    try:
+        try:
+            os.link(p, tmp_bak)
+        except OSError:
+            shutil.copy2(p, tmp_bak)
+        os.replace(tmp_bak, bak)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_bak)
+        raise
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -1,0 +1,318 @@
+"""Limited, execution-free readers shared by every loader (project files, presets, ``config.json``,
+topology text, benchmark logs, autosaves).
+
+Use these instead of ``Path.read_text`` / ``json.loads`` when a file comes from a user or a colleague:
+
+* :func:`read_bytes_limited` / :func:`read_text_limited` refuse files over a size limit *before*
+  reading them, and turn OS and UTF-8 errors into :class:`~studio.core.errors.StudioError`.
+* :func:`loads_json_limited` decodes JSON with a nesting-depth limit (checked before the recursive
+  decoder runs, so a ``[[[[...`` bomb cannot blow the stack), refuses ``NaN``/``Infinity`` and
+  numbers that overflow to infinity, and reports syntax errors with line and column.
+* :func:`load_json_file` does both.
+* :func:`loads_yaml_limited` uses YAML *safe* loading only (no object construction) with the same
+  size and depth limits.
+
+Nothing here evaluates, unpickles or imports anything from the input.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from studio.core.errors import StudioError
+
+#: Default size limit for user files (project files, configs, logs).
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+#: Default JSON/YAML nesting limit; the deepest real project file nests about 8 levels.
+DEFAULT_MAX_DEPTH = 64
+
+_STRING_TEXT = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+
+def _oserror_text(exc: OSError) -> str:
+    return exc.strerror or exc.__class__.__name__
+
+
+def read_bytes_limited(path: str | os.PathLike[str], max_bytes: int, what: str) -> bytes:
+    """Read a file's bytes, refusing it if it is larger than ``max_bytes``.
+
+    Parameters
+    ----------
+    path:
+        The file.
+    max_bytes:
+        Largest size accepted.
+    what:
+        What the file is, for messages ("project file", "config.json").
+
+    Raises
+    ------
+    StudioError
+        Missing, unreadable, not a regular file, or too large.
+    """
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise StudioError(f"this is a folder, not a {what}", str(p))
+        with open(p, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > max_bytes:
+                raise StudioError(_too_big(size, max_bytes, what), str(p))
+            # Read one byte more than allowed: files that grow or lie about their size (pipes,
+            # /proc) are still refused instead of read without bound.
+            raw = fh.read(max_bytes + 1)
+    except StudioError:
+        raise
+    except FileNotFoundError:
+        raise StudioError(f"{what} not found", str(p)) from None
+    except OSError as exc:
+        raise StudioError(f"cannot read {what} ({_oserror_text(exc)})", str(p)) from None
+    if len(raw) > max_bytes:
+        raise StudioError(_too_big(len(raw), max_bytes, what), str(p))
+    return raw
+
+
+def _too_big(size: int, max_bytes: int, what: str) -> str:
+    return f"{what} is {_human(size)}; at most {_human(max_bytes)} is accepted"
+
+
+def _human(n: int) -> str:
+    if n >= 2**20:
+        return f"{n / 2**20:.1f} MiB"
+    if n >= 2**10:
+        return f"{n / 2**10:.1f} KiB"
+    return f"{n} bytes"
+
+
+def decode_utf8(raw: bytes, source: str, what: str = "file") -> str:
+    """Decode UTF-8 (a leading byte-order mark is dropped); errors name the line and byte."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise StudioError(
+            f"{what} is not UTF-8 text (bad byte 0x{raw[exc.start]:02x} at line {line}, "
+            f"byte offset {exc.start})",
+            source,
+        ) from None
+    return text.removeprefix("\ufeff")
+
+
+def read_text_limited(path: str | os.PathLike[str], max_bytes: int, what: str) -> str:
+    """Read a UTF-8 text file of at most ``max_bytes`` bytes.
+
+    Raises
+    ------
+    StudioError
+        Missing, unreadable, too large, or not UTF-8.
+    """
+    raw = read_bytes_limited(path, max_bytes, what)
+    return decode_utf8(raw, str(path), what)
+
+
+def json_depth(text: str | bytes) -> int:
+    """Deepest bracket nesting of JSON text, brackets inside strings ignored.
+
+    Vectorised (numpy) and free of recursion, so it is fast and safe on hostile input: it looks only
+    at the positions of quotes, backslashes and brackets.
+    """
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    arr = np.frombuffer(raw, dtype=np.uint8)
+    brackets = np.flatnonzero((arr == ord("[")) | (arr == ord("{")) | (arr == ord("]")) | (arr == ord("}")))
+    if brackets.size == 0:
+        return 0
+    quotes = np.flatnonzero(arr == ord('"'))
+    slashes = np.flatnonzero(arr == ord("\\"))
+    if slashes.size and quotes.size:
+        # A quote is escaped when an odd run of backslashes ends just before it.
+        run_start = np.ones(slashes.size, dtype=bool)
+        run_start[1:] = np.diff(slashes) != 1
+        starts = np.flatnonzero(run_start)
+        ends = np.append(starts[1:], slashes.size) - 1
+        odd = ((ends - starts + 1) % 2) == 1
+        escaped = slashes[ends[odd]] + 1
+        quotes = quotes[~np.isin(quotes, escaped)]
+    inside = (np.searchsorted(quotes, brackets) % 2) == 1
+    outside = brackets[~inside]
+    if outside.size == 0:
+        return 0
+    chars = arr[outside]
+    step = np.where((chars == ord("[")) | (chars == ord("{")), 1, -1).astype(np.int32)
+    return int(max(0, np.cumsum(step).max()))
+
+
+class _NonFinite(ValueError):
+    def __init__(self, token: str) -> None:
+        super().__init__(token)
+        self.token = token
+
+
+def _reject_constant(token: str) -> Any:
+    raise _NonFinite(token)
+
+
+def _finite_float(token: str) -> float:
+    value = float(token)
+    if math.isinf(value):
+        raise _NonFinite(token)
+    return value
+
+
+def _position(text: str, token: str) -> str:
+    """'line L column C' of the first ``token`` outside strings (best effort)."""
+    blanked = _STRING_TEXT.sub(lambda m: " " * len(m.group(0)), text)
+    at = blanked.find(token)
+    if at < 0:
+        return "somewhere in the file"
+    line = text.count("\n", 0, at) + 1
+    col = at - (text.rfind("\n", 0, at) + 1) + 1
+    return f"line {line} column {col}"
+
+
+def loads_json_limited(
+    text: str | bytes,
+    source: str = "<json>",
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    what: str = "file",
+) -> Any:
+    """Decode JSON text safely.
+
+    Parameters
+    ----------
+    text:
+        JSON text (``bytes`` are decoded as UTF-8 first).
+    source:
+        File name (or other label) used in messages.
+    max_depth:
+        Deepest ``[``/``{`` nesting accepted.
+    what:
+        What the text is, for messages.
+
+    Raises
+    ------
+    StudioError
+        Not UTF-8, not JSON (with line and column), nested deeper than ``max_depth``, or holding
+        ``NaN``/``Infinity``/an out-of-range number.
+    """
+    if isinstance(text, bytes):
+        text = decode_utf8(text, source, what)
+    depth = json_depth(text)
+    if depth > max_depth:
+        raise StudioError(
+            f"{what} nests {depth} levels deep; at most {max_depth} levels are accepted", source
+        )
+    try:
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except _NonFinite as exc:
+        where = _position(text, exc.token)
+        raise StudioError(
+            f"{what} holds the number {exc.token!s} at {where}; only finite numbers are allowed",
+            source,
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise StudioError(
+            f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", source
+        ) from None
+    except (ValueError, RecursionError) as exc:  # e.g. an integer with more than 4300 digits
+        raise StudioError(f"{what} is not valid JSON: {exc}", source) from None
+
+
+def load_json_file(
+    path: str | os.PathLike[str],
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    what: str = "file",
+    max_depth: int = DEFAULT_MAX_DEPTH,
+) -> Any:
+    """Read and decode a JSON file with size and depth limits (see :func:`loads_json_limited`)."""
+    text = read_text_limited(path, max_bytes, what)
+    return loads_json_limited(text, str(path), max_depth=max_depth, what=what)
+
+
+def _yaml_depth(node: Any, limit: int) -> int:
+    """Depth of a composed YAML node tree, iteratively (stops counting past ``limit``)."""
+    import yaml
+
+    deepest = 0
+    stack = [(node, 1)]
+    seen: set[int] = set()
+    while stack:
+        current, depth = stack.pop()
+        if id(current) in seen:  # aliases point back into the tree: count each node once
+            continue
+        seen.add(id(current))
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        if isinstance(current, yaml.SequenceNode):
+            stack.extend((child, depth + 1) for child in current.value)
+        elif isinstance(current, yaml.MappingNode):
+            for key, value in current.value:
+                stack.append((key, depth + 1))
+                stack.append((value, depth + 1))
+    return deepest
+
+
+def loads_yaml_limited(
+    text: str,
+    source: str = "<yaml>",
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    what: str = "file",
+) -> Any:
+    """Decode YAML with ``yaml.SafeLoader`` only (plain data, no Python objects).
+
+    Raises
+    ------
+    StudioError
+        Syntax errors (with line and column), nesting deeper than ``max_depth``, more than one
+        document, or values that only exist in YAML (NaN, infinity).
+    """
+    import yaml
+
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        if node is None:
+            return None
+        depth = _yaml_depth(node, max_depth)
+        if depth > max_depth:
+            raise StudioError(
+                f"{what} nests {depth}+ levels deep; at most {max_depth} levels are accepted", source
+            )
+        loader = yaml.SafeLoader(text)
+        try:
+            data = loader.get_single_data()
+        finally:
+            loader.dispose()
+    except StudioError:
+        raise
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+        raise StudioError(f"{what} is not valid YAML: {exc.problem or exc}{where}", source) from None
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:
+        raise StudioError(f"{what} is not valid YAML: {exc}", source) from None
+    _check_finite(data, source, what)
+    return data
+
+
+def _check_finite(data: Any, source: str, what: str) -> None:
+    stack = [data]
+    seen: set[int] = set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (dict, list)):
+            if id(item) in seen:  # YAML aliases can share (or even loop back to) a container
+                continue
+            seen.add(id(item))
+        if isinstance(item, float) and not math.isfinite(item):
+            raise StudioError(f"{what} holds the number {item}; only finite numbers are allowed", source)
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
