@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The full argument parser with every command of :data:`COMMAND_MODULES` registered."""
     parser = argparse.ArgumentParser(
         prog=PROG,
+        allow_abbrev=False,
         description=(
             "Plan multi-GPU LLM inference: memory, latency, throughput and cost of every "
             "TP × PP × EP × DP layout of a cluster. Without a command, opens the studio on the "
@@ -60,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    for sub in subparsers.choices.values():
+        sub.allow_abbrev = False  # a script's `--tp` must never silently mean `--tpot-ms`
     return parser
 
 

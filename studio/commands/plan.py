@@ -31,9 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build the project, evaluate it, print the result."""
+    project = project_from_args(args)
     from studio.engine import evaluate
 
-    project = project_from_args(args)
     plan = evaluate(project)
     if args.json:
         data = plan.to_json()

@@ -55,9 +55,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build the project, sweep it, print the ranking."""
+    project = project_from_args(args)
     from studio.engine import sweep
 
-    project = project_from_args(args)
     if args.csv:
         _check_writable(Path(args.csv))
     result = sweep(
