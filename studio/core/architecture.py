@@ -64,6 +64,10 @@ class MoEConfig(Frozen):
     expert_bias: bool = False
     router_bias: bool = False
     router_score_bias: bool = False
+    dense_layers: tuple[int, ...] = Field(
+        (), description="further layers with a dense MLP (Qwen-MoE mlp_only_layers)"
+    )
+    shared_expert_gate: bool = Field(False, description="sigmoid gate on the shared expert (Qwen2-MoE)")
 
     @model_validator(mode="after")
     def _check(self) -> MoEConfig:
@@ -139,7 +143,7 @@ class LLMArchitecture(Frozen):
         """Whether layer ``layer`` (0-based) has an MoE feed-forward block."""
         if self.moe is None:
             return False
-        if layer < self.moe.first_dense_layers:
+        if layer < self.moe.first_dense_layers or layer in self.moe.dense_layers:
             return False
         return (layer - self.moe.first_dense_layers) % self.moe.layer_freq == 0
 
@@ -208,7 +212,8 @@ class LLMArchitecture(Frozen):
         if self.moe is None or self.moe.num_shared_experts == 0:
             return 0
         width = self.moe.shared_intermediate_size or self.moe.expert_intermediate_size
-        return self.moe.num_shared_experts * self.mlp_params(width)
+        gate = self.hidden_size if self.moe.shared_expert_gate else 0
+        return self.moe.num_shared_experts * self.mlp_params(width) + gate
 
     def router_params(self) -> int:
         if self.moe is None:
@@ -249,10 +254,16 @@ class LLMArchitecture(Frozen):
 
     @property
     def num_active_params(self) -> int:
-        """Parameters touched per token (only ``experts_per_token`` routed experts)."""
+        """Parameters touched per token (only ``experts_per_token`` routed experts).
+
+        The DeepSeek-V3 expert-selection bias (``e_score_correction_bias``) only ranks experts
+        and is not multiplied with activations, so it is not counted as active (this reproduces
+        the published 37.55B active of DeepSeek-V3 exactly)."""
         if self.moe is None:
             return self.num_params
         inactive = (self.moe.num_experts - self.moe.experts_per_token) * self.expert_params()
+        if self.moe.router_score_bias and not self.moe.router_bias:
+            inactive += self.moe.num_experts
         return self.num_params - inactive * self.num_moe_layers
 
     # ----------------------------------------------------------------- KV cache shape

@@ -1,0 +1,536 @@
+"""Read a Hugging Face ``config.json`` into an :class:`~studio.core.architecture.LLMArchitecture`.
+
+Supported families (``model_type``): Llama, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE,
+DeepSeek-V2/V3 (MLA), gpt-oss and Llama-4 (its ``text_config``). The checkpoint's storage format
+comes from ``quantization_config`` (FP8 block/per-tensor, MXFP4, AWQ, GPTQ, compressed-tensors) or
+a ModelOpt ``hf_quant_config.json`` next to the config.
+
+Files are read as JSON only (nothing is executed), at most :data:`MAX_CONFIG_BYTES` long, and every
+problem becomes a :class:`~studio.core.errors.StudioError` that names the file and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from studio.core.architecture import LLMArchitecture, MLAConfig, ModulePrecision, MoEConfig
+from studio.core.errors import StudioError
+from studio.core.precision import DType
+
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+
+SUPPORTED_MODEL_TYPES = (
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen2",
+    "qwen2_moe",
+    "qwen3",
+    "qwen3_moe",
+    "deepseek_v2",
+    "deepseek_v3",
+    "gpt_oss",
+    "llama4",
+    "llama4_text",
+)
+
+SUPPORTED_QUANT_METHODS = ("fp8", "mxfp4", "awq", "gptq", "compressed-tensors", "modelopt")
+
+_MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text"}
+_QK_NORM_TYPES = {"qwen3", "qwen3_moe"}
+_TORCH_DTYPES = {
+    "bfloat16": DType.BF16,
+    "float16": DType.FP16,
+    "half": DType.FP16,
+    "float32": DType.FP32,
+    "float": DType.FP32,
+}
+# A representative module name of each precision group, as the HF checkpoints name them.
+_GROUP_MODULES = {
+    "attention": ("model.layers.0.self_attn", "model.layers.0.self_attn.q_proj"),
+    "mlp": ("model.layers.0.mlp", "model.layers.0.mlp.down_proj"),
+    "experts": ("model.layers.0.mlp.experts", "model.layers.0.mlp.experts.0.down_proj"),
+    "embeddings": ("model.embed_tokens",),
+    "lm_head": ("lm_head",),
+}
+
+
+class _Fields:
+    """Typed reads from one config dict that collect every problem before failing."""
+
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        self.cfg = cfg
+        self.problems: list[str] = []
+
+    def int(self, key: str, default: int | None = None, *, minimum: int = 1, aliases: tuple[str, ...] = ()) -> int:
+        value = None
+        for k in (key, *aliases):
+            if self.cfg.get(k) is not None:
+                key, value = k, self.cfg[k]
+                break
+        if value is None:
+            if default is None:
+                self.problems.append(f"'{key}' is missing")
+                return minimum
+            return default
+        if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.problems.append(f"'{key}' must be an integer (got {value!r:.40})")
+            return minimum
+        if value < minimum:
+            self.problems.append(f"'{key}' must be ≥ {minimum} (got {value})")
+            return minimum
+        return value
+
+    def bool(self, key: str, default: bool = False) -> bool:
+        value = self.cfg.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            self.problems.append(f"'{key}' must be true or false (got {value!r:.40})")
+            return default
+        return value
+
+    def int_list(self, key: str) -> list[int]:
+        value = self.cfg.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            self.problems.append(f"'{key}' must be a list of integers")
+            return []
+        return list(value)
+
+    def check(self, source: str) -> None:
+        if self.problems:
+            raise StudioError(
+                "cannot describe this model: " + "; ".join(self.problems) + ". "
+                + "See the model's Hugging Face config.json for the expected fields.",
+                source,
+            )
+
+
+def _model_type(cfg: dict[str, Any], source: str) -> str:
+    mt = cfg.get("model_type")
+    if not isinstance(mt, str) or not mt:
+        raise StudioError(
+            "field 'model_type' is missing; supported model types: " + ", ".join(SUPPORTED_MODEL_TYPES),
+            source,
+        )
+    if mt not in SUPPORTED_MODEL_TYPES:
+        raise StudioError(
+            f"model_type '{mt:.60}' is not supported; supported model types: "
+            + ", ".join(SUPPORTED_MODEL_TYPES),
+            source,
+        )
+    return mt
+
+
+def _text_config(cfg: dict[str, Any], source: str) -> dict[str, Any]:
+    """Llama-4 keeps the language model in ``text_config``; other families are flat."""
+    text = cfg.get("text_config")
+    if not isinstance(text, dict):
+        raise StudioError("field 'text_config' (an object) is missing for model_type 'llama4'", source)
+    merged = dict(text)
+    for key in ("tie_word_embeddings", "torch_dtype", "dtype", "quantization_config"):
+        if key in cfg and key not in merged:
+            merged[key] = cfg[key]
+    merged["model_type"] = "llama4_text"
+    return merged
+
+
+def _layer_types(cfg: dict[str, Any], mt: str, layers: int, f: _Fields) -> tuple[tuple[str, ...] | None, int | None]:
+    """Per-layer attention type ('full' / 'sliding') and the window, from the family's fields."""
+    window_key = "attention_chunk_size" if mt == "llama4_text" else "sliding_window"
+    raw_window = cfg.get(window_key)
+    window = f.int(window_key) if raw_window is not None else None
+    explicit = cfg.get("layer_types")
+    if explicit is not None:
+        if not isinstance(explicit, list) or len(explicit) != layers:
+            f.problems.append(f"'layer_types' must be a list of {layers} entries")
+            return None, None
+        out = []
+        for t in explicit:
+            if t in ("full_attention", "full"):
+                out.append("full")
+            elif t in ("sliding_attention", "sliding", "chunked_attention"):
+                out.append("sliding")
+            else:
+                f.problems.append(
+                    f"'layer_types' holds {t!r:.40}; allowed: full_attention, sliding_attention"
+                )
+                return None, None
+        if "sliding" in out and window is None:
+            f.problems.append(f"'layer_types' has sliding layers but '{window_key}' is missing")
+            return None, None
+        return tuple(out), window if "sliding" in out else None
+    if window is None:
+        return None, None
+    if mt in ("mistral", "mixtral"):
+        return ("sliding",) * layers, window
+    if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
+        if not f.bool("use_sliding_window"):
+            return None, None
+        first = f.int("max_window_layers", layers, minimum=0)
+        types = tuple("sliding" if i >= first else "full" for i in range(layers))
+        return types, window if "sliding" in types else None
+    if mt == "llama4_text":
+        # Layers that use RoPE attend within chunks of attention_chunk_size tokens; every
+        # no_rope_layer_interval-th layer (NoPE) attends to the whole context.
+        rope = f.int_list("no_rope_layers")
+        if len(rope) != layers:
+            interval = f.int("no_rope_layer_interval", 4)
+            rope = [int((i + 1) % interval != 0) for i in range(layers)]
+        types = tuple("sliding" if r else "full" for r in rope)
+        return types, window if "sliding" in types else None
+    return None, None
+
+
+def _moe(cfg: dict[str, Any], mt: str, layers: int, f: _Fields) -> MoEConfig | None:
+    if mt not in _MOE_TYPES:
+        return None
+    experts_key = {"deepseek_v2": "n_routed_experts", "deepseek_v3": "n_routed_experts",
+                   "qwen2_moe": "num_experts", "qwen3_moe": "num_experts"}.get(mt, "num_local_experts")
+    aliases = ("num_local_experts",) if experts_key != "num_local_experts" else ("num_experts",)
+    data: dict[str, Any] = {
+        "num_experts": f.int(experts_key, aliases=aliases),
+        "experts_per_token": f.int("num_experts_per_tok", aliases=("experts_per_token",)),
+    }
+    if mt in ("mixtral", "gpt_oss", "llama4_text"):
+        data["expert_intermediate_size"] = f.int("intermediate_size")
+    else:
+        data["expert_intermediate_size"] = f.int("moe_intermediate_size")
+    if mt in ("deepseek_v2", "deepseek_v3"):
+        data["num_shared_experts"] = f.int("n_shared_experts", 0, minimum=0)
+        data["first_dense_layers"] = f.int("first_k_dense_replace", 0, minimum=0)
+        data["layer_freq"] = f.int("moe_layer_freq", 1)
+        data["router_score_bias"] = mt == "deepseek_v3" and cfg.get("topk_method", "noaux_tc") == "noaux_tc"
+    elif mt in ("qwen2_moe", "qwen3_moe"):
+        step = f.int("decoder_sparse_step", 1)
+        data["first_dense_layers"] = step - 1
+        data["layer_freq"] = step
+        data["dense_layers"] = tuple(sorted({i for i in f.int_list("mlp_only_layers") if 0 <= i < layers}))
+        if mt == "qwen2_moe":
+            shared = f.int("shared_expert_intermediate_size", 0, minimum=0)
+            if shared:
+                data["num_shared_experts"] = 1
+                data["shared_intermediate_size"] = shared
+                data["shared_expert_gate"] = True
+    elif mt == "gpt_oss":
+        data.update(expert_bias=True, router_bias=True)
+    elif mt == "llama4_text":
+        step = f.int("interleave_moe_layer_step", 1)
+        data.update(num_shared_experts=1, first_dense_layers=step - 1, layer_freq=step)
+    data["first_dense_layers"] = min(data.get("first_dense_layers", 0), layers)
+    try:
+        return MoEConfig(**data)
+    except ValidationError as exc:
+        f.problems.append(_first_error(exc, prefix="MoE: "))
+        return None
+
+
+def _mla(cfg: dict[str, Any], mt: str, f: _Fields) -> MLAConfig | None:
+    if mt not in ("deepseek_v2", "deepseek_v3"):
+        return None
+    q_lora = cfg.get("q_lora_rank")
+    return MLAConfig(
+        q_lora_rank=f.int("q_lora_rank") if q_lora is not None else None,
+        kv_lora_rank=f.int("kv_lora_rank"),
+        qk_nope_head_dim=f.int("qk_nope_head_dim"),
+        qk_rope_head_dim=f.int("qk_rope_head_dim", minimum=0),
+        v_head_dim=f.int("v_head_dim"),
+    )
+
+
+def architecture_from_config(
+    cfg: dict[str, Any],
+    *,
+    model_id: str,
+    name: str,
+    source: str,
+    hf_model_id: str | None = None,
+    sources: tuple[str, ...] = (),
+    quant_config: dict[str, Any] | None = None,
+) -> LLMArchitecture:
+    """Describe the model of a decoded ``config.json``.
+
+    Parameters
+    ----------
+    cfg:
+        The decoded ``config.json`` object.
+    model_id, name:
+        Identifier and display name of the result.
+    source:
+        File (or preset) the config came from; every error message names it.
+    hf_model_id:
+        Hugging Face repository id, if known.
+    sources:
+        Citations carried into :attr:`LLMArchitecture.sources`.
+    quant_config:
+        A decoded ModelOpt ``hf_quant_config.json`` found next to the config, if any.
+
+    Raises
+    ------
+    StudioError
+        Unknown ``model_type``, a missing or invalid field, or an unsupported quantisation method;
+        the message names the file, the fields and what is allowed.
+    """
+    if not isinstance(cfg, dict):
+        raise StudioError("a config.json must hold a JSON object at the top level", source)
+    mt = _model_type(cfg, source)
+    if mt == "llama4":
+        cfg = _text_config(cfg, source)
+        mt = "llama4_text"
+    f = _Fields(cfg)
+    hidden = f.int("hidden_size")
+    layers = f.int("num_hidden_layers")
+    heads = f.int("num_attention_heads")
+    kv_heads = f.int("num_key_value_heads", heads)
+    mla = None
+    if mt in ("deepseek_v2", "deepseek_v3"):
+        try:
+            mla = _mla(cfg, mt, f)
+        except ValidationError as exc:
+            f.problems.append(_first_error(exc, prefix="MLA: "))
+    if mla is not None:
+        head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+    elif cfg.get("head_dim") is not None:
+        head_dim = f.int("head_dim")
+    elif hidden % heads:
+        f.problems.append(
+            f"'head_dim' is missing and hidden_size ({hidden}) is not a multiple of "
+            f"num_attention_heads ({heads})"
+        )
+        head_dim = 1
+    else:
+        head_dim = hidden // heads
+    dense_key = "intermediate_size_mlp" if mt == "llama4_text" else "intermediate_size"
+    intermediate = f.int(dense_key, aliases=("intermediate_size",))
+    vocab = f.int("vocab_size")
+    context = f.int("max_position_embeddings")
+    moe = _moe(cfg, mt, layers, f)
+    layer_types, window = _layer_types(cfg, mt, layers, f)
+    attention_bias = f.bool("attention_bias", default=mt in ("qwen2", "qwen2_moe"))
+    tie = f.bool("tie_word_embeddings")
+    f.check(source)
+    precision = _precision(cfg, quant_config, source)
+    out_bias = attention_bias and mt in ("llama", "mistral", "gpt_oss", "llama4_text")
+    try:
+        return LLMArchitecture(
+            id=model_id,
+            name=name,
+            model_type=mt,
+            hidden_size=hidden,
+            num_layers=layers,
+            num_attention_heads=heads,
+            num_kv_heads=kv_heads,
+            head_dim=head_dim,
+            intermediate_size=intermediate,
+            vocab_size=vocab,
+            max_context=context,
+            tie_word_embeddings=tie,
+            attention_bias=attention_bias,
+            attention_out_bias=out_bias,
+            attention_sinks=mt == "gpt_oss",
+            qk_norm=mt in _QK_NORM_TYPES,
+            moe=moe,
+            mla=mla,
+            layer_types=layer_types,
+            sliding_window=window,
+            precision=precision,
+            hf_model_id=hf_model_id,
+            sources=sources,
+        )
+    except ValidationError as exc:
+        raise StudioError(f"cannot describe this model: {_first_error(exc)}", source) from None
+
+
+def _first_error(exc: ValidationError, prefix: str = "") -> str:
+    e = exc.errors()[0]
+    loc = ".".join(str(p) for p in e.get("loc", ()))
+    msg = str(e.get("msg", "")).removeprefix("Value error, ")
+    return prefix + (f"field '{loc}': {msg}" if loc else msg)
+
+
+# --------------------------------------------------------------------------- precision
+def _base_dtype(cfg: dict[str, Any]) -> DType:
+    raw = cfg.get("torch_dtype", cfg.get("dtype"))
+    return _TORCH_DTYPES.get(raw, DType.BF16) if isinstance(raw, str) else DType.BF16
+
+
+def _matches(patterns: Iterable[Any], group: str) -> bool:
+    """Whether any module-name pattern (glob, substring or ``re:`` regex) names ``group``."""
+    for pat in patterns:
+        if not isinstance(pat, str) or not pat:
+            continue
+        for module in _GROUP_MODULES[group]:
+            if pat.startswith("re:"):
+                try:
+                    if re.fullmatch(pat[3:], module) or re.search(pat[3:], module):
+                        return True
+                except re.error:
+                    continue
+            elif any(fnmatchcase(module, p) for p in (pat, pat + ".*", "*." + pat, "*." + pat + ".*")):
+                return True
+    return False
+
+
+def _apply(dtype: DType, base: DType, excluded: list[Any], quantize_embeddings: bool = False,
+           quantize_lm_head: bool = False) -> ModulePrecision:
+    groups = {}
+    for g in _GROUP_MODULES:
+        quantized = g in ("attention", "mlp", "experts") or (g == "lm_head" and quantize_lm_head) or (
+            g == "embeddings" and quantize_embeddings
+        )
+        groups[g] = base if (not quantized or _matches(excluded, g)) else dtype
+    return ModulePrecision(**groups)
+
+
+def _patterns(qc: dict[str, Any], *keys: str) -> list[Any]:
+    out: list[Any] = []
+    for k in keys:
+        v = qc.get(k)
+        if isinstance(v, list):
+            out.extend(v)
+    return out
+
+
+def _precision(cfg: dict[str, Any], modelopt: dict[str, Any] | None, source: str) -> ModulePrecision:
+    """Storage format per module group from ``quantization_config`` or ``hf_quant_config.json``."""
+    base = _base_dtype(cfg)
+    if isinstance(modelopt, dict) and isinstance(modelopt.get("quantization"), dict):
+        return _modelopt(modelopt["quantization"], base, source)
+    qc = cfg.get("quantization_config")
+    if qc is None:
+        return ModulePrecision.uniform(base)
+    if not isinstance(qc, dict):
+        raise StudioError("field 'quantization_config' must be an object", source)
+    method = qc.get("quant_method")
+    skip = _patterns(qc, "modules_to_not_convert", "ignored_layers", "ignore")
+    if method == "fp8":
+        return _apply(DType.FP8, base, skip)
+    if method == "mxfp4":
+        return _apply(DType.FP4, base, skip)
+    if method in ("awq", "gptq"):
+        bits = qc.get("bits", qc.get("w_bit"))
+        dtype = {4: DType.INT4, 8: DType.INT8}.get(bits) if isinstance(bits, int) else None
+        if dtype is None:
+            raise StudioError(
+                f"quantization_config.bits is {bits!r:.20} for {method}; supported: 4, 8", source
+            )
+        return _apply(dtype, base, skip, quantize_lm_head=qc.get("lm_head") is True)
+    if method == "compressed-tensors":
+        return _compressed_tensors(qc, base, skip, source)
+    if method == "modelopt" and isinstance(qc.get("quantization"), dict):
+        return _modelopt(qc["quantization"], base, source)
+    raise StudioError(
+        f"quantization_config.quant_method '{method!s:.40}' is not supported; supported: "
+        + ", ".join(SUPPORTED_QUANT_METHODS),
+        source,
+    )
+
+
+def _compressed_tensors(qc: dict[str, Any], base: DType, skip: list[Any], source: str) -> ModulePrecision:
+    groups = qc.get("config_groups")
+    weights = None
+    if isinstance(groups, dict):
+        for group in groups.values():
+            if isinstance(group, dict) and isinstance(group.get("weights"), dict):
+                weights = group["weights"]
+                break
+    if weights is None:
+        raise StudioError(
+            "quantization_config.config_groups holds no 'weights' scheme (compressed-tensors)", source
+        )
+    bits, kind = weights.get("num_bits"), weights.get("type", "int")
+    table = {(8, "float"): DType.FP8, (8, "int"): DType.INT8, (4, "int"): DType.INT4, (4, "float"): DType.FP4}
+    dtype = table.get((bits, kind)) if isinstance(bits, int) and isinstance(kind, str) else None
+    if dtype is None:
+        raise StudioError(
+            f"compressed-tensors weights num_bits={bits!r:.20} type={kind!r:.20} is not supported; "
+            "supported: 8 float (FP8), 8 int, 4 int, 4 float (FP4)",
+            source,
+        )
+    return _apply(dtype, base, skip)
+
+
+def _modelopt(q: dict[str, Any], base: DType, source: str) -> ModulePrecision:
+    algo = str(q.get("quant_algo", "")).upper()
+    table = {"FP8": DType.FP8, "FP8_PB_WO": DType.FP8, "NVFP4": DType.FP4, "MXFP4": DType.FP4,
+             "W4A16_AWQ": DType.INT4, "INT4_AWQ": DType.INT4, "W4A8_AWQ": DType.INT4,
+             "W8A16": DType.INT8, "W8A8_SQ_PER_CHANNEL": DType.INT8, "INT8": DType.INT8}
+    if algo not in table:
+        raise StudioError(
+            f"hf_quant_config.json quant_algo '{algo:.40}' is not supported; supported: "
+            + ", ".join(sorted(table)),
+            source,
+        )
+    return _apply(table[algo], base, _patterns(q, "exclude_modules"), quantize_lm_head=True)
+
+
+# --------------------------------------------------------------------------- files
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise StudioError(
+                f"{what} is {size / 2**20:.1f} MiB; at most {MAX_CONFIG_BYTES // 2**20} MiB is read",
+                str(path),
+            )
+        raw = path.read_bytes()
+    except StudioError:
+        raise
+    except OSError as exc:
+        raise StudioError(f"cannot read {what} ({exc.strerror or exc})", str(path)) from None
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise StudioError(f"{what} is not UTF-8 text (byte {exc.start})", str(path)) from None
+    except ValueError as exc:
+        raise StudioError(f"{what} is not valid JSON ({exc})", str(path)) from None
+
+
+def load_model_config(path: str | os.PathLike[str]) -> LLMArchitecture:
+    """Load a ``config.json`` file, or a folder holding one (and maybe ``hf_quant_config.json``).
+
+    Raises
+    ------
+    StudioError
+        The path does not exist, holds no ``config.json``, is too large, is not JSON, or describes
+        a model this importer cannot (see :func:`architecture_from_config`).
+    """
+    p = Path(path)
+    if p.is_dir():
+        folder, file = p, p / "config.json"
+        if not file.is_file():
+            raise StudioError("folder holds no config.json", str(p))
+    elif p.is_file():
+        folder, file = p.parent, p
+    else:
+        raise StudioError("no such file or folder", str(p))
+    cfg = _read_json(file, "config.json")
+    quant_file = folder / "hf_quant_config.json"
+    quant = _read_json(quant_file, "hf_quant_config.json") if quant_file.is_file() else None
+    model_id = folder.name if file.name == "config.json" else file.name.removesuffix(".json")
+    model_id = model_id.removesuffix(".config") or "model"
+    name_or_path = cfg.get("_name_or_path") if isinstance(cfg, dict) else None
+    hf_id = name_or_path if isinstance(name_or_path, str) and name_or_path.count("/") == 1 else None
+    return architecture_from_config(
+        cfg,
+        model_id=model_id,
+        name=hf_id or model_id,
+        source=str(file),
+        hf_model_id=hf_id,
+        sources=(f"config.json: {file}",),
+        quant_config=quant if isinstance(quant, dict) else None,
+    )
