@@ -228,6 +228,8 @@ def _layout(args, base: Project, gpus: int, model, cluster_changed: bool, model_
     tp_flag, pp_flag, dp_flag = (getattr(args, k, None) for k in ("tp", "pp", "dp"))
     tp = tp_flag or old.tp
     pp = pp_flag or old.pp
+    if pp > model.num_layers:
+        raise StudioError(f"--pp {pp} exceeds the model's {model.num_layers} layers")
     if dp_flag is not None:
         dp = dp_flag
         if tp * pp * dp != gpus:
@@ -244,8 +246,6 @@ def _layout(args, base: Project, gpus: int, model, cluster_changed: bool, model_
             f"TP={tp} × PP={pp} = {tp * pp} does not divide the cluster's {gpus} GPUs, so no DP fills it; "
             f"pick TP × PP dividing {gpus} (e.g. {_valid_splits(gpus)}) or pass --dp"
         )
-    if pp > model.num_layers:
-        raise StudioError(f"--pp {pp} exceeds the model's {model.num_layers} layers")
     ep = getattr(args, "ep", None)
     if ep is None:
         ep = old.ep if (model.is_moe and not model_changed) else 1
@@ -399,9 +399,7 @@ def fmt(value, digits: int = 3) -> str:
         return "0"
     if abs(v) >= 1000:
         return f"{v:,.0f}"
-    if abs(v) >= 100:
-        return f"{v:.1f}"
-    return f"{v:.{digits}g}" if abs(v) < 1 else f"{v:.2f}"
+    return f"{v:.{max(digits, 4) if abs(v) >= 1 else digits}g}"
 
 
 def format_table(headers: list[str], rows: list[list[str]], right: set[int] | None = None) -> str:
