@@ -1,0 +1,74 @@
+"""Engine exports: turn a plan into what vLLM, TensorRT-LLM or SGLang (or a Kubernetes cluster)
+runs.
+
+Use :func:`export_plan`; it returns an :class:`ExportBundle` of files (name → text), the notes on
+what the engine cannot express, and the nearest layout it runs instead. Pure Python, no Qt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from studio.core.errors import StudioError
+from studio.core.project import Project
+from studio.engine.results import PlanResult
+from studio.io.export.common import ENGINE_VERSIONS, ENGINES, FORMATS, ExportBundle
+
+__all__ = ["ENGINES", "ENGINE_VERSIONS", "FORMATS", "ExportBundle", "export_plan"]
+
+
+def export_plan(
+    project: Project,
+    plan: PlanResult,
+    *,
+    engine: str,
+    fmt: str = "command",
+    model_path: str | None = None,
+    hosts: Sequence[str] | None = None,
+) -> ExportBundle:
+    """Export ``plan`` of ``project`` for ``engine`` in format ``fmt``.
+
+    Parameters
+    ----------
+    project:
+        The project the plan was computed for (model, cluster, workload, serving choices).
+    plan:
+        The engine's result for the layout to export (``plan.layout`` is exported).
+    engine:
+        ``"vllm"``, ``"trtllm"`` or ``"sglang"``.
+    fmt:
+        ``"command"`` (commands to paste), ``"yaml"`` (engine config file plus short commands),
+        ``"script"`` (one bash script, ``launch.sh NODE_INDEX [RECIPE]``) or ``"k8s"`` (a
+        LeaderWorkerSet manifest; vLLM and SGLang only).
+    model_path:
+        Checkpoint folder or Hugging Face id; default the model's Hugging Face id.
+    hosts:
+        Host name or address of each node the plan uses, in rank order; default the node names.
+
+    Returns
+    -------
+    ExportBundle
+
+    Raises
+    ------
+    StudioError
+        For an unknown engine or format, ``k8s`` with TensorRT-LLM, an empty model path, or a
+        ``hosts`` list that does not match the nodes the plan uses.
+    """
+    from studio.io.export import common, sglang, trtllm, vllm
+
+    if engine not in ENGINES:
+        raise StudioError(f"engine '{engine}' is not supported; allowed: {', '.join(ENGINES)}")
+    if fmt not in FORMATS:
+        raise StudioError(f"format '{fmt}' is not supported; allowed: {', '.join(FORMATS)}")
+    if fmt == "k8s" and engine == "trtllm":
+        raise StudioError(
+            "format 'k8s' is available for engines vllm and sglang; for trtllm use command, yaml "
+            "or script"
+        )
+    model, notes = common.model_path(project, model_path)
+    dep = common.deployment(project, plan, hosts)
+    if not plan.fits:
+        notes.append(f"The plan does not fit ({plan.fit_reason}); the engine will fail to start as is.")
+    module = {"vllm": vllm, "trtllm": trtllm, "sglang": sglang}[engine]
+    return module.build(project, plan, fmt, model, dep, notes)

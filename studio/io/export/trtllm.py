@@ -1,0 +1,161 @@
+"""TensorRT-LLM 1.4 export: ``trtllm-serve MODEL --config trtllm-serve.yaml`` with the exact
+LLM-API (``TorchLlmArgs``) field names, launched by ``mpirun`` or ``srun`` with
+``trtllm-llmapi-launch`` when the server spans nodes.
+
+Mapping rules: world = TP × PP MPI ranks; MoE ``moe_tensor_parallel_size`` ×
+``moe_expert_parallel_size`` = ``tensor_parallel_size``. TensorRT-LLM has no engine-level data
+parallelism: replicas run as separate servers, except an MoE plan whose EP reaches across the
+replicas (EP > TP), which runs as one server with attention data parallelism.
+"""
+
+from __future__ import annotations
+
+from studio.core.layout import Layout
+from studio.core.project import Project
+from studio.engine.results import PlanResult
+from studio.io.export import common as c
+
+SERVE_PORT = 8000  # trtllm-serve --port default
+YAML_NAME = "trtllm-serve.yaml"
+_KV = {"bf16": "bfloat16", "fp16": "float16", "fp8": "fp8"}
+
+
+def _mapping(project: Project, plan: PlanResult):
+    lay = plan.layout
+    notes: list[str] = []
+    moe = project.model.is_moe
+    if not moe and lay.ep > 1:
+        notes.append(f"{project.model.name} is a dense model; EP={lay.ep} has no effect and is dropped.")
+        lay = lay.replace(ep=1)
+    cfg: dict[str, object] = {}
+    attn_dp = moe and lay.ep > lay.tp
+    if attn_dp:
+        world_tp = lay.tp * lay.dp
+        cfg["tensor_parallel_size"] = world_tp
+        cfg["pipeline_parallel_size"] = lay.pp
+        cfg["moe_tensor_parallel_size"] = world_tp // lay.ep
+        cfg["moe_expert_parallel_size"] = lay.ep
+        cfg["enable_attention_dp"] = True
+        if lay.tp > 1:
+            notes.append(
+                f"TensorRT-LLM has no engine-level data parallelism. EP={lay.ep} reaches across the "
+                f"{lay.dp} replicas, so this runs as one server over {world_tp} GPUs per stage with "
+                "attention data parallelism, where attention is not tensor-parallel. Nearest runnable "
+                f"layout: TP1 x DP{world_tp} x EP{lay.ep}."
+            )
+            lay = lay.replace(tp=1, dp=world_tp)
+        else:
+            notes.append(
+                "TensorRT-LLM has no engine-level data parallelism; the replicas run as attention "
+                f"data-parallel ranks of one server (enable_attention_dp, EP={lay.ep})."
+            )
+        mode = "one"
+    else:
+        cfg["tensor_parallel_size"] = lay.tp
+        cfg["pipeline_parallel_size"] = lay.pp
+        if moe:
+            cfg["moe_tensor_parallel_size"] = lay.tp // lay.ep
+            cfg["moe_expert_parallel_size"] = lay.ep
+            cfg["enable_attention_dp"] = False
+        mode = "replicas" if lay.dp > 1 else "one"
+        if mode == "replicas":
+            notes.append(
+                f"TensorRT-LLM has no engine-level data parallelism; the {lay.dp} replicas run as "
+                f"{lay.dp} separate trtllm-serve instances (put a load balancer in front)."
+            )
+    split = c.uneven_split(project, plan)
+    if split:
+        cfg["pp_partition"] = list(split)
+    return lay, mode, cfg, notes
+
+
+def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[str]:
+    notes: list[str] = []
+    cfg["max_batch_size"] = plan.batch
+    cfg["max_num_tokens"] = c.batched_tokens(project, plan)
+    cfg["max_seq_len"] = c.max_model_len(project, plan)
+    _, free = c.kv_memory_fractions(plan)
+    if free <= 0:
+        free = 0.9
+        notes.append(
+            "The plan leaves no memory for the KV cache; free_gpu_memory_fraction is left at "
+            "TensorRT-LLM's default 0.9."
+        )
+    cfg["kv_cache_config"] = {"free_gpu_memory_fraction": free, "dtype": _KV[c.kv_dtype(project).value]}
+    quant, qnotes = c.quantized_to(project)
+    notes += qnotes
+    if quant is not None:
+        notes.append(
+            f"TensorRT-LLM takes the weight format from the checkpoint: point MODEL at a "
+            f"{quant.value} checkpoint (e.g. quantised with NVIDIA ModelOpt)."
+        )
+    return notes
+
+
+def _serve(model: str, extra: list[tuple[str, object]]) -> list[list[c.Word]]:
+    return [["trtllm-serve", model]] + c.flag_groups([("--config", YAML_NAME), *extra])
+
+
+def _steps(dep: c.Deployment, groups: tuple[c.Group, ...], model: str, recipe: str) -> tuple[c.Step, ...]:
+    steps = []
+    for g in groups:
+        extra: list[tuple[str, object]] = []
+        if g.port_offset:
+            extra.append(("--port", SERVE_PORT + g.port_offset))
+        head = c.group_node_index(dep, g, 0)
+        world = sum(n.gpus for n in g.nodes)
+        if len(g.nodes) == 1:
+            steps.append(c.Step(node=head, text=c.shell_command(_serve(model, extra), c.devices_env(g, 0))))
+            continue
+        if recipe == "mpirun":
+            hosts = ",".join(f"{n.host}:{n.gpus}" for n in g.nodes)
+            launcher: list[list[c.Word]] = [["mpirun", "-H", hosts, "-np", world, "--allow-run-as-root"],
+                                            ["trtllm-llmapi-launch"]]
+            note = "starts the ranks on every node of this server over MPI (ssh between the nodes)"
+        else:
+            launcher = [["srun", "-N", len(g.nodes), "--ntasks-per-node", g.nodes[0].gpus, "--mpi=pmix",
+                         "-w", ",".join(n.host for n in g.nodes)], ["trtllm-llmapi-launch"]]
+            note = "inside a Slurm allocation holding these nodes"
+        first, *rest = _serve(model, extra)
+        text = c.shell_command(launcher[:-1] + [launcher[-1] + first] + rest)
+        steps.append(c.Step(node=head, text=text, note=note))
+    return tuple(steps)
+
+
+def _heredoc(yaml_text: str) -> str:
+    return f"cat > {YAML_NAME} <<'TRTLLM_YAML_END'\n{yaml_text}TRTLLM_YAML_END\n"
+
+
+def build(
+    project: Project, plan: PlanResult, fmt: str, model: str, dep: c.Deployment, notes: list[str]
+) -> c.ExportBundle:
+    """The TensorRT-LLM files of one plan in format ``fmt`` (``k8s`` is refused by the caller)."""
+    lay, mode, cfg, map_notes = _mapping(project, plan)
+    notes = notes + map_notes + _config(project, plan, cfg)
+    groups = c.replica_groups(dep, lay) if mode == "replicas" else c.one_group(dep)
+    multi = any(len(g.nodes) > 1 for g in groups)
+    if multi and not dep.hosts_given:
+        notes.append(
+            "Addresses are the node names of the drawing; pass hosts (--hosts) with the real host "
+            "names or IPs of the nodes."
+        )
+    head = c.header(project, plan, "trtllm", model, notes)
+    yaml_text = c.dump_yaml(cfg)
+    recipes = [c.Recipe(key="mpirun", title="MPI launch" if multi else "One command",
+                        steps=_steps(dep, groups, model, "mpirun"))]
+    if multi:
+        recipes.append(c.Recipe(key="slurm", title="Slurm launch", steps=_steps(dep, groups, model, "slurm")))
+    files: dict[str, str] = {}
+    if fmt == "yaml":
+        files[YAML_NAME] = c.comment(head) + yaml_text
+        files["trtllm-commands.sh"] = c.render_commands(head, dep, recipes)
+    else:
+        setup = c.Step(node=None, text=_heredoc(yaml_text), blocking=False,
+                       note=f"writes {YAML_NAME} (run it in the folder you launch from)")
+        recipes = [c.Recipe(key=r.key, title=r.title, steps=(setup, *r.steps)) for r in recipes]
+        if fmt == "script":
+            files["trtllm-launch.sh"] = c.render_script(head, dep, recipes)
+        else:
+            files["trtllm-commands.sh"] = c.render_commands(head, dep, recipes)
+    nearest: Layout | None = lay if lay != plan.layout else None
+    return c.ExportBundle(files=files, notes=tuple(notes), nearest_layout=nearest)

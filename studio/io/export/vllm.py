@@ -1,0 +1,274 @@
+"""vLLM 0.33 export: ``vllm serve`` flags, the ``--config`` YAML (dashed keys) and the multi-node
+recipes (multiprocessing with ``--nnodes/--node-rank``, and Ray).
+
+Mapping rules (from ``docs/export.md`` and the vLLM field list in ``tests/data/engines``):
+
+* vLLM has no expert-parallel size: ``enable-expert-parallel`` makes the MoE layers
+  expert-parallel over TP × DP. A plan whose EP is neither 1 nor TP × DP runs as EP = TP × DP.
+* ``data-parallel-size`` on an MoE model without expert parallelism makes the MoE layers
+  tensor-parallel over TP × DP; the plan's EP = 1 replicas therefore run as separate servers.
+* An uneven layer split goes to ``VLLM_PP_LAYER_PARTITION``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from studio.core.layout import Layout
+from studio.core.project import Project
+from studio.engine.results import PlanResult
+from studio.io.export import common as c
+from studio.io.export.k8s import LwsSpec, lws_manifest
+
+MASTER_PORT = 29501  # vLLM's --master-port default
+DP_RPC_PORT = 29550  # vLLM's data_parallel_rpc_port default
+RAY_PORT = 6379  # Ray's default GCS port
+SERVE_PORT = 8000  # vLLM's --port default
+IMAGE = "vllm/vllm-openai:v0.33.0"
+
+_KV = {"bf16": "bfloat16", "fp16": "float16", "fp8": "fp8"}
+_QUANT = {"fp8": "fp8"}  # formats vLLM quantises online from a wider checkpoint
+
+
+@dataclass(frozen=True)
+class _Mapping:
+    layout: Layout
+    mode: str  # "one": one server; "dp": one server with data-parallel-size; "replicas"
+    expert_parallel: bool | None  # None for dense models (flag not written)
+    notes: tuple[str, ...]
+
+
+def _mapping(project: Project, plan: PlanResult, dep: c.Deployment) -> _Mapping:
+    lay = plan.layout
+    notes: list[str] = []
+    moe = project.model.is_moe
+    if not moe and lay.ep > 1:
+        notes.append(f"{project.model.name} is a dense model; EP={lay.ep} has no effect and is dropped.")
+        lay = lay.replace(ep=1)
+    expert: bool | None = None
+    mode = "dp" if lay.dp > 1 else "one"
+    if moe:
+        full = lay.tp * lay.dp
+        expert = lay.ep > 1
+        if lay.ep == 1 and lay.dp > 1:
+            mode = "replicas"
+            notes.append(
+                "vLLM's data-parallel-size would make the MoE layers tensor-parallel over TP x DP; "
+                f"the plan's {lay.dp} replicas with EP=1 run as {lay.dp} separate servers instead "
+                "(put a load balancer in front)."
+            )
+        elif lay.ep > 1 and lay.ep != full:
+            notes.append(
+                f"vLLM's expert-parallel size is TP x DP = {full}; it cannot run EP={lay.ep}. "
+                f"Nearest runnable layout: EP={full} (experts spread over all {full} GPUs of a stage)."
+            )
+            lay = lay.replace(ep=full)
+    if mode == "dp" and not dep.replicas_within_nodes(lay):
+        mode = "replicas"
+        if moe and lay.ep > lay.tp:
+            notes.append(
+                "A data-parallel rank of this layout spans nodes, which vLLM's multi-node data "
+                f"parallelism does not start; nearest runnable layout: {lay.dp} separate servers with "
+                f"EP=TP={lay.tp} each."
+            )
+            lay = lay.replace(ep=lay.tp)
+        else:
+            notes.append(
+                f"Each replica spans nodes; the {lay.dp} replicas run as separate servers (put a load "
+                "balancer in front)."
+            )
+    return _Mapping(layout=lay, mode=mode, expert_parallel=expert, notes=tuple(notes))
+
+
+def _config(project: Project, plan: PlanResult, m: _Mapping) -> tuple[dict[str, object], list[str]]:
+    """Engine arguments shared by every node, in YAML key order (dashed names)."""
+    notes: list[str] = []
+    lay = m.layout
+    cfg: dict[str, object] = {
+        "tensor-parallel-size": lay.tp,
+        "pipeline-parallel-size": lay.pp,
+        "data-parallel-size": lay.dp if m.mode == "dp" else 1,
+    }
+    if m.expert_parallel is not None:
+        cfg["enable-expert-parallel"] = m.expert_parallel
+    cfg["max-model-len"] = c.max_model_len(project, plan)
+    cfg["gpu-memory-utilization"] = project.serving.gpu_memory_utilization
+    cfg["kv-cache-dtype"] = _KV[c.kv_dtype(project).value]
+    quant, qnotes = c.quantized_to(project)
+    notes += qnotes
+    if quant is not None:
+        if quant.value in _QUANT:
+            cfg["quantization"] = _QUANT[quant.value]
+        else:
+            notes.append(
+                f"vLLM does not quantise to {quant.value} at load time; point the model path at a "
+                f"{quant.value} checkpoint (AWQ/GPTQ/ModelOpt) and vLLM reads its method from it."
+            )
+    cfg["max-num-seqs"] = plan.batch
+    cfg["max-num-batched-tokens"] = c.batched_tokens(project, plan)
+    return cfg, notes
+
+
+def _as_flags(cfg: dict[str, object]) -> list[tuple[str, object]]:
+    out: list[tuple[str, object]] = []
+    for key, value in cfg.items():
+        if value is False:
+            out.append((f"--no-{key}", True))
+        else:
+            out.append((f"--{key}", value))
+    return out
+
+
+def _serve(
+    model: str, base: list[tuple[str, object]], extra: list[tuple[str, object]], env: list
+) -> str:
+    groups: list[list[c.Word]] = [["vllm", "serve", model]]
+    groups += c.flag_groups(base + extra)
+    return c.shell_command(groups, env)
+
+
+def _recipes(
+    dep: c.Deployment,
+    groups: tuple[c.Group, ...],
+    m: _Mapping,
+    model: str,
+    base: list[tuple[str, object]],
+    env: list[tuple[str, c.Word]],
+) -> list[c.Recipe]:
+    lay = m.layout
+    per_replica = lay.tp * lay.pp
+    mp_steps: list[c.Step] = []
+    ray_steps: list[c.Step] = []
+    for g in groups:
+        head = g.head.host
+        port = [("--port", SERVE_PORT + g.port_offset)] if g.port_offset else []
+        start = 0
+        for pos, node in enumerate(g.nodes):
+            idx = c.group_node_index(dep, g, pos)
+            node_env = env + c.devices_env(g, pos)
+            if len(g.nodes) == 1:
+                extra: list[tuple[str, object]] = list(port)
+            elif m.mode == "dp":
+                local = node.gpus // per_replica
+                extra = [("--data-parallel-size-local", local)]
+                if pos:
+                    extra += [("--data-parallel-start-rank", start), ("--headless", True)]
+                extra += [("--data-parallel-address", head), ("--data-parallel-rpc-port", DP_RPC_PORT)]
+                start += local
+            else:
+                extra = [
+                    ("--nnodes", len(g.nodes)),
+                    ("--node-rank", pos),
+                    ("--master-addr", head),
+                    ("--master-port", MASTER_PORT),
+                ] + ([("--headless", True)] if pos else port)
+            mp_steps.append(c.Step(node=idx, text=_serve(model, base, extra, node_env)))
+        if len(g.nodes) > 1:
+            for pos in range(len(g.nodes)):
+                idx = c.group_node_index(dep, g, pos)
+                if pos == 0:
+                    words: list[c.Word] = ["ray", "start", "--head", "--port", RAY_PORT]
+                else:
+                    words = ["ray", "start", "--address", f"{head}:{RAY_PORT}"]
+                ray_steps.append(c.Step(node=idx, text=c.shell_command([words]), blocking=False))
+            backend = (
+                [("--data-parallel-backend", "ray")]
+                if m.mode == "dp"
+                else [("--distributed-executor-backend", "ray")]
+            )
+            ray_steps.append(
+                c.Step(
+                    node=c.group_node_index(dep, g, 0),
+                    text=_serve(model, base, backend + port, env),
+                    note="after every node of this group has joined the Ray cluster",
+                )
+            )
+        else:
+            ray_steps.append(mp_steps[-1])
+    multi = any(len(g.nodes) > 1 for g in groups)
+    recipes = [
+        c.Recipe(
+            key="mp",
+            title="Multiprocessing backend: one command per node" if multi else "One command",
+            steps=tuple(mp_steps),
+        )
+    ]
+    if multi:
+        recipes.append(
+            c.Recipe(key="ray", title="Ray backend: join the Ray cluster, then one serve command",
+                     steps=tuple(ray_steps))
+        )
+    return recipes
+
+
+def _k8s(
+    project: Project, m: _Mapping, groups: tuple[c.Group, ...], model: str,
+    base: list[tuple[str, object]], env: list[tuple[str, c.Word]],
+) -> tuple[str, list[str]]:
+    lay = m.layout
+    g = groups[0]
+    size = len(g.nodes)
+    leader_extra: list[tuple[str, object]] = []
+    worker_extra: list[tuple[str, object]] = []
+    addr = c.Raw('"$LWS_LEADER_ADDRESS"')
+    if size > 1 and m.mode == "dp":
+        local = g.nodes[0].gpus // (lay.tp * lay.pp)
+        common_dp = [("--data-parallel-size-local", local), ("--data-parallel-address", addr),
+                     ("--data-parallel-rpc-port", DP_RPC_PORT)]
+        leader_extra = common_dp
+        worker_extra = common_dp + [
+            ("--data-parallel-start-rank", c.Raw(f'"$((LWS_WORKER_INDEX * {local}))"')),
+            ("--headless", True),
+        ]
+    elif size > 1:
+        common_mp = [("--nnodes", c.Raw('"$LWS_GROUP_SIZE"')), ("--master-addr", addr),
+                     ("--master-port", MASTER_PORT)]
+        leader_extra = common_mp + [("--node-rank", 0)]
+        worker_extra = common_mp + [("--node-rank", c.Raw('"$LWS_WORKER_INDEX"')), ("--headless", True)]
+    spec = LwsSpec(
+        engine="vllm",
+        image=IMAGE,
+        groups=groups,
+        leader_command=_serve(model, base, leader_extra, env),
+        worker_command=_serve(model, base, worker_extra, env) if size > 1 else None,
+        port=SERVE_PORT,
+    )
+    return lws_manifest(project, spec)
+
+
+def build(
+    project: Project, plan: PlanResult, fmt: str, model: str, dep: c.Deployment, notes: list[str]
+) -> c.ExportBundle:
+    """The vLLM files of one plan in format ``fmt``."""
+    m = _mapping(project, plan, dep)
+    cfg, cfg_notes = _config(project, plan, m)
+    notes = notes + list(m.notes) + cfg_notes
+    groups = c.replica_groups(dep, m.layout) if m.mode == "replicas" else c.one_group(dep)
+    env: list[tuple[str, c.Word]] = []
+    split = c.uneven_split(project, plan)
+    if split:
+        env.append(("VLLM_PP_LAYER_PARTITION", ",".join(str(n) for n in split)))
+    if dep.multi_node and not dep.hosts_given:
+        notes.append(
+            "Addresses are the node names of the drawing; pass hosts (--hosts) with the real host "
+            "names or IPs of the nodes."
+        )
+    yaml_name = "vllm-serve.yaml"
+    base = [("--config", yaml_name)] if fmt == "yaml" else _as_flags(cfg)
+    files: dict[str, str] = {}
+    if fmt == "k8s":
+        text, k_notes = _k8s(project, m, groups, model, _as_flags(cfg), env)
+        notes += k_notes
+        files["vllm-lws.yaml"] = c.comment(c.header(project, plan, "vllm", model, notes)) + text
+    else:
+        recipes = _recipes(dep, groups, m, model, base, env)
+        head = c.header(project, plan, "vllm", model, notes)
+        if fmt == "yaml":
+            files[yaml_name] = c.comment(head) + c.dump_yaml(cfg)
+            files["vllm-commands.sh"] = c.render_commands(head, dep, recipes)
+        elif fmt == "script":
+            files["vllm-launch.sh"] = c.render_script(head, dep, recipes)
+        else:
+            files["vllm-commands.sh"] = c.render_commands(head, dep, recipes)
+    nearest = m.layout if m.layout != plan.layout else None
+    return c.ExportBundle(files=files, notes=tuple(notes), nearest_layout=nearest)
