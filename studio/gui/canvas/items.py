@@ -1,0 +1,330 @@
+"""Graphics items of the canvas. Each carries ``item_id`` (the domain id) and ``item_kind``."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
+from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPainterPath, QPen
+from PySide6.QtWidgets import (
+    QGraphicsItem,
+    QGraphicsLineItem,
+    QGraphicsObject,
+    QStyleOptionGraphicsItem,
+    QWidget,
+)
+
+from studio.core.hardware import GpuSpec, LinkKind, Node, Switch
+from studio.gui.canvas.geometry import NodeGeometry, node_geometry
+from studio.gui.canvas.style import (
+    HEADER_H,
+    SELECT_COLOR,
+    SLOW_LINK_COLOR,
+    link_pen,
+    short_gpu_name,
+    stage_color,
+)
+
+SMALL = QFont()
+SMALL.setPointSizeF(7.5)
+BOLD = QFont()
+BOLD.setPointSizeF(9.0)
+BOLD.setBold(True)
+
+SWITCH_LABELS = {
+    "nvswitch": "NVSwitch",
+    "nvlink-switch": "NVLink switch",
+    "pcie-switch": "PCIe sw",
+    "cpu": "CPU",
+    "fabric": "Fabric",
+}
+
+
+class Endpoint(QGraphicsItem):
+    """A link end drawn as a rounded box: GPU tile, switch or NIC (child of its node)."""
+
+    def __init__(self, item_id: str, item_kind: str, rect: QRectF, parent: QGraphicsItem | None) -> None:
+        super().__init__(parent)
+        self.item_id = item_id
+        self.item_kind = item_kind
+        self._rect = QRectF(0, 0, rect.width(), rect.height())
+        self.setPos(rect.topLeft())
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable, True)
+        self.setZValue(2)
+        self.label = ""
+        self.sublabel = ""
+        self.fill = QColor("#e9ecef")
+        self.text_color = QColor("#212529")
+        self.outline = QColor("#868e96")
+        self.badge = ""
+        self.badge_color: QColor | None = None
+        self.ring: QColor | None = None  # overlay outline (TP group / slow link)
+        self.flash = False
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API
+        return self._rect.adjusted(-3, -3, 3, 3)
+
+    def center_in_scene(self) -> QPointF:
+        return self.mapToScene(self._rect.center())
+
+    def paint(self, p: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        pen = QPen(self.outline, 1.0)
+        if self.ring is not None:
+            pen = QPen(self.ring, 2.6)
+        if self.isSelected():
+            pen = QPen(QColor(SELECT_COLOR), 3.0)
+        if self.flash:
+            pen = QPen(QColor(SLOW_LINK_COLOR), 3.0)
+        p.setPen(pen)
+        p.setBrush(QBrush(self.fill))
+        p.drawRoundedRect(self._rect, 5, 5)
+        p.setPen(self.text_color)
+        p.setFont(SMALL)
+        if self.sublabel:
+            top = QRectF(self._rect.x(), self._rect.y() + 2, self._rect.width(), self._rect.height() / 2)
+            bottom = QRectF(self._rect.x(), self._rect.center().y(), self._rect.width(), self._rect.height() / 2 - 2)
+            p.drawText(top, Qt.AlignmentFlag.AlignCenter, self.label)
+            p.drawText(bottom, Qt.AlignmentFlag.AlignCenter, self.sublabel)
+        else:
+            p.drawText(self._rect, Qt.AlignmentFlag.AlignCenter, self.label)
+        if self.badge and self.badge_color is not None:
+            r = QRectF(self._rect.right() - 20, self._rect.top() - 5, 24, 13)
+            p.setPen(Qt.PenStyle.NoPen)
+            p.setBrush(self.badge_color)
+            p.drawRoundedRect(r, 4, 4)
+            p.setPen(QColor("white"))
+            p.drawText(r, Qt.AlignmentFlag.AlignCenter, self.badge)
+
+
+class GpuTile(Endpoint):
+    """A GPU in a slot."""
+
+    def __init__(self, gpu_id: str, slot: int, spec: GpuSpec | None, rect: QRectF, parent: QGraphicsItem) -> None:
+        super().__init__(gpu_id, "gpu", rect, parent)
+        self.slot = slot
+        name = short_gpu_name(spec.name) if spec else "?"
+        self.label = name
+        self.sublabel = f"#{slot} · {spec.memory_gb:.0f} GB" if spec else f"#{slot}"
+        self.fill = QColor("#d3f9d8") if spec and spec.vendor == "nvidia" else QColor("#ffe8cc")
+        self.outline = QColor("#2b8a3e") if spec and spec.vendor == "nvidia" else QColor("#d9480f")
+        self.setToolTip(
+            f"{gpu_id}\n{spec.name}: {spec.memory_gb:.0f} GB, {spec.tflops_bf16:.0f} BF16 TFLOPS"
+            if spec
+            else gpu_id
+        )
+
+    def set_placement(self, stage: int | None, tp_group: int | None, label: str) -> None:
+        """Show the rank's stage colour as the fill tint and ``label`` (e.g. ``S1``) as a badge."""
+        if stage is None:
+            self.badge, self.badge_color = "", None
+            self.fill = QColor("#f1f3f5")
+        else:
+            c = stage_color(stage)
+            self.badge, self.badge_color = label, c
+            tint = QColor(c)
+            tint.setAlpha(60)
+            self.fill = _blend(QColor("white"), tint)
+        self.update()
+
+
+class EmptySlot(QGraphicsItem):
+    """A free slot: dashed outline where a dropped GPU will snap in."""
+
+    def __init__(self, node_id: str, slot: int, rect: QRectF, parent: QGraphicsItem) -> None:
+        super().__init__(parent)
+        self.item_id = f"{node_id}#slot{slot}"
+        self.item_kind = "slot"
+        self.node_id = node_id
+        self.slot = slot
+        self._rect = QRectF(0, 0, rect.width(), rect.height())
+        self.setPos(rect.topLeft())
+        self.setZValue(1)
+        self.setToolTip(f"Free slot {slot}: drop a GPU here")
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API
+        return self._rect
+
+    def paint(self, p: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
+        pen = QPen(QColor("#adb5bd"), 1.0, Qt.PenStyle.DashLine)
+        p.setPen(pen)
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        p.drawRoundedRect(self._rect.adjusted(1, 1, -1, -1), 5, 5)
+        p.setFont(SMALL)
+        p.setPen(QColor("#adb5bd"))
+        p.drawText(self._rect, Qt.AlignmentFlag.AlignCenter, f"slot {self.slot}")
+
+
+class NodeItem(QGraphicsObject):
+    """A server: header with its name, GPU tiles, switches and NICs; movable and selectable."""
+
+    def __init__(self, node: Node, specs: dict[str, GpuSpec]) -> None:
+        super().__init__()
+        self.item_id = node.id
+        self.item_kind = "node"
+        self.node = node
+        self.geometry: NodeGeometry = node_geometry(node)
+        self.flash = False
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable, True)
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsMovable, True)
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemSendsGeometryChanges, True)
+        self.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        self.setPos(node.x, node.y)
+        self.setZValue(0)
+        self.endpoints: dict[str, Endpoint] = {}
+        self.slots: dict[int, EmptySlot] = {}
+        used = {g.slot: g for g in node.gpus}
+        for s, rect in enumerate(self.geometry.slots):
+            g = used.get(s)
+            if g is None:
+                self.slots[s] = EmptySlot(node.id, s, rect, self)
+            else:
+                self.endpoints[g.id] = GpuTile(g.id, s, specs.get(g.type), rect, self)
+        for sw in node.switches:
+            rect = self.geometry.switches[sw.id]
+            e = Endpoint(sw.id, "switch", rect, self)
+            e.label = sw.name if sw.kind in ("nvswitch", "nvlink-switch") else SWITCH_LABELS.get(sw.kind, sw.kind)
+            if sw.kind == "cpu":
+                e.label = sw.name or "CPU"
+            e.fill = QColor("#e7f5ff") if sw.kind != "nvswitch" else QColor("#ebfbee")
+            e.setToolTip(f"{sw.name or sw.kind} ({sw.kind})\n{sw.id}")
+            self.endpoints[sw.id] = e
+        for nic in node.nics:
+            e = Endpoint(nic.id, "nic", self.geometry.nics[nic.id], self)
+            e.label = nic.name.replace("NIC ", "NIC") if nic.name else "NIC"
+            e.fill = QColor("#f3f0ff")
+            e.setToolTip(f"{nic.name or nic.id}: speaks {nic.kind}\nDrag to another NIC or a fabric switch to link")
+            self.endpoints[nic.id] = e
+        self.setToolTip(f"{node.name} ({node.id}): {len(node.gpus)} of {node.slots} slots used")
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API
+        return self.geometry.size.adjusted(-4, -4, 4, 4)
+
+    def paint(self, p: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        r = self.geometry.size
+        pen = QPen(QColor("#495057"), 1.2)
+        if self.isSelected():
+            pen = QPen(QColor(SELECT_COLOR), 3.0)
+        if self.flash:
+            pen = QPen(QColor(SLOW_LINK_COLOR), 3.5)
+        p.setPen(pen)
+        p.setBrush(QColor("#ffffff"))
+        p.drawRoundedRect(r, 8, 8)
+        head = QPainterPath()
+        head.addRoundedRect(QRectF(r.x(), r.y(), r.width(), HEADER_H), 8, 8)
+        p.fillPath(head, QColor("#343a40"))
+        p.setPen(QColor("white"))
+        p.setFont(BOLD)
+        n = self.node
+        text = f"{n.name}   {len(n.gpus)}/{n.slots} GPUs"
+        p.drawText(r.adjusted(10, 0, -10, 0).adjusted(0, 0, 0, HEADER_H - r.height()),
+                   Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text)
+
+    def set_flash(self, on: bool) -> None:
+        self.flash = on
+        self.update()
+
+    def itemChange(self, change: QGraphicsItem.GraphicsItemChange, value):  # noqa: N802 - Qt API
+        if change == QGraphicsItem.GraphicsItemChange.ItemPositionHasChanged and self.scene() is not None:
+            self.scene().node_moved(self)  # type: ignore[attr-defined]
+        return super().itemChange(change, value)
+
+
+class ClusterSwitchItem(QGraphicsObject):
+    """A cluster-level switch (network fabric, rack NVLink switch); movable."""
+
+    W, H = 180.0, 40.0
+
+    def __init__(self, sw: Switch) -> None:
+        super().__init__()
+        self.item_id = sw.id
+        self.item_kind = "switch"
+        self.switch = sw
+        self.flash = False
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable, True)
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsMovable, True)
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemSendsGeometryChanges, True)
+        self.setPos(sw.x, sw.y)
+        self.setZValue(0)
+        self.setToolTip(f"{sw.name or sw.kind} ({sw.kind})\n{sw.id}")
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API
+        return QRectF(-self.W / 2 - 3, -self.H / 2 - 3, self.W + 6, self.H + 6)
+
+    def center_in_scene(self) -> QPointF:
+        return self.scenePos()
+
+    def paint(self, p: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        r = QRectF(-self.W / 2, -self.H / 2, self.W, self.H)
+        pen = QPen(QColor(SELECT_COLOR), 3.0) if self.isSelected() else QPen(QColor("#5f3dc4"), 1.4)
+        p.setPen(pen)
+        p.setBrush(QColor("#e5dbff") if self.switch.kind == "fabric" else QColor("#ebfbee"))
+        p.drawRoundedRect(r, 10, 10)
+        p.setPen(QColor("#212529"))
+        p.setFont(BOLD)
+        p.drawText(r, Qt.AlignmentFlag.AlignCenter, self.switch.name or SWITCH_LABELS.get(self.switch.kind, ""))
+
+    def itemChange(self, change: QGraphicsItem.GraphicsItemChange, value):  # noqa: N802 - Qt API
+        if change == QGraphicsItem.GraphicsItemChange.ItemPositionHasChanged and self.scene() is not None:
+            self.scene().node_moved(self)  # type: ignore[attr-defined]
+        return super().itemChange(change, value)
+
+
+class LinkItem(QGraphicsLineItem):
+    """A link between two endpoints, styled by its kind; red and thick when it is a slow hop a TP
+    group crosses."""
+
+    def __init__(self, link_id: str, kind: LinkKind | None, lanes: float, a: QGraphicsItem, b: QGraphicsItem) -> None:
+        super().__init__()
+        self.item_id = link_id
+        self.item_kind = "link"
+        self.kind = kind
+        self.a = a
+        self.b = b
+        self.base_pen = link_pen(kind, lanes)
+        self.slow = False
+        self.setPen(self.base_pen)
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable, True)
+        self.setZValue(0.5)
+        name = kind.name if kind else "unknown kind"
+        bw = f", {kind.bandwidth_gbps * lanes:g} GB/s per direction" if kind else ""
+        self.setToolTip(f"{name}{bw}\n{link_id}")
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Follow the endpoints (after a node moved)."""
+        pa = self.a.center_in_scene()  # type: ignore[attr-defined]
+        pb = self.b.center_in_scene()  # type: ignore[attr-defined]
+        parent = self.parentItem()
+        if parent is not None:
+            pa, pb = parent.mapFromScene(pa), parent.mapFromScene(pb)
+        self.setLine(QLineF(pa, pb))
+
+    def set_slow(self, slow: bool) -> None:
+        if slow == self.slow:
+            return
+        self.slow = slow
+        if slow:
+            pen = QPen(QColor(SLOW_LINK_COLOR), self.base_pen.widthF() + 2.5, self.base_pen.style())
+            pen.setCosmetic(True)
+            self.setPen(pen)
+        else:
+            self.setPen(self.base_pen)
+
+    def paint(self, p: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
+        if self.isSelected():
+            pen = QPen(QColor(SELECT_COLOR), self.pen().widthF() + 3)
+            pen.setCosmetic(True)
+            p.setPen(pen)
+            p.drawLine(self.line())
+        p.setPen(self.pen())
+        p.drawLine(self.line())
+
+
+def _blend(base: QColor, over: QColor) -> QColor:
+    a = over.alphaF()
+    return QColor.fromRgbF(
+        base.redF() * (1 - a) + over.redF() * a,
+        base.greenF() * (1 - a) + over.greenF() * a,
+        base.blueF() * (1 - a) + over.blueF() * a,
+    )

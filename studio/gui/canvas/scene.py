@@ -1,0 +1,554 @@
+"""The cluster scene: mirrors the document's cluster as items, turns gestures into edits.
+
+Synchronisation is incremental: nodes whose content is unchanged keep their items (only moved),
+so an edit on a 512-GPU cluster redraws only what changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QLineF, QPointF, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QPen
+from PySide6.QtWidgets import (
+    QGraphicsItem,
+    QGraphicsLineItem,
+    QGraphicsRectItem,
+    QGraphicsScene,
+    QGraphicsSceneDragDropEvent,
+    QGraphicsSceneMouseEvent,
+)
+
+from studio.core import edits
+from studio.core.errors import StudioError
+from studio.core.hardware import Cluster, LinkKind, Node
+from studio.core.project import Project
+from studio.gui.canvas.items import (
+    ClusterSwitchItem,
+    EmptySlot,
+    Endpoint,
+    GpuTile,
+    LinkItem,
+    NodeItem,
+)
+from studio.gui.canvas.kinds import applicable_kinds
+from studio.gui.canvas.overlay import Placement, compute_placement
+from studio.gui.canvas.style import SLOW_LINK_COLOR, stage_color
+from studio.gui.document import ProjectDocument
+from studio.gui.mime import DragItem, from_mime
+
+KindChooser = Callable[[list[LinkKind], QPointF], "LinkKind | None"]
+FLASH_MS = 700
+
+
+class ClusterScene(QGraphicsScene):
+    """Scene of one document's cluster.
+
+    Parameters
+    ----------
+    doc:
+        The document; every gesture becomes one undo step on it.
+    catalog:
+        The preset :class:`~studio.io.presets.Catalog` that palette drags refer to (``None``: only
+        the cluster's own GPU specs and link kinds are available).
+
+    Attributes
+    ----------
+    choose_kind:
+        ``(kinds, screen_pos) -> LinkKind | None``; asks which kind a drawn link gets (a menu by
+        default; tests replace it).
+    last_refusal:
+        Message of the last refused drop or link ("" if none).
+    """
+
+    refused = Signal(str)
+
+    def __init__(self, doc: ProjectDocument, catalog=None, parent=None) -> None:
+        super().__init__(parent)
+        self.doc = doc
+        self.catalog = catalog
+        self.choose_kind: KindChooser = _menu_chooser
+        self.last_refusal = ""
+        self.nodes: dict[str, NodeItem] = {}
+        self.switches: dict[str, ClusterSwitchItem] = {}
+        self.links: dict[str, LinkItem] = {}
+        self._ext_links: dict[str, set[str]] = {}  # node/switch id -> top-level links touching it
+        self._cluster: Cluster | None = None
+        self._placement: Placement | None = None
+        self._syncing_selection = False
+        self._link_src: Endpoint | None = None
+        self._link_press = QPointF()
+        self._link_line: QGraphicsLineItem | None = None
+        self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
+        self.setBackgroundBrush(QColor("#f8f9fa"))
+        self.sync(doc.project)
+        doc.projectChanged.connect(self._on_project)
+        doc.resultReady.connect(self._on_result)
+        doc.selectionChanged.connect(self.select_ids)
+        self.selectionChanged.connect(self._on_scene_selection)
+
+    # ------------------------------------------------------------- syncing
+    def _on_project(self, project: Project, kind: str) -> None:
+        if kind in ("cluster", "file", "layout"):
+            self.sync(project)
+
+    def sync(self, project: Project) -> None:
+        """Bring the items in line with ``project.cluster`` (incremental)."""
+        cluster = project.cluster
+        self._syncing_selection = True
+        try:
+            rebuilt = self._sync_nodes(cluster)
+            self._sync_switches(cluster)
+            self._sync_links(cluster, rebuilt)
+        finally:
+            self._syncing_selection = False
+        self._cluster = cluster
+        self._placement = compute_placement(project.layout, cluster, self._current_comm(project))
+        self._paint_overlay()
+
+    def _sync_nodes(self, cluster: Cluster) -> set[str]:
+        old = self._cluster
+        old_nodes = {n.id: n for n in old.nodes} if old else {}
+        specs_changed = old is None or old.gpu_specs != cluster.gpu_specs
+        rebuilt: set[str] = set()
+        keep = {n.id for n in cluster.nodes}
+        for nid in list(self.nodes):
+            if nid not in keep:
+                self._drop_node_item(nid)
+                rebuilt.add(nid)
+        for n in cluster.nodes:
+            item = self.nodes.get(n.id)
+            prev = old_nodes.get(n.id)
+            if item is not None and prev is not None and not specs_changed and _same_content(prev, n):
+                if item.pos() != QPointF(n.x, n.y):
+                    item.setPos(n.x, n.y)
+                item.node = n
+                continue
+            if item is not None:
+                self._drop_node_item(n.id)
+            item = NodeItem(n, cluster.gpu_specs)
+            self.addItem(item)
+            self.nodes[n.id] = item
+            rebuilt.add(n.id)
+        return rebuilt
+
+    def _drop_node_item(self, nid: str) -> None:
+        item = self.nodes.pop(nid)
+        for lid in [lid for lid, li in self.links.items() if li.parentItem() is item]:
+            del self.links[lid]
+        self.removeItem(item)
+
+    def _sync_switches(self, cluster: Cluster) -> None:
+        want = {s.id: s for s in cluster.switches}
+        for sid in list(self.switches):
+            if sid not in want or want[sid].kind != self.switches[sid].switch.kind or want[sid].name != self.switches[sid].switch.name:
+                self.removeItem(self.switches.pop(sid))
+        for s in cluster.switches:
+            item = self.switches.get(s.id)
+            if item is None:
+                item = ClusterSwitchItem(s)
+                self.addItem(item)
+                self.switches[s.id] = item
+            else:
+                item.switch = s
+                if item.pos() != QPointF(s.x, s.y):
+                    item.setPos(s.x, s.y)
+
+    def _endpoint(self, cluster: Cluster, eid: str) -> QGraphicsItem | None:
+        if eid in self.switches:
+            return self.switches[eid]
+        node = cluster.node_of(eid)
+        if node is None or node.id not in self.nodes:
+            return None
+        return self.nodes[node.id].endpoints.get(eid)
+
+    def _sync_links(self, cluster: Cluster, rebuilt: set[str]) -> None:
+        old_links = {lk.id: lk for lk in self._cluster.links} if self._cluster else {}
+        endpoint_node: dict[str, str] = {}
+        for n in cluster.nodes:
+            for e in (*n.gpus, *n.switches, *n.nics):
+                endpoint_node[e.id] = n.id
+        want = {lk.id: lk for lk in cluster.links}
+        for lid in list(self.links):
+            lk = want.get(lid)
+            item = self.links[lid]
+            stale = (
+                lk is None
+                or lk != old_links.get(lid)
+                or endpoint_node.get(lk.a) in rebuilt
+                or endpoint_node.get(lk.b) in rebuilt
+                or (cluster.link_kinds.get(lk.kind) != item.kind)
+            )
+            if stale:
+                self.links.pop(lid)
+                if item.scene() is self:
+                    self.removeItem(item)
+        self._ext_links = {}
+        for lk in cluster.links:
+            na, nb = endpoint_node.get(lk.a), endpoint_node.get(lk.b)
+            if na is None or na != nb:
+                for owner in (na or lk.a, nb or lk.b):
+                    self._ext_links.setdefault(owner, set()).add(lk.id)
+            if lk.id in self.links:
+                continue
+            ea, eb = self._endpoint(cluster, lk.a), self._endpoint(cluster, lk.b)
+            if ea is None or eb is None:
+                continue
+            item = LinkItem(lk.id, cluster.link_kinds.get(lk.kind), lk.lanes, ea, eb)
+            if na is not None and na == nb:
+                item.setParentItem(self.nodes[na])
+                item.setZValue(1)
+                item.refresh()
+            else:
+                self.addItem(item)
+            self.links[lk.id] = item
+
+    def node_moved(self, item: QGraphicsItem) -> None:
+        """Called by node/switch items while they move: keep their external links attached."""
+        for lid in self._ext_links.get(item.item_id, ()):  # type: ignore[attr-defined]
+            li = self.links.get(lid)
+            if li is not None:
+                li.refresh()
+
+    # ------------------------------------------------------------- overlay
+    def _current_comm(self, project: Project) -> tuple:
+        r = self.doc.result
+        if r is not None and self.doc.result_is_current and r.layout.tp == project.layout.tp:
+            return r.comm
+        return ()
+
+    def _on_result(self, result, revision: int) -> None:
+        project = self.doc.project
+        layout = result.layout if result.layout.placement else project.layout
+        self._placement = compute_placement(layout, project.cluster, result.comm)
+        self._paint_overlay()
+
+    @property
+    def placement(self) -> Placement | None:
+        return self._placement
+
+    def _paint_overlay(self) -> None:
+        pl = self._placement
+        if pl is None:
+            return
+        for node in self.nodes.values():
+            for eid, ep in node.endpoints.items():
+                if not isinstance(ep, GpuTile):
+                    continue
+                stage = pl.stage_of.get(eid)
+                if stage is None:
+                    ep.set_placement(None, None, "")
+                    ep.ring = None
+                    ep.setToolTip(ep.toolTip().split("\n—")[0] + "\n— not used by this layout")
+                    continue
+                dp = pl.dp_of[eid]
+                label = f"S{stage}" if dp == 0 else f"S{stage}r{dp}"
+                ep.set_placement(stage, pl.group_of[eid], label)
+                ep.ring = QColor(SLOW_LINK_COLOR) if eid in pl.slow_gpus else stage_color(stage).darker(130)
+                ep.setToolTip(
+                    ep.toolTip().split("\n—")[0]
+                    + f"\n— stage {stage}, TP rank {pl.tp_rank_of[eid]} of group {pl.group_of[eid]}"
+                    + (f", replica {dp}" if dp else "")
+                    + ("\n— this TP group crosses a slow link" if eid in pl.slow_gpus else "")
+                )
+            node.update()
+        for lid, li in self.links.items():
+            li.set_slow(lid in pl.slow_links)
+
+    # ----------------------------------------------------------- selection
+    def item_by_id(self, ident: str) -> QGraphicsItem | None:
+        """The item showing node/GPU/switch/NIC/link ``ident`` (None when not drawn)."""
+        if ident in self.nodes:
+            return self.nodes[ident]
+        if ident in self.links:
+            return self.links[ident]
+        if self._cluster is None:
+            return None
+        return self._endpoint(self._cluster, ident)
+
+    def selected_ids(self) -> tuple[str, ...]:
+        return tuple(sorted(getattr(i, "item_id", "") for i in self.selectedItems() if hasattr(i, "item_id")))
+
+    def select_ids(self, ids: tuple[str, ...]) -> None:
+        """Select exactly the items of ``ids`` (from a warning click or the document)."""
+        if set(ids) == set(self.selected_ids()):
+            return
+        self._syncing_selection = True
+        try:
+            self.clearSelection()
+            for i in ids:
+                item = self.item_by_id(i)
+                if item is not None:
+                    item.setSelected(True)
+        finally:
+            self._syncing_selection = False
+        self.doc.set_selection(self.selected_ids())
+
+    def _on_scene_selection(self) -> None:
+        if not self._syncing_selection:
+            self.doc.set_selection(self.selected_ids())
+
+    # --------------------------------------------------------------- edits
+    def delete_selected(self) -> bool:
+        ids = self.selected_ids()
+        if not ids:
+            return False
+        n = len(ids)
+        return self.doc.edit_cluster(
+            f"Delete {n} item{'s' if n > 1 else ''}", lambda c: edits.remove_items(c, set(ids))
+        )
+
+    def duplicate_selected(self) -> bool:
+        nodes = [i for i in self.selected_ids() if i in self.nodes]
+        if not nodes:
+            self.refuse("Select a node to duplicate")
+            return False
+
+        def dup(c: Cluster) -> Cluster:
+            for nid in nodes:
+                c, _ = edits.duplicate_node(c, nid)
+            return c
+
+        return self.doc.edit_cluster(f"Duplicate {len(nodes)} node{'s' if len(nodes) > 1 else ''}", dup)
+
+    def rename_node(self, node_id: str, name: str) -> bool:
+        return self.doc.edit_cluster(f"Rename node to '{name}'", lambda c: edits.rename_node(c, node_id, name))
+
+    def commit_moves(self) -> bool:
+        """Store the positions of moved nodes/switches as one undo step (on mouse release)."""
+        cluster = self.doc.project.cluster
+        moved: dict[str, tuple[float, float]] = {}
+        for n in cluster.nodes:
+            item = self.nodes.get(n.id)
+            if item is not None and (item.x(), item.y()) != (n.x, n.y):
+                moved[n.id] = (round(item.x(), 1), round(item.y(), 1))
+        for s in cluster.switches:
+            item = self.switches.get(s.id)
+            if item is not None and (item.x(), item.y()) != (s.x, s.y):
+                moved[s.id] = (round(item.x(), 1), round(item.y(), 1))
+        if not moved:
+            return False
+        what = next(iter(moved)) if len(moved) == 1 else f"{len(moved)} items"
+        return self.doc.edit_cluster(f"Move {what}", lambda c: edits.move_nodes(c, moved))
+
+    def add_link(self, a: str, b: str, kind: LinkKind) -> bool:
+        return self.doc.edit_cluster(
+            f"Add {kind.name} link", lambda c: edits.add_link(c, kind, a, b)[0]
+        )
+
+    def refuse(self, message: str, at: QPointF | None = None, node: NodeItem | None = None) -> None:
+        """Say no visibly: status message and a short red flash (on the node, else at ``at``)."""
+        self.last_refusal = message
+        self.doc.message.emit(message)
+        self.refused.emit(message)
+        if node is not None:
+            node.set_flash(True)
+            QTimer.singleShot(FLASH_MS, lambda: node.scene() is self and node.set_flash(False))
+        elif at is not None:
+            mark = QGraphicsRectItem(at.x() - 30, at.y() - 30, 60, 60)
+            mark.setPen(QPen(QColor(SLOW_LINK_COLOR), 3))
+            mark.setZValue(10)
+            self.addItem(mark)
+            QTimer.singleShot(FLASH_MS, lambda: mark.scene() is self and self.removeItem(mark))
+
+    # ---------------------------------------------------------- drag & drop
+    def node_at(self, pos: QPointF) -> NodeItem | None:
+        for item in self.items(pos):
+            while item is not None and not isinstance(item, NodeItem):
+                item = item.parentItem()
+            if isinstance(item, NodeItem):
+                return item
+        return None
+
+    def dragEnterEvent(self, event: QGraphicsSceneDragDropEvent) -> None:  # noqa: N802 - Qt API
+        self._accept_drag(event)
+
+    def dragMoveEvent(self, event: QGraphicsSceneDragDropEvent) -> None:  # noqa: N802 - Qt API
+        self._accept_drag(event)
+
+    def _accept_drag(self, event: QGraphicsSceneDragDropEvent) -> None:
+        try:
+            item = from_mime(event.mimeData())
+        except StudioError:
+            item = None
+        if item is None:
+            event.ignore()
+            return
+        event.setDropAction(Qt.DropAction.CopyAction)
+        event.accept()
+
+    def dropEvent(self, event: QGraphicsSceneDragDropEvent) -> None:  # noqa: N802 - Qt API
+        try:
+            item = from_mime(event.mimeData())
+        except StudioError as exc:
+            self.refuse(exc.message, at=event.scenePos())
+            event.ignore()
+            return
+        if item is None:
+            event.ignore()
+            return
+        ok = self.drop(item, event.scenePos())
+        event.setDropAction(Qt.DropAction.CopyAction)
+        event.setAccepted(ok)
+
+    def drop(self, item: DragItem, pos: QPointF) -> bool:
+        """Apply a palette item dropped at scene position ``pos``; False (with a visible
+        refusal) when it cannot go there."""
+        node = self.node_at(pos)
+        if item.kind == "gpu":
+            return self._drop_gpu(item.id, pos, node)
+        if node is not None:
+            self.refuse("Drop nodes on empty canvas, not on another node", node=node)
+            return False
+        if item.kind == "empty-node":
+            return self.doc.edit_cluster(
+                "Add empty node", lambda c: edits.add_empty_node(c, "Empty node", 8, pos.x(), pos.y())[0]
+            )
+        return self._drop_template(item.id, pos)
+
+    def _spec(self, gpu_id: str):
+        if self.catalog is not None and gpu_id in self.catalog.gpus:
+            return self.catalog.gpus[gpu_id]
+        return self.doc.project.cluster.gpu_specs.get(gpu_id)
+
+    def _drop_gpu(self, gpu_id: str, pos: QPointF, node: NodeItem | None) -> bool:
+        spec = self._spec(gpu_id)
+        if spec is None:
+            self.refuse(f"Unknown GPU type '{gpu_id}'", at=pos)
+            return False
+        if node is None:
+            self.refuse(
+                f"A {spec.name} needs a node: drop it onto a node with a free slot "
+                "(drag a node template or an empty node onto the canvas first)",
+                at=pos,
+            )
+            return False
+        n = self.doc.project.cluster.node(node.item_id)
+        if not n.free_slots():
+            self.refuse(f"Node '{n.name}' is full ({n.slots} of {n.slots} slots used)", node=node)
+            return False
+        slot = None
+        for it in self.items(pos):
+            if isinstance(it, EmptySlot) and it.node_id == n.id:
+                slot = it.slot
+        return self.doc.edit_cluster(
+            f"Add {spec.name} to {n.name}", lambda c: edits.add_gpu(c, n.id, spec, slot)[0]
+        )
+
+    def _drop_template(self, template_id: str, pos: QPointF) -> bool:
+        cat = self.catalog
+        if cat is None or template_id not in cat.nodes:
+            self.refuse(f"Unknown node template '{template_id}'", at=pos)
+            return False
+        t = cat.nodes[template_id]
+        if t.gpu_type not in cat.gpus:
+            self.refuse(f"Node template '{t.name}' names unknown GPU type '{t.gpu_type}'", at=pos)
+            return False
+        names = {t.pcie_switch_link, t.host_link, t.socket_link, t.scale_up_link, t.nic_kind} - {None}
+        missing = sorted(k for k in names if k not in cat.links)
+        if missing:
+            self.refuse(f"Node template '{t.name}' names unknown link kinds: {', '.join(missing)}", at=pos)
+            return False
+        kinds = [cat.links[k] for k in sorted(names)]
+        spec = cat.gpus[t.gpu_type]
+        return self.doc.edit_cluster(
+            f"Add {t.name}",
+            lambda c: edits.add_template_node(c, t, spec, kinds, x=pos.x(), y=pos.y())[0],
+        )
+
+    # --------------------------------------------------------- link drawing
+    def _endpoint_at(self, pos: QPointF) -> QGraphicsItem | None:
+        for item in self.items(pos):
+            if isinstance(item, Endpoint | ClusterSwitchItem):
+                return item
+        return None
+
+    def mousePressEvent(self, event: QGraphicsSceneMouseEvent) -> None:  # noqa: N802 - Qt API
+        if event.button() == Qt.MouseButton.LeftButton and not event.modifiers():
+            item = self._endpoint_at(event.scenePos())
+            if isinstance(item, Endpoint):
+                self._link_src = item
+                self._link_press = event.scenePos()
+                event.accept()
+                return
+        super().mousePressEvent(event)
+
+    def mouseMoveEvent(self, event: QGraphicsSceneMouseEvent) -> None:  # noqa: N802 - Qt API
+        if self._link_src is not None:
+            start = self._link_src.center_in_scene()
+            if self._link_line is None:
+                if QLineF(self._link_press, event.scenePos()).length() < 6:
+                    return
+                self._link_line = QGraphicsLineItem()
+                pen = QPen(QColor("#495057"), 2, Qt.PenStyle.DashLine)
+                pen.setCosmetic(True)
+                self._link_line.setPen(pen)
+                self._link_line.setZValue(20)
+                self.addItem(self._link_line)
+            self._link_line.setLine(QLineF(start, event.scenePos()))
+            event.accept()
+            return
+        super().mouseMoveEvent(event)
+
+    def mouseReleaseEvent(self, event: QGraphicsSceneMouseEvent) -> None:  # noqa: N802 - Qt API
+        if self._link_src is not None:
+            src, line = self._link_src, self._link_line
+            self._link_src, self._link_line = None, None
+            if line is not None:
+                self.removeItem(line)
+                target = self._endpoint_at(event.scenePos())
+                self.finish_link(src, target, event.screenPos())
+            else:
+                if not (event.modifiers() & Qt.KeyboardModifier.ControlModifier):
+                    self.clearSelection()
+                src.setSelected(True)
+            event.accept()
+            return
+        super().mouseReleaseEvent(event)
+        if event.button() == Qt.MouseButton.LeftButton:
+            self.commit_moves()
+
+    def finish_link(self, src: QGraphicsItem, target: QGraphicsItem | None, screen_pos) -> bool:
+        """End of a link drag: ask the kind and add the link, or refuse."""
+        if target is None or target is src:
+            self.refuse("Release a link on another GPU, switch or NIC", at=src.center_in_scene())
+            return False
+        a, b = src.item_id, target.item_id  # type: ignore[attr-defined]
+        cluster = self.doc.project.cluster
+        extra = dict(self.catalog.links) if self.catalog is not None else {}
+        kinds = applicable_kinds(cluster, extra, a, b)
+        if not kinds:
+            self.refuse("No link kinds are known; load the presets", at=src.center_in_scene())
+            return False
+        kind = self.choose_kind(kinds, QPointF(screen_pos))
+        if kind is None:
+            return False
+        return self.add_link(a, b, kind)
+
+
+def _same_content(a: Node, b: Node) -> bool:
+    return a is b or (
+        a.name == b.name and a.slots == b.slots and a.gpus == b.gpus and a.switches == b.switches and a.nics == b.nics
+    )
+
+
+def _menu_chooser(kinds: list[LinkKind], screen_pos: QPointF) -> LinkKind | None:
+    from PySide6.QtGui import QIcon, QPixmap
+    from PySide6.QtWidgets import QMenu
+
+    from studio.gui.canvas.style import link_color
+
+    menu = QMenu()
+    menu.setToolTipsVisible(True)
+    menu.addSection("Link kind")
+    chosen: dict[object, LinkKind] = {}
+    for k in kinds:
+        pm = QPixmap(14, 14)
+        pm.fill(link_color(k))
+        act = menu.addAction(QIcon(pm), f"{k.name}  ({k.bandwidth_gbps:g} GB/s, {k.latency_us:g} µs)")
+        act.setToolTip(k.description or k.name)
+        chosen[act] = k
+    act = menu.exec(screen_pos.toPoint())
+    return chosen.get(act)
+
+

@@ -1,0 +1,165 @@
+"""The canvas view: zoom (wheel), pan (middle button or space + drag), fit, keyboard edits."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QImage, QKeyEvent, QKeySequence, QMouseEvent, QPainter, QWheelEvent
+from PySide6.QtWidgets import QGraphicsView, QInputDialog, QWidget
+
+from studio.gui.canvas.items import NodeItem
+from studio.gui.canvas.legend import Legend
+from studio.gui.canvas.scene import ClusterScene
+
+MIN_ZOOM, MAX_ZOOM = 0.05, 6.0
+
+
+class CanvasView(QGraphicsView):
+    """Shows a :class:`ClusterScene`; owns the legend overlay."""
+
+    def __init__(self, scene: ClusterScene, parent: QWidget | None = None) -> None:
+        super().__init__(scene, parent)
+        self.cluster_scene = scene
+        self.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        self.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
+        self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.SmartViewportUpdate)
+        self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontSavePainterState, True)
+        self.setDragMode(QGraphicsView.DragMode.RubberBandDrag)
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
+        self.setAcceptDrops(True)
+        self.setMouseTracking(True)
+        self._space = False
+        self._panning = False
+        self._pan_from = None
+        self.legend = Legend(self)
+        scene.doc.projectChanged.connect(lambda *_: self.refresh_legend())
+        scene.doc.resultReady.connect(lambda *_: self.refresh_legend())
+        self.refresh_legend()
+
+    # ---------------------------------------------------------------- legend
+    def refresh_legend(self) -> None:
+        p = self.cluster_scene.doc.project
+        pl = self.cluster_scene.placement
+        self.legend.set_content(p.cluster, p.layout.pp, p.layout.tp, bool(pl and pl.slow_links))
+        self._place_legend()
+
+    def _place_legend(self) -> None:
+        self.legend.move(self.viewport().width() - self.legend.width() - 8, 8)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._place_legend()
+
+    # ------------------------------------------------------------- zoom/pan
+    @property
+    def zoom(self) -> float:
+        return self.transform().m11()
+
+    def zoom_by(self, factor: float) -> None:
+        z = self.zoom * factor
+        if MIN_ZOOM <= z <= MAX_ZOOM:
+            self.scale(factor, factor)
+
+    def fit(self) -> None:
+        """Fit the whole cluster in view (leaving room for the legend)."""
+        rect = self.scene().itemsBoundingRect()
+        if rect.isEmpty():
+            return
+        rect = rect.adjusted(-30, -30, 30 + self.legend.width(), 30)
+        self.fitInView(rect, Qt.AspectRatioMode.KeepAspectRatio)
+        if self.zoom > 1.5:
+            self.resetTransform()
+            self.scale(1.5, 1.5)
+            self.centerOn(rect.center())
+
+    def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt API
+        steps = event.angleDelta().y() / 120.0
+        if steps:
+            self.zoom_by(1.15**steps)
+        event.accept()
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt API
+        if event.button() == Qt.MouseButton.MiddleButton or (self._space and event.button() == Qt.MouseButton.LeftButton):
+            self._panning = True
+            self._pan_from = event.position()
+            self.viewport().setCursor(Qt.CursorShape.ClosedHandCursor)
+            event.accept()
+            return
+        super().mousePressEvent(event)
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt API
+        if self._panning and self._pan_from is not None:
+            d = event.position() - self._pan_from
+            self._pan_from = event.position()
+            self.horizontalScrollBar().setValue(self.horizontalScrollBar().value() - int(d.x()))
+            self.verticalScrollBar().setValue(self.verticalScrollBar().value() - int(d.y()))
+            event.accept()
+            return
+        super().mouseMoveEvent(event)
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt API
+        if self._panning:
+            self._panning = False
+            self.viewport().unsetCursor()
+            event.accept()
+            return
+        super().mouseReleaseEvent(event)
+
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt API
+        item = self.itemAt(event.position().toPoint())
+        while item is not None and not isinstance(item, NodeItem):
+            item = item.parentItem()
+        if isinstance(item, NodeItem):
+            self.rename_dialog(item.item_id)
+            event.accept()
+            return
+        super().mouseDoubleClickEvent(event)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt API
+        if event.key() == Qt.Key.Key_Space and not event.isAutoRepeat():
+            self._space = True
+            self.setDragMode(QGraphicsView.DragMode.NoDrag)
+            self.viewport().setCursor(Qt.CursorShape.OpenHandCursor)
+            return
+        if event.matches(QKeySequence.StandardKey.Delete) or event.key() == Qt.Key.Key_Backspace:
+            self.cluster_scene.delete_selected()
+            return
+        if event.key() == Qt.Key.Key_F2:
+            nodes = [i for i in self.cluster_scene.selected_ids() if i in self.cluster_scene.nodes]
+            if nodes:
+                self.rename_dialog(nodes[0])
+            return
+        super().keyPressEvent(event)
+
+    def keyReleaseEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt API
+        if event.key() == Qt.Key.Key_Space and not event.isAutoRepeat():
+            self._space = False
+            self.setDragMode(QGraphicsView.DragMode.RubberBandDrag)
+            self.viewport().unsetCursor()
+            return
+        super().keyReleaseEvent(event)
+
+    def rename_dialog(self, node_id: str) -> None:
+        node = self.cluster_scene.doc.project.cluster.node(node_id)
+        name, ok = QInputDialog.getText(self, "Rename node", "Name:", text=node.name)
+        if ok:
+            self.cluster_scene.rename_node(node_id, name)
+
+    # ---------------------------------------------------------------- export
+    def render_image(self, scale: float = 2.0) -> QImage:
+        """The whole cluster (not just the visible part) as an image, legend included."""
+        rect = self.scene().itemsBoundingRect().adjusted(-20, -20, 20, 20)
+        w, h = max(1, int(rect.width() * scale)), max(1, int(rect.height() * scale))
+        img = QImage(w, h, QImage.Format.Format_ARGB32_Premultiplied)
+        img.fill(self.scene().backgroundBrush().color())
+        p = QPainter(img)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        self.scene().render(p, QRectF(0, 0, w, h), rect)
+        self.legend.render(p, self.legend.rect().topRight() * 0 + _legend_origin(w, self.legend.width()))
+        p.end()
+        return img
+
+
+def _legend_origin(width: int, legend_w: int):
+    from PySide6.QtCore import QPoint
+
+    return QPoint(max(0, width - legend_w - 10), 10)

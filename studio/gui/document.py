@@ -1,0 +1,259 @@
+"""The open document: one frozen :class:`Project` (the single truth), undo stack, file state.
+
+Every edit is one :class:`QUndoCommand` that swaps the project for a new value made by a pure
+function (``studio.core.edits`` or ``Project.replace``); undo swaps the exact previous value back.
+After each change a recompute is scheduled (debounced) and run in a worker thread on the frozen
+project; results for an older revision are dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
+from PySide6.QtGui import QUndoCommand, QUndoStack
+
+from studio.core.errors import StudioError
+from studio.core.project import Project
+from studio.gui.worker import EvaluateTask, Evaluator, default_evaluator, run_evaluate
+from studio.io.project_file import load_project, save_project
+
+DEBOUNCE_MS = 30
+
+
+class SwapProject(QUndoCommand):
+    """Replace the document's project by ``new``; undo puts ``old`` back (the same object)."""
+
+    def __init__(self, doc: ProjectDocument, old: Project, new: Project, text: str, kind: str) -> None:
+        super().__init__(text)
+        self._doc = doc
+        self._old = old
+        self._new = new
+        self._kind = kind
+
+    def redo(self) -> None:  # noqa: D102 - Qt API
+        self._doc._set_project(self._new, self._kind)
+
+    def undo(self) -> None:  # noqa: D102 - Qt API
+        self._doc._set_project(self._old, self._kind)
+
+
+class ProjectDocument(QObject):
+    """Holds the current project and tells views when it or its plan result changes.
+
+    Parameters
+    ----------
+    project:
+        The project to start with.
+    path:
+        The file it came from, if any.
+    evaluate:
+        ``Project -> PlanResult``; defaults to ``studio.engine.evaluate``.
+    threaded:
+        Run the engine in a worker thread (the GUI); ``False`` evaluates synchronously after the
+        debounce (deterministic tests and benchmarks).
+
+    Signals
+    -------
+    projectChanged(Project, str)
+        New project value and the kind of change ("cluster", "model", "workload", "layout",
+        "serving", "file", ...).
+    resultReady(PlanResult, int)
+        A result for the given revision (never an outdated one).
+    errorChanged(str)
+        The engine's error message for the current revision, or "" when it succeeded.
+    selectionChanged(tuple)
+        Ids (GPUs, links, nodes, switches, NICs) the user selected or a warning pointed at.
+    message(str)
+        A one-line notice for the status bar (refused edits, saves).
+    """
+
+    projectChanged = Signal(object, str)
+    resultReady = Signal(object, int)
+    errorChanged = Signal(str)
+    selectionChanged = Signal(tuple)
+    message = Signal(str)
+    fileChanged = Signal()
+
+    def __init__(
+        self,
+        project: Project,
+        path: str | Path | None = None,
+        evaluate: Evaluator | None = None,
+        threaded: bool = True,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._project = project
+        self._path = Path(path) if path else None
+        self._evaluate = evaluate or default_evaluator()
+        self._threaded = threaded
+        self._revision = 0
+        self._result: object | None = None
+        self._result_revision = -1
+        self._error = ""
+        self._selection: tuple[str, ...] = ()
+        self._pending: set[EvaluateTask] = set()
+        self.undo_stack = QUndoStack(self)
+        self.undo_stack.cleanChanged.connect(lambda _clean: self.fileChanged.emit())
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(DEBOUNCE_MS)
+        self._timer.timeout.connect(self._start_recompute)
+        self._pool = QThreadPool(self)
+        self._pool.setMaxThreadCount(1)
+        self.schedule_recompute()
+
+    # ------------------------------------------------------------------ state
+    @property
+    def project(self) -> Project:
+        """The current project (immutable)."""
+        return self._project
+
+    @property
+    def revision(self) -> int:
+        """Counts project changes; results carry the revision they were computed for."""
+        return self._revision
+
+    @property
+    def result(self) -> object | None:
+        """The latest plan result, or ``None`` (not computed yet, or the engine refused)."""
+        return self._result
+
+    @property
+    def result_is_current(self) -> bool:
+        return self._result is not None and self._result_revision == self._revision
+
+    @property
+    def error(self) -> str:
+        return self._error
+
+    @property
+    def path(self) -> Path | None:
+        return self._path
+
+    @property
+    def is_dirty(self) -> bool:
+        return not self.undo_stack.isClean()
+
+    @property
+    def selection(self) -> tuple[str, ...]:
+        return self._selection
+
+    @property
+    def display_name(self) -> str:
+        return self._path.name if self._path else f"{self._project.name} (not saved)"
+
+    # ------------------------------------------------------------------ edits
+    def apply(self, new: Project, text: str, kind: str = "cluster") -> None:
+        """Push one undo step that swaps in ``new`` (no-op when equal to the current project)."""
+        if new == self._project:
+            return
+        self.undo_stack.push(SwapProject(self, self._project, new, text, kind))
+
+    def edit(self, text: str, kind: str, fn: Callable[[Project], Project]) -> bool:
+        """Apply ``fn(project)`` as one undo step; a :class:`StudioError` is reported via
+        :attr:`message` and leaves the project unchanged. Returns whether the edit happened."""
+        try:
+            new = fn(self._project)
+        except StudioError as exc:
+            self.message.emit(f"{text} refused: {exc.message}")
+            return False
+        except ValueError as exc:  # pydantic validation of a Project.replace
+            self.message.emit(f"{text} refused: {_short(exc)}")
+            return False
+        self.apply(new, text, kind)
+        return True
+
+    def edit_cluster(self, text: str, fn: Callable) -> bool:
+        """Like :meth:`edit` for a ``Cluster -> Cluster`` function."""
+        return self.edit(text, "cluster", lambda p: p.replace(cluster=fn(p.cluster)))
+
+    def set_selection(self, ids: tuple[str, ...] | list[str]) -> None:
+        ids = tuple(ids)
+        if ids != self._selection:
+            self._selection = ids
+            self.selectionChanged.emit(ids)
+
+    def _set_project(self, project: Project, kind: str) -> None:
+        self._project = project
+        self._revision += 1
+        self.projectChanged.emit(project, kind)
+        self.schedule_recompute()
+
+    # -------------------------------------------------------------- recompute
+    def schedule_recompute(self) -> None:
+        """Start the engine after the debounce interval (restarting it on every call)."""
+        self._timer.start()
+
+    def recompute_now(self) -> None:
+        """Evaluate synchronously on this thread and publish the result (benchmarks, snapshot)."""
+        self._timer.stop()
+        result, error = run_evaluate(self._evaluate, self._project)
+        self._publish(result, self._revision, error)
+
+    def _start_recompute(self) -> None:
+        if not self._threaded:
+            self.recompute_now()
+            return
+        task = EvaluateTask(self._evaluate, self._project, self._revision)
+        task.relay.done.connect(self._publish)
+        self._pending.add(task)
+        task.relay.done.connect(lambda *_a, t=task: self._pending.discard(t))
+        self._pool.start(task)
+
+    def _publish(self, result: object | None, revision: int, error: str) -> None:
+        if revision != self._revision:
+            return  # stale: the project changed while the engine ran
+        if error != self._error:
+            self._error = error
+            self.errorChanged.emit(error)
+        if result is None:
+            self._result = None
+            return
+        self._result = result
+        self._result_revision = revision
+        self.resultReady.emit(result, revision)
+
+    def wait_idle(self, msecs: int = 30_000) -> bool:
+        """Block until queued engine runs finish (tests, shutdown)."""
+        return self._pool.waitForDone(msecs)
+
+    # ------------------------------------------------------------------ files
+    def replace_document(self, project: Project, path: str | Path | None) -> None:
+        """Start over on ``project`` (New/Open): clears undo history and marks clean."""
+        self.undo_stack.clear()
+        self._path = Path(path) if path else None
+        self._selection = ()
+        self._set_project(project, "file")
+        self.undo_stack.setClean()
+        self.fileChanged.emit()
+
+    def open(self, path: str | Path) -> None:
+        """Load ``path`` (raises :class:`StudioError` with the file and field on bad input)."""
+        self.replace_document(load_project(path), path)
+
+    def save(self, path: str | Path | None = None) -> Path:
+        """Write the project to ``path`` (or the current path) and mark the document clean."""
+        target = Path(path) if path else self._path
+        if target is None:
+            raise StudioError("this project has no file yet; use Save As")
+        written = save_project(self._project, target)
+        self._path = written
+        self.undo_stack.setClean()
+        self.fileChanged.emit()
+        self.message.emit(f"Saved {written}")
+        return written
+
+
+def _short(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        errs = errors()
+        if errs:
+            e = errs[0]
+            loc = ".".join(str(p) for p in e.get("loc", ()))
+            msg = str(e.get("msg", "")).removeprefix("Value error, ")
+            return f"field '{loc}': {msg}" if loc else msg
+    return str(exc)

@@ -1,0 +1,52 @@
+"""Drag-and-drop payloads between the palette and the canvas."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Literal
+
+from PySide6.QtCore import QMimeData
+
+from studio.core.errors import StudioError
+
+MIME_TYPE = "application/x-layout-studio-item"
+ItemKind = Literal["gpu", "node-template", "empty-node"]
+KINDS: tuple[str, ...] = ("gpu", "node-template", "empty-node")
+
+
+@dataclass(frozen=True)
+class DragItem:
+    """What is being dragged: a GPU type, a node template, or a new empty node."""
+
+    kind: ItemKind
+    id: str
+
+
+def to_mime(item: DragItem) -> QMimeData:
+    """Encode ``item`` as JSON ``{"kind": ..., "id": ...}`` under :data:`MIME_TYPE`."""
+    mime = QMimeData()
+    mime.setData(MIME_TYPE, json.dumps({"kind": item.kind, "id": item.id}).encode("utf-8"))
+    return mime
+
+
+def from_mime(mime: QMimeData) -> DragItem | None:
+    """Decode a drag payload; ``None`` when the data is not ours.
+
+    Raises
+    ------
+    StudioError
+        The payload is ours but malformed (bad JSON or unknown kind).
+    """
+    if not mime.hasFormat(MIME_TYPE):
+        return None
+    raw = bytes(mime.data(MIME_TYPE)).decode("utf-8", errors="replace")
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        raise StudioError(f"drag payload is not JSON: {raw[:80]!r}") from None
+    kind = data.get("kind") if isinstance(data, dict) else None
+    ident = data.get("id") if isinstance(data, dict) else None
+    if kind not in KINDS or not isinstance(ident, str):
+        raise StudioError(f"drag payload kind {kind!r} is not one of {', '.join(KINDS)}")
+    return DragItem(kind=kind, id=ident)
