@@ -235,7 +235,7 @@ def _make_backup(p: Path) -> None:
         except OSError:
             shutil.copy2(p, tmp_bak)
         os.replace(tmp_bak, bak)
-    except OSError:
+    except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp_bak)
         raise
