@@ -23,3 +23,11 @@ def catalog() -> Catalog:
 
 def data_text(*parts: str) -> str:
     return DATA.joinpath(*parts).read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def catalog_full():
+    """The whole bundled catalogue (node templates and models too)."""
+    from studio.io.presets import load_catalog
+
+    return load_catalog()

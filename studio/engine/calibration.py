@@ -1,0 +1,287 @@
+"""Fit the α–β (latency–bandwidth) model of a link kind to measured collective times.
+
+Model: ``t(s) = α + f·s / B`` with ``s`` the message bytes, ``f`` the collective's bus factor
+(busbw / algbw: ``2(n-1)/n`` for all-reduce on ``n`` ranks, 1 for send/recv), ``α`` in µs and ``B``
+the achieved *bus* bandwidth in GB/s — the figure a link's effective bandwidth is compared with.
+
+The fit minimises the *relative* error ``Σ ((t̂ - t) / t)²`` so that 30 µs and 30 ms points weigh
+the same; it is linear in ``(α, 1/B)`` and solved in closed form with ``α ≥ 0``. NCCL switches
+protocol between small messages (latency-bound, LL) and large ones (bandwidth-bound, Simple), so
+:func:`fit_regimes` also fits the two regimes apart and reports the break size; its combined
+``latency = α_small``, ``bandwidth = B_large`` is kept when it beats the single fit.
+
+Pure numpy; no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from studio.core.errors import StudioError
+from studio.core.project import LinkFit
+
+MIN_POINTS = 3
+
+
+@dataclass(frozen=True)
+class AlphaBeta:
+    """An α–β model: ``t = latency_us + factor·bytes / (bandwidth_gbps·1e3)`` µs."""
+
+    latency_us: float
+    bandwidth_gbps: float
+
+    def time_us(self, size_bytes: np.ndarray | float, bus_factor: float = 1.0) -> np.ndarray:
+        s = np.asarray(size_bytes, dtype=float)
+        return self.latency_us + bus_factor * s / (self.bandwidth_gbps * 1e3)
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """A fitted model with the points it was fitted on and its relative residuals."""
+
+    model: AlphaBeta
+    sizes: np.ndarray
+    times_us: np.ndarray
+    bus_factor: float
+    residuals: np.ndarray  # (predicted - measured) / measured, per point
+    break_bytes: float | None = None  # set when the two-regime model was kept
+
+    @property
+    def rms_rel_error(self) -> float:
+        return rms(self.residuals)
+
+    def link_fit(self) -> LinkFit:
+        """The core value stored in a :class:`~studio.core.project.CalibrationProfile`."""
+        return LinkFit(
+            latency_us=float(self.model.latency_us),
+            bandwidth_gbps=float(self.model.bandwidth_gbps),
+            points=int(self.sizes.size),
+            rms_rel_error=float(self.rms_rel_error),
+        )
+
+
+def rms(x: np.ndarray) -> float:
+    """Root mean square (0 for no values)."""
+    x = np.asarray(x, dtype=float)
+    return float(np.sqrt(np.mean(x * x))) if x.size else 0.0
+
+
+def relative_errors(model: AlphaBeta, sizes, times_us, bus_factor: float = 1.0) -> np.ndarray:
+    """``(predicted - measured) / measured`` of each point."""
+    t = np.asarray(times_us, dtype=float)
+    return (model.time_us(sizes, bus_factor) - t) / t
+
+
+def _check(sizes, times_us) -> tuple[np.ndarray, np.ndarray]:
+    s = np.asarray(sizes, dtype=float).ravel()
+    t = np.asarray(times_us, dtype=float).ravel()
+    if s.size != t.size:
+        raise StudioError(f"{s.size} sizes but {t.size} times")
+    keep = np.isfinite(s) & np.isfinite(t) & (s > 0) & (t > 0)
+    s, t = s[keep], t[keep]
+    if s.size < MIN_POINTS:
+        raise StudioError(
+            f"{s.size} usable points (size > 0 and time > 0); an α–β fit needs at least {MIN_POINTS}"
+        )
+    if np.unique(s).size < 2:
+        raise StudioError("every point has the same message size; the bandwidth cannot be fitted")
+    order = np.argsort(s, kind="stable")
+    return s[order], t[order]
+
+
+def _solve(s: np.ndarray, t: np.ndarray, f: float) -> AlphaBeta | None:
+    """Relative least squares with α ≥ 0 and B > 0; None when time does not grow with size."""
+    x = f * s / 1e3  # bus bytes in units such that x / B is µs for B in GB/s
+    a = np.column_stack([1.0 / t, x / t])
+    (alpha, c), *_ = np.linalg.lstsq(a, np.ones_like(t), rcond=None)
+    if alpha < 0:
+        alpha = 0.0
+        c = float(np.sum(x / t) / np.sum((x / t) ** 2))
+    if not np.isfinite(c) or c <= 0:
+        return None
+    bw = 1.0 / c
+    if not 0 < bw <= 1e6 or alpha > 1e6:
+        return None
+    return AlphaBeta(latency_us=float(alpha), bandwidth_gbps=float(bw))
+
+
+def fit_alpha_beta(sizes, times_us, bus_factor: float = 1.0) -> FitResult:
+    """Fit one α–β model to (size, time) points in relative error.
+
+    Parameters
+    ----------
+    sizes:
+        Message sizes in bytes (the whole buffer, as nccl-tests prints them).
+    times_us:
+        Measured times in µs.
+    bus_factor:
+        busbw / algbw of the collective, so that the bandwidth comes out as bus bandwidth.
+
+    Raises
+    ------
+    StudioError
+        Fewer than three usable points, a single size, or times that do not grow with size.
+    """
+    if not bus_factor > 0:
+        raise StudioError(f"bus factor must be > 0 (got {bus_factor})")
+    s, t = _check(sizes, times_us)
+    model = _solve(s, t, bus_factor)
+    if model is None:
+        raise StudioError(
+            "the measured times do not grow with message size, so no bandwidth can be fitted; "
+            "include larger messages (nccl-tests -e 1G or more)"
+        )
+    return FitResult(model, s, t, bus_factor, relative_errors(model, s, t, bus_factor))
+
+
+def fit_regimes(sizes, times_us, bus_factor: float = 1.0) -> FitResult:
+    """Best of one α–β fit and a two-regime fit (latency from small, bandwidth from large messages).
+
+    Every break between consecutive sizes leaving at least two points on each side is tried; the
+    small-message side gives α, the large-message side B, and the pair is scored on all points.
+    The single fit is kept unless the pair has a smaller RMS relative error.
+    """
+    single = fit_alpha_beta(sizes, times_us, bus_factor)
+    s, t = single.sizes, single.times_us
+    best = single
+    sizes_u = np.unique(s)
+    for k in range(2, sizes_u.size - 1):
+        cut = sizes_u[k]
+        lo, hi = s < cut, s >= cut
+        if lo.sum() < 2 or hi.sum() < 2:
+            continue
+        small = _solve(s[lo], t[lo], bus_factor) if np.unique(s[lo]).size > 1 else None
+        large = _solve(s[hi], t[hi], bus_factor) if np.unique(s[hi]).size > 1 else None
+        alpha = small.latency_us if small else float(np.min(t[lo]))
+        if large is None:
+            continue
+        model = AlphaBeta(latency_us=alpha, bandwidth_gbps=large.bandwidth_gbps)
+        res = relative_errors(model, s, t, bus_factor)
+        if rms(res) < best.rms_rel_error - 1e-12:
+            best = FitResult(model, s, t, bus_factor, res, break_bytes=float(cut))
+    return best
+
+
+def split_halves(sizes, times_us) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """Alternate points (by size) into a fitting half and a held-out half."""
+    s, t = _check(sizes, times_us)
+    return (s[0::2], t[0::2]), (s[1::2], t[1::2])
+
+
+# ------------------------------------------------------------------ fitting the engine's link model
+@dataclass(frozen=True)
+class LinkKindFit:
+    """A link kind's fitted latency and bandwidth *as the engine uses them*, with the errors of the
+    engine's predictions on the measured points before and after calibration."""
+
+    kind_id: str
+    link_fit: LinkFit
+    sizes: np.ndarray
+    times_us: np.ndarray
+    predicted_us: np.ndarray  # calibrated engine
+    default_us: np.ndarray  # engine with the link kind's catalogue figures
+    collective: str
+
+    @property
+    def residuals(self) -> np.ndarray:
+        return (self.predicted_us - self.times_us) / self.times_us
+
+    @property
+    def default_residuals(self) -> np.ndarray:
+        return (self.default_us - self.times_us) / self.times_us
+
+
+def engine_times(
+    cluster,
+    group: list[str],
+    sizes,
+    *,
+    collective: str = "all_reduce",
+    constants=None,
+    link_fits: dict[str, LinkFit] | None = None,
+    nccl_only: bool = True,
+) -> np.ndarray:
+    """The engine's time (µs) of ``collective`` on ``group`` for each message size.
+
+    ``nccl_only`` drops the custom one-shot all-reduce of the serving runtimes, which nccl-tests
+    does not run. ``sendrecv`` is a transfer from the first GPU of the group to the second.
+    """
+    from studio.engine.comm import Collective, allreduce, p2p
+    from studio.engine.constants import default_constants
+    from studio.engine.topology import Topology
+
+    c = constants or default_constants()
+    topo = Topology(cluster, link_fits)
+    if collective == "all_reduce":
+        coll = allreduce(topo, list(group), c)
+    elif collective == "sendrecv":
+        if len(group) < 2:
+            raise StudioError("a send/recv fit needs a group of at least two GPUs")
+        coll = p2p(topo, [group[0]], [group[1]], c)
+    else:
+        raise StudioError(f"collective '{collective}' cannot be fitted; allowed: all_reduce, sendrecv")
+    if nccl_only:
+        coll = Collective(coll.kind, coll.group, tuple(a for a in coll.algos if a.name != "one-shot"))
+    return coll.time_us(np.asarray(sizes, dtype=float))
+
+
+def fit_link_kind(
+    cluster,
+    group: list[str],
+    kind_id: str,
+    sizes,
+    times_us,
+    *,
+    collective: str = "all_reduce",
+    constants=None,
+) -> LinkKindFit:
+    """Fit the per-hop latency and effective bandwidth of ``kind_id`` so that the engine's
+    prediction of ``collective`` on ``group`` matches the measured times (RMS relative error).
+
+    The engine's time is a minimum over algorithms, so the fit is a search: a log grid over
+    bandwidth (1/32× to 4× the kind's effective figure) and latency (0 to 200 µs), then two rounds of
+    refinement around the best cell.
+
+    Raises
+    ------
+    StudioError
+        The kind is not used by the cluster, the group has no link of that kind on its paths, or
+        the points are unusable.
+    """
+    if kind_id not in cluster.link_kinds:
+        raise StudioError(
+            f"link kind '{kind_id}' is not in this cluster; kinds used: {', '.join(sorted(cluster.link_kinds))}"
+        )
+    s, t = _check(sizes, times_us)
+    kind = cluster.link_kinds[kind_id]
+
+    def predict(lat: float, bw: float) -> np.ndarray:
+        fit = LinkFit(latency_us=lat, bandwidth_gbps=bw)
+        return engine_times(cluster, group, s, collective=collective, constants=constants, link_fits={kind_id: fit})
+
+    def score(lat: float, bw: float) -> float:
+        return rms((predict(lat, bw) - t) / t)
+
+    default = engine_times(cluster, group, s, collective=collective, constants=constants)
+    base_bw = kind.effective_gbps
+    probe = predict(kind.latency_us, base_bw * 1e3)
+    if np.allclose(probe, default, rtol=1e-9):
+        raise StudioError(
+            f"the engine's {collective} on these GPUs crosses no link of kind '{kind_id}'; pick the "
+            "link kind the test ran over"
+        )
+    bws = base_bw * np.exp2(np.linspace(-5, 2, 29))
+    lats = np.concatenate([[0.0], np.geomspace(0.05, 200.0, 24)])
+    best = min(((score(la, b), la, b) for la in lats for b in bws), key=lambda x: x[0])
+    span_bw, span_lat = 2 ** (7 / 28), 1.5
+    for _ in range(2):
+        _, la0, b0 = best
+        cand_b = b0 * np.geomspace(1 / span_bw, span_bw, 9)
+        cand_l = np.unique(np.clip(np.concatenate([la0 * np.geomspace(1 / span_lat, span_lat, 8), [la0]]), 0, 1e5))
+        best = min([best] + [(score(la, b), la, b) for la in cand_l for b in cand_b], key=lambda x: x[0])
+        span_bw, span_lat = span_bw**0.35, span_lat**0.35
+    err, lat, bw = best
+    link_fit = LinkFit(latency_us=float(lat), bandwidth_gbps=float(bw), points=int(s.size), rms_rel_error=float(err))
+    return LinkKindFit(kind_id, link_fit, s, t, predict(lat, bw), default, collective)
