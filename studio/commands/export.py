@@ -1,0 +1,79 @@
+"""``layout-studio export``: write what vLLM, TensorRT-LLM or SGLang needs to run the plan's layout
+(commands, a config YAML, a launch script, or a Kubernetes LeaderWorkerSet manifest)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from studio.commands.common import add_project_args, project_from_args
+from studio.core.errors import StudioError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``export`` command."""
+    from studio.io.export import ENGINES, FORMATS
+
+    p = subparsers.add_parser(
+        "export",
+        help="serving-engine commands, config YAML, launch script or Kubernetes manifest for a layout",
+        description="Evaluate one layout and export it for a serving engine. Flags override the "
+        "PROJECT file's values; without a PROJECT file the bundled example is the starting point.",
+    )
+    add_project_args(p, layout=True)
+    g = p.add_argument_group("export")
+    g.add_argument("--engine", required=True, choices=ENGINES, help="serving engine")
+    g.add_argument("--format", dest="fmt", default="command", choices=FORMATS,
+                   help="command: commands to paste (default); yaml: engine config file plus commands; "
+                   "script: one bash launch script; k8s: LeaderWorkerSet manifest (vllm, sglang)")
+    g.add_argument("-o", "--output", metavar="DIR", help="write the files into DIR (default: print them)")
+    g.add_argument("--model-path", metavar="PATH_OR_HF_ID",
+                   help="checkpoint folder or Hugging Face id (default: the model's Hugging Face id)")
+    g.add_argument("--hosts", metavar="H1,H2,...",
+                   help="host name or address of each node the layout uses, in order "
+                   "(default: the node names)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the project, evaluate the layout, export it."""
+    from studio.engine import evaluate
+    from studio.io.export import export_plan
+
+    project = project_from_args(args)
+    hosts = None
+    if args.hosts is not None:
+        hosts = [h.strip() for h in args.hosts.split(",")]
+    plan = evaluate(project)
+    bundle = export_plan(project, plan, engine=args.engine, fmt=args.fmt,
+                         model_path=args.model_path, hosts=hosts)
+    if args.output:
+        write_bundle(bundle.files, Path(args.output))
+        for name in bundle.files:
+            print(Path(args.output) / name)
+    else:
+        many = len(bundle.files) > 1
+        for name, text in bundle.files.items():
+            if many:
+                print(f"# ===== {name} =====")
+            print(text, end="" if text.endswith("\n") else "\n")
+    return 0
+
+
+def write_bundle(files: dict[str, str], folder: Path) -> None:
+    """Write each file into ``folder`` (created); scripts are made executable.
+
+    Raises
+    ------
+    StudioError
+        If the folder cannot be created or a file cannot be written.
+    """
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            path = folder / name
+            path.write_text(text, encoding="utf-8")
+            if name.endswith(".sh"):
+                path.chmod(0o755)
+    except OSError as exc:
+        raise StudioError(f"cannot write the export: {exc.strerror}", str(folder)) from None
