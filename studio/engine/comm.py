@@ -1,0 +1,233 @@
+"""Collective and point-to-point costs over the link graph (latency–bandwidth, α–β, model).
+
+Each collective is a small set of algorithms, each ``time = α + bytes / β`` and valid up to a
+message size; the runtime picks the fastest, so ``time(S) = min_k(α_k + S·c_k)`` — a vectorised
+minimum the sweep evaluates over arrays of message sizes.
+
+* NVSwitch domain (every GPU linked to one NVSwitch / NVLink switch): one-shot custom all-reduce
+  for small messages (vLLM / SGLang / TensorRT-LLM), NVLS (NVLink SHARP) for large ones, and ring.
+* Any other single-node group: NCCL ring over the drawn links; ring edges that share a physical
+  link (e.g. two PCIe switches behind one socket link) split its bandwidth.
+* A group spanning nodes: hierarchical — intra-node reduce-scatter/all-gather plus one ring per
+  rail (the j-th GPU of every node) across the nodes, rails sharing NICs as drawn; or a flat ring.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from studio.engine.constants import Constants
+from studio.engine.topology import Topology
+
+GB_PER_S_TO_BYTES_PER_US = 1e3  # 1 GB/s = 1e3 bytes/µs
+
+
+@dataclass(frozen=True)
+class Algo:
+    """One way of running a collective: time(S) = alpha_us + S × us_per_byte for S ≤ max_bytes."""
+
+    name: str
+    alpha_us: float
+    us_per_byte: float
+    max_bytes: float
+    bandwidth_gbps: float  # effective bandwidth of the bottleneck
+    bottleneck_link: str | None
+    bottleneck_kind: str | None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Collective:
+    """A collective (or transfer) on one group: the algorithms the runtime may choose from."""
+
+    kind: str  # allreduce | p2p | alltoall
+    group: tuple[str, ...]
+    algos: tuple[Algo, ...]
+
+    def time_us(self, size: np.ndarray | float) -> np.ndarray:
+        """Fastest algorithm's time for message size(s) ``size`` (bytes)."""
+        s = np.asarray(size, dtype=float)
+        if not self.algos:
+            return np.zeros_like(s)
+        best = np.full(s.shape, np.inf)
+        for a in self.algos:
+            t = a.alpha_us + s * a.us_per_byte
+            best = np.minimum(best, np.where(s <= a.max_bytes, t, np.inf))
+        return best
+
+    def pick(self, size: float) -> Algo | None:
+        """The algorithm chosen for one message size."""
+        best: tuple[float, Algo] | None = None
+        for a in self.algos:
+            if size <= a.max_bytes:
+                t = a.alpha_us + size * a.us_per_byte
+                if best is None or t < best[0]:
+                    best = (t, a)
+        return best[1] if best else None
+
+
+def _link(topo: Topology, li: int | None) -> tuple[str | None, str | None]:
+    if li is None or li < 0:
+        return None, None
+    return topo.link_ids[li], topo.link_kind[li]
+
+
+def _ring(topo: Topology, gpus: list[str], c: Constants, name: str = "ring") -> Algo:
+    n = len(gpus)
+    edges = [(gpus[i], gpus[(i + 1) % n]) for i in range(n)]
+    bw, li, lat = topo.concurrent(edges)
+    lid, lkind = _link(topo, li)
+    steps = 2 * (n - 1)
+    return Algo(
+        name=name,
+        alpha_us=c.nccl_base_latency_us + steps * (c.nccl_step_latency_us + lat),
+        us_per_byte=(steps / n) / (bw * GB_PER_S_TO_BYTES_PER_US),
+        max_bytes=np.inf,
+        bandwidth_gbps=bw,
+        bottleneck_link=lid,
+        bottleneck_kind=lkind,
+        note=f"ring over {n} GPUs: 2(n-1)={steps} steps, each GPU moves 2(n-1)/n of the message",
+    )
+
+
+def _intra_algos(topo: Topology, gpus: list[str], c: Constants, small: bool) -> list[Algo]:
+    n = len(gpus)
+    if n == 1:
+        return [Algo("local", 0.0, 0.0, np.inf, float("inf"), None, None)]
+    algos = [_ring(topo, gpus, c)]
+    dom = topo.nvswitch_domain(gpus)
+    if dom is not None:
+        bw, li, lat = dom
+        lid, lkind = _link(topo, li)
+        algos.append(
+            Algo(
+                name="nvls",
+                alpha_us=c.nccl_base_latency_us + 2 * (c.nccl_step_latency_us + lat),
+                us_per_byte=(2 * (n - 1) / n) / (bw * c.nvls_bandwidth_gain * GB_PER_S_TO_BYTES_PER_US),
+                max_bytes=np.inf,
+                bandwidth_gbps=bw * c.nvls_bandwidth_gain,
+                bottleneck_link=lid,
+                bottleneck_kind=lkind,
+                note="NVLink SHARP: the switch reduces; busbw above the ring's",
+            )
+        )
+        if small:
+            algos.append(
+                Algo(
+                    name="one-shot",
+                    alpha_us=c.custom_allreduce_latency_us + lat,
+                    us_per_byte=(n - 1) / (bw * c.custom_allreduce_bw_fraction * GB_PER_S_TO_BYTES_PER_US),
+                    max_bytes=c.custom_allreduce_max_bytes,
+                    bandwidth_gbps=bw * c.custom_allreduce_bw_fraction,
+                    bottleneck_link=lid,
+                    bottleneck_kind=lkind,
+                    note="custom one-shot all-reduce: each GPU reads the n-1 peer buffers over NVSwitch",
+                )
+            )
+    return algos
+
+
+def allreduce(topo: Topology, group: list[str], c: Constants) -> Collective:
+    """All-reduce over ``group`` (GPU ids in rank order)."""
+    n = len(group)
+    if n <= 1:
+        return Collective("allreduce", tuple(group), ())
+    by_node = topo.nodes_of(group)
+    if len(by_node) == 1:
+        return Collective("allreduce", tuple(group), tuple(_intra_algos(topo, group, c, small=True)))
+    locals_ = list(by_node.values())
+    m = max(len(x) for x in locals_)
+    nn = len(locals_)
+    largest = max(locals_, key=len)
+    intra = _intra_algos(topo, largest, c, small=False)
+    rails = [
+        (locals_[k][j], locals_[(k + 1) % nn][j])
+        for j in range(m)
+        for k in range(nn)
+        if j < len(locals_[k]) and j < len(locals_[(k + 1) % nn])
+    ]
+    bw, li, lat = topo.concurrent(rails)
+    lid, lkind = _link(topo, li)
+    steps = 2 * (nn - 1)
+    inter_alpha = c.network_collective_floor_us + steps * (c.nccl_step_latency_us + lat)
+    inter_c = (steps / nn) / m / (bw * GB_PER_S_TO_BYTES_PER_US)
+    algos: list[Algo] = []
+    for a in intra:
+        # the intra-node part limits only if it is slower per byte than the network part
+        slow_is_net = inter_c >= a.us_per_byte
+        algos.append(
+            Algo(
+                name=f"hierarchical ({a.name} in node + {nn}-node ring per rail)",
+                alpha_us=a.alpha_us + inter_alpha,
+                us_per_byte=a.us_per_byte + inter_c,
+                max_bytes=np.inf,
+                bandwidth_gbps=bw if slow_is_net else a.bandwidth_gbps,
+                bottleneck_link=lid if slow_is_net else a.bottleneck_link,
+                bottleneck_kind=lkind if slow_is_net else a.bottleneck_kind,
+                note=f"{m} rails across {nn} nodes; each rail carries 1/{m} of the message",
+            )
+        )
+    flat = _ring(topo, group, c, name="flat ring across nodes")
+    algos.append(
+        Algo(flat.name, flat.alpha_us + c.network_collective_floor_us, flat.us_per_byte, flat.max_bytes,
+             flat.bandwidth_gbps, flat.bottleneck_link, flat.bottleneck_kind, flat.note)
+    )
+    return Collective("allreduce", tuple(group), tuple(algos))
+
+
+def p2p(topo: Topology, senders: list[str], receivers: list[str], c: Constants) -> Collective:
+    """Activation hand-off between pipeline stages: rank i of one stage sends to rank i of the next,
+    all at once (each sends the full hidden states, as vLLM does)."""
+    pairs = list(zip(senders, receivers, strict=True))
+    bw, li, lat = topo.concurrent(pairs)
+    lid, lkind = _link(topo, li)
+    if bw == float("inf"):
+        return Collective("p2p", tuple(senders + receivers), ())
+    algo = Algo(
+        name="send/recv",
+        alpha_us=c.p2p_base_latency_us + lat,
+        us_per_byte=1.0 / (bw * GB_PER_S_TO_BYTES_PER_US),
+        max_bytes=np.inf,
+        bandwidth_gbps=bw,
+        bottleneck_link=lid,
+        bottleneck_kind=lkind,
+        note=f"{len(pairs)} concurrent transfers",
+    )
+    return Collective("p2p", tuple(senders + receivers), (algo,))
+
+
+def alltoall(topo: Topology, group: list[str], c: Constants, max_shifts: int = 8) -> Collective:
+    """Expert-parallel all-to-all over ``group``: shift pattern i → i+d for d = 1..n-1 (sampled
+    at ``max_shifts`` shifts for large groups); ``us_per_byte`` applies to the bytes one GPU sends."""
+    n = len(group)
+    if n <= 1:
+        return Collective("alltoall", tuple(group), ())
+    shifts = list(range(1, n))
+    if len(shifts) > max_shifts:
+        shifts = sorted({int(round(x)) for x in np.linspace(1, n - 1, max_shifts)})
+    inv = 0.0
+    worst = (float("inf"), None)
+    lat_max = 0.0
+    for d in shifts:
+        bw, li, lat = topo.concurrent([(group[i], group[(i + d) % n]) for i in range(n)])
+        inv += 1.0 / bw
+        lat_max = max(lat_max, lat)
+        if bw < worst[0]:
+            worst = (bw, li)
+    inv /= len(shifts)
+    lid, lkind = _link(topo, worst[1])
+    spans = len(topo.nodes_of(group)) > 1
+    algo = Algo(
+        name="all-to-all",
+        alpha_us=(c.network_collective_floor_us if spans else c.nccl_base_latency_us)
+        + (n - 1) * c.nccl_step_latency_us + lat_max,
+        us_per_byte=inv / GB_PER_S_TO_BYTES_PER_US,
+        max_bytes=np.inf,
+        bandwidth_gbps=1.0 / inv,
+        bottleneck_link=lid,
+        bottleneck_kind=lkind,
+        note=f"{n} GPUs exchange 1/{n} of their tokens with each peer",
+    )
+    return Collective("alltoall", tuple(group), (algo,))

@@ -1,0 +1,268 @@
+"""Evaluate one layout of a project: memory, compute, communication, pipeline, latency and cost."""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+import numpy as np
+
+from studio.core.architecture import LLMArchitecture
+from studio.core.errors import StudioError
+from studio.core.layout import Layout
+from studio.core.project import CalibrationProfile, Project
+from studio.engine.comm import Collective
+from studio.engine.constants import Constants, default_constants
+from studio.engine.context import PlanContext
+from studio.engine.costing import (
+    LayoutCosts,
+    bubble_fraction,
+    layout_costs,
+    pipeline_ms,
+    step_times,
+)
+from studio.engine.explain import explanations
+from studio.engine.pipeline import timeline
+from studio.engine.results import CommCost, GpuMemory, PlanResult, StageResult
+from studio.engine.rules import plan_warnings
+from studio.engine.shapes import LayerTable, layer_table
+from studio.engine.topology import topology_of
+from studio.engine.validate import check_layout
+
+_TABLES: OrderedDict[int, tuple[LLMArchitecture, LayerTable]] = OrderedDict()
+
+
+def cached_layer_table(model: LLMArchitecture) -> LayerTable:
+    """Per-layer table of ``model``, cached by object identity (small LRU)."""
+    hit = _TABLES.get(id(model))
+    if hit is not None and hit[0] is model:
+        _TABLES.move_to_end(id(model))
+        return hit[1]
+    t = layer_table(model)
+    _TABLES[id(model)] = (model, t)
+    while len(_TABLES) > 16:
+        _TABLES.popitem(last=False)
+    return t
+
+
+def resolve_calibration(project: Project, calibration: CalibrationProfile | None) -> CalibrationProfile | None:
+    """The explicit profile, else the project's selected one (``serving.calibration``)."""
+    if calibration is not None:
+        return calibration
+    name = project.serving.calibration
+    if name is None:
+        return None
+    if name not in project.calibrations:
+        allowed = ", ".join(sorted(project.calibrations)) or "none defined"
+        raise StudioError(f"serving.calibration names profile '{name}', which is not in calibrations ({allowed})")
+    return project.calibrations[name]
+
+
+def constants_for(cal: CalibrationProfile | None, base: Constants | None = None) -> Constants:
+    c = base or default_constants()
+    return c.with_overrides(dict(cal.efficiency)) if cal and cal.efficiency else c
+
+
+def memory_fit(lc: LayoutCosts, seq_len: int) -> tuple[np.ndarray, np.ndarray, int, int, float]:
+    """KV pool per stage, KV bytes per sequence per stage, sequences and tokens the pool holds,
+    and KV bytes per token per GPU of the most loaded stage."""
+    pool = lc.usable - lc.weights - lc.activations - lc.overhead
+    seq_bytes = lc.kv_seq_bytes(seq_len)
+    per_tok = seq_bytes / seq_len
+    with np.errstate(divide="ignore", invalid="ignore"):
+        seqs = np.where(seq_bytes > 0, np.floor(np.maximum(pool, 0) / seq_bytes), np.inf)
+        toks = np.where(per_tok > 0, np.floor(np.maximum(pool, 0) / per_tok), np.inf)
+    max_seqs = int(min(seqs.min(), 10**9))
+    cap_tokens = int(min(toks.min(), 10**12))
+    return pool, seq_bytes, max_seqs, cap_tokens, float(per_tok.max())
+
+
+def _comm_cost(col: Collective, phase: str, size: float) -> CommCost | None:
+    algo = col.pick(size)
+    if algo is None:
+        return None
+    return CommCost(
+        kind=col.kind,  # type: ignore[arg-type]
+        phase=phase,  # type: ignore[arg-type]
+        group=col.group,
+        message_bytes=size,
+        time_us=algo.alpha_us + size * algo.us_per_byte,
+        algorithm=algo.name,
+        bandwidth_gbps=algo.bandwidth_gbps,
+        latency_us=algo.alpha_us,
+        bottleneck_link=algo.bottleneck_link,
+        bottleneck_kind=algo.bottleneck_kind,
+        explanation=algo.note,
+    )
+
+
+def _worst(cols: list[Collective], size: float) -> Collective | None:
+    if not cols:
+        return None
+    return max(cols, key=lambda col: float(col.time_us(size)))
+
+
+def evaluate(
+    project: Project,
+    layout: Layout | None = None,
+    *,
+    calibration: CalibrationProfile | None = None,
+    constants: Constants | None = None,
+) -> PlanResult:
+    """Cost one layout of ``project``.
+
+    Parameters
+    ----------
+    layout:
+        The layout to cost; ``None`` = ``project.layout``.
+    calibration:
+        Profile whose link fits and efficiencies replace the defaults; ``None`` = the project's
+        selected profile (``serving.calibration``), if any.
+    constants:
+        Base constants (tests); ``None`` = ``presets/engine.json``.
+
+    Raises
+    ------
+    StudioError
+        If the layout cannot exist on this cluster for this model (see
+        :func:`studio.engine.validate.check_layout`) or two GPUs of a group are not linked.
+    """
+    layout = project.layout if layout is None else layout
+    cal = resolve_calibration(project, calibration)
+    c = constants_for(cal, constants)
+    model, wl, sv = project.model, project.workload, project.serving
+    placement = check_layout(layout, project.cluster, model)
+    if layout.placement != placement:
+        layout = layout.model_copy(update={"placement": placement})
+    topo = topology_of(project.cluster, cal.link_fits if cal else None)
+    precision = sv.effective_precision(model.precision)
+    lc = layout_costs(model, cached_layer_table(model), precision, sv.kv_dtype, layout, placement, topo, c,
+                      sv.gpu_memory_utilization, wl.max_batch)
+    seq_len = wl.isl + wl.osl
+    pool, seq_bytes, max_seqs, cap_tokens, kv_tok = memory_fit(lc, seq_len)
+    auto = wl.batch == "auto"
+    batch = max(1, min(wl.max_batch, max_seqs)) if auto else int(wl.batch)
+    weights_fit = bool((pool > 0).all())
+    if not weights_fit:
+        s = int(np.argmin(pool))
+        fit_reason = (
+            f"stage {s} needs {(lc.weights[s] + lc.activations[s] + lc.overhead[s]) / 2**30:.1f} GiB per GPU "
+            f"for weights, activations and runtime, above the {lc.usable[s] / 2**30:.1f} GiB usable "
+            f"({sv.gpu_memory_utilization:.0%} of {lc.capacity[s] / 2**30:.1f} GiB)"
+        )
+    elif max_seqs < 1:
+        fit_reason = (f"weights fit, but the KV cache holds {cap_tokens:,} tokens, less than one "
+                      f"{seq_len:,}-token sequence (isl+osl)")
+    elif batch > max_seqs:
+        fit_reason = f"batch {batch} needs KV for {batch} sequences; the cache holds {max_seqs}"
+    else:
+        fit_reason = f"fits: KV cache holds {max_seqs:,} sequences of {seq_len:,} tokens per replica"
+    fits = weights_fit and max_seqs >= 1 and batch <= max_seqs
+    m_eff = max(1, min(layout.micro_batches, batch))
+    mb = math.ceil(batch / m_eff)
+    st = step_times(lc, np.array([float(mb)]), wl.isl, wl.osl, c)
+    ttft = float(pipeline_ms(st.prefill_stage, st.prefill_p2p, np.array([m_eff]))[0])
+    tpot = float(pipeline_ms(st.decode_stage, st.decode_p2p, np.array([m_eff]))[0])
+    request = ttft + (wl.osl - 1) * tpot
+    tps = layout.dp * batch * wl.osl / (request / 1e3) if fits else 0.0
+    price = sum(
+        sv.price_per_gpu_hour if sv.price_per_gpu_hour is not None else project.cluster.gpu_specs[topo.gpu_type[g]].price_per_gpu_hour
+        for g in placement
+    )
+    bubble = float(bubble_fraction(layout.pp, m_eff))
+    ctx = PlanContext(
+        project=project, precision=precision, constants=c, topo=topo, lc=lc, st=st, seq_len=seq_len,
+        seq_bytes=seq_bytes, pool=pool, max_seqs=max_seqs, capacity_tokens=cap_tokens, kv_per_token_gpu=kv_tok,
+        batch=batch, batch_auto=auto, micro_batches=m_eff, micro_batch_size=mb, fits=fits,
+        fit_reason=fit_reason, ttft_ms=ttft, tpot_ms=tpot, request_ms=request, tokens_per_s=tps,
+        usd_per_hour=price, bubble=bubble,
+    )
+    return _assemble(ctx, layout, cal)
+
+
+def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None) -> PlanResult:
+    lc, st, project = ctx.lc, ctx.st, ctx.project
+    cluster = project.cluster
+    h = project.model.hidden_size
+    act_b = ctx.constants.activation_bytes
+    memory: list[GpuMemory] = []
+    for d, reps in enumerate(lc.groups):
+        for s, group in enumerate(reps):
+            sh = lc.shapes[s]
+            for t, g in enumerate(group):
+                cap = cluster.gpu_specs[ctx.topo.gpu_type[g]].memory_bytes
+                memory.append(GpuMemory(
+                    gpu_id=g, rank=layout.rank(d, s, t), stage=s, tp_rank=t, dp_index=d, capacity=cap,
+                    usable=cap * project.serving.gpu_memory_utilization, weights=sh.weights,
+                    kv_cache=ctx.batch * float(ctx.seq_bytes[s]), activations=float(lc.activations[s]),
+                    overhead=float(lc.overhead[s]), weights_by_module=dict(sh.weights_by_module),
+                ))
+    memory.sort(key=lambda m: m.rank)
+    stages = tuple(
+        StageResult(
+            stage=s, layers=sh.layers, gpus=tuple(lc.groups[0][s]),
+            prefill_compute_ms=float(st.prefill_compute[s, 0]),
+            prefill_allreduce_ms=float(st.prefill_allreduce[s, 0] + st.prefill_alltoall[s, 0]),
+            decode_compute_ms=float(st.decode_compute[s, 0]),
+            decode_allreduce_ms=float(st.decode_allreduce[s, 0] + st.decode_alltoall[s, 0]),
+            p2p_prefill_ms=float(st.prefill_p2p[s, 0]), p2p_decode_ms=float(st.decode_p2p[s, 0]),
+        )
+        for s, sh in enumerate(lc.shapes)
+    )
+    tok_pf = ctx.micro_batch_size * project.workload.isl
+    sizes = {"prefill": tok_pf * h * act_b, "decode": ctx.micro_batch_size * h * act_b}
+    comm: list[CommCost] = []
+    for phase, size in sizes.items():
+        for cols in lc.allreduce:
+            w = _worst(cols, size)
+            if w is not None and (cc := _comm_cost(w, phase, size)):
+                comm.append(cc)
+        for cols in lc.p2p:
+            w = _worst(cols, size)
+            if w is not None and (cc := _comm_cost(w, phase, size)):
+                comm.append(cc)
+        a2a_size = (tok_pf if phase == "prefill" else ctx.micro_batch_size) * lc.experts_per_token * h * act_b / layout.tp
+        for cols in lc.alltoall:
+            w = _worst(cols, a2a_size)
+            if w is not None and (cc := _comm_cost(w, phase, a2a_size)):
+                comm.append(cc)
+    timelines = {
+        "prefill": timeline("prefill", st.prefill_compute[:, 0], st.prefill_allreduce[:, 0] + st.prefill_alltoall[:, 0],
+                            st.prefill_p2p[:, 0], ctx.micro_batches),
+        "decode": timeline("decode", st.decode_compute[:, 0], st.decode_allreduce[:, 0] + st.decode_alltoall[:, 0],
+                           st.decode_p2p[:, 0], ctx.micro_batches),
+    }
+    world = layout.world_size
+    tps = ctx.tokens_per_s
+    usd_m = ctx.usd_per_hour / (tps * 3600.0) * 1e6 if tps > 0 else float("inf")
+    model = project.model
+    kv_dtype = project.serving.kv_dtype
+    return PlanResult(
+        layout=layout, fits=ctx.fits, fit_reason=ctx.fit_reason, batch=ctx.batch, batch_auto=ctx.batch_auto,
+        memory=tuple(memory), kv_bytes_per_token_per_gpu=ctx.kv_per_token_gpu,
+        kv_bytes_per_token_card=model.card_kv_bytes_per_token(kv_dtype),
+        kv_bytes_per_token_model=model.kv_bytes_per_token(kv_dtype),
+        kv_capacity_tokens=ctx.capacity_tokens, max_concurrent_sequences=ctx.max_seqs,
+        allreduce_us_per_layer_prefill=float(st.ar_us_prefill[0]),
+        allreduce_us_per_layer_decode=float(st.ar_us_decode[0]),
+        p2p_us_per_boundary_prefill=float(st.p2p_us_prefill[0]),
+        p2p_us_per_boundary_decode=float(st.p2p_us_decode[0]),
+        bubble_fraction=ctx.bubble, micro_batches=ctx.micro_batches, ttft_ms=ctx.ttft_ms, tpot_ms=ctx.tpot_ms,
+        request_latency_ms=ctx.request_ms, output_tokens_per_s=tps, output_tokens_per_s_per_gpu=tps / world,
+        tokens_per_s_per_user=1e3 / ctx.tpot_ms if ctx.tpot_ms > 0 else 0.0, usd_per_hour=ctx.usd_per_hour,
+        usd_per_million_output_tokens=usd_m, stages=stages, comm=tuple(comm), timelines=timelines,
+        warnings=plan_warnings(ctx), explanations=explanations(ctx),
+        assumptions=_assumptions(ctx), calibration=cal.name if cal else None,
+    )
+
+
+def _assumptions(ctx: PlanContext) -> tuple[str, ...]:
+    out = [
+        "TTFT = time to prefill a batch of `batch` prompts that arrive together (the last one's first token)",
+        "TPOT = one decode step of every sequence in the batch through the whole pipeline",
+        f"decode context averaged at isl + osl/2 = {ctx.project.workload.isl + ctx.project.workload.osl / 2:,.0f} tokens",
+        "two TP all-reduces per layer; PP hands full hidden states from each TP rank to the next stage",
+    ]
+    if ctx.micro_batches != ctx.lc.layout.micro_batches:
+        out.append(f"micro-batches capped at the batch: {ctx.lc.layout.micro_batches} → {ctx.micro_batches}")
+    return tuple(out)

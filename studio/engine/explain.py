@@ -1,0 +1,128 @@
+"""The "why" of every headline figure: formula in words and the terms that went into it."""
+
+from __future__ import annotations
+
+from studio.engine.context import PlanContext
+from studio.engine.results import Explanation, Term
+
+GIB = float(2**30)
+
+
+def _peak_stage(ctx: PlanContext) -> int:
+    lc = ctx.lc
+    return int((lc.weights + lc.activations + lc.overhead + ctx.batch * ctx.seq_bytes).argmax())
+
+
+def explanations(ctx: PlanContext) -> dict[str, Explanation]:
+    """Explanations keyed by figure name (see docs/engine.md)."""
+    lc, st, c = ctx.lc, ctx.st, ctx.constants
+    lay, model, wl = lc.layout, ctx.project.model, ctx.project.workload
+    s = _peak_stage(ctx)
+    sh = lc.shapes[s]
+    out: dict[str, Explanation] = {}
+    out["memory.weights"] = Explanation(
+        "memory.weights", sh.weights / GIB, "GiB",
+        f"Σ modules of stage {s} (layers {sh.first_layer}..{sh.first_layer + sh.layers - 1}): parameters / "
+        f"shards × bytes; attention, MLP and shared experts split over TP={lay.tp}, routed experts over "
+        f"max(TP, EP)={max(lay.tp, lay.ep)}, embeddings on the first stage and LM head on the last",
+        tuple(Term(k, v / GIB, "GiB") for k, v in sh.weights_by_module.items() if v),
+        (f"precision: {ctx.precision.describe()}",),
+    )
+    out["memory.kv_cache"] = Explanation(
+        "memory.kv_cache", ctx.batch * float(ctx.seq_bytes[s]) / GIB, "GiB",
+        "batch × KV bytes per GPU of one sequence of isl+osl tokens",
+        (Term("batch", ctx.batch, "sequences"), Term("sequence", ctx.seq_len, "tokens"),
+         Term("per sequence per GPU", float(ctx.seq_bytes[s]) / 2**20, "MiB")),
+    )
+    out["memory.activations"] = Explanation(
+        "memory.activations", float(lc.activations[s]) / GIB, "GiB",
+        "activation_factor × max_num_batched_tokens × (hidden + MLP width / TP) × 2 B (+ fp32 logits on the last stage)",
+        (Term("activation_factor", c.activation_factor, "", "fitted to vLLM V1 profiling (memory.md M13)"),
+         Term("max_num_batched_tokens", c.max_num_batched_tokens, "tokens")),
+    )
+    out["memory.overhead"] = Explanation(
+        "memory.overhead", float(lc.overhead[s]) / GIB, "GiB",
+        "CUDA context + CUDA graphs + NCCL buffers (when the GPU is in a group)",
+        tuple(Term(k, v / GIB, "GiB") for k, v in lc.overhead_terms.items()),
+        ("figures from reference/memory.md M4, M5, M13",),
+    )
+    kvl = (sh.kv_full + sh.kv_sliding) / max(sh.layers, 1)
+    out["kv_cache.bytes_per_token_per_gpu"] = Explanation(
+        "kv_cache.bytes_per_token_per_gpu", ctx.kv_per_token_gpu, "B",
+        "Σ stage layers of per-layer KV bytes per GPU (sliding layers capped at the window), averaged over isl+osl",
+        (Term("per layer per GPU", kvl, "B",
+              "MLA latent (not split by TP)" if model.mla else
+              f"2 × ceil({model.num_kv_heads} KV heads / TP {lay.tp}) × {model.head_dim} × {ctx.project.serving.kv_dtype.value}"),
+         Term("layers on the stage", sh.layers, ""),
+         Term("sliding layers", sh.sliding_layers, "", f"window {model.sliding_window}" if model.sliding_window else ""),
+         Term("card formula (whole model)", model.card_kv_bytes_per_token(ctx.project.serving.kv_dtype), "B",
+              "layers × hidden × 2 × bytes"),
+         Term("GQA/MLA-aware (whole model)", model.kv_bytes_per_token(ctx.project.serving.kv_dtype), "B")),
+    )
+    out["kv_cache.capacity_tokens"] = Explanation(
+        "kv_cache.capacity_tokens", ctx.capacity_tokens, "tokens",
+        "min over stages of (usable − weights − activations − overhead) / KV bytes per token per GPU",
+        (Term("usable", float(lc.usable[s]) / GIB, "GiB", f"{ctx.project.serving.gpu_memory_utilization:.0%} of capacity"),
+         Term("KV pool (tightest stage)", float(ctx.pool.min()) / GIB, "GiB"),
+         Term("sequences of isl+osl", ctx.max_seqs, "")),
+    )
+    for phase, size, us in (("decode", ctx.micro_batch_size, st.ar_us_decode[0]),
+                            ("prefill", ctx.micro_batch_size * wl.isl, st.ar_us_prefill[0])):
+        msg = size * lc.hidden * c.activation_bytes
+        terms = [Term("message", msg / 1024, "KiB", f"{size:,} tokens × hidden {lc.hidden} × 2 B")]
+        notes: list[str] = []
+        for cols in lc.allreduce[:1]:
+            for col in cols[:1]:
+                pick = col.pick(msg)
+                for a in col.algos:
+                    terms.append(Term(a.name, a.alpha_us + msg * a.us_per_byte, "µs",
+                                      f"α {a.alpha_us:.1f} µs + bytes / {a.bandwidth_gbps:.0f} GB/s; bottleneck {a.bottleneck_kind}"))
+                if pick:
+                    notes.append(f"chosen: {pick.name} — {pick.note}")
+        notes.append("two all-reduces per layer (after attention and after the MLP)")
+        out[f"comm.allreduce_{phase}"] = Explanation(
+            f"comm.allreduce_{phase}", float(us), "µs",
+            "min over algorithms of (α + message / bottleneck bandwidth), worst TP group",
+            tuple(terms), tuple(notes) if lay.tp > 1 else ("TP = 1: no all-reduce",),
+        )
+    out["comm.p2p"] = Explanation(
+        "comm.p2p", float(st.p2p_us_decode[0]), "µs",
+        "α (launch + hop latencies) + hidden states of the micro-batch / bandwidth of the link joining the stages",
+        (Term("prefill hand-off", float(st.p2p_us_prefill[0]), "µs"),
+         Term("decode hand-off", float(st.p2p_us_decode[0]), "µs")),
+        ("PP = 1: no hand-off",) if lay.pp == 1 else (),
+    )
+    out["pipeline.bubble"] = Explanation(
+        "pipeline.bubble", ctx.bubble, "fraction", "(P − 1) / (M + P − 1)",
+        (Term("P", lay.pp, "stages"), Term("M", ctx.micro_batches, "micro-batches")),
+    )
+    pf = st.prefill_stage[:, 0] + st.prefill_p2p[:, 0]
+    out["latency.ttft"] = Explanation(
+        "latency.ttft", ctx.ttft_ms, "ms",
+        "Σ stages (prefill compute + all-reduces + hand-off) + (M − 1) × slowest stage, for a micro-batch of "
+        f"{ctx.micro_batch_size} prompts × {wl.isl} tokens",
+        tuple(Term(f"stage {i}", float(v), "ms") for i, v in enumerate(pf)),
+        ("prefill compute = max(FLOPs / (peak × MAMF × prefill_efficiency), weight bytes / HBM bandwidth)",),
+    )
+    dc = st.decode_stage[:, 0] + st.decode_p2p[:, 0]
+    out["latency.tpot"] = Explanation(
+        "latency.tpot", ctx.tpot_ms, "ms",
+        "Σ stages (decode step + all-reduces + hand-off) + (M − 1) × slowest stage",
+        tuple(Term(f"stage {i}", float(v), "ms") for i, v in enumerate(dc))
+        + (Term("all-reduce share", float(st.decode_allreduce[:, 0].sum()), "ms"),),
+        ("decode step = max(FLOPs / compute rate, (weights + KV read) / (HBM × hbm_efficiency × decode_efficiency)) "
+         "+ step overhead",),
+    )
+    out["throughput"] = Explanation(
+        "throughput", ctx.tokens_per_s, "output tok/s",
+        "DP × batch × osl / (TTFT + (osl − 1) × TPOT)",
+        (Term("DP", lay.dp, "replicas"), Term("batch", ctx.batch, "sequences"), Term("osl", wl.osl, "tokens"),
+         Term("request latency", ctx.request_ms, "ms")),
+        ("0 when the layout does not fit",) if not ctx.fits else (),
+    )
+    out["cost"] = Explanation(
+        "cost", ctx.usd_per_hour / (ctx.tokens_per_s * 3600) * 1e6 if ctx.tokens_per_s else float("inf"),
+        "USD per million output tokens", "Σ GPU prices per hour / (output tok/s × 3600) × 1e6",
+        (Term("cluster price", ctx.usd_per_hour, "USD/h"), Term("output", ctx.tokens_per_s, "tok/s")),
+    )
+    return out

@@ -1,0 +1,73 @@
+"""Pipeline schedule as drawable arrays: M micro-batches over P stages (fill, steady, drain)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from studio.core.errors import StudioError
+from studio.engine.results import SEGMENT_KINDS, Timeline
+
+_COMPUTE, _AR, _P2P, _IDLE = (SEGMENT_KINDS.index(k) for k in ("compute", "allreduce", "p2p", "idle"))
+MAX_DRAWN_MICRO_BATCHES = 256
+
+
+def timeline(
+    phase: str,
+    compute_ms: np.ndarray,
+    allreduce_ms: np.ndarray,
+    p2p_ms: np.ndarray,
+    micro_batches: int,
+) -> Timeline:
+    """GPipe-style schedule of one step.
+
+    Micro-batch ``m`` starts on stage ``s`` when stage ``s`` is done with ``m − 1`` and its
+    activations from stage ``s − 1`` have arrived. Each (stage, micro-batch) cell is drawn as a
+    compute segment, an all-reduce segment (the stage's TP all-reduces, gathered), and a p2p
+    segment (hand-off to the next stage); gaps on a lane are idle segments.
+
+    Parameters
+    ----------
+    compute_ms, allreduce_ms, p2p_ms:
+        Per-stage times (ms) of one micro-batch; ``p2p_ms[s]`` is the hand-off to stage ``s + 1``.
+    """
+    if phase not in ("prefill", "decode"):
+        raise StudioError(f"timeline phase must be 'prefill' or 'decode' (got {phase!r})")
+    p = len(compute_ms)
+    m = max(1, min(int(micro_batches), MAX_DRAWN_MICRO_BATCHES))
+    work = np.asarray(compute_ms, float) + np.asarray(allreduce_ms, float)
+    hand = np.asarray(p2p_ms, float)
+    start = np.zeros((p, m))
+    for s in range(p):
+        for k in range(m):
+            ready = start[s - 1, k] + work[s - 1] + hand[s - 1] if s else 0.0
+            free = start[s, k - 1] + work[s] + (hand[s] if s < p - 1 else 0.0) if k else 0.0
+            start[s, k] = max(ready, free)
+    end_last = start[p - 1, m - 1] + work[p - 1]
+    lane, st, dur, kind, mb = [], [], [], [], []
+    for s in range(p):
+        cursor = 0.0
+        for k in range(m):
+            t0 = start[s, k]
+            if t0 > cursor + 1e-12:
+                lane.append(s), st.append(cursor), dur.append(t0 - cursor), kind.append(_IDLE), mb.append(-1)
+            for kd, d in ((_COMPUTE, compute_ms[s]), (_AR, allreduce_ms[s])):
+                if d > 0:
+                    lane.append(s), st.append(t0), dur.append(d), kind.append(kd), mb.append(k)
+                    t0 += d
+            if s < p - 1 and hand[s] > 0:
+                lane.append(s), st.append(t0), dur.append(hand[s]), kind.append(_P2P), mb.append(k)
+                t0 += hand[s]
+            cursor = t0
+        if end_last > cursor + 1e-12:
+            lane.append(s), st.append(cursor), dur.append(end_last - cursor), kind.append(_IDLE), mb.append(-1)
+    return Timeline(
+        phase=phase,  # type: ignore[arg-type]
+        lanes=tuple(f"stage {s}" for s in range(p)),
+        lane=np.asarray(lane, dtype=np.int32),
+        start=np.asarray(st, dtype=float),
+        duration=np.asarray(dur, dtype=float),
+        kind=np.asarray(kind, dtype=np.int8),
+        micro_batch=np.asarray(mb, dtype=np.int32),
+        total_ms=float(end_last),
+        bubble_fraction=(p - 1) / (m + p - 1),
+    )
