@@ -1,0 +1,100 @@
+"""``layout-studio import-topo``: a project whose cluster is rebuilt from ``nvidia-smi topo -m``."""
+
+from __future__ import annotations
+
+import argparse
+
+from studio.commands.common import positive_int
+from studio.core.errors import StudioError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``import-topo`` command."""
+    p = subparsers.add_parser(
+        "import-topo",
+        help="build a project from the output of `nvidia-smi topo -m`",
+        description="Read `nvidia-smi topo -m` output (tab-separated or space-aligned), rebuild the node "
+        "(sockets, PCIe switches, NVLink/NVSwitch, NICs), copy it --nodes times joined through a network "
+        "fabric, and write a project with the bundled example's model and workload.",
+    )
+    p.add_argument("file", help="text file holding the topo output ('-' reads standard input)")
+    p.add_argument("--gpu", help="GPU preset id (needed unless the text holds `nvidia-smi -L` lines)")
+    p.add_argument("--nodes", type=positive_int, default=1, help="identical nodes to build (default 1)")
+    p.add_argument("--nic-kind", help="network link kind of the NICs (default ib-ndr)")
+    p.add_argument("--model", help="model preset id (default: the bundled example's model)")
+    p.add_argument("-o", "--output", required=True, help="project file to write")
+    p.set_defaults(func=run)
+
+
+def default_layout(model, gpus_per_node: int, gpus: int):
+    """TP = GPUs per node, halved until it divides the attention heads (and the KV heads, or is a
+    multiple of them); DP fills the rest."""
+    from studio.core.layout import Layout
+
+    tp = max(1, gpus_per_node)
+    while tp > 1 and (
+        model.num_attention_heads % tp or (model.num_kv_heads % tp and tp % model.num_kv_heads) or gpus % tp
+    ):
+        tp -= 1
+    return Layout(tp=tp, pp=1, dp=gpus // tp)
+
+
+def read_text(path: str, limit: int) -> str:
+    """A text file (or stdin for '-'), refused when larger than ``limit`` bytes."""
+    import sys
+    from pathlib import Path
+
+    if path == "-":
+        data = sys.stdin.read(limit + 1)
+        if len(data) > limit:
+            raise StudioError(f"input is larger than {limit // 1024} KiB", "<stdin>")
+        return data
+    p = Path(path)
+    try:
+        if p.stat().st_size > limit:
+            raise StudioError(f"file is larger than {limit // 1024} KiB", path)
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise StudioError(f"cannot read file ({exc.strerror or exc})", path) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Import the topology and write the project."""
+    from studio.commands.common import load_base_project
+    from studio.core.project import Project
+    from studio.io.presets import load_catalog
+    from studio.io.project_file import save_project
+    from studio.io.topo import MAX_TOPO_BYTES, import_topology
+
+    catalog = load_catalog()
+    text = read_text(args.file, MAX_TOPO_BYTES)
+    cluster = import_topology(
+        text, gpu_id=args.gpu, nodes=args.nodes, catalog=catalog, source=args.file, nic_kind=args.nic_kind
+    )
+    base = load_base_project(None)
+    model, model_ref = base.model, base.model_ref
+    if args.model:
+        preset = catalog.model(args.model)
+        model, model_ref = preset.architecture, preset.id
+    per_node = len(cluster.nodes[0].gpus)
+    layout = default_layout(model, per_node, cluster.num_gpus)
+    project = Project(
+        name=f"Imported: {cluster.name}",
+        description=f"Cluster imported from {args.file} (nvidia-smi topo -m).",
+        cluster=cluster,
+        model=model,
+        model_ref=model_ref,
+        workload=base.workload,
+        serving=base.serving,
+        layout=layout,
+    )
+    out = save_project(project, args.output)
+    print(
+        f"wrote {out}: {len(cluster.nodes)} node(s) × {per_node} {cluster.gpu_types()[0]}, "
+        f"{len(cluster.links)} links; layout {layout.label}"
+    )
+    return 0

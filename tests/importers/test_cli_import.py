@@ -1,0 +1,44 @@
+"""The import-topo and calibrate nccl commands end to end."""
+
+from __future__ import annotations
+
+import json
+
+from studio.cli import main
+from studio.io.project_file import load_project
+
+from .conftest import DATA
+
+
+def test_import_topo_writes_a_valid_project(tmp_path, capsys):
+    out = tmp_path / "p.json"
+    rc = main(["import-topo", str(DATA / "topo/h100-8gpu-nvswitch-8nic.txt"), "--gpu", "h100-sxm", "--nodes", "2", "-o", str(out)])
+    assert rc == 0
+    p = load_project(out)
+    assert p.cluster.num_gpus == 16 and p.layout.world_size == 16 and p.layout.tp == 8
+    assert "TP8" in capsys.readouterr().out
+
+
+def test_import_topo_without_gpu_is_a_clear_error(tmp_path, capsys):
+    rc = main(["import-topo", str(DATA / "topo/l40s-4gpu-2nic-spaces.txt"), "-o", str(tmp_path / "p.json")])
+    assert rc != 0 and "pass --gpu" in capsys.readouterr().err
+
+
+def test_calibrate_nccl_writes_a_profile_and_stores_it_in_a_project(tmp_path, capsys):
+    log = str(DATA / "nccl/a100-8gpu-nvswitch-allreduce.txt")
+    prof = tmp_path / "prof.json"
+    assert main(["calibrate", "nccl", log, "--link-kind", "nvlink3-nvswitch", "-o", str(prof)]) == 0
+    data = json.loads(prof.read_text())
+    fit = data["link_fits"]["nvlink3-nvswitch"]
+    assert fit["points"] == 18 and fit["rms_rel_error"] < data["fit_error"]["nvlink3-nvswitch.default_rms_rel_error"]
+    text = capsys.readouterr().out
+    assert "RMS relative error" in text and "17,179,869,184" in text
+    project = tmp_path / "a100.json"
+    topo = "\tGPU0\tGPU1\tGPU2\tGPU3\tGPU4\tGPU5\tGPU6\tGPU7\n" + "".join(
+        f"GPU{i}\t" + "\t".join(" X " if i == j else "NV12" for j in range(8)) + "\n" for i in range(8)
+    )
+    (tmp_path / "topo.txt").write_text(topo)
+    assert main(["import-topo", str(tmp_path / "topo.txt"), "--gpu", "a100-sxm-80g", "-o", str(project)]) == 0
+    rc = main(["calibrate", "nccl", log, "--link-kind", "nvlink3-nvswitch", "--project", str(project), "--save-as", "lab-a100"])
+    assert rc == 0
+    assert load_project(project).calibrations["lab-a100"].link_fits["nvlink3-nvswitch"].points == 18
