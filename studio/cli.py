@@ -32,6 +32,9 @@ COMMAND_MODULES: list[str] = [
     "studio.commands.plan",
     "studio.commands.sweep",
     "studio.commands.presets_cmd",
+    "studio.commands.export",
+    "studio.commands.import_topo",
+    "studio.commands.calibrate",
 ]
 
 
