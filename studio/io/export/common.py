@@ -330,7 +330,7 @@ def header(project: Project, plan: PlanResult, engine: str, model: str, notes: S
         f"Project: {project.name}",
         f"Model: {project.model.name} -> {model}",
         f"Cluster: {project.cluster.name} ({project.cluster.num_gpus} GPUs on "
-        f"{len(project.cluster.nodes)} nodes)",
+        f"{len(project.cluster.nodes)} node{'s' if len(project.cluster.nodes) != 1 else ''})",
         f"Layout: {lay.label} = {lay.world_size} GPUs; layers per stage {stages}; "
         f"micro-batches {lay.micro_batches}",
         f"Fits: {'yes' if plan.fits else 'NO'}" + (f" - {plan.fit_reason}" if plan.fit_reason else ""),

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Layout Studio export for vLLM 0.33.0
+# Project: Llama-3.1-70B on 8× H100 PCIe with NVLink bridge pairs
+# Model: Llama-3.1-70B -> meta-llama/Llama-3.1-70B
+# Cluster: Llama-3.1-70B on 8× H100 PCIe with NVLink bridge pairs (8 GPUs on 1 node)
+# Layout: TP2×PP4 = 8 GPUs; layers per stage 20,20,20,20; micro-batches 4
+# Fits: yes - fits: KV cache holds 471 sequences of 2,560 tokens per replica
+# Workload: 2048 input + 512 output tokens; batch 256 per replica (auto)
+# Per-GPU memory (busiest GPU n0/gpu6): weights 16.9 GiB, KV cache 25.0 GiB, activations 2.4 GiB, overhead 1.7 GiB; total 46.0 GiB of 74.5 GiB (67.1 GiB usable)
+# KV cache: 1,207,285 tokens per replica; 471 sequences of 2560 tokens
+# TTFT 54,124.1 ms; TPOT 139.50 ms; request 125,406.9 ms
+# Throughput: 1,045.2 output tokens/s (130.6 per GPU, 7.2 per user)
+# Cost: $19.20/h; $5.103 per million output tokens
+# Assumptions:
+#   - TTFT = time to prefill a batch of `batch` prompts that arrive together (the last one's first token)
+#   - TPOT = one decode step of every sequence in the batch through the whole pipeline
+#   - decode context averaged at isl + osl/2 = 2,304 tokens
+#   - two TP all-reduces per layer; PP hands full hidden states from each TP rank to the next stage
+# Warnings:
+#   - [warning] BUBBLE_HIGH_INTERACTIVE: pipeline bubble 43% (P=4, M=4) is above 20% for an interactive workload Fix: use ≥ 13 micro-batches, or lower PP in favour of TP within NVLink
+#
+# Usage: launch.sh NODE_INDEX [RECIPE]
+#   NODE_INDEX: 0..0 (the node this script runs on)
+#   RECIPE: mp (default mp)
+#   node 0: 8× H100 PCIe with NVLink bridge pairs (8 GPUs)
+set -euo pipefail
+
+NODE_INDEX="${1:?usage: launch.sh NODE_INDEX [RECIPE]}"
+RECIPE="${2:-mp}"
+
+# One command
+recipe_mp() {
+    case "$1" in
+    0)
+vllm serve meta-llama/Llama-3.1-70B \
+    --tensor-parallel-size 2 \
+    --pipeline-parallel-size 4 \
+    --data-parallel-size 1 \
+    --max-model-len 131072 \
+    --gpu-memory-utilization 0.9 \
+    --kv-cache-dtype bfloat16 \
+    --max-num-seqs 256 \
+    --max-num-batched-tokens 2303
+        ;;
+    *) echo "NODE_INDEX must be 0..0, got $1" >&2; exit 2 ;;
+    esac
+}
+
+case "$RECIPE" in
+    mp) recipe_mp "$NODE_INDEX" ;;
+    *) echo "RECIPE must be one of: mp; got $RECIPE" >&2; exit 2 ;;
+esac

@@ -1,0 +1,26 @@
+# Layout Studio export for SGLang 0.5.23
+# Project: Llama-3.1-70B FP8 on 8× L40S (PCIe only)
+# Model: Llama-3.1-70B -> meta-llama/Llama-3.1-70B
+# Cluster: Llama-3.1-70B FP8 on 8× L40S (PCIe only) (8 GPUs on 1 node)
+# Layout: TP8×PP1 = 8 GPUs; layers per stage 80; micro-batches 1
+# Fits: yes - fits: KV cache holds 295 sequences of 2,560 tokens per replica
+# Workload: 2048 input + 512 output tokens; batch 256 per replica (auto)
+# Per-GPU memory (busiest GPU n0/gpu0): weights 8.5 GiB, KV cache 25.0 GiB, activations 1.2 GiB, overhead 1.7 GiB; total 36.4 GiB of 44.7 GiB (40.2 GiB usable)
+# KV cache: 755,852 tokens per replica; 295 sequences of 2560 tokens
+# TTFT 203,743.6 ms; TPOT 167.07 ms; request 289,117.6 ms
+# Throughput: 453.4 output tokens/s (56.7 per GPU, 6.0 per user)
+# Cost: $8.00/h; $4.902 per million output tokens
+# Assumptions:
+#   - TTFT = time to prefill a batch of `batch` prompts that arrive together (the last one's first token)
+#   - TPOT = one decode step of every sequence in the batch through the whole pipeline
+#   - decode context averaged at isl + osl/2 = 2,304 tokens
+#   - two TP all-reduces per layer; PP hands full hidden states from each TP rank to the next stage
+# Warnings:
+#   - [warning] TP_OVER_SLOW_LINK: TP all-reduce runs over pcie-gen4-xsocket (not NVLink): the slowest hop governs every layer Fix: use TP only across NVLink-joined GPUs; replicate (DP) or pipeline (PP) over PCIe
+#   - [warning] TP_GT4_NO_NVSWITCH: TP=8 > 4 on GPUs not all joined by one NVSwitch: all-reduces go through slower hops Fix: keep TP ≤ 4 here, or use an NVSwitch system for TP=8
+
+# === One command ===
+# on node 0: 8× L40S PCIe server (8 GPUs)
+python -m sglang.launch_server \
+    --model-path meta-llama/Llama-3.1-70B \
+    --config sglang-serve.yaml
