@@ -496,7 +496,7 @@ def _read_json(path: Path, what: str) -> Any:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise StudioError(f"{what} is not UTF-8 text (byte {exc.start})", str(path)) from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nesting bombs
         raise StudioError(f"{what} is not valid JSON ({exc})", str(path)) from None
 
 
