@@ -81,7 +81,7 @@ def test_every_interruption_point_leaves_a_loadable_file(two_versions, monkeypat
         save_project(old, target)
         seen = 0
 
-        def maybe_die(name):
+        def maybe_die(name, cut=cut):
             def wrapped(*args, **kwargs):
                 nonlocal seen
                 if seen == cut:
