@@ -3,5 +3,6 @@
 from studio.engine import topology
 from studio.engine.constants import Constants, default_constants
 from studio.engine.evaluate import evaluate
+from studio.engine.sweep import SweepResult, sweep
 
-__all__ = ["Constants", "default_constants", "evaluate", "topology"]
+__all__ = ["Constants", "SweepResult", "default_constants", "evaluate", "sweep", "topology"]

@@ -269,3 +269,47 @@ def bubble_fraction(pp: int | np.ndarray, micro_batches: int | np.ndarray) -> np
     m = np.asarray(micro_batches, dtype=float)
     out = (p - 1) / (m + p - 1)
     return float(out) if out.ndim == 0 else out
+
+
+@dataclass
+class ServeTimes:
+    """Latency and throughput per row (arrays shaped (N,)), and the step times behind them."""
+
+    ttft_ms: np.ndarray
+    tpot_ms: np.ndarray
+    request_ms: np.ndarray
+    prefill_round_ms: np.ndarray
+    tokens_per_s_replica: np.ndarray
+    steps: StepTimes  # for the unique micro-batch sizes
+    index: np.ndarray  # row -> column of ``steps``
+    one: int  # column of ``steps`` holding a micro-batch of one sequence
+    decode_allreduce_ms: np.ndarray  # per row, all stages, one decode round
+
+
+def serve_times(lc: LayoutCosts, batch: np.ndarray, micro_batches: np.ndarray, isl: int, osl: int,
+                c: Constants) -> ServeTimes:
+    """Steady-state serving model (continuous batching, pipeline kept full).
+
+    * TPOT = one decode round of every sequence: max(Σ_s t_s(b), M · max_s t_s(b)), b = ⌈B / M⌉
+      (stages overlap successive micro-batches; with M < P the pipeline runs partly empty).
+    * TTFT = a new prompt prefilled alone through every stage, Σ_s t_prefill_s(1), plus one decode
+      round of the running batch it joins.
+    * Throughput per replica = B · osl / (prefill round of B prompts + osl · TPOT).
+    """
+    B = np.asarray(batch, dtype=float)
+    M = np.asarray(micro_batches, dtype=float)
+    mb = np.ceil(B / M)
+    uniq, inv = np.unique(np.concatenate((mb, [1.0])), return_inverse=True)
+    one = int(inv[-1])
+    inv = inv[:-1]
+    st = step_times(lc, uniq, isl, osl, c)
+    pf = st.prefill_stage + st.prefill_p2p
+    dec = st.decode_stage + st.decode_p2p
+    pf_round = np.maximum(pf.sum(axis=0)[inv], M * pf.max(axis=0)[inv])
+    tpot = np.maximum(dec.sum(axis=0)[inv], M * dec.max(axis=0)[inv])
+    ttft = pf[:, one].sum() + tpot
+    request = ttft + (osl - 1) * tpot
+    tps = B * osl / ((pf_round + osl * tpot) / 1e3)
+    ar = (st.decode_allreduce + st.decode_alltoall).sum(axis=0)[inv] * np.maximum(1.0, M / max(1, lc.layout.pp))
+    return ServeTimes(ttft_ms=ttft, tpot_ms=tpot, request_ms=request, prefill_round_ms=pf_round,
+                      tokens_per_s_replica=tps, steps=st, index=inv, one=one, decode_allreduce_ms=ar)

@@ -14,13 +14,7 @@ from studio.core.project import CalibrationProfile, Project
 from studio.engine.comm import Collective
 from studio.engine.constants import Constants, default_constants
 from studio.engine.context import PlanContext
-from studio.engine.costing import (
-    LayoutCosts,
-    bubble_fraction,
-    layout_costs,
-    pipeline_ms,
-    step_times,
-)
+from studio.engine.costing import LayoutCosts, StepTimes, bubble_fraction, layout_costs, serve_times
 from studio.engine.explain import explanations
 from studio.engine.pipeline import timeline
 from studio.engine.results import CommCost, GpuMemory, PlanResult, StageResult
@@ -75,6 +69,11 @@ def memory_fit(lc: LayoutCosts, seq_len: int) -> tuple[np.ndarray, np.ndarray, i
     max_seqs = int(min(seqs.min(), 10**9))
     cap_tokens = int(min(toks.min(), 10**12))
     return pool, seq_bytes, max_seqs, cap_tokens, float(per_tok.max())
+
+
+def _column(st: StepTimes, j: int) -> StepTimes:
+    """The step times of one micro-batch size (column ``j``), keeping the (stages, 1) shape."""
+    return StepTimes(**{k: (v[:, j:j + 1] if v.ndim == 2 else v[j:j + 1]) for k, v in vars(st).items()})
 
 
 def _comm_cost(col: Collective, phase: str, size: float) -> CommCost | None:
@@ -160,11 +159,11 @@ def evaluate(
     fits = weights_fit and max_seqs >= 1 and batch <= max_seqs
     m_eff = max(1, min(layout.micro_batches, batch))
     mb = math.ceil(batch / m_eff)
-    st = step_times(lc, np.array([float(mb)]), wl.isl, wl.osl, c)
-    ttft = float(pipeline_ms(st.prefill_stage, st.prefill_p2p, np.array([m_eff]))[0])
-    tpot = float(pipeline_ms(st.decode_stage, st.decode_p2p, np.array([m_eff]))[0])
-    request = ttft + (wl.osl - 1) * tpot
-    tps = layout.dp * batch * wl.osl / (request / 1e3) if fits else 0.0
+    sv_t = serve_times(lc, np.array([float(batch)]), np.array([float(m_eff)]), wl.isl, wl.osl, c)
+    st = _column(sv_t.steps, int(sv_t.index[0]))
+    ttft, tpot = float(sv_t.ttft_ms[0]), float(sv_t.tpot_ms[0])
+    request = float(sv_t.request_ms[0])
+    tps = layout.dp * float(sv_t.tokens_per_s_replica[0]) if fits else 0.0
     price = sum(
         sv.price_per_gpu_hour if sv.price_per_gpu_hour is not None else project.cluster.gpu_specs[topo.gpu_type[g]].price_per_gpu_hour
         for g in placement
@@ -258,8 +257,9 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None) 
 
 def _assumptions(ctx: PlanContext) -> tuple[str, ...]:
     out = [
-        "TTFT = time to prefill a batch of `batch` prompts that arrive together (the last one's first token)",
-        "TPOT = one decode step of every sequence in the batch through the whole pipeline",
+        "steady-state continuous batching: stages overlap successive micro-batches",
+        "TTFT = one new prompt prefilled alone through every stage + one decode round of the running batch",
+        "TPOT = one decode round of every sequence: max(Σ stages, M × slowest stage)",
         f"decode context averaged at isl + osl/2 = {ctx.project.workload.isl + ctx.project.workload.osl / 2:,.0f} tokens",
         "two TP all-reduces per layer; PP hands full hidden states from each TP rank to the next stage",
     ]

@@ -97,27 +97,31 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
         (Term("P", lay.pp, "stages"), Term("M", ctx.micro_batches, "micro-batches")),
     )
     pf = st.prefill_stage[:, 0] + st.prefill_p2p[:, 0]
+    one = ctx.ttft_ms - ctx.tpot_ms
     out["latency.ttft"] = Explanation(
         "latency.ttft", ctx.ttft_ms, "ms",
-        "Σ stages (prefill compute + all-reduces + hand-off) + (M − 1) × slowest stage, for a micro-batch of "
-        f"{ctx.micro_batch_size} prompts × {wl.isl} tokens",
-        tuple(Term(f"stage {i}", float(v), "ms") for i, v in enumerate(pf)),
+        "a new prompt prefilled alone through every stage (Σ stages: compute + all-reduces + hand-off) "
+        "+ one decode round of the running batch it joins",
+        (Term("prefill of one prompt", one, "ms", f"{wl.isl} tokens"), Term("decode round", ctx.tpot_ms, "ms")),
         ("prefill compute = max(FLOPs / (peak × MAMF × prefill_efficiency), weight bytes / HBM bandwidth)",),
     )
     dc = st.decode_stage[:, 0] + st.decode_p2p[:, 0]
     out["latency.tpot"] = Explanation(
         "latency.tpot", ctx.tpot_ms, "ms",
-        "Σ stages (decode step + all-reduces + hand-off) + (M − 1) × slowest stage",
+        f"max(Σ stages, M × slowest stage) of one decode step of a micro-batch of {ctx.micro_batch_size} sequences",
         tuple(Term(f"stage {i}", float(v), "ms") for i, v in enumerate(dc))
-        + (Term("all-reduce share", float(st.decode_allreduce[:, 0].sum()), "ms"),),
+        + (Term("M", ctx.micro_batches, "micro-batches"),
+           Term("all-reduce share per step", float(st.decode_allreduce[:, 0].sum()), "ms")),
         ("decode step = max(FLOPs / compute rate, (weights + KV read) / (HBM × hbm_efficiency × decode_efficiency)) "
          "+ step overhead",),
     )
     out["throughput"] = Explanation(
         "throughput", ctx.tokens_per_s, "output tok/s",
-        "DP × batch × osl / (TTFT + (osl − 1) × TPOT)",
+        "DP × batch × osl / (prefill round of the batch's prompts + osl × TPOT)",
         (Term("DP", lay.dp, "replicas"), Term("batch", ctx.batch, "sequences"), Term("osl", wl.osl, "tokens"),
-         Term("request latency", ctx.request_ms, "ms")),
+         Term("prefill round", float(max(pf.sum(), ctx.micro_batches * pf.max())), "ms",
+              f"max(Σ stages, M × slowest) for micro-batches of {ctx.micro_batch_size} prompts"),
+         Term("TPOT", ctx.tpot_ms, "ms")),
         ("0 when the layout does not fit",) if not ctx.fits else (),
     )
     out["cost"] = Explanation(

@@ -1,0 +1,400 @@
+"""Sweep every layout of a cluster (TP × PP × DP × EP × micro-batches × batch), vectorised.
+
+Per (TP, PP, EP) the batch-independent costs — memory shapes and every collective over the drawn
+links — are computed once (:func:`studio.engine.costing.layout_costs`); the batch × micro-batch grid
+is then evaluated as numpy arrays with the same step-time model :func:`evaluate` uses.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from studio.core.errors import StudioError
+from studio.core.layout import Layout
+from studio.core.project import Project
+from studio.engine.costing import LayoutCosts, bubble_fraction, layout_costs, serve_times
+from studio.engine.evaluate import (
+    cached_layer_table,
+    constants_for,
+    evaluate,
+    memory_fit,
+    resolve_calibration,
+)
+from studio.engine.results import PlanResult
+from studio.engine.topology import topology_of
+from studio.engine.validate import divisors
+
+Objective = Literal["throughput", "cost", "latency"]
+OBJECTIVES = ("throughput", "cost", "latency")
+COLUMNS = (
+    "tp", "pp", "dp", "ep", "micro_batches", "batch", "fits", "mem_peak_gib", "kv_capacity_tokens", "ttft_ms",
+    "tpot_ms", "tokens_per_s", "tokens_per_s_per_gpu", "tokens_per_s_per_user", "usd_per_million", "bubble",
+    "warnings_count", "meets_targets",
+)
+MAX_SAMPLED_REPLICAS = 4
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """Every candidate layout of a sweep as columns (one row per candidate).
+
+    Attributes
+    ----------
+    order:
+        Row indices best first for the objective (fitting rows meeting the targets, then fitting
+        rows, then the rest).
+    pareto:
+        Fitting rows not dominated on (tokens/s per GPU, tokens/s per user), by tokens/s per GPU.
+    recommended:
+        Best row that fits and meets the targets, or None.
+    reasons:
+        Why the recommendation wins and what the best other layouts trade.
+    """
+
+    project: Project
+    objective: str
+    candidates: int
+    columns: dict[str, np.ndarray]
+    reasons_unfit: tuple[str, ...]
+    order: np.ndarray
+    pareto: np.ndarray
+    recommended: int | None
+    reasons: tuple[str, ...]
+    cancelled: bool = False
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    _plans: dict[int, PlanResult] = field(default_factory=dict, repr=False, compare=False)
+
+    def layout(self, i: int) -> Layout:
+        """The layout of row ``i`` (placement in cluster order)."""
+        col = self.columns
+        return Layout(tp=int(col["tp"][i]), pp=int(col["pp"][i]), dp=int(col["dp"][i]), ep=int(col["ep"][i]),
+                      micro_batches=int(col["micro_batches"][i]))
+
+    def plan(self, i: int) -> PlanResult:
+        """Full :func:`evaluate` of row ``i`` at its batch size (cached)."""
+        if i not in self._plans:
+            wl = self.project.workload.model_copy(update={"batch": int(self.columns["batch"][i])})
+            self._plans[i] = evaluate(self.project.model_copy(update={"workload": wl}), self.layout(i))
+        return self._plans[i]
+
+    def label(self, i: int) -> str:
+        return f"{self.layout(i).label} M={int(self.columns['micro_batches'][i])} batch={int(self.columns['batch'][i])}"
+
+
+def _ep_options(project: Project, tp: int, dp: int) -> list[int]:
+    moe = project.model.moe
+    if moe is None:
+        return [1]
+    return [e for e in divisors(moe.num_experts)
+            if (tp * dp) % e == 0 and (e % tp == 0 or tp % e == 0)]
+
+
+def _heads_ok(project: Project, tp: int) -> bool:
+    m = project.model
+    if m.num_attention_heads % tp:
+        return False
+    return m.mla is not None or m.num_kv_heads % tp == 0 or tp % m.num_kv_heads == 0
+
+
+def _batch_grid(max_batch: int, batches: list[int] | None) -> list[int]:
+    if batches:
+        bad = [b for b in batches if not isinstance(b, int) or b < 1]
+        if bad:
+            raise StudioError(f"sweep batches must be positive integers (got {bad[0]!r})")
+        return sorted(set(batches))
+    out = [1 << k for k in range(int(math.log2(max_batch)) + 1)]
+    if out[-1] != max_batch:
+        out.append(max_batch)
+    return out
+
+
+def _sample(dp: int) -> list[int] | None:
+    if dp <= MAX_SAMPLED_REPLICAS:
+        return None
+    return sorted({0, dp // 3, (2 * dp) // 3, dp - 1})
+
+
+def sweep(
+    project: Project,
+    *,
+    objective: Objective = "throughput",
+    ttft_ms: float | None = None,
+    tpot_ms: float | None = None,
+    batches: list[int] | None = None,
+    progress: Callable[[float], bool] | None = None,
+) -> SweepResult:
+    """Evaluate every layout that uses all GPUs of the cluster, rank and explain.
+
+    Parameters
+    ----------
+    objective:
+        ``throughput`` (output tok/s per GPU), ``cost`` ($ per million output tokens) or ``latency``
+        (TPOT, then TTFT).
+    ttft_ms, tpot_ms:
+        Service targets; ``None`` = the workload's own.
+    batches:
+        Batch sizes to try; ``None`` = powers of two up to ``workload.max_batch`` plus the largest
+        batch the KV cache holds.
+    progress:
+        Called with the fraction done; returning False cancels (the result so far comes back with
+        ``cancelled=True``).
+    """
+    if objective not in OBJECTIVES:
+        raise StudioError(f"sweep objective '{objective}' is not one of {', '.join(OBJECTIVES)}")
+    wl, sv, model = project.workload, project.serving, project.model
+    ttft_ms = wl.ttft_ms if ttft_ms is None else ttft_ms
+    tpot_ms = wl.tpot_ms if tpot_ms is None else tpot_ms
+    cal = resolve_calibration(project, None)
+    c = constants_for(cal)
+    n_gpus = project.cluster.num_gpus
+    if n_gpus == 0:
+        raise StudioError("the cluster has no GPUs; add a node or a GPU before sweeping layouts")
+    topo = topology_of(project.cluster, cal.link_fits if cal else None)
+    table = cached_layer_table(model)
+    precision = sv.effective_precision(model.precision)
+    placement = tuple(topo.gpu_ids)
+    grid = _batch_grid(wl.max_batch, batches)
+    seq_len = wl.isl + wl.osl
+    prices = np.array([
+        sv.price_per_gpu_hour if sv.price_per_gpu_hour is not None
+        else project.cluster.gpu_specs[topo.gpu_type[g]].price_per_gpu_hour for g in placement
+    ])
+    usd_per_hour = float(prices.sum())
+    combos = [(tp, pp, n_gpus // (tp * pp), ep)
+              for tp in divisors(n_gpus) for pp in divisors(n_gpus // tp) if pp <= model.num_layers
+              for ep in _ep_options(project, tp, n_gpus // (tp * pp))]
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in COLUMNS}
+    reasons_unfit: list[str] = []
+    extra: dict[str, list[np.ndarray]] = {"allreduce_ms": [], "bottleneck": [], "max_seqs": []}
+    kinds: list[str] = []
+    cancelled = False
+    for k, (tp, pp, dp, ep) in enumerate(combos):
+        if progress is not None and progress(k / len(combos)) is False:
+            cancelled = True
+            break
+        layout = Layout(tp=tp, pp=pp, dp=dp, ep=ep)
+        try:
+            lc = layout_costs(model, table, precision, sv.kv_dtype, layout, placement, topo, c,
+                              sv.gpu_memory_utilization, wl.max_batch, replicas=_sample(dp))
+        except StudioError as exc:  # e.g. GPUs of a group not linked
+            _append_unfit(cols, reasons_unfit, extra, tp, pp, dp, ep, str(exc))
+            kinds.append("")
+            continue
+        rows = _rows(lc, grid, seq_len, wl, c, usd_per_hour, project, ttft_ms, tpot_ms)
+        for name in COLUMNS:
+            cols[name].append(rows[name])
+        for name in extra:
+            extra[name].append(rows[name])
+        reasons_unfit.extend(rows["reasons"])
+        kinds.extend([rows["kind"]] * len(rows["tp"]))
+    columns = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items()}
+    for k in ("tp", "pp", "dp", "ep", "micro_batches", "batch", "kv_capacity_tokens", "warnings_count"):
+        columns[k] = columns[k].astype(np.int64)
+    for k in ("fits", "meets_targets"):
+        columns[k] = columns[k].astype(bool)
+    ex = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in extra.items()}
+    order = _order(columns, objective)
+    pareto = pareto_front(columns["tokens_per_s_per_gpu"], columns["tokens_per_s_per_user"], columns["fits"])
+    rec = int(order[0]) if len(order) and columns["fits"][order[0]] and columns["meets_targets"][order[0]] else None
+    reasons = _reasons(columns, reasons_unfit, ex, kinds, order, rec, objective, model.num_layers)
+    if progress is not None and not cancelled:
+        progress(1.0)
+    return SweepResult(
+        project=project, objective=objective, candidates=len(columns["tp"]), columns=columns,
+        reasons_unfit=tuple(reasons_unfit), order=order, pareto=pareto, recommended=rec, reasons=tuple(reasons),
+        cancelled=cancelled, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
+    )
+
+
+def _append_unfit(cols, reasons, extra, tp, pp, dp, ep, why) -> None:  # noqa: ANN001
+    vals = dict(tp=tp, pp=pp, dp=dp, ep=ep, micro_batches=1, batch=1, fits=False, mem_peak_gib=np.nan,
+                kv_capacity_tokens=0, ttft_ms=np.inf, tpot_ms=np.inf, tokens_per_s=0.0, tokens_per_s_per_gpu=0.0,
+                tokens_per_s_per_user=0.0, usd_per_million=np.inf, bubble=0.0, warnings_count=1,
+                meets_targets=False)
+    for k, v in vals.items():
+        cols[k].append(np.array([v]))
+    for k in extra:
+        extra[k].append(np.array([np.nan if k != "bottleneck" else 0]))
+    reasons.append(why)
+
+
+def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: float, project: Project,  # noqa: ANN001
+          ttft_lim: float | None, tpot_lim: float | None) -> dict:
+    lay = lc.layout
+    tp, pp, dp, ep = lay.tp, lay.pp, lay.dp, lay.ep
+    pool, seq_bytes, max_seqs, cap_tokens, _ = memory_fit(lc, seq_len)
+    weights_fit = bool((pool > 0).all())
+    auto = max(1, min(wl.max_batch, max_seqs))
+    bs = sorted(set(grid) | {auto})
+    ms_opts = [1] if pp == 1 else sorted({1, pp, 2 * pp, 4 * pp})
+    B, M = [], []
+    for b in bs:
+        for m in ms_opts:
+            if m <= b:
+                B.append(b)
+                M.append(m)
+    B = np.asarray(B, dtype=float)
+    M = np.asarray(M, dtype=float)
+    sv_t = serve_times(lc, B, M, wl.isl, wl.osl, c)
+    ttft, tpot = sv_t.ttft_ms, sv_t.tpot_ms
+    heads_ok = _heads_ok(project, tp)
+    fits = weights_fit & (B <= max_seqs) & heads_ok & (seq_len <= project.model.max_context)
+    tps = np.where(fits, dp * sv_t.tokens_per_s_replica, 0.0)
+    n = len(B)
+    world = lay.world_size
+    meets = fits.copy()
+    if ttft_lim is not None:
+        meets &= ttft <= ttft_lim
+    if tpot_lim is not None:
+        meets &= tpot <= tpot_lim
+    bubble = bubble_fraction(pp, M)
+    mem_peak = (lc.weights + lc.activations + lc.overhead)[None, :] + B[:, None] * seq_bytes[None, :]
+    # warnings that the rules would raise, counted cheaply
+    spans = any(len(lc_nodes) > 1 for lc_nodes in (
+        {g.split("/")[0] for g in grp} for rep in lc.groups[:1] for grp in rep))
+    wcount = np.zeros(n, dtype=np.int64) + int(spans) + int(not heads_ok)
+    wcount += (project.workload.interactive & (bubble > c.bubble_interactive_max)).astype(np.int64)
+    wcount += (~fits).astype(np.int64)
+    reasons: list[str] = []
+    for i in range(n):
+        if fits[i]:
+            reasons.append("")
+        elif not heads_ok:
+            reasons.append(f"TP={tp} does not divide the attention/KV heads")
+        elif not weights_fit:
+            s = int(np.argmin(pool))
+            reasons.append(f"does not fit: stage {s} needs {(lc.weights[s] + lc.activations[s] + lc.overhead[s]) / 2**30:.1f} GiB "
+                           f"of {lc.usable[s] / 2**30:.1f} GiB usable per GPU")
+        elif seq_len > project.model.max_context:
+            reasons.append(f"isl+osl {seq_len} exceeds the model context {project.model.max_context}")
+        else:
+            reasons.append(f"batch {int(B[i])} exceeds the {max_seqs} sequences the KV cache holds")
+    # decisive facts for the reasons text
+    ar_ms = sv_t.decode_allreduce_ms
+    bott_kind = ""
+    for cols_ in lc.allreduce[:1]:
+        for col in cols_[:1]:
+            a = col.pick(float(np.ceil(B[-1] / M[-1])) * lc.hidden * c.activation_bytes)
+            if a is not None and a.bottleneck_kind:
+                bott_kind = f"{a.bottleneck_kind} ({a.name})"
+    usd_m = np.where(tps > 0, usd_per_hour / np.maximum(tps, 1e-30) / 3600 * 1e6, np.inf)
+    return {
+        "tp": np.full(n, tp), "pp": np.full(n, pp), "dp": np.full(n, dp), "ep": np.full(n, ep),
+        "micro_batches": M.astype(np.int64), "batch": B.astype(np.int64), "fits": fits,
+        "mem_peak_gib": mem_peak.max(axis=1) / 2**30, "kv_capacity_tokens": np.full(n, cap_tokens),
+        "ttft_ms": ttft, "tpot_ms": tpot, "tokens_per_s": tps, "tokens_per_s_per_gpu": tps / world,
+        "tokens_per_s_per_user": np.where(fits, 1e3 / tpot, 0.0), "usd_per_million": usd_m,
+        "bubble": np.asarray(bubble, dtype=float) * np.ones(n), "warnings_count": wcount, "meets_targets": meets,
+        "allreduce_ms": ar_ms, "bottleneck": np.zeros(n), "max_seqs": np.full(n, max_seqs, dtype=float),
+        "reasons": reasons, "kind": bott_kind,
+    }
+
+
+def _order(col: dict[str, np.ndarray], objective: str) -> np.ndarray:
+    n = len(col["tp"])
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    tier = np.where(col["fits"] & col["meets_targets"], 0, np.where(col["fits"], 1, 2))
+    if objective == "throughput":
+        keys = (-col["tokens_per_s"], -col["tokens_per_s_per_user"], -col["tokens_per_s_per_gpu"])
+    elif objective == "cost":
+        keys = (-col["tokens_per_s_per_user"], col["usd_per_million"])
+    else:
+        keys = (-col["tokens_per_s_per_gpu"], col["ttft_ms"], col["tpot_ms"])
+    return np.lexsort(keys + (tier,))
+
+
+def pareto_front(per_gpu: np.ndarray, per_user: np.ndarray, fits: np.ndarray) -> np.ndarray:
+    """Indices of fitting rows that no other fitting row beats on both axes (maximise both),
+    sorted by tokens/s per GPU descending."""
+    idx = np.flatnonzero(fits)
+    if idx.size == 0:
+        return idx
+    o = idx[np.lexsort((-per_user[idx], -per_gpu[idx]))]
+    keep = []
+    best_user = -np.inf
+    for i in o:
+        if per_user[i] > best_user:
+            keep.append(i)
+            best_user = per_user[i]
+    return np.asarray(keep, dtype=np.int64)
+
+
+def _fmt_layout(col: dict[str, np.ndarray], i: int) -> str:
+    s = f"TP{col['tp'][i]}×PP{col['pp'][i]}"
+    if col["dp"][i] > 1:
+        s += f"×DP{col['dp'][i]}"
+    if col["ep"][i] > 1:
+        s += f"×EP{col['ep'][i]}"
+    return s
+
+
+def _reasons(col, unfit, ex, kinds, order, rec, objective, num_layers) -> list[str]:  # noqa: ANN001
+    if len(order) == 0:
+        return ["no candidate layouts"]
+    metric = {"throughput": ("tokens_per_s_per_gpu", "tok/s per GPU", True),
+              "cost": ("usd_per_million", "$ per M tokens", False),
+              "latency": ("tpot_ms", "ms TPOT", False)}[objective]
+    key, unit, higher = metric
+    out: list[str] = []
+    if rec is None:
+        top = int(order[0])
+        if not col["fits"][top]:
+            out.append(f"no layout fits: best attempt {_fmt_layout(col, top)} — {unfit[top]}")
+        else:
+            out.append(f"no layout meets the TTFT/TPOT targets; closest is {_fmt_layout(col, top)} "
+                       f"(TTFT {col['ttft_ms'][top]:,.0f} ms, TPOT {col['tpot_ms'][top]:.1f} ms)")
+        best = top
+    else:
+        best = rec
+        out.append(
+            f"{_fmt_layout(col, best)} with M={col['micro_batches'][best]} at batch {col['batch'][best]} wins on "
+            f"{objective}: {col['tokens_per_s_per_gpu'][best]:,.0f} tok/s per GPU, {col['tokens_per_s_per_user'][best]:.1f} "
+            f"tok/s per user, TTFT {col['ttft_ms'][best]:,.0f} ms, TPOT {col['tpot_ms'][best]:.1f} ms, "
+            f"${col['usd_per_million'][best]:.2f} per M tokens; TP all-reduces cost {ex['allreduce_ms'][best]:.1f} ms "
+            f"per decode step over {kinds[best] or 'no link (TP=1)'}"
+        )
+    seen = {(col["tp"][best], col["pp"][best], col["ep"][best])}
+    for i in order:
+        i = int(i)
+        lay = (col["tp"][i], col["pp"][i], col["ep"][i])
+        if lay in seen:
+            continue
+        seen.add(lay)
+        out.append(_tradeoff(col, unfit, ex, kinds, best, i, key, unit, higher))
+        if len(seen) >= 4:
+            break
+    return out
+
+
+def _tradeoff(col, unfit, ex, kinds, best, i, key, unit, higher) -> str:  # noqa: ANN001
+    name = _fmt_layout(col, i)
+    if not col["fits"][i]:
+        return f"{name} loses: {unfit[i]}"
+    a, b = float(col[key][best]), float(col[key][i])
+    delta = (b - a) / a * 100 if a else 0.0
+    facts = []
+    ar_b, ar_i = float(ex["allreduce_ms"][best]), float(ex["allreduce_ms"][i])
+    if ar_i > 1.5 * ar_b + 0.05:
+        facts.append(f"its TP all-reduces take {ar_i:.1f} ms per decode step over {kinds[i] or 'the network'} "
+                     f"vs {ar_b:.1f} ms")
+    if col["bubble"][i] > col["bubble"][best] + 0.05:
+        facts.append(f"pipeline bubble {col['bubble'][i]:.0%} vs {col['bubble'][best]:.0%}")
+    if ex["max_seqs"][i] < ex["max_seqs"][best] * 0.8:
+        facts.append(f"its KV cache holds {int(ex['max_seqs'][i])} sequences vs {int(ex['max_seqs'][best])}")
+    if col["tokens_per_s_per_user"][i] > col["tokens_per_s_per_user"][best] * 1.05:
+        facts.append(f"it gives more tok/s per user ({col['tokens_per_s_per_user'][i]:.1f} vs "
+                     f"{col['tokens_per_s_per_user'][best]:.1f})")
+    if not col["meets_targets"][i]:
+        facts.append("it misses the TTFT/TPOT targets")
+    if not facts:
+        facts.append(f"TPOT {col['tpot_ms'][i]:.1f} ms vs {col['tpot_ms'][best]:.1f} ms, "
+                     f"batch {col['batch'][i]} vs {col['batch'][best]}")
+    sign = "+" if delta >= 0 else "−"
+    return f"{name} (best M={col['micro_batches'][i]}, batch {col['batch'][i]}): {sign}{abs(delta):.0f}% {unit} — " + "; ".join(facts)
