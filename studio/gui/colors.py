@@ -1,0 +1,27 @@
+"""Colours shared by the charts (timeline, memory bars) so the GUI and the report agree."""
+
+from __future__ import annotations
+
+#: Timeline segment colours by kind (``studio.engine.results.SEGMENT_KINDS``).
+SEGMENT_COLORS: dict[str, str] = {
+    "compute": "#4c6ef5",
+    "allreduce": "#f76707",
+    "p2p": "#ae3ec9",
+    "idle": "#ced4da",
+}
+SEGMENT_LABELS: dict[str, str] = {
+    "compute": "Compute",
+    "allreduce": "AllReduce (TP)",
+    "p2p": "P2P (stage → stage)",
+    "idle": "Idle (bubble)",
+}
+
+#: Memory bar parts, bottom to top.
+MEMORY_PARTS: tuple[tuple[str, str, str], ...] = (
+    ("weights", "Weights", "#1c7ed6"),
+    ("kv_cache", "KV cache", "#37b24d"),
+    ("activations", "Activations", "#f59f00"),
+    ("overhead", "Overhead", "#868e96"),
+)
+FREE_COLOR = "#e9ecef"
+OVER_COLOR = "#e03131"

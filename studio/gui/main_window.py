@@ -1,0 +1,382 @@
+"""The main window: canvas in the middle, palette and model/layout panels left, metrics right,
+timeline and warnings below; menus, shortcuts, status bar, files, settings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, Qt, QTimer
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QTabWidget,
+    QWidget,
+)
+
+import studio
+from studio.core.errors import StudioError
+from studio.core.hardware import Cluster
+from studio.core.project import Project
+from studio.engine.results import PlanResult
+from studio.gui.canvas import CanvasView, ClusterScene
+from studio.gui.document import ProjectDocument
+from studio.gui.palette import Palette
+from studio.gui.panels.layout_panel import LayoutPanel
+from studio.gui.panels.metrics_panel import MetricsPanel
+from studio.gui.panels.model_panel import ModelPanel
+from studio.gui.panels.warnings_panel import WarningsPanel
+from studio.gui.resources import icon
+from studio.gui.settings import make_settings, push_recent, recent_files
+from studio.gui.timeline import TimelinePanel
+
+FILE_FILTER = "Layout Studio project (*.json)"
+
+
+class MainWindow(QMainWindow):
+    """The studio window around one :class:`ProjectDocument`.
+
+    Hooks for tests and embedders: :attr:`ask_save` (returns "save", "discard" or "cancel"),
+    :attr:`show_error` (title, text), and :meth:`add_dock` for extra panels (the Explorer).
+    """
+
+    def __init__(self, doc: ProjectDocument, catalog=None, settings=None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.doc = doc
+        self.catalog = catalog
+        self.settings = settings if settings is not None else make_settings()
+        self.ask_save: Callable[[], str] = self._ask_save_dialog
+        self.show_error: Callable[[str, str], None] = lambda title, text: QMessageBox.warning(self, title, text)
+        self.setWindowIcon(icon("app"))
+        self.setDockOptions(QMainWindow.DockOption.AnimatedDocks | QMainWindow.DockOption.AllowTabbedDocks)
+
+        self.scene = ClusterScene(doc, catalog, self)
+        self.canvas = CanvasView(self.scene)
+        self.setCentralWidget(self.canvas)
+        self.palette = Palette(catalog)
+        self.model_panel = ModelPanel(doc, catalog)
+        self.layout_panel = LayoutPanel(doc)
+        self.metrics = MetricsPanel()
+        self.warnings = WarningsPanel()
+        self.timeline = TimelinePanel()
+
+        self.docks: dict[str, QDockWidget] = {}
+        self.add_dock(self.palette, Qt.DockWidgetArea.LeftDockWidgetArea, "Palette")
+        setup = QTabWidget()
+        setup.addTab(self.model_panel, "Model && workload")
+        setup.addTab(self.layout_panel, "Layout")
+        self.setup_tabs = setup
+        self.add_dock(setup, Qt.DockWidgetArea.LeftDockWidgetArea, "Plan")
+        self.add_dock(self.metrics, Qt.DockWidgetArea.RightDockWidgetArea, "Live metrics")
+        self.add_dock(self.timeline, Qt.DockWidgetArea.BottomDockWidgetArea, "Pipeline timeline")
+        self.add_dock(self.warnings, Qt.DockWidgetArea.BottomDockWidgetArea, "Warnings")
+        self.splitDockWidget(self.docks["Pipeline timeline"], self.docks["Warnings"], Qt.Orientation.Horizontal)
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
+
+        self.engine_label = QLabel("")
+        self.statusBar().addPermanentWidget(self.engine_label)
+        self._build_actions()
+
+        doc.resultReady.connect(self._on_result)
+        doc.errorChanged.connect(self._on_error)
+        doc.message.connect(lambda m: self.statusBar().showMessage(m, 8000))
+        doc.fileChanged.connect(self._update_title)
+        doc.undo_stack.cleanChanged.connect(lambda _c: self._update_title())
+        doc.projectChanged.connect(self._on_project)
+        self.warnings.selectItems.connect(self.highlight)
+        self._update_title()
+        self._default_state = self.saveState()
+        self.resize(1280, 800)
+        self.restore_settings()
+        QTimer.singleShot(0, self.canvas.fit)
+
+    # -------------------------------------------------------------- public
+    def add_dock(self, widget: QWidget, area: Qt.DockWidgetArea, title: str) -> QDockWidget:
+        """Dock ``widget`` in ``area`` under ``title`` (also listed in View ▸ Panels)."""
+        dock = QDockWidget(title, self)
+        dock.setObjectName(f"dock-{title.lower().replace(' ', '-')}")
+        dock.setWidget(widget)
+        dock.setFeatures(
+            QDockWidget.DockWidgetFeature.DockWidgetMovable
+            | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+            | QDockWidget.DockWidgetFeature.DockWidgetClosable
+        )
+        self.addDockWidget(area, dock)
+        self.docks[title] = dock
+        if hasattr(self, "panels_menu"):
+            self.panels_menu.addAction(dock.toggleViewAction())
+        return dock
+
+    def highlight(self, ids: tuple[str, ...]) -> None:
+        """Select the canvas items of ``ids`` (warning click) and bring them into view."""
+        self.doc.set_selection(ids)
+        self.scene.select_ids(ids)
+        items = [self.scene.item_by_id(i) for i in ids]
+        items = [i for i in items if i is not None]
+        if items:
+            self.canvas.ensureVisible(items[0])
+
+    # ------------------------------------------------------------- actions
+    def _action(self, text: str, slot, shortcut=None, tip: str = "", ic: str | None = None) -> QAction:
+        act = QAction(text, self)
+        if shortcut is not None:
+            act.setShortcut(QKeySequence(shortcut))
+        if tip:
+            act.setStatusTip(tip)
+            act.setToolTip(tip)
+        if ic:
+            act.setIcon(icon(ic))
+        act.triggered.connect(lambda _checked=False: slot())
+        return act
+
+    def _build_actions(self) -> None:
+        mb = self.menuBar()
+        S = QKeySequence.StandardKey
+        f = mb.addMenu("&File")
+        f.addAction(self._action("&New", self.new_project, S.New, "Start an empty plan"))
+        f.addAction(self._action("&Open…", self.open_dialog, S.Open, "Open a project file"))
+        self.recent_menu = f.addMenu("Open &Recent")
+        self._fill_recent()
+        f.addSeparator()
+        f.addAction(self._action("&Save", self.save, S.Save, "Save the project"))
+        f.addAction(self._action("Save &As…", self.save_as, S.SaveAs, "Save under a new name"))
+        f.addSeparator()
+        f.addAction(self._action("Export canvas image…", lambda: self.export_image("canvas"), None, "PNG of the whole cluster"))
+        f.addAction(self._action("Export timeline image…", lambda: self.export_image("timeline"), None, "PNG of the pipeline timeline"))
+        f.addSeparator()
+        f.addAction(self._action("&Quit", self.close, S.Quit))
+
+        e = mb.addMenu("&Edit")
+        undo = self.doc.undo_stack.createUndoAction(self, "&Undo")
+        undo.setShortcut(S.Undo)
+        redo = self.doc.undo_stack.createRedoAction(self, "&Redo")
+        redo.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence(S.Redo)])
+        e.addAction(undo)
+        e.addAction(redo)
+        e.addSeparator()
+        self.delete_action = self._action("&Delete", self.scene.delete_selected, S.Delete, "Delete the selection")
+        self.delete_action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        self.canvas.addAction(self.delete_action)
+        e.addAction(self.delete_action)
+        e.addAction(self._action("D&uplicate node", self.scene.duplicate_selected, "Ctrl+D", "Copy the selected node(s)"))
+        e.addAction(self._action("Re&name node…", self._rename_selected, "F2"))
+        e.addAction(self._action("Select &all", self._select_all, S.SelectAll))
+
+        v = mb.addMenu("&View")
+        fit = self._action("&Fit to view", self.canvas.fit, "Ctrl+0", "Show the whole cluster", "fit")
+        zin = self._action("Zoom &in", lambda: self.canvas.zoom_by(1.25), S.ZoomIn, "", "zoom-in")
+        zout = self._action("Zoom &out", lambda: self.canvas.zoom_by(0.8), S.ZoomOut, "", "zoom-out")
+        for a in (fit, zin, zout):
+            v.addAction(a)
+        v.addSeparator()
+        self.panels_menu = v.addMenu("&Panels")
+        for dock in self.docks.values():
+            self.panels_menu.addAction(dock.toggleViewAction())
+        v.addAction(self._action("&Reset window layout", self.reset_layout))
+
+        p = mb.addMenu("&Plan")
+        best = self._action("&Best layout for my targets", self.layout_panel.apply_best, "Ctrl+B", "Sweep layouts and apply the recommended one", "best")
+        p.addAction(best)
+        p.addAction(self._action("&Recompute now", self.doc.recompute_now, "F5"))
+
+        h = mb.addMenu("&Help")
+        h.addAction(self._action("&About Layout Studio", self.about))
+
+        tb = self.addToolBar("Main")
+        tb.setObjectName("toolbar-main")
+        tb.setMovable(False)
+        for a in (fit, zin, zout):
+            tb.addAction(a)
+        tb.addSeparator()
+        tb.addAction(undo)
+        tb.addAction(redo)
+        tb.addSeparator()
+        tb.addAction(best)
+
+    def _rename_selected(self) -> None:
+        nodes = [i for i in self.scene.selected_ids() if i in self.scene.nodes]
+        if nodes:
+            self.canvas.rename_dialog(nodes[0])
+        else:
+            self.statusBar().showMessage("Select a node to rename it", 5000)
+
+    def _select_all(self) -> None:
+        for item in self.scene.items():
+            if hasattr(item, "item_id"):
+                item.setSelected(True)
+
+    def about(self) -> None:
+        QMessageBox.about(
+            self,
+            "About Layout Studio",
+            f"<h3>Layout Studio {studio.__version__}</h3>"
+            "<p>Plan multi-GPU LLM inference: draw the cluster, pick a model, and see memory, "
+            "latency, throughput and cost of every TP × PP × EP layout.</p>"
+            "<p>Apache-2.0 licence.</p>",
+        )
+
+    # --------------------------------------------------------------- files
+    def _update_title(self) -> None:
+        self.setWindowTitle(f"{self.doc.display_name}[*] — Layout Studio")
+        self.setWindowModified(self.doc.is_dirty)
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        files = recent_files(self.settings)
+        for path in files:
+            self.recent_menu.addAction(self._action(Path(path).name, lambda p=path: self.open_path(p), None, path))
+        self.recent_menu.setEnabled(bool(files))
+
+    def maybe_save(self) -> bool:
+        """Before discarding changes: ask; True when it is fine to go on."""
+        if not self.doc.is_dirty:
+            return True
+        answer = self.ask_save()
+        if answer == "save":
+            return self.save()
+        return answer == "discard"
+
+    def _ask_save_dialog(self) -> str:
+        box = QMessageBox(self)
+        box.setIcon(QMessageBox.Icon.Warning)
+        box.setWindowTitle("Unsaved changes")
+        box.setText(f"Save the changes to {self.doc.display_name}?")
+        box.setStandardButtons(
+            QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel
+        )
+        answer = box.exec()
+        return {QMessageBox.StandardButton.Save: "save", QMessageBox.StandardButton.Discard: "discard"}.get(
+            QMessageBox.StandardButton(answer), "cancel"
+        )
+
+    def new_project(self) -> None:
+        if not self.maybe_save():
+            return
+        p = self.doc.project
+        blank = Project(
+            name="Untitled plan",
+            cluster=Cluster(name="cluster", gpu_specs={}, link_kinds={}),
+            model=p.model,
+            model_ref=p.model_ref,
+        )
+        self.doc.replace_document(blank, None)
+        self.doc.message.emit("New plan: drag a node template from the palette onto the canvas")
+
+    def open_dialog(self) -> None:
+        if not self.maybe_save():
+            return
+        path, _ = QFileDialog.getOpenFileName(self, "Open project", self._start_dir(), FILE_FILTER)
+        if path:
+            self.open_path(path, ask=False)
+
+    def open_path(self, path: str | Path, ask: bool = True) -> bool:
+        if ask and not self.maybe_save():
+            return False
+        try:
+            self.doc.open(path)
+        except StudioError as exc:
+            self.show_error("Cannot open project", str(exc))
+            return False
+        push_recent(self.settings, path)
+        self._fill_recent()
+        self.canvas.fit()
+        self.doc.message.emit(f"Opened {path}")
+        return True
+
+    def save(self) -> bool:
+        if self.doc.path is None:
+            return self.save_as()
+        return self._save_to(self.doc.path)
+
+    def save_as(self) -> bool:
+        path, _ = QFileDialog.getSaveFileName(self, "Save project as", self._start_dir(), FILE_FILTER)
+        if not path:
+            return False
+        if not path.endswith(".json"):
+            path += ".json"
+        return self._save_to(Path(path))
+
+    def _save_to(self, path: Path) -> bool:
+        try:
+            written = self.doc.save(path)
+        except StudioError as exc:
+            self.show_error("Cannot save project", str(exc))
+            return False
+        push_recent(self.settings, written)
+        self._fill_recent()
+        return True
+
+    def _start_dir(self) -> str:
+        return str(self.doc.path.parent) if self.doc.path else str(Path.home())
+
+    def export_image(self, what: str, path: str | Path | None = None) -> Path | None:
+        """Save the canvas or the timeline as a PNG (asks for a file when ``path`` is None)."""
+        if path is None:
+            path, _ = QFileDialog.getSaveFileName(self, f"Export {what} image", self._start_dir(), "PNG image (*.png)")
+            if not path:
+                return None
+        path = Path(path)
+        if what == "canvas":
+            img = self.canvas.render_image()
+            ok = img.save(str(path), "PNG")
+        else:
+            ok = self.timeline.grab().save(str(path), "PNG")
+        if not ok:
+            self.show_error("Cannot export image", f"could not write {path}")
+            return None
+        self.doc.message.emit(f"Exported {what} to {path}")
+        return path
+
+    # ------------------------------------------------------------ results
+    def _on_project(self, project: Project, kind: str) -> None:
+        self.engine_label.setText("computing…")
+
+    def _on_result(self, r: PlanResult, revision: int) -> None:
+        self.metrics.set_result(r)
+        self.warnings.set_warnings(r.warnings)
+        self.timeline.set_timelines(r.timelines, r.micro_batches)
+        fit = "fits" if r.fits else "does not fit"
+        self.engine_label.setText(
+            f"{r.layout.label} · {r.gpus} GPUs · {fit} · TTFT {r.ttft_ms:,.0f} ms · TPOT {r.tpot_ms:,.1f} ms"
+        )
+
+    def _on_error(self, message: str) -> None:
+        if not message:
+            return
+        self.metrics.set_error(message)
+        self.warnings.set_error(message)
+        self.timeline.clear(message)
+        self.engine_label.setText("plan not computed")
+        self.statusBar().showMessage(message, 10000)
+
+    # ------------------------------------------------------------ settings
+    def restore_settings(self) -> None:
+        geo = self.settings.value("window/geometry")
+        state = self.settings.value("window/state")
+        if isinstance(geo, QByteArray | bytes):
+            self.restoreGeometry(QByteArray(geo))
+        if isinstance(state, QByteArray | bytes):
+            self.restoreState(QByteArray(state))
+
+    def save_settings(self) -> None:
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        self.settings.setValue("window/state", self.saveState())
+        self.settings.sync()
+
+    def reset_layout(self) -> None:
+        self.restoreState(self._default_state)
+        for dock in self.docks.values():
+            dock.show()
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
+        if not self.maybe_save():
+            event.ignore()
+            return
+        self.save_settings()
+        self.doc.wait_idle(5000)
+        event.accept()

@@ -1,0 +1,1 @@
+"""Side panels: model & workload, layout, live metrics, warnings."""

@@ -1,0 +1,191 @@
+"""Layout panel: TP, PP, EP, DP, micro-batches and layers per stage, offered only with values
+that are valid for the drawn cluster and the model; "best layout for my targets" from the sweep."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QApplication,
+    QComboBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QWidget,
+)
+
+from studio.core.errors import StudioError
+from studio.core.layout import Layout
+from studio.core.project import Project
+from studio.gui.document import ProjectDocument
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def valid_choices(p: Project) -> dict[str, list[int]]:
+    """Values each field may take given the others: TP divides the attention heads, TP × PP × DP
+    fits the drawn GPUs, PP ≤ layers, EP follows the layout's expert rule (1 for dense models)."""
+    n = max(1, p.cluster.num_gpus)
+    lay = p.layout
+    m = p.model
+    tp = [t for t in divisors(m.num_attention_heads) if t <= n]
+    pp = [s for s in range(1, min(m.num_layers, n // lay.tp if lay.tp <= n else 1) + 1)] or [1]
+    dp = [d for d in range(1, max(1, n // (lay.tp * lay.pp)) + 1)] or [1]
+    if m.is_moe:
+        ep = [e for e in divisors(lay.tp * lay.dp) if e % lay.tp == 0 or lay.tp % e == 0]
+    else:
+        ep = [1]
+    for key, values in (("tp", tp), ("pp", pp), ("dp", dp), ("ep", ep)):
+        cur = getattr(lay, key)
+        if cur not in values:
+            values.append(cur)  # keep showing an invalid current value; the engine explains it
+            values.sort()
+    return {"tp": tp, "pp": pp, "dp": dp, "ep": ep}
+
+
+def with_field(p: Project, key: str, value: int) -> Layout:
+    """The layout with ``key`` set to ``value``, other fields adjusted to stay valid: the layer
+    split and placement reset when the shape changes, EP falls back to 1 if it no longer fits."""
+    lay = p.layout
+    data = lay.model_dump()
+    data[key] = value
+    if key in ("tp", "pp", "dp"):
+        data["placement"] = None
+    if key == "pp":
+        data["layers_per_stage"] = None
+    tp, dp, ep = data["tp"], data["dp"], data["ep"]
+    if ep > 1 and ((tp * dp) % ep or (ep % tp and tp % ep)):
+        data["ep"] = 1
+    return Layout.model_validate(data)
+
+
+class LayoutPanel(QWidget):
+    """Edits ``project.layout``."""
+
+    def __init__(self, doc: ProjectDocument, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.doc = doc
+        self._updating = False
+        self.combos: dict[str, QComboBox] = {}
+        form = QFormLayout(self)
+        tips = {
+            "tp": "Tensor parallel: GPUs that split every layer (all-reduce per layer; keep inside NVLink)",
+            "pp": "Pipeline parallel: consecutive layer groups on different GPUs (P2P between stages)",
+            "ep": "Expert parallel (MoE): GPUs holding disjoint experts",
+            "dp": "Data parallel: independent replicas",
+        }
+        for key, label in (("tp", "TP"), ("pp", "PP"), ("ep", "EP"), ("dp", "DP")):
+            c = QComboBox()
+            c.setToolTip(tips[key])
+            c.activated.connect(lambda _i, k=key: self._field(k))
+            self.combos[key] = c
+            form.addRow(label, c)
+        self.micro = QSpinBox()
+        self.micro.setRange(1, 4096)
+        self.micro.setKeyboardTracking(False)
+        self.micro.setToolTip("Micro-batches M in flight through the pipeline (more M, smaller bubble)")
+        self.micro.valueChanged.connect(self._micro)
+        form.addRow("Micro-batches", self.micro)
+        self.layers = QLineEdit()
+        self.layers.setPlaceholderText("even split")
+        self.layers.setToolTip("Layers of each stage, comma separated (e.g. 40,40); empty = even split")
+        self.layers.editingFinished.connect(self._layers)
+        form.addRow("Layers / stage", self.layers)
+        self.summary = QLabel("")
+        self.summary.setWordWrap(True)
+        self.summary.setObjectName("hint")
+        form.addRow(self.summary)
+        self.best = QPushButton("Best layout for my targets")
+        self.best.setToolTip("Sweep every valid layout and apply the recommended one (one undo step)")
+        self.best.clicked.connect(self.apply_best)
+        form.addRow(self.best)
+        self.refresh(doc.project)
+        doc.projectChanged.connect(lambda p, _k: self.refresh(p))
+
+    def refresh(self, p: Project) -> None:
+        self._updating = True
+        try:
+            choices = valid_choices(p)
+            for key, combo in self.combos.items():
+                combo.clear()
+                for v in choices[key]:
+                    combo.addItem(str(v), v)
+                combo.setCurrentIndex(combo.findData(getattr(p.layout, key)))
+                combo.setEnabled(len(choices[key]) > 1)
+            self.micro.setValue(p.layout.micro_batches)
+            split = p.layout.stage_layers(p.model.num_layers)
+            self.layers.setText(",".join(map(str, p.layout.layers_per_stage)) if p.layout.layers_per_stage else "")
+            self.layers.setPlaceholderText("even: " + ",".join(map(str, split)))
+            used, n = p.layout.world_size, p.cluster.num_gpus
+            self.summary.setText(
+                f"{p.layout.label}: uses {used} of {n} GPUs"
+                + ("" if used <= n else f" — {used - n} more than drawn")
+            )
+        finally:
+            self._updating = False
+
+    def _apply(self, text: str, fn) -> None:
+        if not self._updating:
+            self.doc.edit(text, "layout", lambda p: p.replace(layout=fn(p)))
+
+    def _field(self, key: str) -> None:
+        value = self.combos[key].currentData()
+        if value is not None and value != getattr(self.doc.project.layout, key):
+            self._apply(f"{key.upper()} = {value}", lambda p: with_field(p, key, value))
+
+    def set_field(self, key: str, value: int) -> None:
+        """Programmatic twin of choosing ``value`` in the ``key`` box."""
+        self._apply(f"{key.upper()} = {value}", lambda p: with_field(p, key, value))
+
+    def _micro(self, v: int) -> None:
+        if v != self.doc.project.layout.micro_batches:
+            self._apply(f"Micro-batches = {v}", lambda p: p.layout.replace(micro_batches=v))
+
+    def _layers(self) -> None:
+        text = self.layers.text().strip()
+        p = self.doc.project
+        if not text:
+            if p.layout.layers_per_stage is not None:
+                self._apply("Even layer split", lambda q: q.layout.replace(layers_per_stage=None))
+            return
+        try:
+            split = tuple(int(x) for x in text.replace(" ", "").split(","))
+        except ValueError:
+            self.doc.message.emit(f"Layers per stage: '{text}' is not a comma-separated list of whole numbers")
+            return
+        if len(split) != p.layout.pp or sum(split) != p.model.num_layers:
+            self.doc.message.emit(
+                f"Layers per stage: need {p.layout.pp} numbers adding up to {p.model.num_layers} layers (got {text})"
+            )
+            return
+        if split != p.layout.layers_per_stage:
+            self._apply(f"Layers per stage {text}", lambda q: q.layout.replace(layers_per_stage=split))
+
+    def apply_best(self) -> bool:
+        """Run the sweep for the workload's targets and apply the recommended layout."""
+        try:
+            from studio.engine import sweep  # type: ignore[attr-defined]
+        except ImportError:
+            self.doc.message.emit("The layout sweep (studio.engine.sweep) is not installed")
+            return False
+        p = self.doc.project
+        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+        try:
+            result = sweep(p, ttft_ms=p.workload.ttft_ms, tpot_ms=p.workload.tpot_ms)
+            if result.recommended is None:
+                self.doc.message.emit("No layout meets the targets on this cluster; relax TTFT/TPOT or add GPUs")
+                return False
+            best = result.layout(result.recommended)
+        except StudioError as exc:
+            self.doc.message.emit(f"Sweep failed: {exc.message}")
+            return False
+        finally:
+            QApplication.restoreOverrideCursor()
+        if best == p.layout:
+            self.doc.message.emit(f"{best.label} is already the recommended layout")
+            return True
+        self.doc.edit(f"Best layout {best.label}", "layout", lambda q: q.replace(layout=best))
+        return True

@@ -1,0 +1,205 @@
+"""Live metrics: headline figures (each with its "why"), per-GPU memory bars, engine errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QFrame,
+    QGridLayout,
+    QLabel,
+    QSplitter,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from studio.engine.results import GIB, Explanation, PlanResult
+from studio.gui.memory_bars import MemoryBarsWidget
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A headline figure: result attribute (or function), unit, explanation keys to look for."""
+
+    key: str
+    title: str
+    keys: tuple[str, ...]
+
+
+FIGURES: tuple[Figure, ...] = (
+    Figure("ttft", "TTFT", ("ttft_ms", "ttft")),
+    Figure("tpot", "TPOT", ("tpot_ms", "tpot")),
+    Figure("throughput", "Throughput", ("output_tokens_per_s", "throughput")),
+    Figure("cost", "$ / M tokens", ("usd_per_million_output_tokens", "usd_per_million", "cost")),
+    Figure("kv", "KV capacity", ("kv_capacity_tokens", "kv_capacity", "kv")),
+    Figure("batch", "Batch", ("batch", "max_concurrent_sequences", "concurrency")),
+    Figure("allreduce", "AllReduce / layer", ("allreduce_us_per_layer_decode", "allreduce")),
+    Figure("p2p", "P2P / boundary", ("p2p_us_per_boundary_decode", "p2p")),
+    Figure("bubble", "Bubble", ("bubble_fraction", "bubble")),
+    Figure("memory", "Peak memory", ("peak_memory", "memory", "weights")),
+)
+
+
+def find_explanation(explanations: dict[str, Explanation], keys: tuple[str, ...]) -> Explanation | None:
+    """The explanation filed under the first of ``keys`` present, else the first key that
+    contains one of them."""
+    for k in keys:
+        if k in explanations:
+            return explanations[k]
+    for k in keys:
+        for name, e in explanations.items():
+            if k in name:
+                return e
+    return None
+
+
+def _si(v: float, unit: str) -> str:
+    if v >= 1e6:
+        return f"{v / 1e6:,.2f} M{unit}"
+    if v >= 1e4:
+        return f"{v / 1e3:,.1f} k{unit}"
+    return f"{v:,.0f} {unit}" if v >= 100 else f"{v:,.3g} {unit}"
+
+
+def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
+    """Text of a figure and its small caption (per-phase detail)."""
+    if key == "ttft":
+        return f"{r.ttft_ms:,.1f} ms", f"request {r.request_latency_ms / 1000:,.2f} s"
+    if key == "tpot":
+        return f"{r.tpot_ms:,.2f} ms", f"{r.tokens_per_s_per_user:,.1f} tok/s per user"
+    if key == "throughput":
+        return _si(r.output_tokens_per_s, "tok/s"), f"{r.output_tokens_per_s_per_gpu:,.1f} tok/s per GPU"
+    if key == "cost":
+        return f"${r.usd_per_million_output_tokens:,.2f}", f"${r.usd_per_hour:,.2f} per hour"
+    if key == "kv":
+        return _si(float(r.kv_capacity_tokens), "tokens"), f"{r.max_concurrent_sequences:,} sequences"
+    if key == "batch":
+        return f"{r.batch:,}", "auto (fits KV)" if r.batch_auto else "fixed"
+    if key == "allreduce":
+        return f"{r.allreduce_us_per_layer_decode:,.1f} µs", f"prefill {r.allreduce_us_per_layer_prefill:,.0f} µs"
+    if key == "p2p":
+        if r.layout.pp == 1:
+            return "—", "no pipeline"
+        return f"{r.p2p_us_per_boundary_decode:,.1f} µs", f"prefill {r.p2p_us_per_boundary_prefill:,.0f} µs"
+    if key == "bubble":
+        return f"{r.bubble_fraction:.0%}", f"M = {r.micro_batches}"
+    if key == "memory":
+        m = r.peak_memory
+        return f"{m.total / GIB:,.1f} GiB", f"of {m.capacity / GIB:,.0f} GiB ({m.gpu_id})"
+    raise KeyError(key)
+
+
+class FigureCard(QFrame):
+    """Title, big value, caption; click shows the explanation in the side panel."""
+
+    clicked = Signal(str)
+
+    def __init__(self, fig: Figure, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.fig = fig
+        self.setObjectName("figureCard")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.title = QLabel(fig.title)
+        self.title.setObjectName("figureTitle")
+        self.value = QLabel("—")
+        self.value.setObjectName("figureValue")
+        self.caption = QLabel("")
+        self.caption.setObjectName("figureCaption")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(8, 4, 8, 4)
+        lay.setSpacing(0)
+        for w in (self.title, self.value, self.caption):
+            lay.addWidget(w)
+
+    def mousePressEvent(self, event) -> None:  # noqa: N802 - Qt API
+        self.clicked.emit(self.fig.key)
+
+
+class MetricsPanel(QWidget):
+    """Headline figures in a grid, memory bars below, the "why" of the chosen figure beside."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.result: PlanResult | None = None
+        self.status = QLabel("Computing…")
+        self.status.setObjectName("planStatus")
+        self.status.setWordWrap(True)
+        self.cards: dict[str, FigureCard] = {}
+        grid = QGridLayout()
+        grid.setSpacing(4)
+        for i, fig in enumerate(FIGURES):
+            card = FigureCard(fig)
+            card.clicked.connect(self.show_why)
+            self.cards[fig.key] = card
+            grid.addWidget(card, i // 2, i % 2)
+        self.memory = MemoryBarsWidget()
+        self.why = QTextBrowser()
+        self.why.setObjectName("why")
+        self.why.setPlaceholderText("Click a figure to see how it was computed.")
+        self._why_key = "ttft"
+        top = QWidget()
+        tl = QVBoxLayout(top)
+        tl.setContentsMargins(0, 0, 0, 0)
+        tl.addWidget(self.status)
+        tl.addLayout(grid)
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(top)
+        split.addWidget(self.memory)
+        split.addWidget(self.why)
+        split.setStretchFactor(0, 0)
+        split.setStretchFactor(1, 2)
+        split.setStretchFactor(2, 1)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        lay.addWidget(split)
+
+    def set_result(self, r: PlanResult) -> None:
+        self.result = r
+        if r.fits:
+            self.status.setText(f"<b>{r.layout.label}</b> on {r.gpus} GPUs: fits. {r.fit_reason}")
+            self.status.setStyleSheet("")
+        else:
+            self.status.setText(f"<b>{r.layout.label}</b> does not fit: {r.fit_reason}")
+            self.status.setStyleSheet("color: #c92a2a;")
+        for fig in FIGURES:
+            card = self.cards[fig.key]
+            value, caption = figure_value(r, fig.key)
+            card.value.setText(value)
+            card.caption.setText(caption)
+            e = find_explanation(r.explanations, fig.keys)
+            card.setToolTip(f"<pre>{_html(e.as_text())}</pre>" if e else f"{fig.title}: no breakdown from the engine")
+        self.memory.set_memory(r.memory)
+        self.show_why(self._why_key)
+
+    def set_error(self, message: str) -> None:
+        """The engine refused the project: say why, grey out the figures."""
+        if not message:
+            return
+        self.result = None
+        self.status.setText(f"Cannot compute this plan: {message}")
+        self.status.setStyleSheet("color: #c92a2a;")
+        for card in self.cards.values():
+            card.value.setText("—")
+            card.caption.setText("")
+        self.memory.set_memory(())
+        self.why.setPlainText(message)
+
+    def show_why(self, key: str) -> None:
+        """Show the explanation of figure ``key`` in the side panel."""
+        self._why_key = key
+        r = self.result
+        if r is None:
+            return
+        fig = next(f for f in FIGURES if f.key == key)
+        e = find_explanation(r.explanations, fig.keys)
+        text = e.as_text() if e else f"{fig.title}: the engine gave no breakdown for this figure."
+        if r.assumptions and key == "ttft":
+            text += "\n\nAssumptions:\n" + "\n".join(f"  • {a}" for a in r.assumptions)
+        self.why.setPlainText(text)
+
+
+def _html(s: str) -> str:
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

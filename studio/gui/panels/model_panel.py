@@ -1,0 +1,192 @@
+"""Model & workload panel: model preset (searchable) or a config.json, precision, ISL/OSL, batch,
+latency targets, price per GPU-hour. Every change is one undo step on the document."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QCompleter,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QWidget,
+)
+
+from studio.core.errors import StudioError
+from studio.core.precision import WEIGHT_DTYPES, DType
+from studio.core.project import Project
+from studio.gui.document import ProjectDocument
+
+KV_DTYPES = ("bf16", "fp16", "fp8")
+
+
+def _spin(lo: int, hi: int, suffix: str = "") -> QSpinBox:
+    s = QSpinBox()
+    s.setRange(lo, hi)
+    s.setKeyboardTracking(False)
+    s.setSuffix(suffix)
+    s.setGroupSeparatorShown(True)
+    return s
+
+
+def _dspin(lo: float, hi: float, decimals: int, suffix: str, none_text: str) -> QDoubleSpinBox:
+    s = QDoubleSpinBox()
+    s.setRange(lo, hi)
+    s.setDecimals(decimals)
+    s.setKeyboardTracking(False)
+    s.setSuffix(suffix)
+    s.setSpecialValueText(none_text)  # shown at the minimum (0) = no value
+    return s
+
+
+class ModelPanel(QWidget):
+    """Edits ``project.model``, ``project.workload`` and ``project.serving``."""
+
+    def __init__(self, doc: ProjectDocument, catalog=None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.doc = doc
+        self.catalog = catalog
+        self._updating = False
+        self.model = QComboBox()
+        self.model.setEditable(True)
+        self.model.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self.model.completer().setFilterMode(Qt.MatchFlag.MatchContains)
+        self.model.completer().setCompletionMode(QCompleter.CompletionMode.PopupCompletion)
+        self.model.setToolTip("Model preset (type to search)")
+        if catalog is not None:
+            for mid, m in sorted(catalog.models.items(), key=lambda kv: kv[1].name.lower()):
+                self.model.addItem(m.name, mid)
+        self.load_button = QPushButton("Load config.json…")
+        self.load_button.setToolTip("Use a Hugging Face config.json as the model")
+        self.model_info = QLabel("")
+        self.model_info.setWordWrap(True)
+        self.model_info.setObjectName("hint")
+        self.weight = QComboBox()
+        self.weight.addItem("checkpoint's own", None)
+        for d in WEIGHT_DTYPES:
+            self.weight.addItem(d.upper(), d)
+        self.kv = QComboBox()
+        for d in KV_DTYPES:
+            self.kv.addItem(d.upper(), d)
+        self.isl = _spin(1, 10_000_000, " tokens")
+        self.osl = _spin(1, 10_000_000, " tokens")
+        self.batch_auto = QCheckBox("auto (as many as the KV cache holds)")
+        self.batch = _spin(1, 1_000_000)
+        self.ttft = _dspin(0, 1e6, 0, " ms", "no target")
+        self.tpot = _dspin(0, 1e5, 1, " ms", "no target")
+        self.price = _dspin(0, 10_000, 2, " $/GPU·h", "each GPU's own")
+        form = QFormLayout(self)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        row = QHBoxLayout()
+        row.addWidget(self.model, 1)
+        form.addRow("Model", row)
+        form.addRow("", self.load_button)
+        form.addRow("", self.model_info)
+        form.addRow("Weights", self.weight)
+        form.addRow("KV cache", self.kv)
+        form.addRow("Input (ISL)", self.isl)
+        form.addRow("Output (OSL)", self.osl)
+        form.addRow("Batch", self.batch)
+        form.addRow("", self.batch_auto)
+        form.addRow("TTFT target", self.ttft)
+        form.addRow("TPOT target", self.tpot)
+        form.addRow("Price", self.price)
+        self.refresh(doc.project)
+        doc.projectChanged.connect(lambda p, _k: self.refresh(p))
+        self.model.activated.connect(self._model_chosen)
+        self.load_button.clicked.connect(self._load_config)
+        self.weight.currentIndexChanged.connect(lambda _i: self._serving("Weight precision", weight_dtype=self.weight.currentData()))
+        self.kv.currentIndexChanged.connect(lambda _i: self._serving("KV precision", kv_dtype=self.kv.currentData()))
+        self.isl.valueChanged.connect(lambda v: self._workload("Input length", isl=v))
+        self.osl.valueChanged.connect(lambda v: self._workload("Output length", osl=v))
+        self.batch.valueChanged.connect(lambda v: self._workload("Batch", batch=v))
+        self.batch_auto.toggled.connect(lambda on: self._workload("Batch auto", batch="auto" if on else self.batch.value()))
+        self.ttft.valueChanged.connect(lambda v: self._workload("TTFT target", ttft_ms=v or None))
+        self.tpot.valueChanged.connect(lambda v: self._workload("TPOT target", tpot_ms=v or None))
+        self.price.valueChanged.connect(lambda v: self._serving("Price per GPU-hour", price_per_gpu_hour=v or None))
+
+    def refresh(self, p: Project) -> None:
+        """Show ``p`` without emitting edits."""
+        self._updating = True
+        try:
+            i = self.model.findData(p.model_ref) if p.model_ref else -1
+            if i < 0:
+                i = self.model.findData(p.model.id)
+            if i < 0:
+                self.model.setEditText(p.model.name)
+            else:
+                self.model.setCurrentIndex(i)
+            m = p.model
+            self.model_info.setText(
+                f"{m.num_params / 1e9:,.1f} B parameters"
+                + (f" ({m.num_active_params / 1e9:,.1f} B active)" if m.is_moe else "")
+                + f", {m.num_layers} layers, {m.num_attention_heads} heads / {m.num_kv_heads} KV heads"
+            )
+            self.weight.setCurrentIndex(max(0, self.weight.findData(p.serving.weight_dtype.value if p.serving.weight_dtype else None)))
+            self.kv.setCurrentIndex(max(0, self.kv.findData(DType(p.serving.kv_dtype).value)))
+            w = p.workload
+            self.isl.setValue(w.isl)
+            self.osl.setValue(w.osl)
+            auto = w.batch == "auto"
+            self.batch_auto.setChecked(auto)
+            self.batch.setEnabled(not auto)
+            if not auto:
+                self.batch.setValue(int(w.batch))
+            self.ttft.setValue(w.ttft_ms or 0)
+            self.tpot.setValue(w.tpot_ms or 0)
+            self.price.setValue(p.serving.price_per_gpu_hour or 0)
+        finally:
+            self._updating = False
+
+    def _edit(self, text: str, kind: str, fn: Callable[[Project], Project]) -> None:
+        if not self._updating:
+            self.doc.edit(text, kind, fn)
+
+    def _workload(self, text: str, **changes) -> None:
+        self._edit(text, "workload", lambda p: p.replace(workload=p.workload.replace(**changes)))
+
+    def _serving(self, text: str, **changes) -> None:
+        self._edit(text, "serving", lambda p: p.replace(serving=p.serving.replace(**changes)))
+
+    def _model_chosen(self, index: int) -> None:
+        mid = self.model.itemData(index)
+        if mid is None or self.catalog is None or mid not in self.catalog.models:
+            return
+        arch = self.catalog.models[mid].architecture
+        self.set_model(arch, mid, f"Model {arch.name}")
+
+    def set_model(self, arch, ref: str | None, text: str) -> None:
+        """Swap the model (resetting a per-stage layer split that no longer adds up)."""
+
+        def fn(p: Project) -> Project:
+            layout = p.layout
+            if layout.layers_per_stage is not None and sum(layout.layers_per_stage) != arch.num_layers:
+                layout = layout.replace(layers_per_stage=None)
+            return p.replace(model=arch, model_ref=ref, layout=layout)
+
+        self._edit(text, "model", fn)
+
+    def _load_config(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Load a Hugging Face config.json", "", "config.json (*.json)")
+        if path:
+            self.load_config(path)
+
+    def load_config(self, path: str) -> bool:
+        """Use ``path`` (a Hugging Face config.json) as the model; errors go to the status bar."""
+        from studio.io.hf_config import load_model_config
+
+        try:
+            arch = load_model_config(path)
+        except StudioError as exc:
+            self.doc.message.emit(str(exc))
+            return False
+        self.set_model(arch, path, f"Model from {path}")
+        return True

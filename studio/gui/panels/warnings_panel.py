@@ -1,0 +1,66 @@
+"""Warnings list with severity icons; clicking one selects the GPUs and links it names."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QListWidget, QListWidgetItem, QStyle, QVBoxLayout, QWidget
+
+from studio.engine.results import PlanWarning
+
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+SEVERITY_ICONS = {
+    "error": QStyle.StandardPixmap.SP_MessageBoxCritical,
+    "warning": QStyle.StandardPixmap.SP_MessageBoxWarning,
+    "info": QStyle.StandardPixmap.SP_MessageBoxInformation,
+}
+
+
+class WarningsPanel(QWidget):
+    """Lists :class:`PlanWarning` values, most severe first."""
+
+    selectItems = Signal(tuple)  # ids of GPUs and links to highlight
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.list = QListWidget()
+        self.list.setWordWrap(True)
+        self.list.setObjectName("warnings")
+        self.list.itemClicked.connect(self._clicked)
+        self.list.currentItemChanged.connect(lambda cur, _prev: cur is not None and self._clicked(cur))
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        lay.addWidget(self.list)
+        self.warnings: tuple[PlanWarning, ...] = ()
+
+    def set_warnings(self, warnings: tuple[PlanWarning, ...]) -> None:
+        self.warnings = tuple(sorted(warnings, key=lambda w: SEVERITY_ORDER.get(w.severity, 3)))
+        self.list.blockSignals(True)
+        self.list.clear()
+        style = self.style()
+        for w in self.warnings:
+            item = QListWidgetItem(style.standardIcon(SEVERITY_ICONS.get(w.severity, SEVERITY_ICONS["info"])), f"{w.message}\n→ {w.fix}")
+            item.setToolTip(f"{w.code} ({w.severity})\n{w.message}\nFix: {w.fix}")
+            item.setData(Qt.ItemDataRole.UserRole, (*w.gpus, *w.links))
+            self.list.addItem(item)
+        if not self.warnings:
+            item = QListWidgetItem(style.standardIcon(QStyle.StandardPixmap.SP_DialogApplyButton), "No warnings for this plan.")
+            item.setFlags(Qt.ItemFlag.ItemIsEnabled)
+            self.list.addItem(item)
+        self.list.blockSignals(False)
+
+    def set_error(self, message: str) -> None:
+        if not message:
+            return
+        self.warnings = ()
+        self.list.clear()
+        item = QListWidgetItem(self.style().standardIcon(SEVERITY_ICONS["error"]), message)
+        self.list.addItem(item)
+
+    def click_row(self, row: int) -> None:
+        """Act as if row ``row`` was clicked (keyboard users, tests)."""
+        self.list.setCurrentRow(row)
+
+    def _clicked(self, item: QListWidgetItem) -> None:
+        ids = item.data(Qt.ItemDataRole.UserRole)
+        if ids:
+            self.selectItems.emit(tuple(ids))

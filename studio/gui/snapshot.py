@@ -1,0 +1,41 @@
+"""Render the main window offscreen to a PNG (docs, CI, slides; ``layout-studio snapshot``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from studio.core.errors import StudioError
+from studio.core.project import Project
+
+
+def render_main_window(project: Project | None, out: Path, size: tuple[int, int] = (1280, 800)) -> Path:
+    """Build the window on ``project`` (None: the bundled example), compute the plan, and save a
+    PNG of it at ``size`` pixels to ``out``.
+
+    Raises
+    ------
+    StudioError
+        The PNG cannot be written.
+    """
+    from PySide6.QtWidgets import QApplication
+
+    from studio.gui.app import application, build_window
+
+    app = application()
+    win = build_window(project, threaded=False)
+    win.resize(*size)
+    win.show()
+    app.processEvents()
+    win.doc.recompute_now()
+    app.processEvents()
+    win.canvas.fit()
+    app.processEvents()
+    out = Path(out)
+    ok = win.grab().save(str(out), "PNG")
+    win.doc.undo_stack.setClean()
+    win.close()
+    win.deleteLater()
+    QApplication.processEvents()
+    if not ok:
+        raise StudioError(f"cannot write the PNG '{out}'")
+    return out
