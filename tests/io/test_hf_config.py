@@ -232,3 +232,34 @@ def test_mutated_real_configs_raise_only_studio_error(name: str, changes: dict) 
         assert str(exc).startswith("test.json: ")
     else:
         assert arch.num_params > 0 and arch.kv_bytes_per_token() > 0
+
+
+def test_deepseek_v2_family_matches_published_totals() -> None:
+    # Shape from models.md "other reference configs" (deepseek-ai/DeepSeek-V2 commit 4c2b2d1
+    # config.json); published: 236B total, 21B active (DeepSeek-V2 model card).
+    cfg = {"model_type": "deepseek_v2", "hidden_size": 5120, "num_hidden_layers": 60,
+           "num_attention_heads": 128, "num_key_value_heads": 128, "intermediate_size": 12288,
+           "moe_intermediate_size": 1536, "n_routed_experts": 160, "n_shared_experts": 2,
+           "num_experts_per_tok": 6, "first_k_dense_replace": 1, "moe_layer_freq": 1,
+           "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+           "v_head_dim": 128, "vocab_size": 102400, "max_position_embeddings": 163840,
+           "topk_method": "group_limited_greedy"}
+    arch = _arch(cfg)
+    assert round(arch.num_params / 1e9) == 236
+    assert round(arch.num_active_params / 1e9) == 21
+    assert arch.moe is not None and not arch.moe.router_score_bias
+
+
+def test_qwen2_moe_shared_expert_matches_published_totals() -> None:
+    # Qwen/Qwen1.5-MoE-A2.7B config.json shape; published: 14.3B total, 2.7B activated
+    # (Qwen1.5-MoE model card).
+    cfg = {"model_type": "qwen2_moe", "hidden_size": 2048, "num_hidden_layers": 24,
+           "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 5632,
+           "moe_intermediate_size": 1408, "num_experts": 60, "num_experts_per_tok": 4,
+           "shared_expert_intermediate_size": 5632, "vocab_size": 151936,
+           "max_position_embeddings": 8192, "decoder_sparse_step": 1, "tie_word_embeddings": False}
+    arch = _arch(cfg)
+    assert round(arch.num_params / 1e8) == 143
+    assert round(arch.num_active_params / 1e8) == 27
+    cfg["mlp_only_layers"] = [0, 5]
+    assert _arch(cfg).num_moe_layers == 22
