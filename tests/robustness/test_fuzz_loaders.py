@@ -1,7 +1,7 @@
 """Fuzzing: more than 10,000 generated and mutated project files, and mutated ``config.json``
 files, thrown at the loaders. The only exception allowed out is :class:`StudioError`.
 
-Seeds are the golden project files (and the bundled examples once they exist) and real
+Seeds are the golden project files (the bundled examples among them) and real
 ``config.json`` files. Mutations: deleted keys, wrong types, huge and negative numbers, deep
 nesting, duplicated items, emptied containers, and byte-level damage (flips, insertions,
 truncation, random bytes). Runs derandomised so CI is reproducible.
@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 
 from studio.core.errors import StudioError
 from studio.io.project_file import load_project, project_from_bytes, project_from_json
-from tests.robustness.golden_files import example_files, golden_files
+from tests.robustness.golden_files import golden_files
 
 HF_DIR = Path(__file__).parent / "data" / "hf-configs"
-PROJECT_SEEDS = [p.read_bytes() for p in golden_files(1) + example_files()]
+PROJECT_SEEDS = [p.read_bytes() for p in golden_files(1)]  # bundled examples are copied in there
 PROJECT_TEXTS = [raw.decode("utf-8-sig") for raw in PROJECT_SEEDS]
 CONFIG_TEXTS = [p.read_text(encoding="utf-8") for p in sorted(HF_DIR.glob("*.config.json"))]
 

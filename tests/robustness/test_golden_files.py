@@ -16,6 +16,11 @@ EXPECTED = {
     "dgx-h100-2node.json": (16, 74, "llama-3.1-70b", "TP8×PP2", "TP8×PP1×DP2"),
     "moe-mla-placement.json": (16, 74, "deepseek-v3", "TP8×PP1×DP2×EP16", None),
     "gpt-oss-unicode-bom-crlf.json": (8, 29, "gpt-oss-120b", "TP2×PP1×DP4×EP8", None),
+    # Copies of the bundled examples (presets/examples) as first released with schema_version 1.
+    "example-dgx-h100-2node-llama-405b.json": (16, 82, "llama-3.1-405b", "TP8×PP2", None),
+    "example-gb200-nvl72-deepseek-v3.json": (72, 270, "deepseek-v3", "TP8×PP1×DP9×EP72", None),
+    "example-h100-pcie-bridge-llama-70b.json": (8, 21, "llama-3.1-70b", "TP2×PP4", None),
+    "example-l40s-8x-llama-70b-fp8.json": (8, 15, "llama-3.1-70b", "TP8×PP1", None),
 }
 
 
