@@ -1,0 +1,79 @@
+"""Communication over the drawn link graph: paths, NVSwitch vs PCIe vs network."""
+
+from __future__ import annotations
+
+import pytest
+
+from studio.core.errors import StudioError
+from studio.core.layout import Layout
+from studio.core.workload import Workload
+from studio.engine import evaluate
+from studio.engine.topology import path_between
+from tests.engine.fixtures import (
+    DGX_H100,
+    FP8,
+    H100_PCIE_ONLY,
+    L40S,
+    L40S_BOX,
+    LLAMA_70B,
+    cluster,
+    project,
+)
+
+
+def test_decode_allreduce_about_5us_tp8_nvlink_h100():
+    # concept card: ~5 µs per layer at TP=8 on NVLink H100 for a decode-sized message
+    r = evaluate(project(cluster(DGX_H100, 1), LLAMA_70B, Layout(tp=8), workload=Workload(batch=1)))
+    assert 4.0 <= r.allreduce_us_per_layer_decode <= 8.0
+    dec = [c for c in r.comm if c.kind == "allreduce" and c.phase == "decode"][0]
+    assert dec.algorithm == "one-shot" and dec.bottleneck_kind == "nvlink4-nvswitch"
+
+
+def test_path_between_gpus_in_node_and_across():
+    c = cluster(DGX_H100, 2)
+    gpus = [g.id for g in c.gpus]
+    p = path_between(c, gpus[0], gpus[1])
+    assert p.bottleneck_kind == "nvlink4-nvswitch" and len(p.hops) == 2
+    q = path_between(c, gpus[0], gpus[8])
+    assert q.bottleneck_kind in ("ib-ndr",) and q.bandwidth_gbps == pytest.approx(50 * 0.94)
+    assert q.latency_us > p.latency_us
+    with pytest.raises(StudioError, match="not a GPU"):
+        path_between(c, gpus[0], "nope")
+
+
+def test_pcie_ring_shares_socket_link():
+    c = cluster(L40S_BOX, 1, L40S)
+    r = evaluate(project(c, LLAMA_70B, Layout(tp=8), workload=Workload(batch=8), serving=FP8))
+    pre = [x for x in r.comm if x.kind == "allreduce" and x.phase == "prefill"][0]
+    assert pre.bottleneck_kind in ("pcie-gen4-xsocket", "pcie-gen4-hostbridge")
+    assert "TP_OVER_SLOW_LINK" in {w.code for w in r.warnings}
+    assert "TP_GT4_NO_NVSWITCH" in {w.code for w in r.warnings}
+
+
+def test_tp_over_pcie_degrades_ttft_and_throughput_vs_nvlink():
+    # concept card: TP across PCIe costs 30-50% TTFT and 60-80% sustained throughput
+    w = Workload(isl=2048, osl=256)
+    nv = evaluate(project(cluster(DGX_H100, 1), LLAMA_70B, Layout(tp=8), workload=w))
+    pc = evaluate(project(cluster(H100_PCIE_ONLY, 1), LLAMA_70B, Layout(tp=8), workload=w))
+    assert pc.ttft_ms > 1.3 * nv.ttft_ms
+    assert pc.output_tokens_per_s < 0.6 * nv.output_tokens_per_s
+
+
+def test_tp_across_nodes_warns_and_names_network():
+    r = evaluate(project(cluster(DGX_H100, 2), LLAMA_70B, Layout(tp=16)))
+    w = {x.code: x for x in r.warnings}
+    assert "TP_CROSSES_NODE" in w and w["TP_CROSSES_NODE"].links
+    assert any(c.bottleneck_kind == "ib-ndr" for c in r.comm if c.kind == "allreduce")
+
+
+def test_pp_p2p_over_network_between_nodes():
+    r = evaluate(project(cluster(DGX_H100, 2), LLAMA_70B, Layout(tp=8, pp=2)))
+    hop = [c for c in r.comm if c.kind == "p2p"][0]
+    assert hop.bottleneck_kind == "ib-ndr" and r.p2p_us_per_boundary_decode > 0
+
+
+def test_disconnected_gpus_are_a_clear_error():
+    c = cluster(DGX_H100, 1)
+    c2 = c.model_copy(update={"links": tuple(lk for lk in c.links if "nvswitch" not in lk.id and "pcie" not in lk.id)})
+    with pytest.raises(StudioError, match="not joined"):
+        evaluate(project(c2, LLAMA_70B, Layout(tp=8)))
