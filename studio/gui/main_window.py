@@ -73,8 +73,7 @@ class MainWindow(QMainWindow):
         self.add_dock(setup, Qt.DockWidgetArea.LeftDockWidgetArea, "Plan")
         self.add_dock(self.metrics, Qt.DockWidgetArea.RightDockWidgetArea, "Live metrics")
         self.add_dock(self.timeline, Qt.DockWidgetArea.BottomDockWidgetArea, "Pipeline timeline")
-        self.add_dock(self.warnings, Qt.DockWidgetArea.BottomDockWidgetArea, "Warnings")
-        self.splitDockWidget(self.docks["Pipeline timeline"], self.docks["Warnings"], Qt.Orientation.Horizontal)
+        self.add_dock(self.warnings, Qt.DockWidgetArea.RightDockWidgetArea, "Warnings")
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
 
@@ -90,8 +89,12 @@ class MainWindow(QMainWindow):
         doc.projectChanged.connect(self._on_project)
         self.warnings.selectItems.connect(self.highlight)
         self._update_title()
-        self._default_state = self.saveState()
         self.resize(1280, 800)
+        self.resizeDocks([self.docks["Palette"], self.docks["Live metrics"]], [290, 330], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.docks["Pipeline timeline"]], [230], Qt.Orientation.Vertical)
+        self.resizeDocks([self.docks["Live metrics"], self.docks["Warnings"]], [560, 150], Qt.Orientation.Vertical)
+        self.resizeDocks([self.docks["Palette"], self.docks["Plan"]], [230, 520], Qt.Orientation.Vertical)
+        self._default_state = self.saveState()
         self.restore_settings()
         QTimer.singleShot(0, self.canvas.fit)
 

@@ -46,7 +46,10 @@ def paint_memory_bars(p: QPainter, rect: QRectF, bars: Sequence[Bar], font: QFon
     p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
     p.setFont(font)
     line = fm.height()
-    legend_h = line + 6
+    entries = [*MEMORY_PARTS, ("free", "Free", FREE_COLOR)]
+    widths = [13 + fm.horizontalAdvance(label) + 12 for _k, label, _c in entries]
+    rows_needed = 1 if sum(widths) <= rect.width() - 8 else 2
+    legend_h = rows_needed * (line + 2) + 4
     axis_w = fm.horizontalAdvance("000 GiB") + 6
     plot = QRectF(rect.left() + axis_w, rect.top() + legend_h + 4, rect.width() - axis_w - 4, rect.height() - legend_h - line - 10)
     out: list[QRectF] = []
@@ -56,12 +59,14 @@ def paint_memory_bars(p: QPainter, rect: QRectF, bars: Sequence[Bar], font: QFon
     top = max(max(b.memory.capacity, b.memory.total) for b in bars) / GIB
     scale = plot.height() / top if top > 0 else 1.0
     # legend
-    x = rect.left() + 4
-    for _key, label, color in (*MEMORY_PARTS, ("free", "Free", FREE_COLOR)):
-        p.fillRect(QRectF(x, rect.top() + 4, 10, 10), QColor(color))
+    x, y0 = rect.left() + 4, rect.top() + 4
+    for (_key, label, color), w in zip(entries, widths, strict=True):
+        if x + w > rect.right() and x > rect.left() + 4:
+            x, y0 = rect.left() + 4, y0 + line + 2
+        p.fillRect(QRectF(x, y0 + (line - 10) / 2, 10, 10), QColor(color))
         p.setPen(QColor("#212529"))
-        p.drawText(QPointF(x + 13, rect.top() + 4 + fm.ascent() - 1), label)
-        x += 13 + fm.horizontalAdvance(label) + 12
+        p.drawText(QPointF(x + 13, y0 + fm.ascent()), label)
+        x += w
     # axis
     p.setPen(QPen(QColor("#adb5bd"), 1))
     step = _nice_step(top)

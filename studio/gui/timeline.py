@@ -20,7 +20,7 @@ BAR_HEIGHT = 0.64
 class TimelinePlot(pg.PlotWidget):
     """The chart: lanes on the y axis (stage 0 on top), time in ms on the x axis."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, legend: bool = True) -> None:
         super().__init__(parent, background="w")
         self.timeline: Timeline | None = None
         self.setMenuEnabled(False)
@@ -31,7 +31,12 @@ class TimelinePlot(pg.PlotWidget):
         pi.setLabel("bottom", "time", units="ms")
         pi.getAxis("bottom").enableAutoSIPrefix(False)
         pi.getViewBox().invertY(True)
-        self.legend = pi.addLegend(offset=(-6, 4), colCount=4, labelTextSize="8pt", brush=pg.mkBrush(255, 255, 255, 230))
+        self.legend = (
+            pi.addLegend(offset=(4, 2), colCount=4, labelTextSize="8pt", brush=pg.mkBrush(255, 255, 255, 230))
+            if legend
+            else None
+        )
+        self._headroom = 0.9 if legend else 0.0
         self.bars: dict[str, pg.BarGraphItem] = {}
         for kind in SEGMENT_KINDS:
             color = SEGMENT_COLORS.get(kind, "#999999")
@@ -40,7 +45,8 @@ class TimelinePlot(pg.PlotWidget):
                 brush=pg.mkBrush(color), pen=pg.mkPen("w", width=0.6), name=SEGMENT_LABELS.get(kind, kind),
             )
             self.addItem(bar)
-            self.legend.addItem(bar, SEGMENT_LABELS.get(kind, kind))
+            if self.legend is not None:
+                self.legend.addItem(bar, SEGMENT_LABELS.get(kind, kind))
             self.bars[kind] = bar
         self.note = pg.TextItem("", color="#212529", anchor=(1, 1))
         self.addItem(self.note, ignoreBounds=True)
@@ -66,9 +72,9 @@ class TimelinePlot(pg.PlotWidget):
         n = len(tl.lanes)
         total = max(tl.total_ms, 1e-9)
         self.setXRange(0, total * 1.02, padding=0)
-        self.setYRange(-0.6, n - 0.4 + 0.55 * 2, padding=0)
-        self.note.setText(f"bubble {tl.bubble_fraction:.0%} · step {total:,.2f} ms")
-        self.note.setPos(total * 1.01, n - 0.45 + 0.55 * 2)
+        self.setYRange(-0.6 - self._headroom, n - 0.4 + 0.5, padding=0)
+        self.note.setText(f"bubble {tl.bubble_fraction:.0%} of the step · step {total:,.2f} ms")
+        self.note.setPos(total * 1.01, n - 0.4 + 0.5)
 
     def segment_at(self, x: float, y: float) -> int | None:
         """Index of the segment under data point (x ms, y lane), or None."""
@@ -111,27 +117,39 @@ class TimelinePanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.plot = TimelinePlot(self)
+        self.plot = TimelinePlot(self, legend=False)
         self.timelines: dict[str, Timeline] = {}
         self.phase = "decode"
         self.caption = QLabel("")
-        self.caption.setWordWrap(True)
+        self.caption.setObjectName("hint")
         top = QHBoxLayout()
         top.setContentsMargins(6, 2, 6, 0)
         self._group = QButtonGroup(self)
-        for phase, text in (("prefill", "Prefill (first token)"), ("decode", "One decode step")):
+        for phase, text in (("prefill", "Prefill"), ("decode", "Decode step")):
             b = QRadioButton(text)
             b.setObjectName(f"phase-{phase}")
             b.setChecked(phase == self.phase)
             b.toggled.connect(lambda on, ph=phase: on and self.set_phase(ph))
             self._group.addButton(b)
             top.addWidget(b)
-        top.addStretch(1)
+        top.addSpacing(12)
         top.addWidget(self.caption)
+        top.addStretch(1)
+        keyrow = QHBoxLayout()
+        keyrow.setContentsMargins(6, 0, 6, 0)
+        key = QLabel(
+            "  ".join(
+                f'<span style="color:{SEGMENT_COLORS[k]}">■</span> {SEGMENT_LABELS[k]}' for k in SEGMENT_KINDS
+            )
+        )
+        key.setObjectName("timelineKey")
+        key.setWordWrap(True)
+        keyrow.addWidget(key, 1)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
         lay.addLayout(top)
+        lay.addLayout(keyrow)
         lay.addWidget(self.plot, 1)
 
     def set_timelines(self, timelines: dict[str, Timeline], micro_batches: int | None = None) -> None:
@@ -139,8 +157,8 @@ class TimelinePanel(QWidget):
         tl = self.timelines.get(self.phase)
         self.plot.set_timeline(tl)
         if tl is not None:
-            mb = f"M = {micro_batches} micro-batch{'es' if micro_batches != 1 else ''} · " if micro_batches else ""
-            self.caption.setText(f"{mb}{len(tl.lanes)} lane{'s' if len(tl.lanes) != 1 else ''}")
+            mb = f"M = {micro_batches} · " if micro_batches else ""
+            self.caption.setText(f"{mb}bubble {tl.bubble_fraction:.0%}")
         else:
             self.caption.setText("no timeline")
 

@@ -103,7 +103,7 @@ class GpuTile(Endpoint):
         self.slot = slot
         name = short_gpu_name(spec.name) if spec else "?"
         self.label = name
-        self.sublabel = f"#{slot} · {spec.memory_gb:.0f} GB" if spec else f"#{slot}"
+        self.sublabel = f"#{slot}"
         self.fill = QColor("#d3f9d8") if spec and spec.vendor == "nvidia" else QColor("#ffe8cc")
         self.outline = QColor("#2b8a3e") if spec and spec.vendor == "nvidia" else QColor("#d9480f")
         self.setToolTip(

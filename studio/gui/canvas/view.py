@@ -26,6 +26,8 @@ class CanvasView(QGraphicsView):
         self.setDragMode(QGraphicsView.DragMode.RubberBandDrag)
         self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
         self.setAcceptDrops(True)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setMouseTracking(True)
         self._space = False
         self._panning = False
@@ -43,7 +45,8 @@ class CanvasView(QGraphicsView):
         self._place_legend()
 
     def _place_legend(self) -> None:
-        self.legend.move(self.viewport().width() - self.legend.width() - 8, 8)
+        vp = self.viewport()
+        self.legend.move(vp.width() - self.legend.width() - 8, vp.height() - self.legend.height() - 8)
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
@@ -60,16 +63,24 @@ class CanvasView(QGraphicsView):
             self.scale(factor, factor)
 
     def fit(self) -> None:
-        """Fit the whole cluster in view (leaving room for the legend)."""
+        """Fit the whole cluster in view, beside or above the legend (whichever leaves it
+        larger), capped at 1.5× zoom."""
         rect = self.scene().itemsBoundingRect()
         if rect.isEmpty():
             return
-        rect = rect.adjusted(-30, -30, 30 + self.legend.width(), 30)
-        self.fitInView(rect, Qt.AspectRatioMode.KeepAspectRatio)
-        if self.zoom > 1.5:
-            self.resetTransform()
-            self.scale(1.5, 1.5)
-            self.centerOn(rect.center())
+        rect = rect.adjusted(-20, -20, 20, 20)
+        vw, vh = self.viewport().width(), self.viewport().height()
+        lw, lh = self.legend.width() + 16, self.legend.height() + 16
+        above = (min(vw / rect.width(), max(1, vh - lh) / rect.height()), (vw / 2, (vh - lh) / 2))
+        beside = (min(max(1, vw - lw) / rect.width(), vh / rect.height()), ((vw - lw) / 2, vh / 2))
+        scale, (fx, fy) = max(above, beside, key=lambda t: t[0])
+        scale = min(scale, 1.5)
+        margin = max(vw, vh) / max(scale, 1e-3)
+        self.setSceneRect(rect.adjusted(-margin, -margin, margin, margin))
+        self.resetTransform()
+        self.scale(scale, scale)
+        c = rect.center()
+        self.centerOn(c.x() + (vw / 2 - fx) / scale, c.y() + (vh / 2 - fy) / scale)
 
     def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt API
         steps = event.angleDelta().y() / 120.0

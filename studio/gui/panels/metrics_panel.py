@@ -74,7 +74,7 @@ def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
     if key == "cost":
         return f"${r.usd_per_million_output_tokens:,.2f}", f"${r.usd_per_hour:,.2f} per hour"
     if key == "kv":
-        return _si(float(r.kv_capacity_tokens), "tokens"), f"{r.max_concurrent_sequences:,} sequences"
+        return _si(float(r.kv_capacity_tokens), "tok"), f"{r.max_concurrent_sequences:,} sequences"
     if key == "batch":
         return f"{r.batch:,}", "auto (fits KV)" if r.batch_auto else "fixed"
     if key == "allreduce":
@@ -150,8 +150,10 @@ class MetricsPanel(QWidget):
         split.addWidget(self.memory)
         split.addWidget(self.why)
         split.setStretchFactor(0, 0)
-        split.setStretchFactor(1, 2)
-        split.setStretchFactor(2, 1)
+        split.setStretchFactor(1, 3)
+        split.setStretchFactor(2, 2)
+        split.setChildrenCollapsible(False)
+        split.setSizes([300, 230, 110])
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addWidget(split)
@@ -159,7 +161,7 @@ class MetricsPanel(QWidget):
     def set_result(self, r: PlanResult) -> None:
         self.result = r
         if r.fits:
-            self.status.setText(f"<b>{r.layout.label}</b> on {r.gpus} GPUs: fits. {r.fit_reason}")
+            self.status.setText(f"<b>{r.layout.label}</b> on {r.gpus} GPUs — {r.fit_reason}")
             self.status.setStyleSheet("")
         else:
             self.status.setText(f"<b>{r.layout.label}</b> does not fit: {r.fit_reason}")
