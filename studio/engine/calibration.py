@@ -285,3 +285,230 @@ def fit_link_kind(
     err, lat, bw = best
     link_fit = LinkFit(latency_us=float(lat), bandwidth_gbps=float(bw), points=int(s.size), rms_rel_error=float(err))
     return LinkKindFit(kind_id, link_fit, s, t, predict(lat, bw), default, collective)
+
+
+# ------------------------------------------------------------------ fitting efficiency factors to serving runs
+#: Efficiency factors the serving fit adjusts by default: compute (prefill) and memory (decode).
+SERVING_PARAMS: tuple[str, ...] = ("prefill_efficiency", "decode_efficiency")
+#: Bounds of every fitted efficiency factor.
+EFFICIENCY_BOUNDS: tuple[float, float] = (0.05, 1.0)
+#: Measures the serving fit compares, in order (each used where the runs report it).
+SERVING_MEASURES: tuple[str, ...] = ("output_tok_s", "ttft_ms", "tpot_ms")
+
+
+@dataclass(frozen=True)
+class ServingPoint:
+    """One measured serving run of one TP×PP instance.
+
+    ``concurrency`` is the number of requests in flight (None: as many as the KV cache holds, as in
+    an offline run that sends every request at once); ``output_tok_s`` is for the whole instance.
+    """
+
+    label: str
+    isl: int
+    osl: int
+    tp: int
+    pp: int
+    concurrency: int | None
+    output_tok_s: float
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+
+    def measured(self, measure: str) -> float | None:
+        return getattr(self, measure)
+
+
+def serving_project(base, point: ServingPoint):
+    """``base`` set up to run ``point``: its workload (ISL/OSL, batch auto capped at the concurrency)
+    and a TP×PP layout replicated over the cluster (DP = GPUs / (TP×PP)).
+
+    Raises
+    ------
+    StudioError
+        TP×PP does not divide the cluster's GPUs.
+    """
+    from studio.core.layout import Layout
+
+    n = base.cluster.num_gpus
+    group = point.tp * point.pp
+    if group < 1 or n % group:
+        raise StudioError(
+            f"{point.label}: TP{point.tp}×PP{point.pp} = {group} GPUs does not divide the cluster's {n} GPUs; "
+            "use a cluster whose GPU count is a multiple of TP×PP"
+        )
+    wl = base.workload.replace(
+        isl=point.isl, osl=point.osl, batch="auto",
+        max_batch=min(point.concurrency or 1_000_000, 1_000_000),
+    )
+    layout = Layout(tp=point.tp, pp=point.pp, dp=n // group, ep=1, micro_batches=max(1, point.pp))
+    return base.replace(workload=wl, layout=layout, serving=base.serving.replace(calibration=None))
+
+
+def predict_serving(project, point: ServingPoint, constants) -> dict[str, float]:
+    """The engine's output tok/s (one instance), TTFT and TPOT (ms) for ``point``."""
+    from studio.engine.evaluate import evaluate
+
+    p = serving_project(project, point)
+    r = evaluate(p, calibration=None, constants=constants)
+    return {
+        "output_tok_s": r.output_tokens_per_s / r.layout.dp,
+        "ttft_ms": r.ttft_ms,
+        "tpot_ms": r.tpot_ms,
+        "fits": float(r.fits),
+        "batch": float(r.batch),
+    }
+
+
+@dataclass(frozen=True)
+class ServingFit:
+    """Fitted efficiency factors with the engine's predictions before and after, per point."""
+
+    params: tuple[str, ...]
+    values: tuple[float, ...]
+    defaults: tuple[float, ...]
+    points: tuple[ServingPoint, ...]
+    default_pred: tuple[dict[str, float], ...]
+    fitted_pred: tuple[dict[str, float], ...]
+    skipped: tuple[tuple[ServingPoint, str], ...] = ()
+
+    @property
+    def efficiency(self) -> dict[str, float]:
+        return dict(zip(self.params, (float(v) for v in self.values), strict=True))
+
+    def rel_errors(self, measure: str, fitted: bool = True) -> np.ndarray:
+        """``(predicted - measured) / measured`` of the points that report ``measure``."""
+        preds = self.fitted_pred if fitted else self.default_pred
+        out = [(pr[measure] - pt.measured(measure)) / pt.measured(measure)
+               for pt, pr in zip(self.points, preds, strict=True) if pt.measured(measure)]
+        return np.asarray(out, dtype=float)
+
+    def measures(self) -> tuple[str, ...]:
+        return tuple(m for m in SERVING_MEASURES if any(p.measured(m) for p in self.points))
+
+    def fit_error(self) -> dict[str, float]:
+        """RMS relative error per measure, before (``default_``) and after the fit."""
+        out: dict[str, float] = {}
+        for m in self.measures():
+            out[f"serving.{m}.rms_rel_error"] = rms(self.rel_errors(m, True))
+            out[f"serving.{m}.default_rms_rel_error"] = rms(self.rel_errors(m, False))
+        return out
+
+
+def _param_default(c, name: str, gpu_type: str) -> float:
+    key, _, gpu = name.partition(":")
+    value = getattr(c, key)
+    return float(c.per_gpu(value, gpu or gpu_type)) if isinstance(value, dict) else float(value)
+
+
+def evaluate_serving(project, points, efficiency: dict[str, float] | None = None, constants=None):
+    """Predictions for every point with ``efficiency`` overrides (None = the engine's defaults)."""
+    from studio.engine.constants import default_constants
+
+    c = (constants or default_constants()).with_overrides(efficiency or {})
+    return [predict_serving(project, p, c) for p in points]
+
+
+def fit_serving(
+    project,
+    points,
+    *,
+    params: tuple[str, ...] = SERVING_PARAMS,
+    bounds: tuple[float, float] = EFFICIENCY_BOUNDS,
+    constants=None,
+    max_iter: int = 25,
+) -> ServingFit:
+    """Fit efficiency factors so the engine reproduces measured serving runs.
+
+    Least squares on ``log(predicted / measured)`` of every measure a point reports (output tok/s,
+    and TTFT/TPOT when present), over ``log`` of the factors, kept within ``bounds``: a coarse grid,
+    then projected Levenberg–Marquardt with finite-difference derivatives.
+
+    Parameters
+    ----------
+    project:
+        Cluster, model and serving settings the runs used (see :func:`serving_project`).
+    points:
+        :class:`ServingPoint` measurements.
+    params:
+        Names of :class:`~studio.engine.constants.Constants` to fit (``name`` or ``name:gpu-id``).
+
+    Raises
+    ------
+    StudioError
+        Unknown factor names, no point the engine can place in memory, or an invalid layout.
+    """
+    from studio.engine.constants import default_constants
+
+    base = constants or default_constants()
+    allowed = base.names()
+    for name in params:
+        if name.partition(":")[0] not in allowed:
+            raise StudioError(f"'{name}' is not an engine constant; allowed: {', '.join(allowed)}")
+    if not params:
+        raise StudioError("no efficiency factor to fit; name at least one")
+    points = list(points)
+    if not points:
+        raise StudioError("no serving measurements to fit")
+    gpu_type = project.cluster.gpu_types()[0]
+    defaults = tuple(_param_default(base, n, gpu_type) for n in params)
+    pred0 = evaluate_serving(project, points, None, base)
+    used = [(p, d) for p, d in zip(points, pred0, strict=True) if d["fits"] and d["output_tok_s"] > 0]
+    skipped = tuple((p, "does not fit in GPU memory in the engine") for p, d in zip(points, pred0, strict=True)
+                    if not (d["fits"] and d["output_tok_s"] > 0))
+    if not used:
+        raise StudioError("no measured point fits in GPU memory in the engine; check --gpu, --model and --tp")
+    pts = [p for p, _ in used]
+    lo, hi = np.log(bounds[0]), np.log(bounds[1])
+
+    def residuals(theta: np.ndarray) -> np.ndarray:
+        eff = dict(zip(params, np.exp(theta).tolist(), strict=True))
+        preds = evaluate_serving(project, pts, eff, base)
+        r = []
+        for p, pr in zip(pts, preds, strict=True):
+            for m in SERVING_MEASURES:
+                meas = p.measured(m)
+                if meas:
+                    r.append(np.log(max(pr[m], 1e-12) / meas))
+        return np.asarray(r)
+
+    def cost(theta: np.ndarray) -> float:
+        r = residuals(theta)
+        return float(r @ r)
+
+    theta0 = np.clip(np.log(np.asarray(defaults)), lo, hi)
+    best = (cost(theta0), theta0)
+    if len(params) <= 3:
+        grid = np.linspace(lo, hi, 5)
+        for idx in np.ndindex(*(grid.size,) * len(params)):
+            th = grid[list(idx)]
+            best = min(best, (cost(th), th), key=lambda x: x[0])
+    f, theta = best
+    lam, h = 1e-2, 1e-3
+    for _ in range(max_iter):
+        r = residuals(theta)
+        jac = np.empty((r.size, theta.size))
+        for k in range(theta.size):
+            step = h if theta[k] + h <= hi else -h
+            t2 = theta.copy()
+            t2[k] += step
+            jac[:, k] = (residuals(t2) - r) / step
+        g = jac.T @ r
+        a = jac.T @ jac
+        improved = False
+        for _ in range(6):
+            delta = np.linalg.solve(a + lam * np.diag(np.diag(a) + 1e-9), -g)
+            cand = np.clip(theta + delta, lo, hi)
+            fc = cost(cand)
+            if fc < f - 1e-12:
+                theta, f, lam, improved = cand, fc, lam / 3, True
+                break
+            lam *= 4
+        if not improved or np.max(np.abs(delta)) < 1e-5:
+            break
+    values = tuple(float(v) for v in np.exp(theta))
+    eff = dict(zip(params, values, strict=True))
+    return ServingFit(
+        params=tuple(params), values=values, defaults=defaults, points=tuple(pts),
+        default_pred=tuple(d for _, d in used), fitted_pred=tuple(evaluate_serving(project, pts, eff, base)),
+        skipped=skipped,
+    )

@@ -99,7 +99,7 @@ def candidate_placements(project: Project, layout: Layout) -> list[Candidate]:
     StudioError
         If the layout needs more GPUs than the cluster has.
     """
-    topo = _topology(project)
+    topo = topology_for(project)
     world = layout.world_size
     gpus = list(topo.gpu_ids)
     if world > len(gpus):
@@ -139,7 +139,8 @@ def candidate_placements(project: Project, layout: Layout) -> list[Candidate]:
     return out
 
 
-def _topology(project: Project) -> Topology:
+def topology_for(project: Project) -> Topology:
+    """The cached link graph of the project's cluster under its selected calibration."""
     cal = resolve_calibration(project, None)
     return topology_of(project.cluster, cal.link_fits if cal else None)
 
@@ -245,7 +246,7 @@ def compare_placements(project: Project, layout: Layout | None = None) -> Placem
     then the candidate order (cluster order wins ties, so an equal alternative never replaces it).
     """
     layout = layout or project.layout
-    topo = _topology(project)
+    topo = topology_for(project)
     seen: dict[tuple[str, ...], int] = {}
     raw: list[tuple[Candidate, list[str]]] = []
     for cand in candidate_placements(project, layout):
