@@ -87,13 +87,14 @@ EXAMPLES = (
         title="DeepSeek-V3 on one GB200 NVL72 rack",
         description=(
             "DeepSeek-V3 (block-FP8 checkpoint) on a GB200 NVL72 rack: 72 GPUs in one NVLink "
-            "domain, TP=8 for attention and nine replicas, with the routed experts spread over "
-            "all 72 GPUs (EP=72, wide expert parallelism)."
+            "domain: nine replicas of TP=8, each replica's 256 routed experts spread over its "
+            "8 GPUs (EP=8, 32 experts per GPU). 256 experts do not split evenly over 72 GPUs, "
+            "so EP=72 is not offered."
         ),
         template="gb200-nvl72",
         nodes=1,
         model="deepseek-v3",
-        layout=Layout(tp=8, dp=9, ep=72),
+        layout=Layout(tp=8, dp=9, ep=8),
     ),
 )
 
