@@ -1,0 +1,167 @@
+"""What the report says: the chosen plan, the alternatives it is compared with, the sweep and the
+export commands — gathered from the engine, with no drawing."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass
+
+from studio.core.errors import StudioError
+from studio.core.layout import Layout
+from studio.core.project import Project
+from studio.engine import SweepResult, evaluate, sweep
+from studio.engine.results import PlanResult
+
+#: Engines whose launch commands go into the appendix, with their display names.
+EXPORT_ENGINES: tuple[tuple[str, str], ...] = (
+    ("vllm", "vLLM"),
+    ("trtllm", "TensorRT-LLM"),
+    ("sglang", "SGLang"),
+)
+MAX_ALTERNATIVES = 3
+
+
+@dataclass(frozen=True)
+class Option:
+    """One layout shown in the report: a name, where it came from, and its full plan."""
+
+    name: str
+    origin: str  # "chosen", "pinned" or "sweep"
+    plan: PlanResult
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything the report shows, computed once.
+
+    Attributes
+    ----------
+    project:
+        The project reported on.
+    chosen:
+        The project's current layout.
+    alternatives:
+        Up to three other layouts: the pinned ones, else the sweep's best distinct layouts.
+    sweep:
+        The sweep of the cluster for ``objective`` (the Pareto plot's points).
+    exports:
+        ``(engine display name, command text or the reason it could not be exported)``.
+    """
+
+    project: Project
+    objective: str
+    chosen: Option
+    alternatives: tuple[Option, ...]
+    sweep: SweepResult
+    exports: tuple[tuple[str, str], ...]
+    created: _dt.datetime
+
+    @property
+    def options(self) -> tuple[Option, ...]:
+        """The chosen layout first, then the alternatives."""
+        return (self.chosen, *self.alternatives)
+
+
+def layout_key(layout: Layout) -> tuple[int, int, int, int]:
+    """Identity of a layout for "is it the same split": (TP, PP, DP, EP)."""
+    return (layout.tp, layout.pp, layout.dp, layout.ep)
+
+
+def option_name(layout: Layout) -> str:
+    """Short display name, e.g. ``TP8×PP2 · M=2``."""
+    return f"{layout.label} · M={layout.micro_batches}"
+
+
+def _pinned_options(project: Project, chosen: Layout) -> list[Option]:
+    out: list[Option] = []
+    for layout in project.pinned:
+        if layout == chosen or len(out) == MAX_ALTERNATIVES:
+            continue
+        try:
+            plan = evaluate(project, layout)
+        except StudioError as exc:
+            raise StudioError(f"pinned layout {layout.label} cannot be evaluated: {exc}") from None
+        out.append(Option(option_name(plan.layout), "pinned", plan))
+    return out
+
+
+def _sweep_options(result: SweepResult, chosen: Layout) -> list[Option]:
+    """The best rows of the sweep whose (TP, PP, DP, EP) differs from the chosen layout's and from
+    each other's, in the objective's order."""
+    seen = {layout_key(chosen)}
+    out: list[Option] = []
+    for i in result.order:
+        i = int(i)
+        if not bool(result.columns["fits"][i]):
+            continue
+        key = layout_key(result.layout(i))
+        if key in seen:
+            continue
+        seen.add(key)
+        plan = result.plan(i)
+        out.append(Option(f"{option_name(plan.layout)} · batch {plan.batch}", "sweep", plan))
+        if len(out) == MAX_ALTERNATIVES:
+            break
+    return out
+
+
+def commands_only(text: str) -> str:
+    """An export without its leading comment block of headline figures, assumptions and warnings
+    (the report shows those already); the note on what the engine runs differently is kept."""
+    lines = text.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip() and not line.startswith("#")), len(lines))
+    differ = next((i for i in range(first) if lines[i].startswith("# What ")), None)
+    if differ is None:
+        # drop the header, keep the recipe titles just above the first command
+        start = first
+        while start > 0 and lines[start - 1].startswith("# ") and not lines[start - 1].startswith("#   "):
+            start -= 1
+        differ = start
+    return "\n".join(lines[differ:]).strip("\n")
+
+
+def _exports(project: Project, plan: PlanResult) -> tuple[tuple[str, str], ...]:
+    from studio.io.export import export_plan
+
+    out = []
+    for engine, title in EXPORT_ENGINES:
+        try:
+            bundle = export_plan(project, plan, engine=engine, fmt="command")
+            text = commands_only("\n".join(t.rstrip("\n") for t in bundle.files.values()))
+        except StudioError as exc:
+            text = f"# {title} cannot run this layout: {exc}"
+        out.append((title, text))
+    return tuple(out)
+
+
+def gather(project: Project, objective: str = "throughput", now: _dt.datetime | None = None) -> ReportData:
+    """Evaluate the project's layout, sweep the cluster and pick the alternatives.
+
+    Parameters
+    ----------
+    project:
+        The project to report on.
+    objective:
+        The sweep objective that orders the alternatives (``throughput``, ``cost``, ``latency``).
+    now:
+        The report's date (default: now).
+
+    Raises
+    ------
+    StudioError
+        The project's layout (or a pinned one) cannot exist on its cluster, or the objective is
+        unknown.
+    """
+    plan = evaluate(project)
+    result = sweep(project, objective=objective)  # type: ignore[arg-type]
+    alternatives = _pinned_options(project, project.layout) or _sweep_options(result, plan.layout)
+    chosen = Option(option_name(plan.layout), "chosen", plan)
+    return ReportData(
+        project=project,
+        objective=objective,
+        chosen=chosen,
+        alternatives=tuple(alternatives),
+        sweep=result,
+        exports=_exports(project, plan),
+        created=now or _dt.datetime.now(),
+    )
