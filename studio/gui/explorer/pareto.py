@@ -1,0 +1,199 @@
+"""Pareto plot of a sweep (pyqtgraph): every fitting layout as a point, the frontier as a line with
+larger markers, the service targets as limit lines; hover names a layout, click selects it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, Signal
+from PySide6.QtWidgets import QWidget
+
+from studio.engine.sweep import SweepResult
+from studio.gui.explorer.analysis import AXIS_LABELS, PLOT_MODES, frontier
+
+POINT_COLOR = "#4c6ef5"
+FRONT_COLOR = "#e8590c"
+RECOMMENDED_COLOR = "#2b8a3e"
+TARGET_COLOR = "#c92a2a"
+HOVER_PIXELS = 12.0
+
+
+class ParetoPlot(pg.PlotWidget):
+    """Scatter of the sweep in one of :data:`PLOT_MODES`.
+
+    Signals
+    -------
+    rowClicked(int)
+        Sweep row of the clicked point.
+    """
+
+    rowClicked = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent, background="w")
+        self.result: SweepResult | None = None
+        self.mode = "gpu_vs_user"
+        self.rows = np.zeros(0, dtype=np.int64)
+        self.front = np.zeros(0, dtype=np.int64)
+        self.selected: int | None = None
+        self.setMenuEnabled(False)
+        self.hideButtons()
+        pi = self.getPlotItem()
+        pi.showGrid(x=True, y=True, alpha=0.2)
+        for ax in ("bottom", "left"):
+            pi.getAxis(ax).enableAutoSIPrefix(False)
+        self.legend = pi.addLegend(offset=(-8, 8), labelTextSize="8pt", brush=pg.mkBrush(255, 255, 255, 230))
+        self.points = pg.ScatterPlotItem(size=7, pen=pg.mkPen("w", width=0.5), brush=pg.mkBrush(POINT_COLOR + "99"),
+                                         name="layouts that fit")
+        self.front_line = pg.PlotDataItem(pen=pg.mkPen(FRONT_COLOR, width=2), name="Pareto frontier")
+        self.front_points = pg.ScatterPlotItem(size=13, pen=pg.mkPen("w", width=1), brush=pg.mkBrush(FRONT_COLOR))
+        self.recommended = pg.ScatterPlotItem(size=22, symbol="star", pen=pg.mkPen("#1b5e20", width=1),
+                                              brush=pg.mkBrush(RECOMMENDED_COLOR), name="recommended")
+        self.ring = pg.ScatterPlotItem(size=24, pen=pg.mkPen("#212529", width=2), brush=pg.mkBrush(0, 0, 0, 0))
+        for item in (self.points, self.front_line, self.front_points, self.recommended, self.ring):
+            self.addItem(item)
+        for item, text in ((self.points, "layouts that fit"), (self.front_line, "Pareto frontier"),
+                           (self.recommended, "recommended")):
+            self.legend.addItem(item, text)
+        self.limits: list[pg.InfiniteLine] = []
+        self.hover = pg.TextItem("", color="#212529", fill=pg.mkBrush(255, 255, 255, 235),
+                                 border=pg.mkPen("#adb5bd"), anchor=(0, 1))
+        self.hover.setZValue(50)
+        self.hover.hide()
+        self.addItem(self.hover, ignoreBounds=True)
+        self.points.sigClicked.connect(self._clicked)
+        self.front_points.sigClicked.connect(self._clicked)
+        self.recommended.sigClicked.connect(self._clicked)
+        self.scene().sigMouseMoved.connect(self._on_mouse)
+
+    # ------------------------------------------------------------------ data
+    def set_result(self, result: SweepResult | None) -> None:
+        self.result = result
+        self.selected = None
+        self._redraw()
+
+    def set_mode(self, mode: str) -> None:
+        if mode not in PLOT_MODES:
+            raise ValueError(f"plot mode '{mode}' is not one of {', '.join(PLOT_MODES)}")
+        self.mode = mode
+        self._redraw()
+
+    def xy(self) -> tuple[np.ndarray, np.ndarray]:
+        """x and y of every sweep row in the current mode."""
+        assert self.result is not None
+        _t, xk, yk, _xh, _yh = PLOT_MODES[self.mode]
+        return self.result.columns[xk].astype(float), self.result.columns[yk].astype(float)
+
+    def _redraw(self) -> None:
+        for line in self.limits:
+            self.removeItem(line)
+        self.limits = []
+        self.hover.hide()
+        title, xk, yk, xh, yh = PLOT_MODES[self.mode]
+        pi = self.getPlotItem()
+        pi.setLabel("bottom", AXIS_LABELS[xk])
+        pi.setLabel("left", AXIS_LABELS[yk])
+        pi.setTitle(title, size="9pt")
+        res = self.result
+        empty = np.zeros(0)
+        if res is None or len(res.columns["tp"]) == 0:
+            self.rows = np.zeros(0, dtype=np.int64)
+            for item in (self.points, self.front_points, self.recommended, self.ring):
+                item.setData(x=empty, y=empty)
+            self.front_line.setData(x=empty, y=empty)
+            return
+        x, y = self.xy()
+        fits = res.columns["fits"]
+        self.rows = np.flatnonzero(fits & np.isfinite(x) & np.isfinite(y))
+        self.points.setData(x=x[self.rows], y=y[self.rows], data=self.rows)
+        if self.mode == "gpu_vs_user":
+            self.front = np.asarray(res.pareto, dtype=np.int64)
+            self.front = self.front[np.argsort(x[self.front], kind="stable")]
+        else:
+            self.front = frontier(x, y, self.rows, xh, yh)
+        self.front_line.setData(x=x[self.front], y=y[self.front])
+        self.front_points.setData(x=x[self.front], y=y[self.front], data=self.front)
+        rec = res.recommended
+        if rec is not None and fits[rec]:
+            self.recommended.setData(x=[x[rec]], y=[y[rec]], data=[int(rec)])
+        else:
+            self.recommended.setData(x=empty, y=empty)
+        self._draw_limits(xk)
+        self._draw_ring()
+        self.getPlotItem().enableAutoRange()
+
+    def _draw_limits(self, xk: str) -> None:
+        res = self.result
+        assert res is not None
+        lines: list[tuple[float, str]] = []
+        if xk == "tokens_per_s_per_user" and res.tpot_ms:
+            lines.append((1e3 / res.tpot_ms, f"TPOT ≤ {res.tpot_ms:g} ms"))
+        if xk == "ttft_ms" and res.ttft_ms:
+            lines.append((res.ttft_ms, f"TTFT ≤ {res.ttft_ms:g} ms"))
+        if xk == "tpot_ms" and res.tpot_ms:
+            lines.append((res.tpot_ms, f"TPOT ≤ {res.tpot_ms:g} ms"))
+        for pos, text in lines:
+            line = pg.InfiniteLine(pos=pos, angle=90, pen=pg.mkPen(TARGET_COLOR, width=1.5, style=pg.QtCore.Qt.PenStyle.DashLine),
+                                   label=text, labelOpts={"position": 0.92, "color": TARGET_COLOR, "fill": (255, 255, 255, 200)})
+            self.addItem(line)
+            self.limits.append(line)
+
+    def select_row(self, row: int | None) -> None:
+        """Ring the point of sweep row ``row`` (None clears)."""
+        self.selected = row
+        self._draw_ring()
+
+    def _draw_ring(self) -> None:
+        res = self.result
+        if res is None or self.selected is None or self.selected not in set(self.rows.tolist()):
+            self.ring.setData(x=np.zeros(0), y=np.zeros(0))
+            return
+        x, y = self.xy()
+        self.ring.setData(x=[x[self.selected]], y=[y[self.selected]])
+
+    # ----------------------------------------------------------------- mouse
+    def row_near(self, scene_pos: QPointF) -> int | None:
+        """Sweep row of the point within :data:`HOVER_PIXELS` of a scene position, or None."""
+        if self.result is None or self.rows.size == 0:
+            return None
+        vb = self.getPlotItem().getViewBox()
+        x, y = self.xy()  # distances in pixels: scale the view range, no per-point mapping
+        (x0, x1), (y0, y1) = vb.viewRange()
+        rect = vb.sceneBoundingRect()
+        sx = rect.width() / max(x1 - x0, 1e-300)
+        sy = rect.height() / max(y1 - y0, 1e-300)
+        p = vb.mapSceneToView(scene_pos)
+        d = np.hypot((x[self.rows] - p.x()) * sx, (y[self.rows] - p.y()) * sy)
+        k = int(np.argmin(d))
+        return int(self.rows[k]) if d[k] <= HOVER_PIXELS else None
+
+    def describe(self, row: int) -> str:
+        res = self.result
+        assert res is not None
+        c = res.columns
+        tags = []
+        if res.recommended is not None and row == int(res.recommended):
+            tags.append("recommended")
+        if row in set(self.front.tolist()):
+            tags.append("frontier")
+        return (f"{res.label(row)}" + (f"  [{', '.join(tags)}]" if tags else "") + "\n"
+                f"{c['tokens_per_s_per_gpu'][row]:,.1f} tok/s/GPU · {c['tokens_per_s_per_user'][row]:,.1f} tok/s/user\n"
+                f"TTFT {c['ttft_ms'][row]:,.0f} ms · TPOT {c['tpot_ms'][row]:,.1f} ms · ${c['usd_per_million'][row]:,.2f}/M tok")
+
+    def _on_mouse(self, pos: QPointF) -> None:
+        vb = self.getPlotItem().getViewBox()
+        if not vb.sceneBoundingRect().contains(pos):
+            self.hover.hide()
+            return
+        row = self.row_near(pos)
+        if row is None:
+            self.hover.hide()
+            return
+        x, y = self.xy()
+        self.hover.setText(self.describe(row))
+        self.hover.setPos(x[row], y[row])
+        self.hover.show()
+
+    def _clicked(self, _item, points, *_args) -> None:  # noqa: ANN001
+        if len(points):
+            self.rowClicked.emit(int(points[0].data()))

@@ -1,0 +1,145 @@
+"""The sweep as a Qt table: one row per candidate layout, numeric sorting, unfit rows greyed."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+)
+from PySide6.QtGui import QBrush, QColor, QFont
+
+from studio.engine.sweep import SweepResult
+from studio.gui.explorer.analysis import COLUMNS, format_value
+
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1
+ROW_ROLE = Qt.ItemDataRole.UserRole + 2
+UNFIT_COLOR = QColor("#adb5bd")
+PARETO_COLOR = QColor("#fff4e6")
+RECOMMENDED_COLOR = QColor("#d3f9d8")
+Index = QModelIndex | QPersistentModelIndex
+
+
+class SweepTableModel(QAbstractTableModel):
+    """Rows in :attr:`SweepResult.order` (best first); cells formatted on demand."""
+
+    def __init__(self, parent=None) -> None:  # noqa: ANN001
+        super().__init__(parent)
+        self.result: SweepResult | None = None
+        self._rows = np.zeros(0, dtype=np.int64)
+        self._rank: dict[int, int] = {}
+        self._pareto: set[int] = set()
+        self._bold = QFont()
+        self._bold.setBold(True)
+
+    def set_result(self, result: SweepResult | None) -> None:
+        self.beginResetModel()
+        self.result = result
+        self._rows = np.asarray(result.order, dtype=np.int64) if result is not None else np.zeros(0, dtype=np.int64)
+        self._rank = {int(r): k for k, r in enumerate(self._rows)}
+        self._pareto = {int(i) for i in result.pareto} if result is not None else set()
+        self.endResetModel()
+
+    def sweep_row(self, model_row: int) -> int:
+        """Row of the sweep result shown on table row ``model_row``."""
+        return int(self._rows[model_row])
+
+    def model_row(self, sweep_row: int) -> int | None:
+        return self._rank.get(int(sweep_row))
+
+    # Qt API ------------------------------------------------------------------
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        if orientation == Qt.Orientation.Horizontal:
+            if role == Qt.ItemDataRole.DisplayRole:
+                return COLUMNS[section].header
+            if role == Qt.ItemDataRole.ToolTipRole:
+                return COLUMNS[section].help
+        elif role == Qt.ItemDataRole.DisplayRole:
+            return str(section + 1)
+        return None
+
+    def _raw(self, i: int, key: str):  # noqa: ANN202
+        assert self.result is not None
+        if key == "reason":
+            return self.result.reasons_unfit[i] if i < len(self.result.reasons_unfit) else ""
+        return self.result.columns[key][i]
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole):  # noqa: C901
+        if not index.isValid() or self.result is None:
+            return None
+        i = int(self._rows[index.row()])
+        col = COLUMNS[index.column()]
+        fits = bool(self.result.columns["fits"][i])
+        if role == Qt.ItemDataRole.DisplayRole:
+            return format_value(col, self._raw(i, col.key))
+        if role == SORT_ROLE:
+            v = self._raw(i, col.key)
+            if col.key == "reason":
+                return str(v)
+            f = float(v)
+            return f if np.isfinite(f) else (1e300 if f > 0 else -1e300)
+        if role == ROW_ROLE:
+            return i
+        if role == Qt.ItemDataRole.ForegroundRole and not fits:
+            return QBrush(UNFIT_COLOR)
+        if role == Qt.ItemDataRole.BackgroundRole:
+            if self.result.recommended is not None and i == int(self.result.recommended):
+                return QBrush(RECOMMENDED_COLOR)
+            if i in self._pareto:
+                return QBrush(PARETO_COLOR)
+        if role == Qt.ItemDataRole.FontRole and self.result.recommended is not None and i == int(self.result.recommended):
+            return self._bold
+        if role == Qt.ItemDataRole.ToolTipRole:
+            if not fits:
+                return f"{self.result.label(i)} — {self._raw(i, 'reason')}"
+            tags = []
+            if self.result.recommended is not None and i == int(self.result.recommended):
+                tags.append("recommended")
+            if i in self._pareto:
+                tags.append("on the Pareto frontier")
+            return self.result.label(i) + (f" ({', '.join(tags)})" if tags else "")
+        if role == Qt.ItemDataRole.TextAlignmentRole and col.fmt != "s":
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+
+class SweepFilterProxy(QSortFilterProxyModel):
+    """Sorts by the raw numbers; hides unfit rows on request; filters by layout text
+    (``tp8``, ``pp2``, ``tp8 pp2``: every word must match the row's label)."""
+
+    def __init__(self, parent=None) -> None:  # noqa: ANN001
+        super().__init__(parent)
+        self.setSortRole(SORT_ROLE)
+        self.hide_unfit = False
+        self.words: tuple[str, ...] = ()
+
+    def set_hide_unfit(self, on: bool) -> None:
+        self.hide_unfit = bool(on)
+        self.invalidateFilter()
+
+    def set_text(self, text: str) -> None:
+        self.words = tuple(w for w in text.lower().replace("×", " ").split() if w)
+        self.invalidateFilter()
+
+    def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:  # noqa: N802
+        src = self.sourceModel()
+        assert isinstance(src, SweepTableModel)
+        res = src.result
+        if res is None:
+            return False
+        i = src.sweep_row(source_row)
+        if self.hide_unfit and not bool(res.columns["fits"][i]):
+            return False
+        if self.words:
+            label = res.label(i).lower().replace("×", " ").replace("=", "").split()
+            return all(any(tok == w or tok.startswith(w) for tok in label) for w in self.words)
+        return True
