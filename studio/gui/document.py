@@ -96,7 +96,7 @@ class ProjectDocument(QObject):
         self._selection: tuple[str, ...] = ()
         self._pending: set[EvaluateTask] = set()
         self.undo_stack = QUndoStack(self)
-        self.undo_stack.cleanChanged.connect(lambda _clean: self.fileChanged.emit())
+        self.undo_stack.cleanChanged.connect(self._clean_changed)
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(DEBOUNCE_MS)
@@ -104,6 +104,9 @@ class ProjectDocument(QObject):
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)
         self.schedule_recompute()
+
+    def _clean_changed(self, _clean: bool) -> None:
+        self.fileChanged.emit()
 
     # ------------------------------------------------------------------ state
     @property

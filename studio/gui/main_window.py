@@ -47,6 +47,8 @@ class MainWindow(QMainWindow):
     def __init__(self, doc: ProjectDocument, catalog=None, settings=None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.doc = doc
+        if doc.parent() is None:
+            doc.setParent(self)  # the document lives as long as its window
         self.catalog = catalog
         self.settings = settings if settings is not None else make_settings()
         self.ask_save: Callable[[], str] = self._ask_save_dialog
@@ -83,9 +85,8 @@ class MainWindow(QMainWindow):
 
         doc.resultReady.connect(self._on_result)
         doc.errorChanged.connect(self._on_error)
-        doc.message.connect(lambda m: self.statusBar().showMessage(m, 8000))
+        doc.message.connect(self._show_message)
         doc.fileChanged.connect(self._update_title)
-        doc.undo_stack.cleanChanged.connect(lambda _c: self._update_title())
         doc.projectChanged.connect(self._on_project)
         self.warnings.selectItems.connect(self.highlight)
         self._update_title()
@@ -200,6 +201,9 @@ class MainWindow(QMainWindow):
         tb.addAction(redo)
         tb.addSeparator()
         tb.addAction(best)
+
+    def _show_message(self, text: str) -> None:
+        self.statusBar().showMessage(text, 8000)
 
     def _rename_selected(self) -> None:
         nodes = [i for i in self.scene.selected_ids() if i in self.scene.nodes]

@@ -3,28 +3,12 @@ Llama-3.1-70B from its Hugging Face config.json in tests/data/gui) and a documen
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from gui_helpers import DATA, make_project
 
-from studio.core.builders import build_cluster
-from studio.core.layout import Layout
 from studio.core.project import Project
-from studio.core.workload import Workload
 from studio.io.hf_config import load_model_config
 from studio.io.presets import load_catalog
-
-DATA = Path(__file__).resolve().parents[1] / "data" / "gui"
-
-
-def engine_evaluate():
-    """The real engine's ``evaluate``, or skip the test while it is not installed."""
-    import studio.engine as engine
-
-    fn = getattr(engine, "evaluate", None)
-    if fn is None:
-        pytest.skip("studio.engine.evaluate is not available yet")
-    return fn
 
 
 @pytest.fixture(scope="session")
@@ -37,18 +21,38 @@ def model():
     return load_model_config(DATA / "llama-3.1-70b.config.json")
 
 
-def make_project(catalog, model, nodes: int = 2, template: str = "dgx-h100", layout: Layout | None = None) -> Project:
-    t = catalog.node(template)
-    cluster = build_cluster(t, nodes, catalog.gpu(t.gpu_type), catalog.links, name=f"{nodes}× {t.name}")
-    return Project(
-        name="GUI test plan",
-        cluster=cluster,
-        model=model,
-        workload=Workload(isl=1024, osl=256, batch=8),
-        layout=layout or Layout(tp=8, pp=2, micro_batches=2),
-    )
-
-
 @pytest.fixture
 def project(catalog, model) -> Project:
     return make_project(catalog, model)
+
+
+@pytest.fixture
+def doc(qtbot, project):
+    """A synchronous document (engine on the GUI thread after the debounce) around the project."""
+    from studio.gui.document import ProjectDocument
+
+    d = ProjectDocument(project, evaluate=engine_evaluate_or_none(), threaded=False)
+    qtbot.addWidget  # noqa: B018 - the qtbot fixture creates the QApplication
+    yield d
+    d.wait_idle()
+
+
+def engine_evaluate_or_none():
+    import studio.engine as engine
+
+    return getattr(engine, "evaluate", None)
+
+
+@pytest.fixture
+def canvas(qtbot, doc, catalog):
+    """Scene + view around ``doc``, shown offscreen at a fixed size and fitted."""
+    from studio.gui.canvas import CanvasView, ClusterScene
+
+    scene = ClusterScene(doc, catalog)
+    view = CanvasView(scene)
+    qtbot.addWidget(view)
+    view.resize(1000, 700)
+    view.show()
+    qtbot.waitExposed(view)
+    view.fit()
+    return view

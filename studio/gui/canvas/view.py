@@ -33,11 +33,14 @@ class CanvasView(QGraphicsView):
         self._panning = False
         self._pan_from = None
         self.legend = Legend(self)
-        scene.doc.projectChanged.connect(lambda *_: self.refresh_legend())
-        scene.doc.resultReady.connect(lambda *_: self.refresh_legend())
+        scene.doc.projectChanged.connect(self._on_change)
+        scene.doc.resultReady.connect(self._on_change)
         self.refresh_legend()
 
     # ---------------------------------------------------------------- legend
+    def _on_change(self, *_args) -> None:
+        self.refresh_legend()
+
     def refresh_legend(self) -> None:
         p = self.cluster_scene.doc.project
         pl = self.cluster_scene.placement

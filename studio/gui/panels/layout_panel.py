@@ -103,7 +103,10 @@ class LayoutPanel(QWidget):
         self.best.clicked.connect(self.apply_best)
         form.addRow(self.best)
         self.refresh(doc.project)
-        doc.projectChanged.connect(lambda p, _k: self.refresh(p))
+        doc.projectChanged.connect(self._on_project)
+
+    def _on_project(self, p: Project, _kind: str) -> None:
+        self.refresh(p)
 
     def refresh(self, p: Project) -> None:
         self._updating = True

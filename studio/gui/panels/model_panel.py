@@ -100,7 +100,7 @@ class ModelPanel(QWidget):
         form.addRow("TPOT target", self.tpot)
         form.addRow("Price", self.price)
         self.refresh(doc.project)
-        doc.projectChanged.connect(lambda p, _k: self.refresh(p))
+        doc.projectChanged.connect(self._on_project)
         self.model.activated.connect(self._model_chosen)
         self.load_button.clicked.connect(self._load_config)
         self.weight.currentIndexChanged.connect(lambda _i: self._serving("Weight precision", weight_dtype=self.weight.currentData()))
@@ -112,6 +112,9 @@ class ModelPanel(QWidget):
         self.ttft.valueChanged.connect(lambda v: self._workload("TTFT target", ttft_ms=v or None))
         self.tpot.valueChanged.connect(lambda v: self._workload("TPOT target", tpot_ms=v or None))
         self.price.valueChanged.connect(lambda v: self._serving("Price per GPU-hour", price_per_gpu_hour=v or None))
+
+    def _on_project(self, p: Project, _kind: str) -> None:
+        self.refresh(p)
 
     def refresh(self, p: Project) -> None:
         """Show ``p`` without emitting edits."""

@@ -1,0 +1,85 @@
+"""Helpers of the GUI tests: the test project and real Qt input events."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+from studio.core.builders import build_cluster
+from studio.core.layout import Layout
+from studio.core.project import Project
+from studio.core.workload import Workload
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "gui"
+
+
+def engine_evaluate():
+    """The real engine's ``evaluate``, or skip the test while it is not installed."""
+    import studio.engine as engine
+
+    fn = getattr(engine, "evaluate", None)
+    if fn is None:
+        pytest.skip("studio.engine.evaluate is not available yet")
+    return fn
+
+
+def make_project(catalog, model, nodes: int = 2, template: str = "dgx-h100", layout: Layout | None = None) -> Project:
+    t = catalog.node(template)
+    cluster = build_cluster(t, nodes, catalog.gpu(t.gpu_type), catalog.links, name=f"{nodes}× {t.name}")
+    return Project(
+        name="GUI test plan",
+        cluster=cluster,
+        model=model,
+        workload=Workload(isl=1024, osl=256, batch=8),
+        layout=layout or Layout(tp=8, pp=2, micro_batches=2),
+    )
+
+
+def send_drop(view, mime, scene_pos):
+    """Drag ``mime`` over the view and drop it at ``scene_pos`` (real Qt drag events)."""
+    from PySide6.QtCore import QPointF, Qt
+    from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent
+    from PySide6.QtWidgets import QApplication
+
+    pt = view.mapFromScene(scene_pos)
+    actions = Qt.DropAction.CopyAction
+    btn, mod = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
+    with warnings.catch_warnings():  # the QPoint constructors are the only ones PySide6 offers
+        warnings.simplefilter("ignore", DeprecationWarning)
+        enter = QDragEnterEvent(pt, actions, mime, btn, mod)
+        move = QDragMoveEvent(pt, actions, mime, btn, mod)
+    QApplication.sendEvent(view.viewport(), enter)
+    QApplication.sendEvent(view.viewport(), move)
+    drop = QDropEvent(QPointF(pt), actions, mime, btn, mod)
+    QApplication.sendEvent(view.viewport(), drop)
+    return enter.isAccepted(), drop.isAccepted()
+
+
+def send_mouse(view, kind, scene_pos, button=None, buttons=None, modifiers=None):
+    """Send one mouse event at ``scene_pos`` to the view's viewport."""
+    from PySide6.QtCore import QEvent, QPointF, Qt
+    from PySide6.QtGui import QMouseEvent
+    from PySide6.QtWidgets import QApplication
+
+    types = {"press": QEvent.Type.MouseButtonPress, "move": QEvent.Type.MouseMove, "release": QEvent.Type.MouseButtonRelease}
+    button = button if button is not None else (Qt.MouseButton.LeftButton if kind != "move" else Qt.MouseButton.NoButton)
+    if buttons is None:
+        buttons = Qt.MouseButton.NoButton if kind == "release" else Qt.MouseButton.LeftButton
+    local = QPointF(view.mapFromScene(scene_pos))
+    glob = QPointF(view.viewport().mapToGlobal(local.toPoint()))
+    ev = QMouseEvent(types[kind], local, glob, button, buttons, modifiers or Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(view.viewport(), ev)
+
+
+def drag_mouse(view, start, end, steps: int = 5, modifiers=None):
+    """Press at ``start``, move in ``steps`` to ``end``, release (scene coordinates)."""
+    from PySide6.QtCore import QPointF, Qt
+
+    send_mouse(view, "press", start, modifiers=modifiers)
+    for i in range(1, steps + 1):
+        t = i / steps
+        p = QPointF(start.x() + (end.x() - start.x()) * t, start.y() + (end.y() - start.y()) * t)
+        send_mouse(view, "move", p, button=Qt.MouseButton.NoButton, modifiers=modifiers)
+    send_mouse(view, "release", end, modifiers=modifiers)
