@@ -1,5 +1,6 @@
-"""``layout-studio calibrate nccl``: fit a link kind's latency and bandwidth to nccl-tests logs and
-save the fit as a named calibration profile (in a project, or as a standalone JSON file)."""
+"""``layout-studio calibrate nccl``: fit a link kind's latency and bandwidth to nccl-tests logs, and
+``layout-studio calibrate serving``: fit the engine's efficiency factors to serving-benchmark results;
+each saves the fit as a named calibration profile (in a project, or as a standalone JSON file)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from studio.core.errors import StudioError
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``calibrate`` command and its ``nccl`` sub-command."""
     p = subparsers.add_parser("calibrate", help="fit the engine to your own measurements")
-    sub = p.add_subparsers(dest="what", required=True, metavar="{nccl}")
+    sub = p.add_subparsers(dest="what", required=True, metavar="{nccl,serving}")
     n = sub.add_parser(
         "nccl",
         help="fit a link kind's latency and bandwidth to nccl-tests logs",
@@ -27,6 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     n.add_argument("-o", "--output", help="write the profile as a standalone JSON file")
     n.add_argument("--ranks", type=int, help="ranks of the run when the log does not say")
     n.set_defaults(func=run_nccl)
+    _register_serving(sub)
 
 
 def _reference_cluster(catalog, kind_id: str, ranks: int):
@@ -102,6 +104,127 @@ def run_nccl(args: argparse.Namespace) -> int:
         fit_error={f"{args.link_kind}.rms_rel_error": after, f"{args.link_kind}.default_rms_rel_error": before},
         source_files=tuple(str(f) for f in args.files),
     )
+    if args.output:
+        from pathlib import Path
+
+        Path(args.output).write_text(json.dumps(profile.model_dump(), indent=2) + "\n", encoding="utf-8")
+        print(f"wrote profile '{name}' to {args.output}")
+    if args.save_as:
+        if project is None:
+            raise StudioError("--save-as stores the profile in a project; give --project")
+        from studio.io.project_file import save_project
+
+        calib = dict(project.calibrations)
+        calib[name] = profile
+        save_project(project.replace(calibrations=calib), args.project)
+        print(f"saved profile '{name}' in {args.project}")
+    elif not args.output:
+        print("(not saved: pass -o PROFILE.json or --project P --save-as NAME)")
+    return 0
+
+
+# ----------------------------------------------------------------------------- calibrate serving
+def _register_serving(sub: argparse._SubParsersAction) -> None:
+    from studio.core.precision import KV_DTYPES, WEIGHT_DTYPES
+    from studio.engine.calibration import SERVING_PARAMS
+
+    s = sub.add_parser(
+        "serving",
+        help="fit the engine's efficiency factors to serving-benchmark results",
+        description="Read `vllm bench serve` / benchmark_serving.py JSON (one object or one per line), "
+        "genai-perf profile_export_genai_perf.json or trtllm-bench throughput reports; fit the engine's "
+        "efficiency factors (least squares in log space, bounded 0.05..1) so it reproduces the measured "
+        "output tok/s (and TTFT/TPOT where reported); print predicted against measured for every run. "
+        "Values a file does not record (TP, ISL, ...) come from the flags; values it records win.",
+    )
+    s.add_argument("files", nargs="+", help="result files")
+    s.add_argument("--gpu", help="GPU preset id the runs used (default: the project's, else required)")
+    s.add_argument("--model", help="model preset id the runs served (default: the project's, else required)")
+    s.add_argument("--project", help="project whose cluster, model and serving settings ran the benchmark")
+    s.add_argument("--tp", type=int, help="tensor-parallel size when the file does not say")
+    s.add_argument("--pp", type=int, help="pipeline-parallel size when the file does not say (default 1)")
+    s.add_argument("--isl", type=int, help="input tokens per request when the file does not say")
+    s.add_argument("--osl", type=int, help="output tokens per request when the file does not say")
+    s.add_argument("--concurrency", type=int, help="requests in flight when the file does not say")
+    s.add_argument("--weight-dtype", choices=WEIGHT_DTYPES, help="weight format served (e.g. fp8)")
+    s.add_argument("--kv-dtype", choices=KV_DTYPES, help="KV-cache format served")
+    s.add_argument("--gpu-memory-utilization", type=float, help="memory fraction the runtime used")
+    s.add_argument(
+        "--fit", default=",".join(SERVING_PARAMS),
+        help=f"comma-separated engine constants to fit (default {','.join(SERVING_PARAMS)}; "
+        "also e.g. decode_step_overhead_us or hbm_efficiency:h200-sxm)",
+    )
+    s.add_argument("--save-as", help="profile name to store in --project (written back to the file)")
+    s.add_argument("-o", "--output", help="write the profile as a standalone JSON file")
+    s.set_defaults(func=run_serving)
+
+
+def _serving_base(args: argparse.Namespace):
+    """The project the runs are evaluated on: --project, else a bundled node of --gpu with --model."""
+    from studio.core.builders import build_cluster
+    from studio.core.precision import DType
+    from studio.core.project import Project
+    from studio.io.presets import load_catalog
+
+    cat = load_catalog()
+    project = None
+    if args.project:
+        from studio.io.project_file import load_project
+
+        project = load_project(args.project)
+    if project is None and not (args.gpu and args.model):
+        raise StudioError("give --gpu ID and --model ID (or --project P) for the hardware and model the runs used")
+    model = cat.model(args.model).architecture if args.model else project.model
+    if args.gpu:
+        cluster = build_cluster(cat.template_for_gpu(args.gpu), 1, cat.gpu(args.gpu), cat.links)
+    else:
+        cluster = project.cluster
+    base = project or Project(cluster=cluster, model=model, model_ref=args.model)
+    base = base.replace(cluster=cluster, model=model)
+    changes: dict = {}
+    if args.weight_dtype:
+        changes.update(weight_dtype=DType(args.weight_dtype), precision=None)
+    if args.kv_dtype:
+        changes["kv_dtype"] = DType(args.kv_dtype)
+    if args.gpu_memory_utilization is not None:
+        if not 0.05 < args.gpu_memory_utilization <= 1.0:
+            raise StudioError(f"--gpu-memory-utilization must be in (0.05, 1.0], got {args.gpu_memory_utilization}")
+        changes["gpu_memory_utilization"] = args.gpu_memory_utilization
+    if changes:
+        base = base.replace(serving=base.serving.replace(**changes))
+    return base, project
+
+
+def run_serving(args: argparse.Namespace) -> int:
+    """Read, fit, print the per-run table, save."""
+    from studio.io.serving_bench import fit_files, serving_profile
+
+    for flag in ("tp", "pp", "isl", "osl", "concurrency"):
+        v = getattr(args, flag)
+        if v is not None and v < 1:
+            raise StudioError(f"--{flag} must be a whole number ≥ 1, got {v}")
+    base, project = _serving_base(args)
+    params = tuple(p.strip() for p in args.fit.split(",") if p.strip())
+    fit = fit_files(base, args.files, params=params, tp=args.tp, pp=args.pp, isl=args.isl, osl=args.osl,
+                    concurrency=args.concurrency)
+    gpu = base.cluster.gpu_types()[0]
+    print(f"{len(fit.points)} runs of {base.model.id} on {gpu}")
+    for p, reason in fit.skipped:
+        print(f"  skipped {p.label}: {reason}")
+    for name, v0, v in zip(fit.params, fit.defaults, fit.values, strict=True):
+        print(f"  {name:<28} {v0:.4g} -> {v:.4g}")
+    errors = fit.fit_error()
+    for m in fit.measures():
+        print(f"  RMS relative error of {m}: defaults {errors[f'serving.{m}.default_rms_rel_error']:.1%} "
+              f"-> fitted {errors[f'serving.{m}.rms_rel_error']:.1%}")
+    for m in fit.measures():
+        print(f"\n  {'run':<52} {'measured':>10} {'default':>10} {'fitted':>10} {'error':>7}   [{m}]")
+        for p, d, f in zip(fit.points, fit.default_pred, fit.fitted_pred, strict=True):
+            meas = p.measured(m)
+            if meas:
+                print(f"  {p.label[:52]:<52} {meas:>10,.5g} {d[m]:>10,.5g} {f[m]:>10,.5g} {(f[m] - meas) / meas:>+7.1%}")
+    name = args.save_as or f"serving-{gpu}-{base.model.id}"
+    profile = serving_profile(fit, name, base, args.files)
     if args.output:
         from pathlib import Path
 

@@ -292,6 +292,8 @@ def fit_link_kind(
 SERVING_PARAMS: tuple[str, ...] = ("prefill_efficiency", "decode_efficiency")
 #: Bounds of every fitted efficiency factor.
 EFFICIENCY_BOUNDS: tuple[float, float] = (0.05, 1.0)
+#: Bounds of fitted constants that are not fractions (µs of per-step overhead).
+OTHER_BOUNDS: dict[str, tuple[float, float]] = {"decode_step_overhead_us": (1.0, 20_000.0)}
 #: Measures the serving fit compares, in order (each used where the runs report it).
 SERVING_MEASURES: tuple[str, ...] = ("output_tok_s", "ttft_ms", "tpot_ms")
 
@@ -458,7 +460,8 @@ def fit_serving(
     if not used:
         raise StudioError("no measured point fits in GPU memory in the engine; check --gpu, --model and --tp")
     pts = [p for p, _ in used]
-    lo, hi = np.log(bounds[0]), np.log(bounds[1])
+    lim = np.log(np.array([OTHER_BOUNDS.get(n.partition(":")[0], bounds) for n in params], dtype=float))
+    lo, hi = lim[:, 0], lim[:, 1]
 
     def residuals(theta: np.ndarray) -> np.ndarray:
         eff = dict(zip(params, np.exp(theta).tolist(), strict=True))
@@ -478,9 +481,9 @@ def fit_serving(
     theta0 = np.clip(np.log(np.asarray(defaults)), lo, hi)
     best = (cost(theta0), theta0)
     if len(params) <= 3:
-        grid = np.linspace(lo, hi, 5)
-        for idx in np.ndindex(*(grid.size,) * len(params)):
-            th = grid[list(idx)]
+        grid = np.linspace(lo, hi, 5)  # (5, params)
+        for idx in np.ndindex(*(grid.shape[0],) * len(params)):
+            th = grid[list(idx), np.arange(len(params))]
             best = min(best, (cost(th), th), key=lambda x: x[0])
     f, theta = best
     lam, h = 1e-2, 1e-3
@@ -488,7 +491,7 @@ def fit_serving(
         r = residuals(theta)
         jac = np.empty((r.size, theta.size))
         for k in range(theta.size):
-            step = h if theta[k] + h <= hi else -h
+            step = h if theta[k] + h <= hi[k] else -h
             t2 = theta.copy()
             t2[k] += step
             jac[:, k] = (residuals(t2) - r) / step
