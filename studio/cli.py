@@ -35,6 +35,7 @@ COMMAND_MODULES: list[str] = [
     "studio.commands.export",
     "studio.commands.import_topo",
     "studio.commands.calibrate",
+    "studio.commands.report",
 ]
 
 

@@ -19,8 +19,7 @@ from studio.gui.report.content import Option, ReportData
 
 SCALE = 2.0
 LANE_AXIS_WIDTH = 64
-CHART_WIDTH = 900  # logical pixels; images are SCALE × this
-PHASE_TITLES = {"prefill": "Prefill of one new prompt (time to first token)", "decode": "One decode step of the running batch"}
+CHART_WIDTH = 780  # logical pixels; images are SCALE × this
 
 
 def ensure_app() -> None:
@@ -154,7 +153,7 @@ def timelines_image(options: Sequence[Option], phase: str, width: int = CHART_WI
     return out
 
 
-def pareto_image(data: ReportData, width: int = CHART_WIDTH, height: int = 440) -> QImage:
+def pareto_image(data: ReportData, width: int = CHART_WIDTH, height: int = 420) -> QImage:
     """The sweep's Pareto plot with the chosen layout (star) and the alternatives (diamonds)."""
     from studio.gui.report.pareto import Marked, ParetoPlot
 

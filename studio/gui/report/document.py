@@ -1,0 +1,233 @@
+"""The report as HTML: one builder for both outputs.
+
+The browser file embeds every picture as a ``data:`` URI; the PDF passes each picture to
+:class:`QTextDocument` as a resource. Either way :func:`build_html` writes the same sections, in
+the HTML subset QTextDocument understands (tables with attributes, simple CSS), so the two match.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from dataclasses import dataclass
+from html import escape
+
+from studio.engine.results import GIB
+from studio.gui.report.content import ReportData
+from studio.gui.report.summary import ROWS, cluster_phrase, executive_summary, num, winners
+
+WIN_BG = "#d3f9d8"
+HEAD_BG = "#e9ecef"
+SEVERITY_BG = {"error": "#ffe3e3", "warning": "#fff3bf", "info": "#e7f5ff"}
+#: The pictures a report needs, in order; ``mem-N`` is option N's memory bars.
+PICTURES = ("cluster", "timeline-prefill", "timeline-decode", "pareto")
+
+CSS = """
+body { font-family: 'DejaVu Sans', Arial, Helvetica, sans-serif; color: #212529; font-size: 10pt; }
+h1 { font-size: 20pt; margin-bottom: 2px; }
+h2 { font-size: 14pt; color: #1864ab; margin-top: 18px; border-bottom: 1px solid #ced4da; }
+h3 { font-size: 11pt; margin-top: 10px; }
+p.meta { color: #495057; }
+p.summary { font-size: 11pt; line-height: 140%; }
+table.grid { border-collapse: collapse; margin: 6px 0; }
+table.grid td, table.grid th { border: 1px solid #adb5bd; padding: 3px 6px; }
+td.num { text-align: right; }
+pre { font-family: 'DejaVu Sans Mono', monospace; font-size: 7.5pt; background: #f8f9fa;
+      border: 1px solid #dee2e6; padding: 6px; white-space: pre-wrap; }
+.caption { color: #495057; font-size: 9pt; }
+.win { background: #d3f9d8; font-weight: bold; }
+"""
+
+
+@dataclass(frozen=True)
+class Images:
+    """How the builder refers to pictures: ``src(name)`` and the width to show them at."""
+
+    src: Callable[[str], str]
+    width: int
+
+
+def data_uri(png: bytes) -> str:
+    """A PNG as a ``data:`` URI."""
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def _img(images: Images, name: str, alt: str, fraction: float = 1.0) -> str:
+    return f'<p><img src="{escape(images.src(name))}" width="{int(images.width * fraction)}" alt="{escape(alt)}"></p>'
+
+
+def _pairs(rows: list[tuple[str, str]]) -> str:
+    body = "".join(f'<tr><td bgcolor="{HEAD_BG}"><b>{escape(k)}</b></td><td>{escape(v)}</td></tr>' for k, v in rows)
+    return f'<table class="grid" border="1" cellspacing="0" cellpadding="4">{body}</table>'
+
+
+def _model_rows(data: ReportData) -> list[tuple[str, str]]:
+    p = data.project
+    m = p.model
+    wl = p.workload
+    kind = (f"mixture of experts: {m.moe.num_experts} experts, {m.moe.experts_per_token} active per token"
+            if m.moe else "dense")
+    rows = [
+        ("Model", m.name + (f" ({m.hf_model_id})" if m.hf_model_id else "")),
+        ("Parameters", f"{m.num_params / 1e9:,.1f} B ({m.num_active_params / 1e9:,.1f} B active per token), {kind}"),
+        ("Layers / hidden size", f"{m.num_layers} / {m.hidden_size:,}"),
+        ("Attention heads (KV heads)", f"{m.num_attention_heads} ({m.num_kv_heads})" + (" · MLA" if m.mla else "")),
+        ("Weights served as", p.serving.effective_precision(m.precision).describe()),
+        ("KV cache format", p.serving.kv_dtype.value),
+        ("Prompt / answer length", f"{wl.isl:,} / {wl.osl:,} tokens"),
+        ("Concurrency per replica", "as many as the KV cache holds (auto, at most "
+         f"{wl.max_batch:,})" if wl.batch == "auto" else f"{wl.batch:,}"),
+        ("Targets", ", ".join(t for t in (
+            f"TTFT ≤ {num(wl.ttft_ms)} ms" if wl.ttft_ms else "",
+            f"TPOT ≤ {num(wl.tpot_ms)} ms" if wl.tpot_ms else "") if t) or "none set"),
+        ("GPU memory the runtime may use", f"{p.serving.gpu_memory_utilization:.0%}"),
+    ]
+    return rows
+
+
+def _cluster_rows(data: ReportData) -> list[tuple[str, str]]:
+    c = data.project.cluster
+    kinds_used = sorted({lk.kind for lk in c.links})
+    links = "; ".join(
+        f"{c.link_kinds[k].name} ({num(c.link_kinds[k].bandwidth_gbps)} GB/s)" for k in kinds_used if k in c.link_kinds
+    )
+    price = data.chosen.plan.usd_per_hour / max(1, data.chosen.plan.gpus)
+    return [
+        ("Cluster", c.name),
+        ("GPUs", cluster_phrase(data)),
+        ("Links drawn", links or "none"),
+        ("Price", f"${price:,.2f} per GPU-hour"),
+    ]
+
+
+def _comparison(data: ReportData) -> str:
+    plans = [o.plan for o in data.options]
+    head = "".join(
+        f'<th bgcolor="{HEAD_BG}">{"Chosen<br>" if o.origin == "chosen" else ("Pinned<br>" if o.origin == "pinned" else "")}'
+        f"{escape(o.name)}</th>"
+        for o in data.options
+    )
+    body = []
+    for row in ROWS:
+        win = winners(row, plans)
+        cells = []
+        for i, p in enumerate(plans):
+            text = escape(row.text(p))
+            if i in win:
+                cells.append(f'<td class="num win" bgcolor="{WIN_BG}" align="right"><b>★ {text}</b></td>')
+            else:
+                cells.append(f'<td class="num" align="right">{text}</td>')
+        better = {"higher": " (higher is better)", "lower": " (lower is better)"}.get(row.better, "")
+        body.append(f"<tr><td>{escape(row.label)}<span class=\"caption\">{better}</span></td>{''.join(cells)}</tr>")
+    return (f'<table class="grid" border="1" cellspacing="0" cellpadding="4"><tr><th bgcolor="{HEAD_BG}">Metric</th>'
+            f"{head}</tr>{''.join(body)}</table>")
+
+
+def _warnings(data: ReportData) -> str:
+    rows = []
+    for o in data.options:
+        for w in o.plan.warnings:
+            rows.append(
+                f'<tr><td>{escape(o.plan.layout.label)}</td><td bgcolor="{SEVERITY_BG.get(w.severity, "#ffffff")}">'
+                f"{escape(w.severity)}</td><td>{escape(w.message)}</td><td>{escape(w.fix)}</td></tr>"
+            )
+    if not rows:
+        return "<p>No rule fired for any of the compared layouts.</p>"
+    return (f'<table class="grid" border="1" cellspacing="0" cellpadding="4"><tr><th bgcolor="{HEAD_BG}">Layout</th>'
+            f'<th bgcolor="{HEAD_BG}">Severity</th><th bgcolor="{HEAD_BG}">What</th><th bgcolor="{HEAD_BG}">Fix</th></tr>'
+            + "".join(rows) + "</table>")
+
+
+def _assumptions(data: ReportData) -> str:
+    plan = data.chosen.plan
+    items = "".join(f"<li>{escape(a)}</li>" for a in plan.assumptions)
+    if plan.calibration:
+        prof = data.project.calibrations.get(plan.calibration)
+        desc = f" — {prof.description}" if prof and prof.description else ""
+        cal = f"Calibration profile in use: <b>{escape(plan.calibration)}</b>{escape(desc)}."
+    else:
+        cal = "Calibration profile in use: none — the engine's default link and efficiency figures."
+    return f"<ul>{items}</ul><p>{cal}</p>"
+
+
+def build_html(data: ReportData, images: Images, page_breaks: bool = False) -> str:
+    """The whole report as one HTML string.
+
+    Parameters
+    ----------
+    data:
+        The gathered figures.
+    images:
+        How to reference the pictures named in :data:`PICTURES` and ``mem-0``, ``mem-1``, ...
+    page_breaks:
+        Start the big sections on a new page (the PDF).
+    """
+    p = data.project
+    plan = data.chosen.plan
+    brk = ' style="page-break-before: always"' if page_breaks else ""
+    title = escape(p.name)
+    out = [
+        f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{title} — Layout Studio report</title>"
+        f"<style>{CSS}</style></head><body>",
+        f"<h1>{title}</h1>",
+        f'<p class="meta">Layout Studio plan report · {escape(data.created.strftime("%Y-%m-%d %H:%M"))}'
+        + (f" · {escape(p.description)}" if p.description else "") + "</p>",
+        "<h2>Executive summary</h2>",
+        f'<p class="summary">{escape(executive_summary(data))}</p>',
+        _pairs([
+            ("Layout", f"{plan.layout.label}, {plan.micro_batches} micro-batches, layers per stage "
+                       + ",".join(str(s.layers) for s in plan.stages)),
+            ("Fits", ("yes — " if plan.fits else "NO — ") + plan.fit_reason),
+            ("Time to first token", f"{num(plan.ttft_ms)} ms"),
+            ("Time per output token", f"{num(plan.tpot_ms)} ms"),
+            ("Throughput", f"{num(plan.output_tokens_per_s)} output tokens/s ({num(plan.output_tokens_per_s_per_gpu)} per GPU)"),
+            ("Cost", f"${plan.usd_per_million_output_tokens:,.2f} per million output tokens"),
+        ]),
+        "<h2>The cluster</h2>",
+        _pairs(_cluster_rows(data)),
+        _img(images, "cluster", "cluster drawing"),
+        '<p class="caption">The drawn cluster. Tiles are GPUs coloured by the pipeline stage that runs on them '
+        "(S0, S1, …); lines are the links the engine costs collectives over.</p>",
+        f"<h2{brk}>Model and workload</h2>",
+        _pairs(_model_rows(data)),
+        "<h2>Chosen layout and alternatives</h2>",
+        "<p>Alternatives: "
+        + ("the layouts pinned in the project." if any(o.origin == "pinned" for o in data.alternatives)
+           else f"the sweep's best other splits for {escape(data.objective)}, each at its best batch size.")
+        + " ★ marks the best value of each row among the layouts that fit.</p>",
+        _comparison(data),
+    ]
+    reasons = "".join(f"<li>{escape(r)}</li>" for r in data.sweep.reasons)
+    if reasons:
+        out.append(f"<h3>Why the sweep ranks them this way</h3><ul>{reasons}</ul>")
+    out.append(f"<h2{brk}>Memory per GPU</h2>")
+    out.append('<p class="caption">Each bar is one GPU: weights, KV cache, activations and runtime overhead against '
+               "its capacity (the line at the top; red when over the usable share).</p>")
+    for i, o in enumerate(data.options):
+        peak = o.plan.peak_memory
+        out.append(f"<h3>{'Chosen: ' if o.origin == 'chosen' else ''}{escape(o.name)} — busiest GPU "
+                   f"{peak.total / GIB:,.1f} GiB of {peak.capacity / GIB:,.1f} GiB</h3>")
+        out.append(_img(images, f"mem-{i}", f"memory bars of {o.name}", 0.85 if i else 1.0))
+    out.append(f"<h2{brk}>Pipeline timelines</h2>")
+    out.append('<p class="caption">All layouts on one shared time axis: bars further right take longer. Grey is '
+               "idle time (the pipeline bubble), orange the tensor-parallel all-reduces.</p>")
+    out.append("<h3>Prefill step: the prompts of the whole running batch, in micro-batches</h3>")
+    out.append(_img(images, "timeline-prefill", "prefill timelines"))
+    out.append(f"<h3{brk}>Decode step: one new token for every running request</h3>")
+    out.append(_img(images, "timeline-decode", "decode timelines"))
+    out.append(f"<h2{brk}>Every layout of this cluster (Pareto plot)</h2>")
+    out.append(f'<p class="caption">Each dot is a layout and batch size that fits ({data.sweep.candidates:,} tried). '
+               "Up and right is better; the line joins the layouts no other beats on both axes. The star is the "
+               "chosen layout, diamonds the alternatives.</p>")
+    out.append(_img(images, "pareto", "Pareto plot"))
+    out.append("<h2>Warnings</h2>")
+    out.append(_warnings(data))
+    out.append("<h2>Assumptions</h2>")
+    out.append(_assumptions(data))
+    out.append(f"<h2{brk}>Appendix: launch commands</h2>")
+    out.append("<p>What each serving engine needs to run the chosen layout "
+               "(<code>layout-studio export --engine ENGINE</code> writes these with config files and scripts).</p>")
+    for title_, text in data.exports:
+        out.append(f"<h3>{escape(title_)}</h3><pre>{escape(text)}</pre>")
+    out.append("</body></html>")
+    return "\n".join(out)

@@ -1,0 +1,90 @@
+"""Write the report: a self-contained HTML file (pictures as ``data:`` URIs) or a PDF with real
+pages (:class:`QTextDocument` printed on a :class:`QPdfWriter`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from studio.core.errors import StudioError
+from studio.gui.report.content import ReportData
+
+FORMATS = (".html", ".htm", ".pdf")
+PDF_IMAGE_WIDTH = 680  # document pixels across an A4 page inside the margins
+HTML_IMAGE_WIDTH = 900
+
+
+def render_pictures(data: ReportData) -> dict:
+    """Every picture of the report as a QImage, by the names :mod:`document` uses."""
+    from studio.gui.report import charts
+
+    charts.ensure_app()
+    pics = {
+        "cluster": charts.cluster_image(data),
+        "timeline-prefill": charts.timelines_image(data.options, "prefill"),
+        "timeline-decode": charts.timelines_image(data.options, "decode"),
+        "pareto": charts.pareto_image(data),
+    }
+    for i, o in enumerate(data.options):
+        pics[f"mem-{i}"] = charts.memory_image(o.plan, height=280 if i == 0 else 230)
+    return pics
+
+
+def report_html(data: ReportData, pictures: dict | None = None) -> str:
+    """The report as one self-contained HTML string."""
+    from studio.gui.report.charts import png_bytes
+    from studio.gui.report.document import Images, build_html, data_uri
+
+    pictures = pictures if pictures is not None else render_pictures(data)
+    uris = {name: data_uri(png_bytes(img)) for name, img in pictures.items()}
+    return build_html(data, Images(src=uris.__getitem__, width=HTML_IMAGE_WIDTH))
+
+
+def write_pdf(data: ReportData, path: Path, pictures: dict | None = None) -> None:
+    """Lay the report out on A4 pages and write it as PDF."""
+    from PySide6.QtCore import QMarginsF, QSizeF, QUrl
+    from PySide6.QtGui import QPageLayout, QPageSize, QPdfWriter, QTextDocument
+
+    from studio.gui.report.document import Images, build_html
+
+    pictures = pictures if pictures is not None else render_pictures(data)
+    doc = QTextDocument()
+    for name, img in pictures.items():
+        doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl(f"report:{name}"), img)
+    doc.setHtml(build_html(data, Images(src=lambda n: f"report:{n}", width=PDF_IMAGE_WIDTH), page_breaks=True))
+    writer = QPdfWriter(str(path))
+    writer.setTitle(f"{data.project.name} — Layout Studio report")
+    writer.setCreator("Layout Studio")
+    writer.setPageLayout(QPageLayout(QPageSize(QPageSize.PageSizeId.A4), QPageLayout.Orientation.Portrait,
+                                     QMarginsF(15, 15, 15, 15), QPageLayout.Unit.Millimeter))
+    writer.setResolution(300)
+    # lay out in points-like document pixels so that fonts and PDF_IMAGE_WIDTH match the page
+    rect = writer.pageLayout().paintRectPixels(96)
+    doc.setPageSize(QSizeF(rect.width(), rect.height()))
+    doc.print_(writer)
+    if not path.is_file() or path.stat().st_size == 0:
+        raise StudioError(f"cannot write the PDF '{path}'")
+
+
+def write_report(data: ReportData, path: str | Path) -> Path:
+    """Write the report to ``path``; the suffix picks the format (``.html``/``.htm`` or ``.pdf``).
+
+    Raises
+    ------
+    StudioError
+        Unknown suffix, missing folder, or the file cannot be written.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        raise StudioError(f"report file '{path}' must end in .html or .pdf (got '{path.suffix or 'no suffix'}')")
+    if not path.parent.is_dir():
+        raise StudioError(f"report file '{path}': folder '{path.parent}' does not exist")
+    pictures = render_pictures(data)
+    if suffix == ".pdf":
+        write_pdf(data, path, pictures)
+    else:
+        try:
+            path.write_text(report_html(data, pictures), encoding="utf-8")
+        except OSError as exc:
+            raise StudioError(f"cannot write the report: {exc.strerror}", str(path)) from None
+    return path
