@@ -42,7 +42,7 @@ class ParetoPlot(pg.PlotWidget):
         pi.showGrid(x=True, y=True, alpha=0.2)
         for ax in ("bottom", "left"):
             pi.getAxis(ax).enableAutoSIPrefix(False)
-        self.legend = pi.addLegend(offset=(-8, 8), labelTextSize="8pt", brush=pg.mkBrush(255, 255, 255, 230))
+        self.legend = pi.addLegend(offset=(10, 10), labelTextSize="8pt", brush=pg.mkBrush(255, 255, 255, 230))
         self.points = pg.ScatterPlotItem(size=7, pen=pg.mkPen("w", width=0.5), brush=pg.mkBrush(POINT_COLOR + "99"),
                                          name="layouts that fit")
         self.front_line = pg.PlotDataItem(pen=pg.mkPen(FRONT_COLOR, width=2), name="Pareto frontier")
@@ -52,9 +52,6 @@ class ParetoPlot(pg.PlotWidget):
         self.ring = pg.ScatterPlotItem(size=24, pen=pg.mkPen("#212529", width=2), brush=pg.mkBrush(0, 0, 0, 0))
         for item in (self.points, self.front_line, self.front_points, self.recommended, self.ring):
             self.addItem(item)
-        for item, text in ((self.points, "layouts that fit"), (self.front_line, "Pareto frontier"),
-                           (self.recommended, "recommended")):
-            self.legend.addItem(item, text)
         self.limits: list[pg.InfiniteLine] = []
         self.hover = pg.TextItem("", color="#212529", fill=pg.mkBrush(255, 255, 255, 235),
                                  border=pg.mkPen("#adb5bd"), anchor=(0, 1))

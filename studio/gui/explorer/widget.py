@@ -1,0 +1,512 @@
+"""The Layout Explorer dock: every layout of the drawn cluster, ranked, plotted and compared.
+
+The sweep runs in a worker thread on the frozen project (progress bar, Cancel); it re-runs
+debounced when the cluster, model, workload or serving settings change and drops results of an
+older run. Clicking a row or a point previews the layout (its first TP group is selected on the
+canvas, :attr:`ExplorerWidget.layoutPreview` fires) without changing the project; Pin, Unpin and
+Apply are undoable project edits.
+"""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QTabWidget,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from studio.core.errors import StudioError
+from studio.core.layout import Layout
+from studio.core.project import Project
+from studio.engine import evaluate, sweep
+from studio.engine.placement import PlacementOption, compare_placements
+from studio.engine.results import PlanResult
+from studio.engine.sweep import SweepResult
+from studio.gui.document import ProjectDocument
+from studio.gui.explorer.analysis import PLOT_MODES, factorizations, first_tp_group, why_loses
+from studio.gui.explorer.compare_view import MAX_PINNED, CompareView
+from studio.gui.explorer.multiples import SmallMultiples
+from studio.gui.explorer.pareto import ParetoPlot
+from studio.gui.explorer.placement_view import PlacementView
+from studio.gui.explorer.table_model import ROW_ROLE, SweepFilterProxy, SweepTableModel
+from studio.gui.explorer.task import Sweeper, SweepTask
+from studio.gui.timeline import TimelinePanel
+
+DEBOUNCE_MS = 300
+OBJECTIVE_TEXT = {
+    "throughput": "Max throughput per GPU",
+    "cost": "Min $ per M tokens",
+    "latency": "Min latency",
+}
+
+
+def _sweep_inputs(p: Project) -> tuple:
+    """What the sweep depends on (not the current layout or the pinned ones)."""
+    return (p.cluster, p.model, p.workload, p.serving, p.calibrations)
+
+
+class ExplorerWidget(QWidget):
+    """Dockable explorer bound to a :class:`ProjectDocument`.
+
+    Parameters
+    ----------
+    threaded:
+        Run sweeps in a worker thread (the GUI); ``False`` runs them synchronously when started
+        (deterministic tests, benchmarks).
+    sweeper:
+        ``sweep``-compatible function (tests inject slow or failing ones).
+
+    Signals
+    -------
+    resultShown(object)
+        A :class:`SweepResult` was put on screen.
+    layoutPreview(object)
+        The :class:`PlanResult` of the layout the user is looking at (a preview for the canvas;
+        the project is unchanged).
+    """
+
+    resultShown = Signal(object)
+    layoutPreview = Signal(object)
+
+    def __init__(self, document: ProjectDocument, *, threaded: bool = True, sweeper: Sweeper | None = None,
+                 debounce_ms: int = DEBOUNCE_MS, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("explorer")
+        self.doc = document
+        self.threaded = threaded
+        self._sweeper: Sweeper = sweeper or sweep
+        self.result: SweepResult | None = None
+        self.task: SweepTask | None = None
+        self._revision = 0
+        self._inputs: tuple | None = None
+        self._pin_batch: dict[Layout, int] = {}
+        self._dirty_tabs: set[str] = set()
+        self._pool = QThreadPool(self)
+        self._pool.setMaxThreadCount(2)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(debounce_ms)
+        self._timer.timeout.connect(self.run_sweep)
+        self._build()
+        self._load_targets(document.project)
+        document.projectChanged.connect(self._on_project)
+        self.refresh_compare()
+
+    # ------------------------------------------------------------------ layout
+    def _build(self) -> None:
+        self.objective = QComboBox()
+        for key, text in OBJECTIVE_TEXT.items():
+            self.objective.addItem(text, key)
+        self.objective.setToolTip("what the recommendation optimises")
+        self.ttft = self._limit_box("TTFT limit in ms (0 = none)")
+        self.tpot = self._limit_box("TPOT limit in ms (0 = none)")
+        self.hide_unfit = QCheckBox("Hide unfit")
+        self.filter = QLineEdit()
+        self.filter.setPlaceholderText("filter: tp8 pp2 …")
+        self.filter.setClearButtonEnabled(True)
+        self.filter.setMaximumWidth(170)
+        self.run_button = QPushButton("Run sweep")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setMaximumWidth(160)
+        self.progress.setFormat("%p%")
+        self.status = QLabel("")
+        bar = QHBoxLayout()
+        bar.setContentsMargins(4, 2, 4, 2)
+        for w in (QLabel("Objective"), self.objective, QLabel("TTFT ≤"), self.ttft, QLabel("TPOT ≤"), self.tpot,
+                  self.hide_unfit, self.filter, self.run_button, self.cancel_button, self.progress):
+            bar.addWidget(w)
+        bar.addWidget(self.status, 1)
+        self.reasons = QTextBrowser()
+        self.reasons.setObjectName("explorer-reasons")
+        self.reasons.setMaximumHeight(96)
+        self.reasons.setOpenLinks(False)
+
+        self.model = SweepTableModel(self)
+        self.proxy = SweepFilterProxy(self)
+        self.proxy.setSourceModel(self.model)
+        self.table = QTableView()
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setAlternatingRowColors(False)
+        self.table.verticalHeader().setDefaultSectionSize(20)
+        self.table.verticalHeader().setVisible(False)
+        hh = self.table.horizontalHeader()
+        hh.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        hh.setStretchLastSection(True)
+        self.table.sortByColumn(-1, Qt.SortOrder.AscendingOrder)  # keep the ranking order
+        self.pin_button = QPushButton("Pin")
+        self.pin_button.setToolTip(f"keep this layout for side-by-side comparison (up to {MAX_PINNED})")
+        self.apply_button = QPushButton("Apply")
+        self.apply_button.setToolTip("make this the project's layout (one undo step)")
+        self.best_button = QPushButton("Show recommended")
+        for b in (self.pin_button, self.apply_button):
+            b.setEnabled(False)
+        left = QWidget()
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(0, 0, 0, 0)
+        ll.addWidget(self.table, 1)
+        row = QHBoxLayout()
+        for b in (self.best_button, self.pin_button, self.apply_button):
+            row.addWidget(b)
+        row.addStretch(1)
+        ll.addLayout(row)
+
+        self.tabs = QTabWidget()
+        pareto_tab = QWidget()
+        pl = QVBoxLayout(pareto_tab)
+        pl.setContentsMargins(0, 0, 0, 0)
+        self.plot_mode = QComboBox()
+        for key, (title, *_rest) in PLOT_MODES.items():
+            self.plot_mode.addItem(title, key)
+        top = QHBoxLayout()
+        top.setContentsMargins(4, 2, 4, 0)
+        top.addWidget(QLabel("Axes"))
+        top.addWidget(self.plot_mode)
+        top.addStretch(1)
+        pl.addLayout(top)
+        self.plot = ParetoPlot()
+        pl.addWidget(self.plot, 1)
+        self.tabs.addTab(pareto_tab, "Pareto")
+        tl_tab = QWidget()
+        tl = QVBoxLayout(tl_tab)
+        tl.setContentsMargins(0, 0, 0, 0)
+        self.timeline = TimelinePanel()
+        self.why = QLabel("")
+        self.why.setObjectName("explorer-why")
+        self.why.setWordWrap(True)
+        self.why.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.why.setStyleSheet("padding: 4px;")
+        tl.addWidget(self.timeline, 1)
+        tl.addWidget(self.why)
+        self.tabs.addTab(tl_tab, "Timeline")
+        self.multiples = SmallMultiples()
+        self.tabs.addTab(self.multiples, "Small multiples")
+        self.compare = CompareView()
+        self.tabs.addTab(self.compare, "Compare")
+        self.placement = PlacementView()
+        self.tabs.addTab(self.placement, "Placement")
+
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(left)
+        split.addWidget(self.tabs)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        lay.setSpacing(2)
+        lay.addLayout(bar)
+        lay.addWidget(self.reasons)
+        lay.addWidget(split, 1)
+
+        self.objective.currentIndexChanged.connect(lambda _i: self.schedule())
+        self.ttft.valueChanged.connect(lambda _v: self.schedule())
+        self.tpot.valueChanged.connect(lambda _v: self.schedule())
+        self.hide_unfit.toggled.connect(self.proxy.set_hide_unfit)
+        self.filter.textChanged.connect(self.proxy.set_text)
+        self.run_button.clicked.connect(self.run_sweep)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.best_button.clicked.connect(self.show_recommended)
+        self.pin_button.clicked.connect(lambda: self.pin_row(self.selected_row()))
+        self.apply_button.clicked.connect(lambda: self.apply_row(self.selected_row()))
+        self.plot_mode.currentIndexChanged.connect(lambda _i: self.plot.set_mode(self.plot_mode.currentData()))
+        self.plot.rowClicked.connect(self.select_row)
+        self.table.selectionModel().selectionChanged.connect(lambda *_a: self._on_row_selected())
+        self.tabs.currentChanged.connect(lambda _i: self._refresh_visible_tab())
+        self.compare.applyRequested.connect(self.apply_pinned)
+        self.compare.unpinRequested.connect(self.unpin)
+        self.placement.applyRequested.connect(self.apply_placement)
+
+    @staticmethod
+    def _limit_box(tip: str) -> QDoubleSpinBox:
+        box = QDoubleSpinBox()
+        box.setRange(0, 1e7)
+        box.setDecimals(0)
+        box.setSingleStep(10)
+        box.setSpecialValueText("none")
+        box.setSuffix(" ms")
+        box.setToolTip(tip)
+        box.setMaximumWidth(100)
+        return box
+
+    def _load_targets(self, p: Project) -> None:
+        for box, v in ((self.ttft, p.workload.ttft_ms), (self.tpot, p.workload.tpot_ms)):
+            box.blockSignals(True)
+            box.setValue(float(v or 0))
+            box.blockSignals(False)
+
+    # ------------------------------------------------------------------ sweeping
+    def sweep_kwargs(self) -> dict:
+        return {
+            "objective": self.objective.currentData(),
+            "ttft_ms": self.ttft.value() or None,
+            "tpot_ms": self.tpot.value() or None,
+        }
+
+    def schedule(self) -> None:
+        """Re-run the sweep after the debounce interval (restarted on every call)."""
+        self._timer.start()
+
+    def run_sweep(self) -> None:
+        """Start a sweep of the current project now (cancelling one in flight)."""
+        self._timer.stop()
+        if self.task is not None:
+            self.task.cancel()
+        self._revision += 1
+        project = self.doc.project
+        self._inputs = _sweep_inputs(project)
+        task = SweepTask(self._sweeper, project, self._revision, **self.sweep_kwargs())
+        task.relay.progress.connect(self._on_progress)
+        task.relay.done.connect(self._on_done)
+        self.task = task
+        self.progress.setValue(0)
+        self.cancel_button.setEnabled(True)
+        self.status.setText(f"sweeping {project.cluster.num_gpus} GPUs…")
+        if self.threaded:
+            self._pool.start(task)
+        else:
+            task.run()
+
+    def cancel(self) -> None:
+        """Stop the sweep in flight (its partial result is dropped)."""
+        if self.task is not None:
+            self.task.cancel()
+        self.status.setText("cancelling…")
+
+    @property
+    def running(self) -> bool:
+        return self.task is not None and not self.task.finished.is_set()
+
+    def wait_idle(self, msecs: int = 30_000) -> bool:
+        """Block until sweeps in flight finish (tests, shutdown)."""
+        return self._pool.waitForDone(msecs)
+
+    def _on_progress(self, fraction: float, revision: int) -> None:
+        if revision == self._revision:
+            self.progress.setValue(int(fraction * 1000))
+
+    def _on_done(self, result: SweepResult | None, revision: int, error: str) -> None:
+        if revision != self._revision:
+            return  # an older run: a newer one is in flight or finished
+        self.task = None
+        self.cancel_button.setEnabled(False)
+        if result is None:
+            self.progress.setValue(0)
+            self.status.setText("sweep cancelled" if error == "cancelled" else "")
+            if error != "cancelled":
+                self.reasons.setPlainText(f"The sweep could not run: {error}")
+            return
+        self.progress.setValue(1000)
+        self.show_result(result)
+
+    def show_result(self, result: SweepResult) -> None:
+        """Fill the table, the plot and the reasons from a finished sweep."""
+        self.result = result
+        self.model.set_result(result)
+        self.plot.set_result(result)
+        fits = int(result.columns["fits"].sum()) if result.candidates else 0
+        self.status.setText(f"{result.candidates:,} candidates, {fits:,} fit")
+        self._show_reasons(result)
+        self._dirty_tabs = {"multiples", "placement"}
+        if result.recommended is not None:
+            self.select_row(int(result.recommended))
+        self._refresh_visible_tab()
+        self.resultShown.emit(result)
+
+    def _show_reasons(self, r: SweepResult) -> None:
+        head = (f"<b>Recommended for {html.escape(OBJECTIVE_TEXT[r.objective].lower())}:</b> "
+                + (html.escape(r.label(r.recommended)) if r.recommended is not None else "none"))
+        items = "".join(f"<li>{html.escape(t)}</li>" for t in r.reasons)
+        self.reasons.setHtml(f"{head}<ul style='margin-top:2px; margin-left:-20px'>{items}</ul>")
+
+    def _on_project(self, project: Project, kind: str) -> None:
+        if kind == "file":
+            self._load_targets(project)
+            self._pin_batch.clear()
+        if _sweep_inputs(project) != self._inputs:
+            self.schedule()
+        self.refresh_compare()
+
+    # ------------------------------------------------------------------ selection
+    def selected_row(self) -> int | None:
+        """Sweep row of the selected table row, or None."""
+        rows = self.table.selectionModel().selectedRows()
+        if not rows:
+            return None
+        return int(self.proxy.data(rows[0], ROW_ROLE))
+
+    def select_row(self, row: int) -> None:
+        """Select sweep row ``row`` in the table (clearing the filter if it hides the row)."""
+        m = self.model.model_row(row)
+        if m is None:
+            return
+        src = self.model.index(m, 0)
+        idx = self.proxy.mapFromSource(src)
+        if not idx.isValid():
+            self.filter.clear()
+            self.hide_unfit.setChecked(False)
+            idx = self.proxy.mapFromSource(src)
+        self.table.selectionModel().select(
+            idx, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
+        self.table.setCurrentIndex(idx)
+        self.table.scrollTo(idx, QAbstractItemView.ScrollHint.EnsureVisible)
+
+    def show_recommended(self) -> None:
+        if self.result is not None and self.result.recommended is not None:
+            self.select_row(int(self.result.recommended))
+
+    def _on_row_selected(self) -> None:
+        row = self.selected_row()
+        for b in (self.pin_button, self.apply_button):
+            b.setEnabled(row is not None)
+        self.plot.select_row(row)
+        self._dirty_tabs.add("placement")
+        if row is None or self.result is None:
+            self.timeline.clear("select a layout")
+            self.why.setText("")
+            return
+        res = self.result
+        if not res.columns["fits"][row]:
+            self.timeline.clear(f"{res.label(row)} does not fit")
+            self.why.setText(html.escape(why_loses(res, row, row)))
+            self._refresh_visible_tab()
+            return
+        try:
+            plan = res.plan(row)
+        except StudioError as exc:
+            self.timeline.clear(exc.message)
+            return
+        self.timeline.set_timelines(plan.timelines, plan.micro_batches)
+        ref = res.recommended if res.recommended is not None else int(res.order[0])
+        self.why.setText(why_loses(res, row, int(ref)))
+        self.doc.set_selection(first_tp_group(plan))
+        self.layoutPreview.emit(plan)
+        self._refresh_visible_tab()
+
+    # ------------------------------------------------------------------ tabs
+    def _refresh_visible_tab(self) -> None:
+        w = self.tabs.currentWidget()
+        if w is self.multiples and "multiples" in self._dirty_tabs:
+            self.refresh_multiples()
+        elif w is self.placement and "placement" in self._dirty_tabs:
+            self.refresh_placement()
+
+    def refresh_multiples(self) -> None:
+        """Timelines of every TP × PP factorization of the cluster (DP = 1)."""
+        self._dirty_tabs.discard("multiples")
+        res = self.result
+        if res is None:
+            self.multiples.set_plans([])
+            return
+        plans = []
+        for i in factorizations(res):
+            if res.columns["fits"][i]:
+                plans.append((res.label(i), res.plan(i)))
+        self.multiples.set_plans(plans)
+
+    def refresh_placement(self) -> None:
+        """Compare placements of the selected layout (else the project's)."""
+        self._dirty_tabs.discard("placement")
+        row = self.selected_row()
+        layout = self.result.layout(row) if (self.result is not None and row is not None) else self.doc.project.layout
+        project = self.doc.project
+        if self.result is not None and row is not None:
+            wl = project.workload.model_copy(update={"batch": int(self.result.columns["batch"][row])})
+            project = project.model_copy(update={"workload": wl})
+        try:
+            self.placement.set_comparison(compare_placements(project, layout))
+        except StudioError as exc:
+            self.placement.set_comparison(None, f"Placements of {layout.label} cannot be compared: {exc.message}")
+
+    # ------------------------------------------------------------------ pin / apply
+    def pinned_plans(self) -> list[tuple[str, PlanResult]]:
+        """(title, plan) of every pinned layout, at the batch it was pinned with."""
+        p = self.doc.project
+        out = []
+        for lay in p.pinned:
+            batch = self._pin_batch.get(lay)
+            proj = p
+            if batch is not None:
+                proj = p.model_copy(update={"workload": p.workload.model_copy(update={"batch": batch})})
+            try:
+                plan = evaluate(proj, lay)
+            except StudioError:
+                continue
+            title = f"{lay.label} M={lay.micro_batches}" + (f" batch {batch}" if batch is not None else "")
+            out.append((title, plan))
+        return out
+
+    def refresh_compare(self) -> None:
+        pairs = self.pinned_plans()
+        self.compare.set_pinned([t for t, _ in pairs], [p for _, p in pairs])
+        self.tabs.setTabText(self.tabs.indexOf(self.compare), f"Compare ({len(pairs)})")
+
+    def pin_row(self, row: int | None) -> bool:
+        """Pin sweep row ``row`` (one undo step). Returns whether it was pinned."""
+        if row is None or self.result is None:
+            return False
+        lay = self.result.layout(row)
+        p = self.doc.project
+        if lay in p.pinned:
+            self.doc.message.emit(f"{lay.label} is already pinned")
+            return False
+        if len(p.pinned) >= MAX_PINNED:
+            self.doc.message.emit(f"at most {MAX_PINNED} layouts can be pinned; unpin one first")
+            return False
+        self._pin_batch[lay] = int(self.result.columns["batch"][row])
+        self.doc.apply(p.replace(pinned=(*p.pinned, lay)), f"Pin layout {lay.label}", "pinned")
+        self.tabs.setCurrentWidget(self.compare)
+        return True
+
+    def unpin(self, k: int) -> None:
+        p = self.doc.project
+        if 0 <= k < len(p.pinned):
+            lay = p.pinned[k]
+            self.doc.apply(p.replace(pinned=p.pinned[:k] + p.pinned[k + 1:]), f"Unpin layout {lay.label}", "pinned")
+
+    def apply_layout(self, layout: Layout, text: str) -> None:
+        """Make ``layout`` the project's current layout (one undo step)."""
+        self.doc.apply(self.doc.project.replace(layout=layout), text, "layout")
+
+    def apply_row(self, row: int | None) -> None:
+        if row is None or self.result is None:
+            return
+        lay = self.result.layout(row)
+        self.apply_layout(lay, f"Apply layout {lay.label}")
+
+    def apply_pinned(self, k: int) -> None:
+        p = self.doc.project
+        if 0 <= k < len(p.pinned):
+            self.apply_layout(p.pinned[k], f"Apply layout {p.pinned[k].label}")
+
+    def apply_placement(self, option: PlacementOption) -> None:
+        comp = self.placement.comparison
+        if comp is None:
+            return
+        lay = comp.layout.replace(placement=option.placement)
+        self.apply_layout(lay, f"Apply placement '{option.name}' to {lay.label}")
+
+    def index_of_row(self, row: int) -> QModelIndex:
+        """Proxy index of sweep row ``row`` (tests)."""
+        m = self.model.model_row(row)
+        return self.proxy.mapFromSource(self.model.index(m, 0)) if m is not None else QModelIndex()
