@@ -481,7 +481,7 @@ def fit_serving(
     theta0 = np.clip(np.log(np.asarray(defaults)), lo, hi)
     best = (cost(theta0), theta0)
     if len(params) <= 3:
-        grid = np.linspace(lo, hi, 5)  # (5, params)
+        grid = np.linspace(lo, hi, 5 if len(params) <= 2 else 3)  # (steps, params)
         for idx in np.ndindex(*(grid.shape[0],) * len(params)):
             th = grid[list(idx), np.arange(len(params))]
             best = min(best, (cost(th), th), key=lambda x: x[0])

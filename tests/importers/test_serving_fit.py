@@ -1,0 +1,109 @@
+"""The serving fit: recovers known efficiencies, improves held-out error on the public TRT-LLM tables,
+and the ``calibrate serving`` command prints, writes and stores the profile."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from studio.cli import main
+from studio.core.builders import build_cluster
+from studio.core.errors import StudioError
+from studio.core.precision import DType
+from studio.core.project import Project
+from studio.core.workload import ServingConfig
+from studio.engine.calibration import ServingPoint, evaluate_serving, fit_serving, rms
+from studio.io.project_file import load_project, save_project
+from studio.io.serving_bench import read_points
+
+from .conftest import DATA
+
+H200_70B = DATA / "serving" / "trtllm-v0.17-h200-fp8-llama-3.1-70b.jsonl"
+H200_8B = DATA / "serving" / "trtllm-v0.17-h200-fp8-llama-3.1-8b.jsonl"
+#: Fitting the step overhead as well as the two efficiencies (see docs/import-and-calibrate.md).
+THREE = ("prefill_efficiency", "decode_efficiency", "decode_step_overhead_us")
+
+
+def h200_project(catalog_full, model_id: str) -> Project:
+    cat = catalog_full
+    cluster = build_cluster(cat.node("hgx-h200"), 1, cat.gpu("h200-sxm"), cat.links)
+    serving = ServingConfig(weight_dtype=DType.FP8, kv_dtype=DType.FP8, gpu_memory_utilization=0.95, runtime="trtllm")
+    return Project(cluster=cluster, model=cat.model(model_id).architecture, model_ref=model_id, serving=serving)
+
+
+def held_out_error(project, points, params):
+    fit = fit_serving(project, points[0::2], params=params)
+    held = points[1::2]
+
+    def err(preds):
+        return rms(np.array([(p["output_tok_s"] - q.output_tok_s) / q.output_tok_s for p, q in zip(preds, held, strict=True)]))
+
+    return err(evaluate_serving(project, held)), err(evaluate_serving(project, held, fit.efficiency)), fit
+
+
+def test_fit_recovers_efficiencies_that_generated_the_points(catalog_full):
+    project = h200_project(catalog_full, "llama-3.1-8b")
+    shapes = [(128, 128, 64), (128, 2048, 256), (2048, 128, 32), (1000, 1000, 128), (5000, 500, 16), (500, 2000, 8)]
+    truth = {"prefill_efficiency": 0.4, "decode_efficiency": 0.6}
+    bare = [ServingPoint(f"{i}/{o}", i, o, 1, 1, c, 1.0) for i, o, c in shapes]
+    preds = evaluate_serving(project, bare, truth)
+    points = [ServingPoint(p.label, p.isl, p.osl, 1, 1, p.concurrency, d["output_tok_s"], d["ttft_ms"], d["tpot_ms"])
+              for p, d in zip(bare, preds, strict=True)]
+    fit = fit_serving(project, points)
+    assert fit.efficiency["prefill_efficiency"] == pytest.approx(0.4, rel=0.03)
+    assert fit.efficiency["decode_efficiency"] == pytest.approx(0.6, rel=0.03)
+    err = fit.fit_error()
+    assert err["serving.output_tok_s.rms_rel_error"] < 0.01 < err["serving.output_tok_s.default_rms_rel_error"]
+    assert set(fit.measures()) == {"output_tok_s", "ttft_ms", "tpot_ms"}
+
+
+@pytest.mark.parametrize(("model_id", "path"), [("llama-3.1-70b", H200_70B), ("llama-3.1-8b", H200_8B)])
+def test_fitting_half_the_public_table_improves_the_other_half(catalog_full, model_id, path):
+    project = h200_project(catalog_full, model_id)
+    points = read_points([path])
+    before, after, fit = held_out_error(project, points, THREE)
+    assert after < before * 0.8, (before, after, fit.efficiency)
+    assert all(0.05 <= fit.efficiency[k] <= 1.0 for k in THREE[:2])
+
+
+def test_unknown_factor_and_bad_layout_are_clear_errors(catalog_full):
+    project = h200_project(catalog_full, "llama-3.1-8b")
+    pts = read_points([H200_8B])[:2]
+    with pytest.raises(StudioError, match="'speed' is not an engine constant; allowed: .*prefill_efficiency"):
+        fit_serving(project, pts, params=("speed",))
+    odd = [ServingPoint("odd", 128, 128, 3, 1, 8, 100.0)]
+    with pytest.raises(StudioError, match="TP3×PP1 = 3 GPUs does not divide the cluster's 8 GPUs"):
+        fit_serving(project, odd)
+
+
+def test_cli_prints_every_run_writes_and_stores_the_profile(tmp_path, capsys, catalog_full):
+    out = tmp_path / "prof.json"
+    args = ["calibrate", "serving", str(H200_8B), "--gpu", "h200-sxm", "--model", "llama-3.1-8b",
+            "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--gpu-memory-utilization", "0.95"]
+    assert main([*args, "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert text.count("TP1 ") == 9 and "RMS relative error of output_tok_s" in text
+    data = json.loads(out.read_text())
+    assert set(data["efficiency"]) == {"prefill_efficiency", "decode_efficiency"}
+    assert data["fit_error"]["serving.output_tok_s.rms_rel_error"] < data["fit_error"]["serving.output_tok_s.default_rms_rel_error"]
+    project = tmp_path / "p.json"
+    save_project(h200_project(catalog_full, "llama-3.1-8b"), project)
+    assert main(["calibrate", "serving", str(H200_8B), "--project", str(project), "--save-as", "lab-h200"]) == 0
+    saved = load_project(project)
+    assert "lab-h200" in saved.calibrations and saved.calibrations["lab-h200"].efficiency
+    capsys.readouterr()
+    assert main(["plan", str(project), "--calibration", "lab-h200", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["calibration"] == "lab-h200"
+
+
+def test_cli_asks_for_what_the_file_does_not_say(tmp_path, capsys):
+    line = json.loads(H200_8B.read_text().splitlines()[0])
+    del line["tp"]
+    f = tmp_path / "r.json"
+    f.write_text(json.dumps(line))
+    rc = main(["calibrate", "serving", str(f), "--gpu", "h200-sxm", "--model", "llama-3.1-8b"])
+    assert rc == 2 and "pass --tp" in capsys.readouterr().err
+    rc = main(["calibrate", "serving", str(f)])
+    assert rc == 2 and "--gpu ID and --model ID" in capsys.readouterr().err
