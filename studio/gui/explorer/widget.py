@@ -153,6 +153,7 @@ class ExplorerWidget(QWidget):
         self.table.verticalHeader().setVisible(False)
         hh = self.table.horizontalHeader()
         hh.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        hh.setResizeContentsPrecision(40)  # size columns from the first rows, not thousands
         hh.setStretchLastSection(True)
         self.table.sortByColumn(-1, Qt.SortOrder.AscendingOrder)  # keep the ranking order
         self.pin_button = QPushButton("Pin")
