@@ -111,12 +111,8 @@ def commands_only(text: str) -> str:
     lines = text.splitlines()
     first = next((i for i, line in enumerate(lines) if line.strip() and not line.startswith("#")), len(lines))
     differ = next((i for i in range(first) if lines[i].startswith("# What ")), None)
-    if differ is None:
-        # drop the header, keep the recipe titles just above the first command
-        start = first
-        while start > 0 and lines[start - 1].startswith("# ") and not lines[start - 1].startswith("#   "):
-            start -= 1
-        differ = start
+    if differ is None:  # no such note: keep from the blank line that ends the header block
+        differ = max((i + 1 for i in range(first) if not lines[i].strip()), default=first)
     return "\n".join(lines[differ:]).strip("\n")
 
 

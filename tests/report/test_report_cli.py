@@ -1,0 +1,39 @@
+"""``layout-studio report``: exit 0 on the bundled example, 2 on bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from studio.cli import main
+from tests.report.conftest import EXAMPLE
+
+
+def test_report_command_writes_html(tmp_path, capsys):
+    out = tmp_path / "report.html"
+    assert main(["report", str(EXAMPLE), "-o", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>") and "Executive summary" in text
+    assert str(out) in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-o", "{tmp}/report.txt"], "name the file *.html or *.pdf"),
+        (["-o", "{tmp}/missing/report.html"], "does not exist"),
+        (["{tmp}/nope.json", "-o", "{tmp}/r.html"], "no such project file"),
+        (["--tp", "3", "-o", "{tmp}/r.html"], "does not divide"),
+        (["--model", "no-such-model", "-o", "{tmp}/r.pdf"], "no-such-model"),
+    ],
+)
+def test_bad_input_exits_2_with_a_message(tmp_path, capsys, args, message):
+    argv = ["report", *[a.format(tmp=tmp_path) for a in args]]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not list(tmp_path.glob("r.*"))
+
+
+def test_report_needs_an_output(capsys):
+    assert main(["report"]) == 2
+    assert "-o" in capsys.readouterr().err
