@@ -124,11 +124,11 @@ class SweepFilterProxy(QSortFilterProxyModel):
 
     def set_hide_unfit(self, on: bool) -> None:
         self.hide_unfit = bool(on)
-        self.invalidateFilter()
+        self.invalidateRowsFilter()
 
     def set_text(self, text: str) -> None:
         self.words = tuple(w for w in text.lower().replace("×", " ").split() if w)
-        self.invalidateFilter()
+        self.invalidateRowsFilter()
 
     def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:  # noqa: N802
         src = self.sourceModel()

@@ -1,0 +1,185 @@
+"""pytest-qt tests of the Explorer dock: selection → canvas selection + timeline, plot click → table,
+pin/compare, undoable apply, filters, cancel and stale results."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from studio.engine import sweep
+from studio.gui.document import ProjectDocument
+from studio.gui.explorer import ExplorerWidget
+from studio.gui.explorer.analysis import best_rows
+
+
+@pytest.fixture
+def explorer(qtbot, dgx405):
+    doc = ProjectDocument(dgx405, threaded=False)
+    w = ExplorerWidget(doc, threaded=False)
+    qtbot.addWidget(w)
+    w.resize(1400, 800)
+    w.run_sweep()
+    return w
+
+
+def test_sweep_fills_table_and_plot_best_first(explorer):
+    r = explorer.result
+    assert r is not None
+    assert explorer.proxy.rowCount() == r.candidates
+    first = explorer.proxy.index(0, 0)
+    assert explorer.proxy.data(first, explorer.proxy.sortRole()) == r.layout(int(r.order[0])).tp
+    assert set(explorer.plot.rows.tolist()) == set(map(int, r.columns["fits"].nonzero()[0]))
+    assert "Recommended" in explorer.reasons.toPlainText()
+    assert explorer.selected_row() == r.recommended  # the recommendation is shown on arrival
+
+
+def test_selecting_a_row_previews_on_canvas_and_draws_its_timeline(explorer, qtbot):
+    r = explorer.result
+    tp16 = best_rows(r)[(16, 1, 1, 1)]
+    previews = []
+    explorer.layoutPreview.connect(previews.append)
+    project_before = explorer.doc.project
+    explorer.table.selectRow(explorer.index_of_row(tp16).row())
+    plan = r.plan(tp16)
+    assert explorer.doc.selection == plan.layout.placement[:16]  # the TP group on the canvas
+    assert explorer.timeline.plot.timeline is plan.timelines["decode"]
+    assert previews and previews[-1] is plan
+    assert "ib-ndr" in explorer.why.text()
+    assert explorer.doc.project is project_before  # a preview never edits
+
+
+def test_clicking_a_plot_point_selects_its_row(explorer):
+    r = explorer.result
+    row = int(r.pareto[-1])
+    explorer.plot.rowClicked.emit(row)
+    assert explorer.selected_row() == row
+    assert explorer.plot.selected == row
+
+
+def test_hide_unfit_and_filter(explorer):
+    r = explorer.result
+    fits = int(r.columns["fits"].sum())
+    explorer.hide_unfit.setChecked(True)
+    assert explorer.proxy.rowCount() == fits
+    explorer.filter.setText("tp16")
+    shown = {int(explorer.proxy.data(explorer.proxy.index(k, 0), explorer.proxy.sortRole()))
+             for k in range(explorer.proxy.rowCount())}
+    assert shown == {16}
+    explorer.hide_unfit.setChecked(False)
+    explorer.filter.clear()
+    assert explorer.proxy.rowCount() == r.candidates
+
+
+def test_unfit_rows_are_greyed_with_the_reason(explorer):
+    from PySide6.QtCore import Qt
+
+    r = explorer.result
+    unfit = int((~r.columns["fits"]).nonzero()[0][0])
+    idx = explorer.index_of_row(unfit)
+    assert explorer.proxy.data(idx, Qt.ItemDataRole.ForegroundRole) is not None
+    assert r.reasons_unfit[unfit] in explorer.proxy.data(idx, Qt.ItemDataRole.ToolTipRole)
+
+
+def test_pin_compare_and_apply_is_one_undo_step(explorer):
+    r = explorer.result
+    doc = explorer.doc
+    original = doc.project
+    rec, tp16 = int(r.recommended), best_rows(r)[(16, 1, 1, 1)]
+    assert explorer.pin_row(rec) and explorer.pin_row(tp16)
+    assert [lay.tp for lay in doc.project.pinned] == [8, 16]
+    assert len(explorer.compare.plans) == 2
+    assert explorer.compare.winners()["tok/s per GPU"] == 0
+    assert "★" in explorer.compare.table.item(
+        [explorer.compare.table.verticalHeaderItem(k).text() for k in range(explorer.compare.table.rowCount())]
+        .index("tok/s per GPU"), 0).text()
+    before_apply = doc.project
+    explorer.compare.applyRequested.emit(1)
+    assert doc.project.layout == r.layout(tp16)
+    assert doc.undo_stack.undoText() == "Apply layout TP16×PP1"
+    doc.undo_stack.undo()
+    assert doc.project is before_apply  # exactly the previous project
+    doc.undo_stack.undo()
+    doc.undo_stack.undo()
+    assert doc.project is original
+    assert explorer.compare.plans == []
+
+
+def test_pinning_is_limited_to_four(explorer):
+    r = explorer.result
+    rows = list(best_rows(r).values())
+    messages = []
+    explorer.doc.message.connect(messages.append)
+    fitting = [i for i in rows if r.columns["fits"][i]][:5]
+    assert [explorer.pin_row(i) for i in fitting] == [True] * 4 + [False]
+    assert "at most 4" in messages[-1]
+
+
+def test_placement_tab_applies_a_placement(qtbot, bridge70):
+    from tests.explorer.conftest import rewire_bridges
+
+    project = rewire_bridges(bridge70, [(0, 5), (1, 4), (2, 7), (3, 6)])
+    doc = ProjectDocument(project, threaded=False)
+    w = ExplorerWidget(doc, threaded=False)
+    qtbot.addWidget(w)
+    w.run_sweep()
+    row = best_rows(w.result)[(2, 4, 1, 1)]
+    w.select_row(row)
+    w.tabs.setCurrentWidget(w.placement)
+    comp = w.placement.comparison
+    assert comp is not None and comp.layout.tp == 2 and comp.differs
+    w.placement.table.selectRow(0)
+    w.placement.apply_button.click()
+    assert doc.project.layout.placement == comp.options[0].placement
+    assert doc.undo_stack.count() == 1
+
+
+def test_small_multiples_share_one_time_axis(explorer):
+    explorer.tabs.setCurrentWidget(explorer.multiples)
+    titles = [t for t, _p in explorer.multiples.plans]
+    assert [t.split(" ")[0] for t in titles] == ["TP1×PP16", "TP2×PP8", "TP4×PP4", "TP8×PP2", "TP16×PP1"]
+    longest = explorer.multiples.shared_range()
+    for plot in explorer.multiples.plots[:5]:
+        lo, hi = plot.getPlotItem().getViewBox().viewRange()[0]
+        assert lo == pytest.approx(0, abs=1e-6) and hi == pytest.approx(longest * 1.02, rel=1e-6)
+
+
+def _slow_sweeper(gate: threading.Event):
+    def run(project, progress=None, **kw):
+        def slow(f):
+            gate.wait(0.05)
+            return progress(f) if progress else True
+        return sweep(project, progress=slow, **kw)
+    return run
+
+
+def test_cancel_stops_the_worker(qtbot, dgx405):
+    gate = threading.Event()
+    doc = ProjectDocument(dgx405, threaded=False)
+    w = ExplorerWidget(doc, sweeper=_slow_sweeper(gate))
+    qtbot.addWidget(w)
+    w.run_sweep()
+    qtbot.waitUntil(lambda: w.progress.value() > 0, timeout=5000)
+    assert w.running
+    t0 = time.perf_counter()
+    w.cancel()
+    assert w.wait_idle(5000)
+    assert time.perf_counter() - t0 < 1.0  # stops at the next layout, not after the whole sweep
+    qtbot.waitUntil(lambda: w.status.text() == "sweep cancelled", timeout=2000)
+    assert w.result is None and not w.running
+
+
+def test_stale_results_are_dropped(qtbot, dgx405, l40s70):
+    gate = threading.Event()
+    doc = ProjectDocument(dgx405, threaded=False)
+    w = ExplorerWidget(doc, sweeper=_slow_sweeper(gate), debounce_ms=1)
+    qtbot.addWidget(w)
+    w.run_sweep()
+    first = w.task
+    doc.replace_document(l40s70, None)  # a new project while the first sweep runs
+    qtbot.waitUntil(lambda: w.task is not first, timeout=2000)
+    gate.set()
+    assert w.wait_idle(10_000)
+    qtbot.waitUntil(lambda: w.result is not None, timeout=5000)
+    assert w.result.project is l40s70
