@@ -123,12 +123,20 @@ class SweepFilterProxy(QSortFilterProxyModel):
         self.words: tuple[str, ...] = ()
 
     def set_hide_unfit(self, on: bool) -> None:
-        self.hide_unfit = bool(on)
-        self.invalidateRowsFilter()
+        self._refilter(lambda: setattr(self, "hide_unfit", bool(on)))
 
     def set_text(self, text: str) -> None:
-        self.words = tuple(w for w in text.lower().replace("×", " ").split() if w)
-        self.invalidateRowsFilter()
+        words = tuple(w for w in text.lower().replace("×", " ").split() if w)
+        self._refilter(lambda: setattr(self, "words", words))
+
+    def _refilter(self, change) -> None:  # noqa: ANN001
+        if hasattr(self, "beginFilterChange"):  # Qt ≥ 6.9; invalidateFilter is deprecated there
+            self.beginFilterChange()
+            change()
+            self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+        else:
+            change()
+            self.invalidateFilter()
 
     def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:  # noqa: N802
         src = self.sourceModel()
