@@ -82,6 +82,9 @@ class MainWindow(QMainWindow):
         self.engine_label = QLabel("")
         self.statusBar().addPermanentWidget(self.engine_label)
         self._build_actions()
+        from studio.gui.calibration import install as install_calibration
+
+        install_calibration(self)  # File ▸ Import topology…, Tools ▸ Calibration…, calibration label
 
         doc.resultReady.connect(self._on_result)
         doc.errorChanged.connect(self._on_error)
@@ -152,6 +155,8 @@ class MainWindow(QMainWindow):
         f.addSeparator()
         f.addAction(self._action("Export canvas image…", lambda: self.export_image("canvas"), None, "PNG of the whole cluster"))
         f.addAction(self._action("Export timeline image…", lambda: self.export_image("timeline"), None, "PNG of the pipeline timeline"))
+        from studio.gui.report.action import export_report  # stakeholder report (studio/gui/report)
+        f.addAction(self._action("Export &report…", lambda: export_report(self), None, "HTML or PDF report of the plan"))
         f.addSeparator()
         f.addAction(self._action("&Quit", self.close, S.Quit))
 

@@ -37,3 +37,20 @@ def test_bad_input_exits_2_with_a_message(tmp_path, capsys, args, message):
 def test_report_needs_an_output(capsys):
     assert main(["report"]) == 2
     assert "-o" in capsys.readouterr().err
+
+
+def test_main_window_exports_the_report(tmp_path, example, qtbot):
+    from studio.gui.app import build_window
+    from studio.gui.report.action import export_report
+
+    win = build_window(example, threaded=False)
+    qtbot.addWidget(win)
+    texts = [a.text() for a in win.menuBar().actions()[0].menu().actions()]
+    assert "Export &report…" in texts
+    out = export_report(win, tmp_path / "plan.html")
+    assert out is not None and "Executive summary" in out.read_text(encoding="utf-8")
+    errors = []
+    win.show_error = lambda title, text: errors.append(text)
+    assert export_report(win, tmp_path / "plan.docx") is None
+    assert errors and ".html or .pdf" in errors[0]
+    win.doc.undo_stack.setClean()

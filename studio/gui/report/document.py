@@ -183,7 +183,7 @@ def build_html(data: ReportData, images: Images, page_breaks: bool = False) -> s
             ("Throughput", f"{num(plan.output_tokens_per_s)} output tokens/s ({num(plan.output_tokens_per_s_per_gpu)} per GPU)"),
             ("Cost", f"${plan.usd_per_million_output_tokens:,.2f} per million output tokens"),
         ]),
-        "<h2>The cluster</h2>",
+        f"<h2{brk}>The cluster</h2>",
         _pairs(_cluster_rows(data)),
         _img(images, "cluster", "cluster drawing"),
         '<p class="caption">The drawn cluster. Tiles are GPUs coloured by the pipeline stage that runs on them '

@@ -1,0 +1,40 @@
+"""File ▸ Export report… in the studio window: ask for a file, write the report of the open
+document's project, say where it went (or why it could not be written)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtWidgets import QApplication, QFileDialog, QWidget
+
+from studio.core.errors import StudioError
+
+FILTERS = "PDF document (*.pdf);;Web page (*.html)"
+
+
+def export_report(window: QWidget, path: str | Path | None = None) -> Path | None:
+    """Write the report of ``window.doc.project`` to ``path`` (asks for a file when None).
+
+    ``window`` is the main window: it has ``doc`` (the document) and ``show_error(title, text)``.
+    Returns the written file, or None when cancelled or refused.
+    """
+    from studio.gui.report import gather, write_report
+
+    if path is None:
+        start = str(window.doc.path.with_suffix(".pdf")) if window.doc.path else str(Path.home() / "report.pdf")
+        chosen, selected = QFileDialog.getSaveFileName(window, "Export report", start, FILTERS)
+        if not chosen:
+            return None
+        if Path(chosen).suffix.lower() not in (".pdf", ".html", ".htm"):
+            chosen += ".html" if "html" in selected else ".pdf"
+        path = chosen
+    QApplication.setOverrideCursor(window.cursor())
+    try:
+        written = write_report(gather(window.doc.project), path)
+    except StudioError as exc:
+        window.show_error("Cannot export the report", str(exc))
+        return None
+    finally:
+        QApplication.restoreOverrideCursor()
+    window.doc.message.emit(f"Exported report to {written}")
+    return written
