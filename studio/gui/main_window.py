@@ -76,6 +76,12 @@ class MainWindow(QMainWindow):
         self.add_dock(self.metrics, Qt.DockWidgetArea.RightDockWidgetArea, "Live metrics")
         self.add_dock(self.timeline, Qt.DockWidgetArea.BottomDockWidgetArea, "Pipeline timeline")
         self.add_dock(self.warnings, Qt.DockWidgetArea.RightDockWidgetArea, "Warnings")
+        from studio.gui.explorer import ExplorerWidget  # the Explorer dock (issue 4)
+
+        self.explorer = ExplorerWidget(doc)
+        self.add_dock(self.explorer, Qt.DockWidgetArea.BottomDockWidgetArea, "Explorer")
+        self.tabifyDockWidget(self.docks["Pipeline timeline"], self.docks["Explorer"])
+        self.docks["Pipeline timeline"].raise_()
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
 
