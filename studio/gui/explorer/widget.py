@@ -238,6 +238,12 @@ class ExplorerWidget(QWidget):
         self.compare.unpinRequested.connect(self.unpin)
         self.placement.applyRequested.connect(self.apply_placement)
 
+    def showEvent(self, event) -> None:  # noqa: N802, ANN001 - Qt API
+        """Sweep the first time the dock is shown (a hidden dock costs nothing)."""
+        super().showEvent(event)
+        if self.result is None and self.task is None and not self._timer.isActive():
+            self.schedule()
+
     @staticmethod
     def _limit_box(tip: str) -> QDoubleSpinBox:
         box = QDoubleSpinBox()
