@@ -90,7 +90,9 @@ class CompareView(QWidget):
                     item.setFont(self._bold)
                     item.setToolTip(f"best {r.name} of the pinned layouts")
                 self.table.setItem(i, k, item)
-        self.table.setMaximumHeight(self.table.horizontalHeader().height() + 22 * len(rows) + 6)
+        full = self.table.horizontalHeader().height() + 22 * len(rows) + 6
+        self.table.setMinimumHeight(min(full, 340))  # every metric readable; charts take the rest
+        self.table.setMaximumHeight(full)
         self._build_charts(n)
         longest = max((p.timelines["decode"].total_ms for p in plans if "decode" in p.timelines), default=0.0)
         for k, plan in enumerate(plans):
