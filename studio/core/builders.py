@@ -5,6 +5,7 @@ from __future__ import annotations
 from studio.core.edits import add_template_node, connect_nodes_to_fabric
 from studio.core.errors import StudioError
 from studio.core.hardware import Cluster, GpuSpec, LinkKind, NodeTemplate
+from studio.core.templates import TRAY_COLUMNS, TRAY_SPACING_Y
 
 NODE_SPACING_X = 520.0
 
@@ -38,8 +39,13 @@ def build_cluster(
     cluster = Cluster(name=name or f"{nodes}× {template.name}")
     cols = max(1, min(nodes, 4))
     for i in range(nodes):
-        x = (i % cols) * NODE_SPACING_X * (1 if template.trays == 1 else 2)
-        y = (i // cols) * 420.0
+        if template.trays > 1:  # a rack: its trays form a grid (see templates.TRAY_COLUMNS)
+            cols = 1
+            rows = -(-template.trays // TRAY_COLUMNS)
+            x, y = 0.0, i * (rows * TRAY_SPACING_Y + 120.0)
+        else:
+            x = (i % cols) * NODE_SPACING_X
+            y = (i // cols) * 420.0
         node_name = template.name if nodes == 1 else f"{template.name} #{i}"
         cluster, _ = add_template_node(cluster, template, gpu_spec, kinds, x=x, y=y, name=node_name)
     if nodes > 1 and template.nic_kind:

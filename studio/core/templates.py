@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from studio.core.hardware import GpuInstance, Link, Nic, Node, NodeTemplate, Switch
 
+#: Trays of a rack-scale template are laid out in a grid of this many columns on the canvas.
+TRAY_COLUMNS = 6
+TRAY_SPACING_X = 250.0
+TRAY_SPACING_Y = 330.0
+
 
 def instantiate(
     template: NodeTemplate,
@@ -65,8 +70,8 @@ def instantiate(
                 switches=tuple(switches),
                 nics=nics,
                 template=t.id,
-                x=x + tray * 40.0,
-                y=y + tray * 40.0,
+                x=x + (tray % TRAY_COLUMNS) * TRAY_SPACING_X,
+                y=y + (tray // TRAY_COLUMNS) * TRAY_SPACING_Y,
             )
         )
         # PCIe tree
