@@ -89,8 +89,11 @@ class ClusterScene(QGraphicsScene):
 
     # ------------------------------------------------------------- syncing
     def _on_project(self, project: Project, kind: str) -> None:
-        if kind in ("cluster", "file", "layout"):
+        if kind in ("cluster", "file"):
             self.sync(project)
+        elif kind == "layout":
+            self._placement = compute_placement(project.layout, project.cluster, self._current_comm(project))
+            self._paint_overlay()
 
     def sync(self, project: Project) -> None:
         """Bring the items in line with ``project.cluster`` (incremental)."""
@@ -154,13 +157,17 @@ class ClusterScene(QGraphicsScene):
                 if item.pos() != QPointF(s.x, s.y):
                     item.setPos(s.x, s.y)
 
-    def _endpoint(self, cluster: Cluster, eid: str) -> QGraphicsItem | None:
+    def _endpoint(self, cluster: Cluster, eid: str, owner: dict[str, str] | None = None) -> QGraphicsItem | None:
         if eid in self.switches:
             return self.switches[eid]
-        node = cluster.node_of(eid)
-        if node is None or node.id not in self.nodes:
+        if owner is not None:
+            nid = owner.get(eid)
+        else:
+            node = cluster.node_of(eid)
+            nid = node.id if node is not None else None
+        if nid is None or nid not in self.nodes:
             return None
-        return self.nodes[node.id].endpoints.get(eid)
+        return self.nodes[nid].endpoints.get(eid)
 
     def _sync_links(self, cluster: Cluster, rebuilt: set[str]) -> None:
         old_links = {lk.id: lk for lk in self._cluster.links} if self._cluster else {}
@@ -172,9 +179,10 @@ class ClusterScene(QGraphicsScene):
         for lid in list(self.links):
             lk = want.get(lid)
             item = self.links[lid]
+            old = old_links.get(lid)
             stale = (
                 lk is None
-                or lk != old_links.get(lid)
+                or (lk is not old and lk != old)
                 or endpoint_node.get(lk.a) in rebuilt
                 or endpoint_node.get(lk.b) in rebuilt
                 or (cluster.link_kinds.get(lk.kind) != item.kind)
@@ -191,7 +199,7 @@ class ClusterScene(QGraphicsScene):
                     self._ext_links.setdefault(owner, set()).add(lk.id)
             if lk.id in self.links:
                 continue
-            ea, eb = self._endpoint(cluster, lk.a), self._endpoint(cluster, lk.b)
+            ea, eb = self._endpoint(cluster, lk.a, endpoint_node), self._endpoint(cluster, lk.b, endpoint_node)
             if ea is None or eb is None:
                 continue
             item = LinkItem(lk.id, cluster.link_kinds.get(lk.kind), lk.lanes, ea, eb)

@@ -113,9 +113,10 @@ class LayoutPanel(QWidget):
         try:
             choices = valid_choices(p)
             for key, combo in self.combos.items():
-                combo.clear()
-                for v in choices[key]:
-                    combo.addItem(str(v), v)
+                if [combo.itemData(i) for i in range(combo.count())] != choices[key]:
+                    combo.clear()
+                    for v in choices[key]:
+                        combo.addItem(str(v), v)
                 combo.setCurrentIndex(combo.findData(getattr(p.layout, key)))
                 combo.setEnabled(len(choices[key]) > 1)
             self.micro.setValue(p.layout.micro_batches)

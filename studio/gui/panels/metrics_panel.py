@@ -169,10 +169,15 @@ class MetricsPanel(QWidget):
         for fig in FIGURES:
             card = self.cards[fig.key]
             value, caption = figure_value(r, fig.key)
-            card.value.setText(value)
-            card.caption.setText(caption)
             e = find_explanation(r.explanations, fig.keys)
-            card.setToolTip(f"<pre>{_html(e.as_text())}</pre>" if e else f"{fig.title}: no breakdown from the engine")
+            tip = f"<pre>{_html(e.as_text())}</pre>" if e else f"{fig.title}: no breakdown from the engine"
+            for setter, getter, text in (
+                (card.value.setText, card.value.text, value),
+                (card.caption.setText, card.caption.text, caption),
+                (card.setToolTip, card.toolTip, tip),
+            ):
+                if getter() != text:
+                    setter(text)
         self.memory.set_memory(r.memory)
         self.show_why(self._why_key)
 
@@ -200,7 +205,8 @@ class MetricsPanel(QWidget):
         text = e.as_text() if e else f"{fig.title}: the engine gave no breakdown for this figure."
         if r.assumptions and key == "ttft":
             text += "\n\nAssumptions:\n" + "\n".join(f"  • {a}" for a in r.assumptions)
-        self.why.setPlainText(text)
+        if text != self.why.toPlainText():
+            self.why.setPlainText(text)
 
 
 def _html(s: str) -> str:
