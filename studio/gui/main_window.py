@@ -11,9 +11,11 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
+    QFrame,
     QLabel,
     QMainWindow,
     QMessageBox,
+    QScrollArea,
     QTabWidget,
     QWidget,
 )
@@ -79,7 +81,12 @@ class MainWindow(QMainWindow):
         from studio.gui.explorer import ExplorerWidget  # the Explorer dock (issue 4)
 
         self.explorer = ExplorerWidget(doc)
-        self.add_dock(self.explorer, Qt.DockWidgetArea.BottomDockWidgetArea, "Explorer")
+        # scrolls instead of forcing its minimum width on the whole window (fits 1280×800)
+        holder = QScrollArea()
+        holder.setWidgetResizable(True)
+        holder.setFrameShape(QFrame.Shape.NoFrame)
+        holder.setWidget(self.explorer)
+        self.add_dock(holder, Qt.DockWidgetArea.BottomDockWidgetArea, "Explorer")
         self.tabifyDockWidget(self.docks["Pipeline timeline"], self.docks["Explorer"])
         self.docks["Pipeline timeline"].raise_()
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)

@@ -78,7 +78,7 @@ class ModelPanel(QWidget):
             self.kv.addItem(d.upper(), d)
         self.isl = _spin(1, 10_000_000, " tokens")
         self.osl = _spin(1, 10_000_000, " tokens")
-        self.batch_auto = QCheckBox("auto (as many as the KV cache holds)")
+        self.batch_auto = QCheckBox("auto (fill the KV cache)")
         self.batch = _spin(1, 1_000_000)
         self.ttft = _dspin(0, 1e6, 0, " ms", "no target")
         self.tpot = _dspin(0, 1e5, 1, " ms", "no target")
