@@ -321,6 +321,32 @@ class LinkItem(QGraphicsLineItem):
         p.drawLine(self.line())
 
 
+class BundleItem(QGraphicsLineItem):
+    """Several parallel links from one node to one cluster switch, drawn as one thick line
+    (behind the nodes) so a 64-node cluster stays readable; the member links remain selectable
+    through warnings and reappear when selected."""
+
+    def __init__(self, node: NodeItem, switch: QGraphicsItem, kind: LinkKind | None, members: list[str]) -> None:
+        super().__init__()
+        self.item_kind = "bundle"
+        self.node = node
+        self.switch = switch
+        self.members = members
+        pen = link_pen(kind)
+        pen.setWidthF(min(4.0, 1.5 + 0.3 * len(members)))
+        pen.setStyle(Qt.PenStyle.SolidLine)
+        self.setPen(pen)
+        self.setZValue(-1)
+        name = kind.name if kind else "links"
+        bw = f" = {kind.bandwidth_gbps * len(members):g} GB/s per direction" if kind else ""
+        self.setToolTip(f"{len(members)}× {name}{bw}\nfrom {node.node.name} to {getattr(switch, 'item_id', '')}")
+        self.refresh()
+
+    def refresh(self) -> None:
+        r = self.node.sceneBoundingRect()
+        self.setLine(QLineF(QPointF(r.center().x(), r.bottom() - 4), self.switch.center_in_scene()))  # type: ignore[attr-defined]
+
+
 def _blend(base: QColor, over: QColor) -> QColor:
     a = over.alphaF()
     return QColor.fromRgbF(

@@ -24,6 +24,7 @@ from studio.core.errors import StudioError
 from studio.core.hardware import Cluster, LinkKind, Node
 from studio.core.project import Project
 from studio.gui.canvas.items import (
+    BundleItem,
     ClusterSwitchItem,
     EmptySlot,
     Endpoint,
@@ -73,6 +74,7 @@ class ClusterScene(QGraphicsScene):
         self.switches: dict[str, ClusterSwitchItem] = {}
         self.links: dict[str, LinkItem] = {}
         self._ext_links: dict[str, set[str]] = {}  # node/switch id -> top-level links touching it
+        self.bundles: list[BundleItem] = []
         self._cluster: Cluster | None = None
         self._placement: Placement | None = None
         self._syncing_selection = False
@@ -103,6 +105,7 @@ class ClusterScene(QGraphicsScene):
             rebuilt = self._sync_nodes(cluster)
             self._sync_switches(cluster)
             self._sync_links(cluster, rebuilt)
+            self._sync_bundles(cluster)
         finally:
             self._syncing_selection = False
         self._cluster = cluster
@@ -211,12 +214,38 @@ class ClusterScene(QGraphicsScene):
                 self.addItem(item)
             self.links[lk.id] = item
 
+    def _sync_bundles(self, cluster: Cluster) -> None:
+        """Draw each node's NIC links to the same cluster switch (same kind) as one bundle."""
+        for b in self.bundles:
+            if b.scene() is self:
+                self.removeItem(b)
+        self.bundles = []
+        nic_node = {x.id: n.id for n in cluster.nodes for x in n.nics}
+        groups: dict[tuple[str, str, str], list[str]] = {}
+        for lk in cluster.links:
+            for nic_end, sw_end in ((lk.a, lk.b), (lk.b, lk.a)):
+                if nic_end in nic_node and sw_end in self.switches:
+                    groups.setdefault((nic_node[nic_end], sw_end, lk.kind), []).append(lk.id)
+        for (nid, sid, kind), members in groups.items():
+            if len(members) < 2 or nid not in self.nodes:
+                continue
+            bundle = BundleItem(self.nodes[nid], self.switches[sid], cluster.link_kinds.get(kind), members)
+            self.addItem(bundle)
+            self.bundles.append(bundle)
+            for lid in members:
+                li = self.links.get(lid)
+                if li is not None:
+                    li.setVisible(li.isSelected())
+
     def node_moved(self, item: QGraphicsItem) -> None:
         """Called by node/switch items while they move: keep their external links attached."""
         for lid in self._ext_links.get(item.item_id, ()):  # type: ignore[attr-defined]
             li = self.links.get(lid)
             if li is not None:
                 li.refresh()
+        for b in self.bundles:
+            if b.node is item or b.switch is item:
+                b.refresh()
 
     # ------------------------------------------------------------- overlay
     def _current_comm(self, project: Project) -> tuple:
@@ -287,12 +316,18 @@ class ClusterScene(QGraphicsScene):
             for i in ids:
                 item = self.item_by_id(i)
                 if item is not None:
+                    item.setVisible(True)
                     item.setSelected(True)
         finally:
             self._syncing_selection = False
         self.doc.set_selection(self.selected_ids())
 
     def _on_scene_selection(self) -> None:
+        for b in self.bundles:
+            for lid in b.members:
+                li = self.links.get(lid)
+                if li is not None:
+                    li.setVisible(li.isSelected())
         if not self._syncing_selection:
             self.doc.set_selection(self.selected_ids())
 
