@@ -340,9 +340,35 @@ class BundleItem(QGraphicsLineItem):
         name = kind.name if kind else "links"
         bw = f" = {kind.bandwidth_gbps * len(members):g} GB/s per direction" if kind else ""
         self.setToolTip(f"{len(members)}× {name}{bw}\nfrom {node.node.name} to {getattr(switch, 'item_id', '')}")
+        short = name.split("(")[0].strip()
+        self.label = f"{len(members)}× {short}"
         self.refresh()
 
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API
+        return super().boundingRect().united(self._label_rect())
+
+    def _label_rect(self) -> QRectF:
+        from PySide6.QtGui import QFontMetricsF
+
+        fm = QFontMetricsF(SMALL)
+        w, h = fm.horizontalAdvance(self.label) + 8, fm.height() + 2
+        line = self.line()
+        mid = line.pointAt(0.35)
+        return QRectF(mid.x() - w / 2, mid.y() - h / 2, w, h)
+
+    def paint(self, p: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
+        p.setPen(self.pen())
+        p.drawLine(self.line())
+        r = self._label_rect()
+        p.setPen(QPen(self.pen().color(), 1))
+        p.setBrush(QColor(255, 255, 255, 230))
+        p.drawRoundedRect(r, 3, 3)
+        p.setFont(SMALL)
+        p.setPen(QColor("#212529"))
+        p.drawText(r, Qt.AlignmentFlag.AlignCenter, self.label)
+
     def refresh(self) -> None:
+        self.prepareGeometryChange()
         r = self.node.sceneBoundingRect()
         self.setLine(QLineF(QPointF(r.center().x(), r.bottom() - 4), self.switch.center_in_scene()))  # type: ignore[attr-defined]
 

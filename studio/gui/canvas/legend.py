@@ -41,7 +41,7 @@ class Legend(QWidget):
 
     @staticmethod
     def _kind_text(k: LinkKind) -> str:
-        return f"{k.name}: {k.bandwidth_gbps:g} GB/s"
+        return f"{k.name.split('(')[0].strip()}: {k.bandwidth_gbps:g} GB/s"
 
     def paintEvent(self, event) -> None:  # noqa: N802 - Qt API
         p = QPainter(self)
