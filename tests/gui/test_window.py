@@ -145,3 +145,20 @@ def test_snapshot_renders_png_of_requested_size(qtbot, catalog, model, tmp_path)
     out = render_main_window(make_project(catalog, model), tmp_path / "w.png", (1280, 800))
     img = QImage(str(out))
     assert (img.width(), img.height()) == (1280, 800)
+
+
+def test_offscreen_chart_renders_for_the_report(window):
+    from studio.gui.render import memory_image, timeline_image
+
+    r = window.doc.result
+    mem = memory_image(r, (600, 240))
+    tl = timeline_image(r.timelines["prefill"], (600, 200))
+    assert mem.width() == 1200 and mem.height() == 480  # 2× for print
+    assert tl.width() >= 600 and not tl.isNull()
+    # the bars are drawn: the weights colour appears in the memory chart
+    from PySide6.QtGui import QColor
+
+    from studio.gui.colors import MEMORY_PARTS
+
+    weights = QColor(MEMORY_PARTS[0][2]).rgb()
+    assert any(mem.pixel(x, y) == weights for x in range(0, 1200, 7) for y in range(0, 480, 7))
