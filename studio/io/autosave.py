@@ -123,20 +123,21 @@ class AutosaveStore:
         project_text = project_to_json(project)
         if self._last_text.get(session_id) == project_text and path.exists():
             return path
-        envelope: dict[str, Any] = {
+        meta: dict[str, Any] = {
             "format": AUTOSAVE_FORMAT,
             "version": AUTOSAVE_VERSION,
             "saved_at": (now or datetime.now(timezone.utc)).isoformat(),
             "original_path": str(original_path) if original_path is not None else None,
             "pid": os.getpid(),
             "host": socket.gethostname(),
-            "project": json.loads(project_text),
         }
+        # The project text is valid JSON already: splice it in instead of decoding it again.
+        envelope = json.dumps(meta, ensure_ascii=False)[:-1] + ', "project": ' + project_text.rstrip() + "}\n"
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StudioError(f"cannot create the autosave folder ({exc.strerror or exc})", str(self.root)) from None
-        write_text_atomic(json.dumps(envelope, ensure_ascii=False) + "\n", path)
+        write_text_atomic(envelope, path)
         self._last_text[session_id] = project_text
         return path
 
