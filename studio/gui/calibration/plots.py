@@ -34,7 +34,7 @@ class CurvePlot(QWidget):
         self.main = _plot("Measured vs fitted", "time (µs)", "message size (bytes)", True)
         self.resid = _plot("Residuals: (predicted − measured) / measured", "residual (%)", "message size (bytes)",
                            False)
-        self.resid.getPlotItem().legend.anchor((1, 0), (1, 0), offset=(-6, 4))
+        self.resid.getPlotItem().legend.anchor((1, 1), (1, 1), offset=(-6, -4))
         self.resid.getPlotItem().setLogMode(x=True, y=False)
         self.resid.setXLink(self.main)
         lay = QVBoxLayout(self)
