@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
 from studio.core.errors import StudioError
@@ -65,4 +67,40 @@ def run(path: str | None = None) -> int:
         print(f"layout-studio: {exc}", file=sys.stderr)
         return 2
     win.show()
+    _exit_after_env(app, win)
     return int(app.exec())
+
+
+def _exit_after_env(app: QApplication, win: MainWindow) -> None:
+    """Headless runs (CI, smoke tests): with ``LAYOUT_STUDIO_EXIT_AFTER_MS=N`` print the first
+    computed plan's headline and close the window after N ms."""
+    raw = os.environ.get("LAYOUT_STUDIO_EXIT_AFTER_MS", "").strip()
+    if not raw:
+        return
+    try:
+        msecs = max(0, int(raw))
+    except ValueError:
+        print(f"layout-studio: ignoring LAYOUT_STUDIO_EXIT_AFTER_MS={raw!r} (expected milliseconds)", file=sys.stderr)
+        return
+    doc = win.doc
+
+    def report(result: object, _revision: int) -> None:
+        plan = result
+        print(
+            f"layout-studio: {doc.display_name}: {plan.layout.label} on {plan.gpus} GPUs, "
+            f"{'fits' if plan.fits else 'does not fit'}; TTFT {plan.ttft_ms:,.1f} ms, "
+            f"TPOT {plan.tpot_ms:,.2f} ms, {plan.output_tokens_per_s:,.0f} tok/s",
+            flush=True,
+        )
+        doc.resultReady.disconnect(report)
+
+    doc.resultReady.connect(report)
+    if doc.result is not None and doc.result_is_current:
+        report(doc.result, doc.revision)
+
+    def close() -> None:
+        doc.wait_idle(10_000)
+        win.close()
+        app.quit()
+
+    QTimer.singleShot(msecs, close)

@@ -1,0 +1,21 @@
+"""The headless smoke run that .ci/run uses: the studio opens the bundled example, computes the
+plan, prints its headline and closes by itself."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def test_studio_opens_bundled_example_and_exits_by_itself() -> None:
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", LAYOUT_STUDIO_EXIT_AFTER_MS="1500",
+               LAYOUT_STUDIO_NO_SETTINGS="1")
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from studio.cli import main; sys.exit(main([]))"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    line = next(ln for ln in done.stdout.splitlines() if ln.startswith("layout-studio:"))
+    assert "TP8×PP2 on 16 GPUs, fits" in line
+    assert "TTFT" in line and "tok/s" in line
