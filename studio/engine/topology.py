@@ -48,6 +48,118 @@ class Path:
     forward: tuple[bool, ...] = ()
 
 
+class _PathStore:
+    """Widest-path trees of one link graph, shared by every :class:`Topology` with the same
+    structure (an edit that moves a node or renames it keeps the links, so the paths are reused).
+
+    Paths are found in two parts so a large cluster does not need one full graph search per GPU:
+    a *local* search from the source GPU that stops at the cluster-level switches (``hubs``: the
+    network fabric, a rack NVLink switch), and one full search per hub. The best route is the
+    better of the local one and, for every hub the local search reached, source → hub → target;
+    without hubs the local search is the whole graph, exactly as before.
+    """
+
+    def __init__(self, adj: dict[str, list[tuple[str, int, bool]]], link_bw: list[float],
+                 link_lat: list[float], gpu_set: set[str], hubs: frozenset[str]) -> None:
+        self.adj = adj
+        self.link_bw = link_bw
+        self.link_lat = link_lat
+        self.gpu_set = gpu_set
+        self.hubs = hubs
+        self._local: dict[str, tuple[dict, dict]] = {}
+        self._hub: dict[str, tuple[dict, dict]] = {}
+        self._routes: dict[tuple[str, str], tuple[tuple[int, ...], tuple[bool, ...]] | None] = {}
+
+    def _search(self, src: str, stop: set[str] | frozenset[str], stop_hubs: bool) -> tuple[dict, dict]:
+        """Widest (then lowest-latency, then fewest-hop) tree from ``src``; vertices in ``stop`` and
+        (when ``stop_hubs``) hubs are reached but never transited."""
+        best: dict[str, tuple[float, float, int]] = {src: (float("inf"), 0.0, 0)}
+        prev: dict[str, tuple[str, int, bool]] = {}
+        heap: list[tuple[float, float, int, str]] = [(-float("inf"), 0.0, 0, src)]
+        done: set[str] = set()
+        adj, bw_of, lat_of, hubs = self.adj, self.link_bw, self.link_lat, self.hubs
+        pop, push = heapq.heappop, heapq.heappush
+        while heap:
+            nbw, lat, hops, v = pop(heap)
+            if v in done:
+                continue
+            done.add(v)
+            if v != src and (v in stop or (stop_hubs and v in hubs)):
+                continue
+            cur_bw = -nbw
+            for w, li, fwd in adj.get(v, ()):
+                if w in done:
+                    continue
+                bw = bw_of[li]
+                if cur_bw < bw:
+                    bw = cur_bw
+                nl = lat + lat_of[li]
+                old = best.get(w)
+                if old is None or bw > old[0] or (bw == old[0] and (nl < old[1] or (nl == old[1] and hops + 1 < old[2]))):
+                    best[w] = (bw, nl, hops + 1)
+                    prev[w] = (v, li, fwd)
+                    push(heap, (-bw, nl, hops + 1, w))
+        return best, prev
+
+    @staticmethod
+    def _walk(prev: dict, src: str, dst: str) -> tuple[list[int], list[bool]]:
+        idx: list[int] = []
+        fwd: list[bool] = []
+        v = dst
+        while v != src:
+            u, li, f = prev[v]
+            idx.append(li)
+            fwd.append(f)
+            v = u
+        idx.reverse()
+        fwd.reverse()
+        return idx, fwd
+
+    def route(self, a: str, b: str) -> tuple[tuple[int, ...], tuple[bool, ...]] | None:
+        """Link indices and directions of the widest route from GPU ``a`` to GPU ``b``, or None."""
+        key = (a, b)
+        if key in self._routes:
+            return self._routes[key]
+        local = self._local.get(a)
+        if local is None:
+            local = self._local[a] = self._search(a, self.gpu_set, True)
+        lbest, lprev = local
+        pick: tuple[tuple[float, float, int], str | None] | None = None
+        if b in lbest:
+            bw, lat, hops = lbest[b]
+            pick = ((-bw, lat, hops), None)
+        for h in self.hubs:
+            if h not in lbest:
+                continue
+            tree = self._hub.get(h)
+            if tree is None:
+                tree = self._hub[h] = self._search(h, self.gpu_set, False)
+            if b not in tree[0]:
+                continue
+            bw1, lat1, hop1 = lbest[h]
+            bw2, lat2, hop2 = tree[0][b]
+            cand = (-min(bw1, bw2), lat1 + lat2, hop1 + hop2)
+            if pick is None or cand < pick[0]:
+                pick = (cand, h)
+        if pick is None:
+            self._routes[key] = None
+            return None
+        hub = pick[1]
+        if hub is None:
+            idx, fwd = self._walk(lprev, a, b)
+        else:
+            idx, fwd = self._walk(lprev, a, hub)
+            i2, f2 = self._walk(self._hub[hub][1], hub, b)
+            idx += i2
+            fwd += f2
+        out = (tuple(idx), tuple(fwd))
+        self._routes[key] = out
+        return out
+
+
+SCALE_UP_FAMILIES = (LinkFamily.NVLINK, LinkFamily.NVLINK_BRIDGE, LinkFamily.XGMI)
+
+
 class Topology:
     """Link graph of one cluster with per-link effective bandwidth and latency."""
 
@@ -61,94 +173,97 @@ class Topology:
         self.link_lat: list[float] = []
         self.link_ends: list[tuple[str, str]] = []
         self.adj: dict[str, list[tuple[str, int, bool]]] = {}
+        figures: dict[str, tuple[float, float]] = {}
         for i, lk in enumerate(cluster.links):
             kind = cluster.link_kinds[lk.kind]
-            fit = fits.get(lk.kind)
-            bw = (fit.bandwidth_gbps if fit else kind.effective_gbps) * lk.lanes
-            lat = fit.latency_us if fit else kind.latency_us
+            fig = figures.get(lk.kind)
+            if fig is None:
+                fit = fits.get(lk.kind)
+                fig = figures[lk.kind] = ((fit.bandwidth_gbps if fit else kind.effective_gbps),
+                                          (fit.latency_us if fit else kind.latency_us))
             self.link_family.append(kind.family)
-            self.link_bw.append(bw)
-            self.link_lat.append(lat)
+            self.link_bw.append(fig[0] * lk.lanes)
+            self.link_lat.append(fig[1])
             self.link_ends.append((lk.a, lk.b))
             self.adj.setdefault(lk.a, []).append((lk.b, i, True))
             self.adj.setdefault(lk.b, []).append((lk.a, i, False))
+        self.link_pos: dict[str, int] = {lid: i for i, lid in enumerate(self.link_ids)}
         self.gpu_ids: list[str] = [g.id for g in cluster.gpus]
         self.gpu_set = set(self.gpu_ids)
         self.gpu_type: dict[str, str] = {g.id: g.type for g in cluster.gpus}
         self.gpu_node: dict[str, str] = {g.id: n.id for n in cluster.nodes for g in n.gpus}
         self.switch_kind: dict[str, str] = {s.id: s.kind for n in cluster.nodes for s in n.switches}
         self.switch_kind.update({s.id: s.kind for s in cluster.switches})
-        self._paths: dict[str, dict[str, Path]] = {}
+        hubs = frozenset(s.id for s in cluster.switches)
+        self._paths: dict[tuple[str, str], Path] = {}
+        self._store = _store_for(cluster, figures, self, hubs)
         self._nvl: dict[str, list[tuple[str, int]]] = {}
         for g in self.gpu_ids:
             for nb, li, _ in self.adj.get(g, ()):
                 if self.switch_kind.get(nb) in NVLINK_SWITCH_KINDS:
                     self._nvl.setdefault(g, []).append((nb, li))
+        self.gpu_island: dict[str, str] = self._islands()
+
+    def _islands(self) -> dict[str, str]:
+        """Scale-up island of every GPU: GPUs joined by NVLink-family links (directly, or through an
+        NVSwitch / rack NVLink switch) form one NVLink domain; an island is a domain together with
+        every GPU sharing a node with it. Named by its first GPU."""
+        parent: dict[str, str] = {}
+
+        def find(x: str) -> str:
+            root = x
+            while parent.get(root, root) != root:
+                root = parent[root]
+            while parent.get(x, x) != root:
+                parent[x], x = root, parent[x]
+            return root
+
+        def union(x: str, y: str) -> None:
+            rx, ry = find(x), find(y)
+            if rx != ry:
+                parent[ry] = rx
+
+        for i, (a, b) in enumerate(self.link_ends):
+            if self.link_family[i] in SCALE_UP_FAMILIES:
+                union(a, b)
+        first: dict[str, str] = {}
+        for g in self.gpu_ids:
+            node = self.gpu_node.get(g)
+            if node is not None:
+                if node in first:
+                    union(first[node], g)
+                else:
+                    first[node] = g
+        name: dict[str, str] = {}
+        out: dict[str, str] = {}
+        for g in self.gpu_ids:
+            out[g] = name.setdefault(find(g), g)
+        return out
 
     # ----------------------------------------------------------------- paths
     def path(self, a: str, b: str) -> Path:
         """Widest path from GPU ``a`` to GPU ``b``; :class:`StudioError` when none exists."""
         if a == b:
             return Path(a, b, (), None, None, float("inf"), 0.0)
-        table = self._paths.get(a)
-        if table is None:
-            table = self._paths[a] = self._widest_from(a)
-        p = table.get(b)
-        if p is None:
+        key = (a, b)
+        p = self._paths.get(key)
+        if p is not None:
+            return p
+        r = self._store.route(a, b)
+        if r is None:
             raise StudioError(
                 f"GPUs '{a}' and '{b}' are not joined by any chain of links; draw a link "
                 "(NVLink, PCIe or a NIC to a fabric) between them or choose another layout"
             )
+        idx, fwd = r
+        bws, lats = self.link_bw, self.link_lat
+        bott = min(idx, key=lambda i: (bws[i], -lats[i]))
+        p = self._paths[key] = Path(
+            a=a, b=b, hops=tuple(self.link_ids[i] for i in idx), bottleneck_link=self.link_ids[bott],
+            bottleneck_kind=self.link_kind[bott], bandwidth_gbps=bws[bott],
+            latency_us=sum(lats[i] for i in idx), link_index=idx, forward=fwd,
+        )
         return p
-
-    def _widest_from(self, src: str) -> dict[str, Path]:
-        best: dict[str, tuple[float, float, int]] = {src: (float("inf"), 0.0, 0)}
-        prev: dict[str, tuple[str, int, bool]] = {}
-        heap: list[tuple[float, float, int, str]] = [(-float("inf"), 0.0, 0, src)]
-        done: set[str] = set()
-        while heap:
-            nbw, lat, hops, v = heapq.heappop(heap)
-            if v in done:
-                continue
-            done.add(v)
-            if v != src and v in self.gpu_set:
-                continue  # GPUs are endpoints, never transit
-            for w, li, fwd in self.adj.get(v, ()):
-                if w in done:
-                    continue
-                cand = (min(-nbw, self.link_bw[li]), lat + self.link_lat[li], hops + 1)
-                cur = best.get(w)
-                if cur is None or (-cand[0], cand[1], cand[2]) < (-cur[0], cur[1], cur[2]):
-                    best[w] = cand
-                    prev[w] = (v, li, fwd)
-                    heapq.heappush(heap, (-cand[0], cand[1], cand[2], w))
-        out: dict[str, Path] = {}
-        for g in self.gpu_ids:
-            if g == src or g not in prev:
-                continue
-            idx: list[int] = []
-            fwd: list[bool] = []
-            v = g
-            while v != src:
-                u, li, f = prev[v]
-                idx.append(li)
-                fwd.append(f)
-                v = u
-            idx.reverse()
-            fwd.reverse()
-            bott = min(idx, key=lambda i: (self.link_bw[i], -self.link_lat[i]))
-            out[g] = Path(
-                a=src,
-                b=g,
-                hops=tuple(self.link_ids[i] for i in idx),
-                bottleneck_link=self.link_ids[bott],
-                bottleneck_kind=self.link_kind[bott],
-                bandwidth_gbps=self.link_bw[bott],
-                latency_us=sum(self.link_lat[i] for i in idx),
-                link_index=tuple(idx),
-                forward=tuple(fwd),
-            )
-        return out
 
     # ----------------------------------------------------------------- sharing
     def concurrent(self, pairs: Iterable[tuple[str, str]]) -> tuple[float, int | None, float]:
@@ -212,6 +327,43 @@ class Topology:
         for g in gpus:
             out.setdefault(self.gpu_node[g], []).append(g)
         return out
+
+    def islands_of(self, gpus: Iterable[str]) -> dict[str, list[str]]:
+        """GPUs grouped by scale-up island (NVLink domain ∪ its nodes), in the given order.
+
+        Two DGX boxes joined by InfiniBand are two islands; the 18 trays of a GB200 NVL72 rack, all
+        linked to one rack NVLink switch, are one.
+        """
+        out: dict[str, list[str]] = {}
+        for g in gpus:
+            out.setdefault(self.gpu_island[g], []).append(g)
+        return out
+
+
+_STORES: OrderedDict[tuple, _PathStore] = OrderedDict()
+_STORES_SIZE = 8
+
+
+def _store_for(cluster: Cluster, figures: dict[str, tuple[float, float]], topo: Topology,
+               hubs: frozenset[str]) -> _PathStore:
+    """The path store of a link graph, keyed by its structure: every link's (id, kind, ends, lanes),
+    the effective bandwidth and latency of each kind, the GPU ids and the hubs. A new
+    :class:`Cluster` object with the same links (an edit elsewhere) reuses the computed paths."""
+    key = (
+        tuple((lk.id, lk.kind, lk.a, lk.b, lk.lanes) for lk in cluster.links),
+        tuple(sorted(figures.items())),
+        tuple(topo.gpu_ids),
+        tuple(sorted(hubs)),
+    )
+    store = _STORES.get(key)
+    if store is not None:
+        _STORES.move_to_end(key)
+        return store
+    store = _PathStore(topo.adj, topo.link_bw, topo.link_lat, topo.gpu_set, hubs)
+    _STORES[key] = store
+    while len(_STORES) > _STORES_SIZE:
+        _STORES.popitem(last=False)
+    return store
 
 
 _CACHE: OrderedDict[tuple[int, int], tuple[Cluster, object, Topology]] = OrderedDict()
