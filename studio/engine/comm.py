@@ -8,8 +8,11 @@ minimum the sweep evaluates over arrays of message sizes.
   for small messages (vLLM / SGLang / TensorRT-LLM), NVLS (NVLink SHARP) for large ones, and ring.
 * Any other single-node group: NCCL ring over the drawn links; ring edges that share a physical
   link (e.g. two PCIe switches behind one socket link) split its bandwidth.
-* A group spanning nodes: hierarchical — intra-node reduce-scatter/all-gather plus one ring per
-  rail (the j-th GPU of every node) across the nodes, rails sharing NICs as drawn; or a flat ring.
+* A group spanning scale-up islands (NVLink domains with their nodes; see
+  :meth:`Topology.islands_of`): hierarchical — in-island reduce-scatter/all-gather plus one ring per
+  rail (the j-th GPU of every island) across the islands, rails sharing NICs as drawn; or a flat
+  ring. A group spanning trays of one NVLink rack stays in one island and is costed as NVLink/NVLS
+  over the rack switch. The reported bottleneck is the slowest hop the algorithm crosses.
 """
 
 from __future__ import annotations
@@ -134,7 +137,7 @@ def allreduce(topo: Topology, group: list[str], c: Constants) -> Collective:
     n = len(group)
     if n <= 1:
         return Collective("allreduce", tuple(group), ())
-    by_node = topo.nodes_of(group)
+    by_node = topo.islands_of(group)
     if len(by_node) == 1:
         return Collective("allreduce", tuple(group), tuple(_intra_algos(topo, group, c, small=True)))
     locals_ = list(by_node.values())
@@ -155,11 +158,12 @@ def allreduce(topo: Topology, group: list[str], c: Constants) -> Collective:
     inter_c = (steps / nn) / m / (bw * GB_PER_S_TO_BYTES_PER_US)
     algos: list[Algo] = []
     for a in intra:
-        # the intra-node part limits only if it is slower per byte than the network part
-        slow_is_net = inter_c >= a.us_per_byte
+        # name the slowest hop actually crossed: the network rail unless the in-island part runs
+        # over an even slower link
+        slow_is_net = bw <= a.bandwidth_gbps
         algos.append(
             Algo(
-                name=f"hierarchical ({a.name} in node + {nn}-node ring per rail)",
+                name=f"hierarchical ({a.name} in node + {nn}-node ring per rail)",  # node = island
                 alpha_us=a.alpha_us + inter_alpha,
                 us_per_byte=a.us_per_byte + inter_c,
                 max_bytes=np.inf,
@@ -218,7 +222,7 @@ def alltoall(topo: Topology, group: list[str], c: Constants, max_shifts: int = 8
             worst = (bw, li)
     inv /= len(shifts)
     lid, lkind = _link(topo, worst[1])
-    spans = len(topo.nodes_of(group)) > 1
+    spans = len(topo.islands_of(group)) > 1
     algo = Algo(
         name="all-to-all",
         alpha_us=(c.network_collective_floor_us if spans else c.nccl_base_latency_us)

@@ -26,7 +26,7 @@ from studio.engine.evaluate import (
     resolve_calibration,
 )
 from studio.engine.results import PlanResult
-from studio.engine.topology import topology_of
+from studio.engine.topology import Topology, topology_of
 from studio.engine.validate import divisors
 
 Objective = Literal["throughput", "cost", "latency"]
@@ -186,7 +186,7 @@ def sweep(
             _append_unfit(cols, reasons_unfit, extra, tp, pp, dp, ep, str(exc))
             kinds.append("")
             continue
-        rows = _rows(lc, grid, seq_len, wl, c, usd_per_hour, project, ttft_ms, tpot_ms)
+        rows = _rows(lc, grid, seq_len, wl, c, usd_per_hour, project, ttft_ms, tpot_ms, topo)
         for name in COLUMNS:
             cols[name].append(rows[name])
         for name in extra:
@@ -225,7 +225,7 @@ def _append_unfit(cols, reasons, extra, tp, pp, dp, ep, why) -> None:  # noqa: A
 
 
 def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: float, project: Project,  # noqa: ANN001
-          ttft_lim: float | None, tpot_lim: float | None) -> dict:
+          ttft_lim: float | None, tpot_lim: float | None, topo: Topology) -> dict:
     lay = lc.layout
     tp, pp, dp, ep = lay.tp, lay.pp, lay.dp, lay.ep
     pool, seq_bytes, max_seqs, cap_tokens, _ = memory_fit(lc, seq_len)
@@ -256,8 +256,7 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
     bubble = bubble_fraction(pp, M)
     mem_peak = (lc.weights + lc.activations + lc.overhead)[None, :] + B[:, None] * seq_bytes[None, :]
     # warnings that the rules would raise, counted cheaply
-    spans = any(len(lc_nodes) > 1 for lc_nodes in (
-        {g.split("/")[0] for g in grp} for rep in lc.groups[:1] for grp in rep))
+    spans = any(len(topo.islands_of(grp)) > 1 for rep in lc.groups[:1] for grp in rep)
     wcount = np.zeros(n, dtype=np.int64) + int(spans) + int(not heads_ok)
     wcount += (project.workload.interactive & (bubble > c.bubble_interactive_max)).astype(np.int64)
     wcount += (~fits).astype(np.int64)
