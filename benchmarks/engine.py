@@ -75,6 +75,10 @@ POINTS = [
     ("llama-3.1-70b", 8, 2048, 128, 1983.03), ("llama-3.1-70b", 8, 5000, 500, 2717.83),
     ("llama-3.1-405b", 8, 1000, 1000, 3399.69), ("llama-3.1-405b", 8, 128, 2048, 5938.09),
     ("mixtral-8x7b", 8, 128, 2048, 68608.45), ("mixtral-8x7b", 2, 1000, 1000, 19151.19),
+    # further Mixtral rows of the same table, to check the MoE decode model beyond the two fitted rows
+    ("mixtral-8x7b", 1, 1000, 1000, 10371.36), ("mixtral-8x7b", 2, 128, 2048, 29584.05),
+    ("mixtral-8x7b", 4, 1000, 1000, 33580.90), ("mixtral-8x7b", 8, 1000, 1000, 44705.48),
+    ("mixtral-8x7b", 4, 2048, 128, 5467.62), ("mixtral-8x7b", 8, 2048, 128, 7554.38),
 ]
 
 

@@ -47,6 +47,7 @@ class Constants:
     bubble_interactive_max: float
     long_context_tokens: float
     tp_max_without_nvswitch: float
+    moe_imbalance_factor: float
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     # ----------------------------------------------------------------- lookups

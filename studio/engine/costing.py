@@ -43,6 +43,7 @@ class LayoutCosts:
     sec_lm_head: np.ndarray  # per sequence step (last stage)
     sec_attn_ctx: np.ndarray  # seconds per token per attended token, full layers
     sec_attn_ctx_sliding: np.ndarray
+    sec_expert: np.ndarray  # routed-expert share of sec_per_token (balanced routing)
     allreduce: list[list[Collective]]  # [stage][replica]
     p2p: list[list[Collective]]  # [boundary][replica]
     alltoall: list[list[Collective]]  # [stage][replica]
@@ -120,6 +121,7 @@ def layout_costs(
     sec_lm = np.zeros(pp)
     sec_att = np.zeros(pp)
     sec_att_sl = np.zeros(pp)
+    sec_exp = np.zeros(pp)
     for s, (sh, x) in enumerate(zip(shapes, specs, strict=True)):
         rate = {k: x.peak_tflops(k) * 1e12 * c.matmul_efficiency(x.id, k) * c.prefill_efficiency
                 for k in ("bf16", "fp8", "fp4")}
@@ -127,6 +129,7 @@ def layout_costs(
         sec_lm[s] = 2.0 * sh.lm_head_params / rate[sh.lm_head_class]
         sec_att[s] = sh.attn_flops_per_ctx / rate["bf16"]
         sec_att_sl[s] = sh.attn_flops_per_ctx_sliding / rate["bf16"]
+        sec_exp[s] = 2.0 * sh.expert_params / rate[sh.expert_class]
     ar = [[allreduce(topo, groups[d][s], c) for d in reps] for s in range(pp)]
     pt = [[p2p(topo, groups[d][s], groups[d][s + 1], c) for d in reps] for s in range(pp - 1)]
     a2a: list[list[Collective]] = [[] for _ in range(pp)]
@@ -142,7 +145,7 @@ def layout_costs(
     return LayoutCosts(
         layout=layout, shapes=shapes, groups=groups, specs=specs, capacity=cap, usable=usable,
         activations=act, overhead=overhead, overhead_terms=terms, hbm_bps=hbm, sec_per_token=sec_tok,
-        sec_lm_head=sec_lm, sec_attn_ctx=sec_att, sec_attn_ctx_sliding=sec_att_sl, allreduce=ar, p2p=pt,
+        sec_lm_head=sec_lm, sec_attn_ctx=sec_att, sec_attn_ctx_sliding=sec_att_sl, sec_expert=sec_exp, allreduce=ar, p2p=pt,
         alltoall=a2a, window=model.sliding_window, hidden=h,
         experts_per_token=moe.experts_per_token if moe else 0, num_experts=moe.num_experts if moe else 0,
     )
@@ -209,8 +212,11 @@ def step_times(lc: LayoutCosts, micro_batch: np.ndarray, isl: int, osl: int, c: 
     ar_pf_worst = np.zeros(n)
     ar_dec_worst = np.zeros(n)
     route = max(1, lc.layout.ep // tp) if lc.num_experts else 1
+    skew = c.moe_imbalance_factor - 1.0 if lc.num_experts else 0.0
     for s, sh in enumerate(lc.shapes):
-        # compute vs memory roofline
+        # compute vs memory roofline; in decode the routed experts run at the pace of the most
+        # loaded expert (few tokens per expert per step); prefill's large expert GEMMs stay balanced
+        sec_tok = lc.sec_per_token[s] + skew * lc.sec_expert[s]
         cmp_pf = (tok_pf * lc.sec_per_token[s] + b * lc.sec_lm_head[s]
                   + tok_pf * (_sliding_avg(isl, None) * lc.sec_attn_ctx[s]
                               + _sliding_avg(isl, lc.window) * lc.sec_attn_ctx_sliding[s]))
@@ -224,7 +230,7 @@ def step_times(lc: LayoutCosts, micro_batch: np.ndarray, isl: int, osl: int, c: 
         mem_pf = (dense_w + sh.expert_bytes * frac_pf) / lc.hbm_bps[s]
         out["pc"][s] = np.maximum(cmp_pf, mem_pf) * 1e3
         ctx_sl = min(ctx, lc.window) if lc.window else ctx
-        cmp_dec = b * (lc.sec_per_token[s] + lc.sec_lm_head[s]
+        cmp_dec = b * (sec_tok + lc.sec_lm_head[s]
                        + ctx * lc.sec_attn_ctx[s] + ctx_sl * lc.sec_attn_ctx_sliding[s])
         kv_read = b * float(sh.kv_bytes_for(ctx, lc.window))
         mem_dec = (dense_w + sh.expert_bytes * frac_dec + kv_read) / (lc.hbm_bps[s] * c.decode_efficiency)

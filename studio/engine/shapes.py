@@ -94,6 +94,8 @@ class StageShape:
     attn_flops_per_ctx_sliding: float
     kv_full: float  # KV bytes per token per GPU, full-attention layers of the stage
     kv_sliding: float  # same, sliding layers (capped at the window)
+    expert_params: float = 0.0  # routed-expert parameters per GPU per token (balanced), in params_by_class
+    expert_class: str = "bf16"
 
     @property
     def weights(self) -> float:
@@ -208,6 +210,8 @@ def stage_shapes(
                 attn_flops_per_ctx_sliding=attn_ctx * sliding,
                 kv_full=kv_layer * (count - sliding),
                 kv_sliding=kv_layer * sliding,
+                expert_params=ts("experts", first, count) * k_active / tp,
+                expert_class=_cls(p_exp, has_fp8, has_fp4),
             )
         )
         first += count
