@@ -7,12 +7,13 @@
 # Workload: 2048 input + 512 output tokens; batch 204 per replica (auto)
 # Per-GPU memory (busiest GPU n1/gpu0): weights 47.3 GiB, KV cache 15.7 GiB, activations 2.4 GiB, overhead 1.7 GiB; total 67.0 GiB of 74.5 GiB (67.1 GiB usable)
 # KV cache: 523,073 tokens per replica; 204 sequences of 2560 tokens
-# TTFT 82,504.4 ms; TPOT 89.23 ms; request 128,103.2 ms
-# Throughput: 815.3 output tokens/s (51.0 per GPU, 11.2 per user)
-# Cost: $48.00/h; $16.353 per million output tokens
+# TTFT 601.7 ms; TPOT 59.55 ms; request 31,029.9 ms
+# Throughput: 1,220.4 output tokens/s (76.3 per GPU, 16.8 per user)
+# Cost: $48.00/h; $10.926 per million output tokens
 # Assumptions:
-#   - TTFT = time to prefill a batch of `batch` prompts that arrive together (the last one's first token)
-#   - TPOT = one decode step of every sequence in the batch through the whole pipeline
+#   - steady-state continuous batching: stages overlap successive micro-batches
+#   - TTFT = one new prompt prefilled alone through every stage + one decode round of the running batch
+#   - TPOT = one decode round of every sequence: max(Σ stages, M × slowest stage)
 #   - decode context averaged at isl + osl/2 = 2,304 tokens
 #   - two TP all-reduces per layer; PP hands full hidden states from each TP rank to the next stage
 # Warnings:

@@ -7,12 +7,13 @@
 # Workload: 2048 input + 512 output tokens; batch 256 per replica (auto)
 # Per-GPU memory (busiest GPU n0/gpu6): weights 16.9 GiB, KV cache 25.0 GiB, activations 2.4 GiB, overhead 1.7 GiB; total 46.0 GiB of 74.5 GiB (67.1 GiB usable)
 # KV cache: 1,207,285 tokens per replica; 471 sequences of 2560 tokens
-# TTFT 54,124.1 ms; TPOT 139.50 ms; request 125,406.9 ms
-# Throughput: 1,045.2 output tokens/s (130.6 per GPU, 7.2 per user)
-# Cost: $19.20/h; $5.103 per million output tokens
+# TTFT 564.3 ms; TPOT 80.69 ms; request 41,794.9 ms
+# Throughput: 1,811.4 output tokens/s (226.4 per GPU, 12.4 per user)
+# Cost: $19.20/h; $2.944 per million output tokens
 # Assumptions:
-#   - TTFT = time to prefill a batch of `batch` prompts that arrive together (the last one's first token)
-#   - TPOT = one decode step of every sequence in the batch through the whole pipeline
+#   - steady-state continuous batching: stages overlap successive micro-batches
+#   - TTFT = one new prompt prefilled alone through every stage + one decode round of the running batch
+#   - TPOT = one decode round of every sequence: max(Σ stages, M × slowest stage)
 #   - decode context averaged at isl + osl/2 = 2,304 tokens
 #   - two TP all-reduces per layer; PP hands full hidden states from each TP rank to the next stage
 # Warnings:

@@ -8,12 +8,13 @@
 # Workload: 2048 input + 512 output tokens; batch 256 per replica (auto)
 # Per-GPU memory (busiest GPU n0/gpu0): weights 8.5 GiB, KV cache 25.0 GiB, activations 1.2 GiB, overhead 1.7 GiB; total 36.4 GiB of 44.7 GiB (40.2 GiB usable)
 # KV cache: 755,852 tokens per replica; 295 sequences of 2560 tokens
-# TTFT 203,743.6 ms; TPOT 167.07 ms; request 289,117.6 ms
-# Throughput: 453.4 output tokens/s (56.7 per GPU, 6.0 per user)
-# Cost: $8.00/h; $4.902 per million output tokens
+# TTFT 985.9 ms; TPOT 167.07 ms; request 86,359.9 ms
+# Throughput: 453.1 output tokens/s (56.6 per GPU, 6.0 per user)
+# Cost: $8.00/h; $4.905 per million output tokens
 # Assumptions:
-#   - TTFT = time to prefill a batch of `batch` prompts that arrive together (the last one's first token)
-#   - TPOT = one decode step of every sequence in the batch through the whole pipeline
+#   - steady-state continuous batching: stages overlap successive micro-batches
+#   - TTFT = one new prompt prefilled alone through every stage + one decode round of the running batch
+#   - TPOT = one decode round of every sequence: max(Σ stages, M × slowest stage)
 #   - decode context averaged at isl + osl/2 = 2,304 tokens
 #   - two TP all-reduces per layer; PP hands full hidden states from each TP rank to the next stage
 # Warnings:
