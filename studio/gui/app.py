@@ -12,8 +12,10 @@ from PySide6.QtWidgets import QApplication
 from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.gui.document import ProjectDocument
+from studio.gui.errors import GuiExceptHook
 from studio.gui.main_window import MainWindow
 from studio.gui.resources import icon, is_dark, style_sheet
+from studio.io.autosave import AutosaveStore
 from studio.io.presets import example_paths, load_catalog
 from studio.io.project_file import load_project, project_from_json
 
@@ -46,8 +48,14 @@ def example_project() -> tuple[Project, str]:
     return project_from_json(node.read_text(encoding="utf-8"), f"presets/examples/{node.name}"), node.name
 
 
-def build_window(project: Project | None = None, path: str | Path | None = None, threaded: bool = True) -> MainWindow:
-    """A main window on ``project`` (or the file ``path``, or the bundled example)."""
+def build_window(
+    project: Project | None = None,
+    path: str | Path | None = None,
+    threaded: bool = True,
+    autosave: bool = False,
+) -> MainWindow:
+    """A main window on ``project`` (or the file ``path``, or the bundled example); with
+    ``autosave`` its unsaved work is snapshotted to the user's data folder (the real app)."""
     catalog = load_catalog()
     if project is None:
         if path is not None:
@@ -55,20 +63,26 @@ def build_window(project: Project | None = None, path: str | Path | None = None,
         else:
             project, _name = example_project()
     doc = ProjectDocument(project, path=path, threaded=threaded)
-    return MainWindow(doc, catalog)
+    return MainWindow(doc, catalog, autosave=AutosaveStore() if autosave else None)
 
 
 def run(path: str | None = None) -> int:
     """Open the studio window and run the event loop; returns the exit code."""
     app = application()
     try:
-        win = build_window(path=path)
+        win = build_window(path=path, autosave=True)
     except StudioError as exc:
         print(f"layout-studio: {exc}", file=sys.stderr)
         return 2
+    hook = GuiExceptHook(lambda title, text: win.show_error(title, text)).install()
     win.show()
+    if not os.environ.get("LAYOUT_STUDIO_EXIT_AFTER_MS", "").strip():
+        QTimer.singleShot(0, win.offer_recovery)  # after a crash: "Restore unsaved work from …?"
     _exit_after_env(app, win)
-    return int(app.exec())
+    try:
+        return int(app.exec())
+    finally:
+        hook.uninstall()
 
 
 def _exit_after_env(app: QApplication, win: MainWindow) -> None:

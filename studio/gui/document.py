@@ -67,6 +67,9 @@ class ProjectDocument(QObject):
         Ids (GPUs, links, nodes, switches, NICs) the user selected or a warning pointed at.
     message(str)
         A one-line notice for the status bar (refused edits, saves).
+    problem(str, str)
+        Title and text of an error the user must see (a file that cannot be loaded): the window
+        shows it as a dialog.
     """
 
     projectChanged = Signal(object, str)
@@ -75,6 +78,7 @@ class ProjectDocument(QObject):
     selectionChanged = Signal(tuple)
     message = Signal(str)
     fileChanged = Signal()
+    problem = Signal(str, str)
 
     def __init__(
         self,
@@ -96,7 +100,10 @@ class ProjectDocument(QObject):
         self._selection: tuple[str, ...] = ()
         self._pending: set[EvaluateTask] = set()
         self.undo_stack = QUndoStack(self)
-        self.undo_stack.cleanChanged.connect(self._clean_changed)
+        # Signal to signal: Qt itself relays it and cuts the connection when the document dies.
+        # (QUndoStack emits cleanChanged from its destructor; a Python slot there would run on a
+        # half-destroyed document: "Signal source has been deleted".)
+        self.undo_stack.cleanChanged.connect(self.fileChanged)
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(DEBOUNCE_MS)
@@ -104,9 +111,6 @@ class ProjectDocument(QObject):
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)
         self.schedule_recompute()
-
-    def _clean_changed(self, _clean: bool) -> None:
-        self.fileChanged.emit()
 
     # ------------------------------------------------------------------ state
     @property
@@ -172,6 +176,15 @@ class ProjectDocument(QObject):
     def edit_cluster(self, text: str, fn: Callable) -> bool:
         """Like :meth:`edit` for a ``Cluster -> Cluster`` function."""
         return self.edit(text, "cluster", lambda p: p.replace(cluster=fn(p.cluster)))
+
+    def report_problem(self, title: str, text: str) -> None:
+        """Ask the window to show an error dialog (``problem`` signal); the project is unchanged."""
+        self.problem.emit(title, text)
+
+    def mark_dirty(self) -> None:
+        """Mark the document as having unsaved changes (a restored autosave) without an undo step."""
+        self.undo_stack.resetClean()
+        self.fileChanged.emit()
 
     def set_selection(self, ids: tuple[str, ...] | list[str]) -> None:
         ids = tuple(ids)

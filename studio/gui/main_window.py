@@ -32,9 +32,11 @@ from studio.gui.panels.layout_panel import LayoutPanel
 from studio.gui.panels.metrics_panel import MetricsPanel
 from studio.gui.panels.model_panel import ModelPanel
 from studio.gui.panels.warnings_panel import WarningsPanel
+from studio.gui.recovery import Autosaver, Chooser, ask_recovery_dialog, offer_recovery
 from studio.gui.resources import icon
 from studio.gui.settings import make_settings, push_recent, recent_files
 from studio.gui.timeline import TimelinePanel
+from studio.io.autosave import AutosaveStore, RecoverableSession
 
 FILE_FILTER = "Layout Studio project (*.json)"
 
@@ -43,10 +45,21 @@ class MainWindow(QMainWindow):
     """The studio window around one :class:`ProjectDocument`.
 
     Hooks for tests and embedders: :attr:`ask_save` (returns "save", "discard" or "cancel"),
-    :attr:`show_error` (title, text), and :meth:`add_dock` for extra panels (the Explorer).
+    :attr:`show_error` (title, text), :attr:`choose_recovery` (a crashed session's snapshot ->
+    "restore", "discard" or "later"), and :meth:`add_dock` for extra panels (the Explorer).
+
+    With an ``autosave`` store, unsaved work is snapshotted a few seconds after each edit
+    (:class:`studio.gui.recovery.Autosaver`) and the snapshot deleted on a clean save or close.
     """
 
-    def __init__(self, doc: ProjectDocument, catalog=None, settings=None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        doc: ProjectDocument,
+        catalog=None,
+        settings=None,
+        parent: QWidget | None = None,
+        autosave: AutosaveStore | None = None,
+    ) -> None:
         super().__init__(parent)
         self.doc = doc
         if doc.parent() is None:
@@ -55,6 +68,8 @@ class MainWindow(QMainWindow):
         self.settings = settings if settings is not None else make_settings()
         self.ask_save: Callable[[], str] = self._ask_save_dialog
         self.show_error: Callable[[str, str], None] = lambda title, text: QMessageBox.warning(self, title, text)
+        self.choose_recovery: Chooser = lambda session: ask_recovery_dialog(self, session)
+        self.autosaver = Autosaver(doc, autosave, parent=self) if autosave is not None else None
         self.setWindowIcon(icon("app"))
         self.setDockOptions(QMainWindow.DockOption.AnimatedDocks | QMainWindow.DockOption.AllowTabbedDocks)
 
@@ -103,6 +118,7 @@ class MainWindow(QMainWindow):
         doc.errorChanged.connect(self._on_error)
         doc.message.connect(self._show_message)
         doc.fileChanged.connect(self._update_title)
+        doc.problem.connect(self._on_problem)
         doc.projectChanged.connect(self._on_project)
         self.warnings.selectItems.connect(self.highlight)
         self._update_title()
@@ -151,8 +167,21 @@ class MainWindow(QMainWindow):
             act.setToolTip(tip)
         if ic:
             act.setIcon(icon(ic))
-        act.triggered.connect(lambda _checked=False: slot())
+        title = text.replace("&", "").rstrip("…").strip()
+        act.triggered.connect(lambda _checked=False: self.guard(title, slot))
         return act
+
+    def guard(self, title: str, slot: Callable[[], object]) -> object:
+        """Run a GUI action; a :class:`StudioError` becomes an error dialog (the project is left as
+        it was). Other exceptions go on to the GUI's ``sys.excepthook`` (dialog + log)."""
+        try:
+            return slot()
+        except StudioError as exc:
+            self.show_error(f"{title}: cannot do that", str(exc))
+            return None
+
+    def _on_problem(self, title: str, text: str) -> None:
+        self.show_error(title, text)
 
     def _build_actions(self) -> None:
         mb = self.menuBar()
@@ -300,12 +329,18 @@ class MainWindow(QMainWindow):
             self.open_path(path, ask=False)
 
     def open_path(self, path: str | Path, ask: bool = True) -> bool:
+        """Open a project file; a file that cannot be read or is not a valid project (malformed,
+        hostile, from a newer version) gives a dialog naming the file and the place, and the
+        current document stays as it was (unsaved changes included)."""
         if ask and not self.maybe_save():
             return False
         try:
             self.doc.open(path)
         except StudioError as exc:
             self.show_error("Cannot open project", str(exc))
+            return False
+        except (OSError, ValueError, RecursionError, MemoryError) as exc:  # a loader gap: still no crash
+            self.show_error("Cannot open project", f"{path}: {type(exc).__name__}: {exc}")
             return False
         push_recent(self.settings, path)
         self._fill_recent()
@@ -357,6 +392,20 @@ class MainWindow(QMainWindow):
         self.doc.message.emit(f"Exported {what} to {path}")
         return path
 
+    # ------------------------------------------------------------ recovery
+    def offer_recovery(self) -> RecoverableSession | None:
+        """Offer to restore work left by a session that did not close (after a crash); returns
+        the restored session. No-op without autosave."""
+        if self.autosaver is None:
+            return None
+        restored = offer_recovery(
+            self.doc, self.autosaver.store, self.choose_recovery, self.show_error, self.autosaver.session_id
+        )
+        if restored is not None:
+            self.autosaver.save_now()  # the restored work is protected again at once
+            self.canvas.fit()
+        return restored
+
     # ------------------------------------------------------------ results
     def _on_project(self, project: Project, kind: str) -> None:
         self.engine_label.setText("computing…")
@@ -404,4 +453,6 @@ class MainWindow(QMainWindow):
             return
         self.save_settings()
         self.doc.wait_idle(5000)
+        if self.autosaver is not None:
+            self.autosaver.discard()  # a clean close: nothing to recover
         event.accept()

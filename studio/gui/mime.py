@@ -11,6 +11,7 @@ from PySide6.QtCore import QMimeData
 from studio.core.errors import StudioError
 
 MIME_TYPE = "application/x-layout-studio-item"
+MAX_PAYLOAD_BYTES = 4096  # ours are ~60 bytes; anything bigger is not from the palette
 ItemKind = Literal["gpu", "node-template", "empty-node"]
 KINDS: tuple[str, ...] = ("gpu", "node-template", "empty-node")
 
@@ -40,13 +41,16 @@ def from_mime(mime: QMimeData) -> DragItem | None:
     """
     if not mime.hasFormat(MIME_TYPE):
         return None
-    raw = bytes(mime.data(MIME_TYPE)).decode("utf-8", errors="replace")
+    payload = bytes(mime.data(MIME_TYPE))
+    if len(payload) > MAX_PAYLOAD_BYTES:
+        raise StudioError(f"drag payload is {len(payload):,} bytes; at most {MAX_PAYLOAD_BYTES:,} are accepted")
+    raw = payload.decode("utf-8", errors="replace")
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # bad JSON, or nesting deep enough to exhaust the stack
         raise StudioError(f"drag payload is not JSON: {raw[:80]!r}") from None
     kind = data.get("kind") if isinstance(data, dict) else None
     ident = data.get("id") if isinstance(data, dict) else None
-    if kind not in KINDS or not isinstance(ident, str):
+    if not isinstance(kind, str) or kind not in KINDS or not isinstance(ident, str) or not ident:
         raise StudioError(f"drag payload kind {kind!r} is not one of {', '.join(KINDS)}")
     return DragItem(kind=kind, id=ident)

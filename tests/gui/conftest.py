@@ -56,3 +56,11 @@ def canvas(qtbot, doc, catalog):
     qtbot.waitExposed(view)
     view.fit()
     return view
+
+
+@pytest.fixture(autouse=True)
+def _private_data_dir(tmp_path, monkeypatch):
+    """Autosave snapshots and error logs of GUI tests go to a temporary folder, never the user's."""
+    data = tmp_path / "data-dir"
+    monkeypatch.setenv("LAYOUT_STUDIO_DATA_DIR", str(data))
+    return data

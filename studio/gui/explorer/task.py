@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QRunnable, Signal
+from shiboken6 import isValid
 
 from studio.core.errors import StudioError
 from studio.core.project import Project
@@ -25,6 +26,9 @@ class SweepTask(QRunnable):
 
     ``cancel()`` may be called from any thread: the engine's ``progress`` callback then returns
     False and the sweep stops at its next layout; the task reports ``cancelled`` as its error.
+
+    When the window (and with it the relay) is destroyed while the sweep runs, the task stops at
+    the next layout and emits nothing: there is no one left to tell.
     """
 
     def __init__(self, sweeper: Sweeper, project: Project, revision: int, **kwargs: object) -> None:
@@ -45,20 +49,31 @@ class SweepTask(QRunnable):
     def cancelled(self) -> bool:
         return self._cancel.is_set()
 
+    def _emit(self, name: str, *args: object) -> bool:
+        """Emit ``relay.<name>(*args)``; False (and the task cancels itself) when the relay is gone."""
+        relay = self.relay
+        try:
+            if relay is not None and isValid(relay):
+                getattr(relay, name).emit(*args)
+                return True
+        except RuntimeError:  # deleted between the check and the emit ("Signal source has been deleted")
+            pass
+        self._cancel.set()
+        return False
+
     def _progress(self, fraction: float) -> bool:
         if self._cancel.is_set():
             return False
-        self.relay.progress.emit(float(fraction), self.revision)
-        return True
+        return self._emit("progress", float(fraction), self.revision)
 
     def run(self) -> None:  # noqa: D102 - QRunnable API
         try:
             result = self._sweeper(self._project, progress=self._progress, **self._kwargs)
             err = "cancelled" if self._cancel.is_set() or getattr(result, "cancelled", False) else ""
-            self.relay.done.emit(None if err else result, self.revision, err)
+            self._emit("done", None if err else result, self.revision, err)
         except StudioError as exc:
-            self.relay.done.emit(None, self.revision, exc.message)
+            self._emit("done", None, self.revision, exc.message)
         except Exception as exc:  # noqa: BLE001 - an engine bug must not take the window down
-            self.relay.done.emit(None, self.revision, f"the sweep failed: {type(exc).__name__}: {exc}")
+            self._emit("done", None, self.revision, f"the sweep failed: {type(exc).__name__}: {exc}")
         finally:
             self.finished.set()

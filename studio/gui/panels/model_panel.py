@@ -183,13 +183,14 @@ class ModelPanel(QWidget):
             self.load_config(path)
 
     def load_config(self, path: str) -> bool:
-        """Use ``path`` (a Hugging Face config.json) as the model; errors go to the status bar."""
+        """Use ``path`` (a Hugging Face config.json) as the model; a file that cannot be used is
+        reported in a dialog naming the file and the field (the model is left as it was)."""
         from studio.io.hf_config import load_model_config
 
         try:
             arch = load_model_config(path)
         except StudioError as exc:
-            self.doc.message.emit(str(exc))
+            self.doc.report_problem("Cannot load config.json", str(exc))
             return False
         self.set_model(arch, path, f"Model from {path}")
         return True
