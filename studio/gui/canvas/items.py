@@ -342,9 +342,12 @@ class BundleItem(QGraphicsLineItem):
         self.setToolTip(f"{len(members)}× {name}{bw}\nfrom {node.node.name} to {getattr(switch, 'item_id', '')}")
         short = name.split("(")[0].strip()
         self.label = f"{len(members)}× {short}"
+        self.show_label = True  # the scene turns labels off when many bundles share a switch
         self.refresh()
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API
+        if not self.show_label:
+            return super().boundingRect()
         return super().boundingRect().united(self._label_rect())
 
     def _label_rect(self) -> QRectF:
@@ -359,6 +362,8 @@ class BundleItem(QGraphicsLineItem):
     def paint(self, p: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
         p.setPen(self.pen())
         p.drawLine(self.line())
+        if not self.show_label:
+            return
         r = self._label_rect()
         p.setPen(QPen(self.pen().color(), 1))
         p.setBrush(QColor(255, 255, 255, 230))

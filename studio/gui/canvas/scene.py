@@ -215,21 +215,30 @@ class ClusterScene(QGraphicsScene):
             self.links[lk.id] = item
 
     def _sync_bundles(self, cluster: Cluster) -> None:
-        """Draw each node's NIC links to the same cluster switch (same kind) as one bundle."""
+        """Draw each node's links from its NICs or GPUs to the same cluster switch (same kind) as
+        one bundle: 8 InfiniBand links of a DGX, or the 4 NVLink links of a GB200 tray to its rack
+        switch (an NVL72 rack: 18 bundles instead of 72 crossing lines)."""
         for b in self.bundles:
             if b.scene() is self:
                 self.removeItem(b)
         self.bundles = []
-        nic_node = {x.id: n.id for n in cluster.nodes for x in n.nics}
+        nic_node = {x.id: n.id for n in cluster.nodes for x in (*n.nics, *n.gpus)}
         groups: dict[tuple[str, str, str], list[str]] = {}
         for lk in cluster.links:
             for nic_end, sw_end in ((lk.a, lk.b), (lk.b, lk.a)):
                 if nic_end in nic_node and sw_end in self.switches:
                     groups.setdefault((nic_node[nic_end], sw_end, lk.kind), []).append(lk.id)
+        per_switch: dict[tuple[str, str], int] = {}
+        for (nid, sid, kind), members in groups.items():
+            if len(members) >= 2 and nid in self.nodes:
+                per_switch[sid, kind] = per_switch.get((sid, kind), 0) + 1
         for (nid, sid, kind), members in groups.items():
             if len(members) < 2 or nid not in self.nodes:
                 continue
             bundle = BundleItem(self.nodes[nid], self.switches[sid], cluster.link_kinds.get(kind), members)
+            # Above 8 bundles into one switch the labels would pile up; the tooltip and the legend
+            # still name the link kind.
+            bundle.show_label = per_switch[sid, kind] <= 8
             self.addItem(bundle)
             self.bundles.append(bundle)
             for lid in members:

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 
 from studio.engine.results import GIB, Explanation, PlanResult
 from studio.gui.memory_bars import MemoryBarsWidget
+from studio.gui.panels.fit_label import FitLabel
 
 
 @dataclass(frozen=True)
@@ -56,21 +57,30 @@ def find_explanation(explanations: dict[str, Explanation], keys: tuple[str, ...]
 
 
 def _si(v: float, unit: str) -> str:
-    if v >= 1e6:
-        return f"{v / 1e6:,.2f} M{unit}"
-    if v >= 1e4:
-        return f"{v / 1e3:,.1f} k{unit}"
-    return f"{v:,.0f} {unit}" if v >= 100 else f"{v:,.3g} {unit}"
+    """Three significant digits with k/M/G so a card value stays short: ``1.22k tok/s``,
+    ``523k tok``, ``2.05M tok``, ``61.5 tok/s``."""
+    for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= scale * 0.9995:
+            x = v / scale
+            return f"{x:.3g}{prefix} {unit}" if x < 999.5 else f"{x:,.0f}{prefix} {unit}"
+    return f"{v:.3g} {unit}" if abs(v) < 100 else f"{v:,.0f} {unit}"
+
+
+def _us(v: float) -> str:
+    """A time given in µs, in ms from 10 ms up: ``25.6 µs``, ``2,493 µs``, ``146 ms``."""
+    if v >= 10_000:
+        return f"{v / 1000:,.3g} ms" if v < 100_000 else f"{v / 1000:,.0f} ms"
+    return f"{v:,.1f} µs" if v < 100 else f"{v:,.0f} µs"
 
 
 def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
     """Text of a figure and its small caption (per-phase detail)."""
     if key == "ttft":
-        return f"{r.ttft_ms:,.1f} ms", f"request {r.request_latency_ms / 1000:,.2f} s"
+        return f"{r.ttft_ms:,.1f} ms", f"request {r.request_latency_ms / 1000:,.1f} s"
     if key == "tpot":
         return f"{r.tpot_ms:,.2f} ms", f"{r.tokens_per_s_per_user:,.1f} tok/s per user"
     if key == "throughput":
-        return _si(r.output_tokens_per_s, "tok/s"), f"{r.output_tokens_per_s_per_gpu:,.1f} tok/s per GPU"
+        return _si(r.output_tokens_per_s, "tok/s"), f"{_si(r.output_tokens_per_s_per_gpu, 'tok/s')} per GPU"
     if key == "cost":
         return f"${r.usd_per_million_output_tokens:,.2f}", f"${r.usd_per_hour:,.2f} per hour"
     if key == "kv":
@@ -78,11 +88,11 @@ def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
     if key == "batch":
         return f"{r.batch:,}", "auto (fits KV)" if r.batch_auto else "fixed"
     if key == "allreduce":
-        return f"{r.allreduce_us_per_layer_decode:,.1f} µs", f"prefill {r.allreduce_us_per_layer_prefill:,.0f} µs"
+        return _us(r.allreduce_us_per_layer_decode), f"prefill {_us(r.allreduce_us_per_layer_prefill)}"
     if key == "p2p":
         if r.layout.pp == 1:
             return "—", "no pipeline"
-        return f"{r.p2p_us_per_boundary_decode:,.1f} µs", f"prefill {r.p2p_us_per_boundary_prefill:,.0f} µs"
+        return _us(r.p2p_us_per_boundary_decode), f"prefill {_us(r.p2p_us_per_boundary_prefill)}"
     if key == "bubble":
         return f"{r.bubble_fraction:.0%}", f"M = {r.micro_batches}"
     if key == "memory":
@@ -102,11 +112,11 @@ class FigureCard(QFrame):
         self.setObjectName("figureCard")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.title = QLabel(fig.title)
+        self.title = FitLabel(fig.title)
         self.title.setObjectName("figureTitle")
-        self.value = QLabel("—")
+        self.value = FitLabel("—")
         self.value.setObjectName("figureValue")
-        self.caption = QLabel("")
+        self.caption = FitLabel("")
         self.caption.setObjectName("figureCaption")
         lay = QVBoxLayout(self)
         lay.setContentsMargins(8, 4, 8, 4)
