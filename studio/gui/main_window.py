@@ -413,7 +413,7 @@ class MainWindow(QMainWindow):
     def _on_result(self, r: PlanResult, revision: int) -> None:
         self.metrics.set_result(r)
         self.warnings.set_warnings(r.warnings)
-        self.timeline.set_timelines(r.timelines, r.micro_batches)
+        self.timeline.set_result(r)
         fit = "fits" if r.fits else "does not fit"
         self.engine_label.setText(
             f"{r.layout.label} · {r.gpus} GPUs · {fit} · TTFT {r.ttft_ms:,.0f} ms · TPOT {r.tpot_ms:,.1f} ms"

@@ -9,12 +9,52 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF
-from PySide6.QtWidgets import QButtonGroup, QHBoxLayout, QLabel, QRadioButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QRadioButton,
+    QVBoxLayout,
+    QWidget,
+)
 
-from studio.engine.results import SEGMENT_KINDS, Timeline
+from studio.engine.results import SEGMENT_KINDS, PlanResult, Timeline
 from studio.gui.colors import SEGMENT_COLORS, SEGMENT_LABELS
 
 BAR_HEIGHT = 0.64
+LANE_MODES = {"stage": "One lane per stage", "tp": "Per GPU (first TP group)", "all": "Per GPU (all GPUs)"}
+
+
+def lane_groups(result: PlanResult, mode: str) -> list[tuple[str, ...]]:
+    """GPU ids of each stage's lanes: ``tp`` the stage's first TP group (``StageResult.gpus``),
+    ``all`` every GPU of the stage in every replica (from the memory rows), in rank order."""
+    if mode == "tp":
+        return [tuple(s.gpus) for s in result.stages]
+    by_stage: dict[int, list[tuple[int, str]]] = {}
+    for m in result.memory:
+        by_stage.setdefault(m.stage, []).append((m.rank, m.gpu_id))
+    return [tuple(g for _r, g in sorted(by_stage.get(s.stage, []))) or tuple(s.gpus) for s in result.stages]
+
+
+def per_gpu_timeline(tl: Timeline, groups: list[tuple[str, ...]]) -> Timeline:
+    """``tl`` with each stage lane repeated once per GPU of ``groups[stage]`` (the GPUs of a stage
+    run the same segments at the same times), lanes labelled with the GPU ids."""
+    lanes: list[str] = []
+    rows: list[np.ndarray] = []
+    lane_of: list[np.ndarray] = []
+    for stage, gpus in enumerate(groups):
+        seg = np.nonzero(tl.lane == stage)[0]
+        for gpu in gpus:
+            rows.append(seg)
+            lane_of.append(np.full(len(seg), len(lanes)))
+            lanes.append(f"S{stage} {gpu}")
+    idx = np.concatenate(rows) if rows else np.zeros(0, dtype=int)
+    lane = np.concatenate(lane_of) if lane_of else np.zeros(0, dtype=int)
+    return Timeline(
+        phase=tl.phase, lanes=tuple(lanes), lane=lane, start=tl.start[idx], duration=tl.duration[idx],
+        kind=tl.kind[idx], micro_batch=tl.micro_batch[idx], total_ms=tl.total_ms, bubble_fraction=tl.bubble_fraction,
+    )
 
 
 class TimelinePlot(pg.PlotWidget):
@@ -42,8 +82,8 @@ class TimelinePlot(pg.PlotWidget):
             color = SEGMENT_COLORS.get(kind, "#999999")
             bar = pg.BarGraphItem(
                 x0=np.zeros(0), y=np.zeros(0), width=np.zeros(0), height=BAR_HEIGHT,
-                brush=pg.mkBrush(color), pen=pg.mkPen("w", width=0.6), name=SEGMENT_LABELS.get(kind, kind),
-            )
+                brush=pg.mkBrush(color), pen=pg.mkPen("w", width=0.6),
+            )  # no name=: with a legend that would add the entry a second time
             self.addItem(bar)
             if self.legend is not None:
                 self.legend.addItem(bar, SEGMENT_LABELS.get(kind, kind))
@@ -68,8 +108,9 @@ class TimelinePlot(pg.PlotWidget):
             m = tl.segments_of(kind)
             bar.setOpts(x0=tl.start[m], y=tl.lane[m].astype(float), width=tl.duration[m], height=BAR_HEIGHT)
         axis = self.getPlotItem().getAxis("left")
-        axis.setTicks([[(i, name) for i, name in enumerate(tl.lanes)]])
         n = len(tl.lanes)
+        step = max(1, int(np.ceil(n / 32)))  # at most ~32 labels; hover names every lane
+        axis.setTicks([[(i, name) for i, name in enumerate(tl.lanes) if i % step == 0]])
         total = max(tl.total_ms, 1e-9)
         self.setXRange(0, total * 1.02, padding=0)
         self.setYRange(-0.6 - self._headroom, n - 0.4 + 0.5, padding=0)
@@ -119,7 +160,16 @@ class TimelinePanel(QWidget):
         super().__init__(parent)
         self.plot = TimelinePlot(self, legend=False)
         self.timelines: dict[str, Timeline] = {}
+        self.stage_timelines: dict[str, Timeline] = {}
+        self.result: PlanResult | None = None
         self.phase = "decode"
+        self.lane_mode = "stage"
+        self.lanes = QComboBox()
+        self.lanes.setObjectName("timelineLanes")
+        for mode, text in LANE_MODES.items():
+            self.lanes.addItem(text, mode)
+        self.lanes.setToolTip("Lanes: one per pipeline stage, or one per GPU labelled with its id")
+        self.lanes.currentIndexChanged.connect(lambda _i: self.set_lane_mode(self.lanes.currentData()))
         self.caption = QLabel("")
         self.caption.setObjectName("hint")
         top = QHBoxLayout()
@@ -135,6 +185,7 @@ class TimelinePanel(QWidget):
         top.addSpacing(12)
         top.addWidget(self.caption)
         top.addStretch(1)
+        top.addWidget(self.lanes)
         keyrow = QHBoxLayout()
         keyrow.setContentsMargins(6, 0, 6, 0)
         key = QLabel(
@@ -152,6 +203,31 @@ class TimelinePanel(QWidget):
         lay.addLayout(keyrow)
         lay.addWidget(self.plot, 1)
 
+    def set_result(self, result: PlanResult) -> None:
+        """Show the timelines of ``result`` (lanes as the lane mode says)."""
+        self.result = result
+        self.stage_timelines = dict(result.timelines)
+        self._apply(result.micro_batches)
+
+    def set_lane_mode(self, mode: str) -> None:
+        """``stage``, ``tp`` (one lane per GPU of each stage's first TP group) or ``all``."""
+        if mode not in LANE_MODES:
+            raise ValueError(f"lane mode {mode!r} is not one of {', '.join(LANE_MODES)}")
+        self.lane_mode = mode
+        i = self.lanes.findData(mode)
+        if self.lanes.currentIndex() != i:
+            self.lanes.setCurrentIndex(i)
+        if self.result is not None:
+            self._apply(self.result.micro_batches)
+
+    def _apply(self, micro_batches: int | None) -> None:
+        r = self.result
+        if r is None or self.lane_mode == "stage":
+            self.set_timelines(self.stage_timelines, micro_batches)
+            return
+        groups = lane_groups(r, self.lane_mode)
+        self.set_timelines({ph: per_gpu_timeline(tl, groups) for ph, tl in self.stage_timelines.items()}, micro_batches)
+
     def set_timelines(self, timelines: dict[str, Timeline], micro_batches: int | None = None) -> None:
         self.timelines = dict(timelines)
         tl = self.timelines.get(self.phase)
@@ -168,6 +244,8 @@ class TimelinePanel(QWidget):
 
     def clear(self, reason: str = "") -> None:
         self.timelines = {}
+        self.stage_timelines = {}
+        self.result = None
         self.plot.set_timeline(None)
         self.caption.setText(reason)
 
