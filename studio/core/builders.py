@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from studio.core.edits import add_template_node, connect_nodes_to_fabric
+from studio.core.edits import _first_error, connect_nodes_to_fabric
 from studio.core.errors import StudioError
 from studio.core.hardware import Cluster, GpuSpec, LinkKind, NodeTemplate
-from studio.core.templates import TRAY_COLUMNS, TRAY_SPACING_Y
+from studio.core.templates import TRAY_COLUMNS, TRAY_SPACING_Y, instantiate
 
 NODE_SPACING_X = 520.0
 
@@ -36,18 +36,34 @@ def build_cluster(
     kinds = [link_kinds[k] for k in sorted(needed)]
     if gpu_spec.id != template.gpu_type:
         template = template.replace(gpu_type=gpu_spec.id)
-    cluster = Cluster(name=name or f"{nodes}× {template.name}")
+    # Every copy is expanded first and the cluster validated once: adding the copies one by one
+    # re-validated the whole growing cluster each time (quadratic: a 1,000-node --nodes took minutes).
+    # Ids follow the same rule as ``edits.add_template_node`` (prefix ``n<nodes so far>``).
+    all_nodes, all_switches, all_links = [], [], []
     cols = max(1, min(nodes, 4))
     for i in range(nodes):
         if template.trays > 1:  # a rack: its trays form a grid (see templates.TRAY_COLUMNS)
-            cols = 1
             rows = -(-template.trays // TRAY_COLUMNS)
             x, y = 0.0, i * (rows * TRAY_SPACING_Y + 120.0)
         else:
             x = (i % cols) * NODE_SPACING_X
             y = (i // cols) * 420.0
         node_name = template.name if nodes == 1 else f"{template.name} #{i}"
-        cluster, _ = add_template_node(cluster, template, gpu_spec, kinds, x=x, y=y, name=node_name)
+        parts = instantiate(template, f"n{len(all_nodes)}", name=node_name, x=x, y=y)
+        all_nodes += parts[0]
+        all_switches += parts[1]
+        all_links += parts[2]
+    try:
+        cluster = Cluster(
+            name=name or f"{nodes}× {template.name}",
+            nodes=tuple(all_nodes),
+            switches=tuple(all_switches),
+            links=tuple(all_links),
+            gpu_specs={gpu_spec.id: gpu_spec},
+            link_kinds={k.id: k for k in kinds},
+        )
+    except ValueError as exc:  # pydantic.ValidationError is a ValueError
+        raise StudioError(f"node template '{template.id}': {_first_error(exc)}") from None
     if nodes > 1 and template.nic_kind:
         cluster = connect_nodes_to_fabric(cluster, link_kinds[template.nic_kind])
     return cluster

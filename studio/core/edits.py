@@ -258,15 +258,12 @@ def connect_nodes_to_fabric(cluster: Cluster, kind: LinkKind, fabric_name: str =
         fabric = Switch(id=fid, kind="fabric", name=fabric_name, x=sum(xs) / len(xs), y=max(ys) + 420)
         switches = switches + (fabric,)
     taken = _all_ids(cluster)
+    # NICs already joined to this fabric, looked up in a set (not by scanning every link per NIC)
+    linked = {lk.a for lk in cluster.links if lk.b == fabric.id} | {lk.b for lk in cluster.links if lk.a == fabric.id}
     new_links = []
     for n in cluster.nodes:
         for nic in n.nics:
-            if nic.kind != kind.id:
-                continue
-            if any(
-                (lk.a == nic.id and lk.b == fabric.id) or (lk.b == nic.id and lk.a == fabric.id)
-                for lk in cluster.links
-            ):
+            if nic.kind != kind.id or nic.id in linked:
                 continue
             lid = fresh_id(taken, f"{nic.id}~{fabric.id}")
             taken.add(lid)

@@ -18,12 +18,16 @@ from pydantic import Field, model_validator
 from studio.core.base import Frozen
 from studio.core.hardware import MAX_CLUSTER_GPUS
 
+#: Largest tensor-parallel size and pipeline depth a layout may have.
+MAX_TP = 4096
+MAX_PP = 4096
+
 
 class Layout(Frozen):
     """How the model is split over the GPUs."""
 
-    tp: int = Field(1, ge=1, le=4096, description="tensor-parallel size")
-    pp: int = Field(1, ge=1, le=4096, description="pipeline-parallel stages")
+    tp: int = Field(1, ge=1, le=MAX_TP, description="tensor-parallel size")
+    pp: int = Field(1, ge=1, le=MAX_PP, description="pipeline-parallel stages")
     dp: int = Field(1, ge=1, le=100_000, description="data-parallel replicas")
     ep: int = Field(1, ge=1, le=100_000, description="expert-parallel size (MoE)")
     micro_batches: int = Field(1, ge=1, le=100_000, description="pipeline micro-batches (M)")

@@ -15,7 +15,7 @@ from typing import Literal
 import numpy as np
 
 from studio.core.errors import StudioError
-from studio.core.layout import Layout
+from studio.core.layout import MAX_PP, MAX_TP, Layout
 from studio.core.project import Project
 from studio.engine.costing import LayoutCosts, bubble_fraction, layout_costs, serve_times
 from studio.engine.evaluate import (
@@ -95,6 +95,16 @@ def _ep_options(project: Project, tp: int, dp: int) -> list[int]:
             if (tp * dp) % e == 0 and (e % tp == 0 or tp % e == 0)]
 
 
+def layout_candidates(project: Project, n_gpus: int) -> list[tuple[int, int, int, int]]:
+    """Every ``(tp, pp, dp, ep)`` that uses all ``n_gpus`` GPUs and that a :class:`Layout` can hold:
+    TP and PP within the layout's limits, PP at most the model's layers, EP as the layout rule
+    allows."""
+    return [(tp, pp, n_gpus // (tp * pp), ep)
+            for tp in divisors(n_gpus) if tp <= MAX_TP
+            for pp in divisors(n_gpus // tp) if pp <= min(project.model.num_layers, MAX_PP)
+            for ep in _ep_options(project, tp, n_gpus // (tp * pp))]
+
+
 def _heads_ok(project: Project, tp: int) -> bool:
     m = project.model
     if m.num_attention_heads % tp:
@@ -166,9 +176,7 @@ def sweep(
         else project.cluster.gpu_specs[topo.gpu_type[g]].price_per_gpu_hour for g in placement
     ])
     usd_per_hour = float(prices.sum())
-    combos = [(tp, pp, n_gpus // (tp * pp), ep)
-              for tp in divisors(n_gpus) for pp in divisors(n_gpus // tp) if pp <= model.num_layers
-              for ep in _ep_options(project, tp, n_gpus // (tp * pp))]
+    combos = layout_candidates(project, n_gpus)
     cols: dict[str, list[np.ndarray]] = {k: [] for k in COLUMNS}
     reasons_unfit: list[str] = []
     extra: dict[str, list[np.ndarray]] = {"allreduce_ms": [], "bottleneck": [], "max_seqs": []}
