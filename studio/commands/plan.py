@@ -86,10 +86,10 @@ def format_plan(project: Project, plan, explain: bool = False) -> str:
         ("model", f"{project.model.name} ({project.model_ref or project.model.id}), weights {precision}, "
                   f"KV {sv.kv_dtype.value}"),
         ("cluster", f"{project.cluster.name}: {project.cluster.num_gpus} GPUs "
-                    f"({', '.join(project.cluster.gpu_types())}) in {len(project.cluster.nodes)} nodes"),
+                    f"({', '.join(project.cluster.gpu_types())}) in {_count(len(project.cluster.nodes), 'node')}"),
         ("layout", f"{lay.label}  (TP {lay.tp}, PP {lay.pp}, EP {lay.ep}, DP {lay.dp}, "
-                   f"{plan.gpus} GPUs, micro-batches {lay.micro_batches}, layers per stage "
-                   f"{','.join(str(s.layers) for s in plan.stages)})"),
+                   f"{plan.gpus} GPUs, micro-batches {_micro_batches(lay.micro_batches, plan.micro_batches)}, "
+                   f"layers per stage {','.join(str(s.layers) for s in plan.stages)})"),
         ("workload", f"ISL {wl.isl}, OSL {wl.osl}, batch {plan.batch} per replica"
                      + (f" (auto, max {wl.max_batch})" if plan.batch_auto else "")),
         ("fits", f"{'yes' if plan.fits else 'NO'} — {plan.fit_reason}"),
@@ -125,6 +125,7 @@ def format_plan(project: Project, plan, explain: bool = False) -> str:
     comm = [
         ("AllReduce per layer", f"prefill {fmt(plan.allreduce_us_per_layer_prefill)} µs, "
                                 f"decode {fmt(plan.allreduce_us_per_layer_decode)} µs"),
+        ("  message", _message(plan, wl.isl)),
         ("  bottleneck (prefill)", _bottleneck(ar_p)),
         ("  bottleneck (decode)", _bottleneck(ar_d)),
         ("P2P per stage boundary", f"prefill {fmt(plan.p2p_us_per_boundary_prefill)} µs, "
@@ -150,7 +151,7 @@ def format_plan(project: Project, plan, explain: bool = False) -> str:
     ]))
     sections.append("Cost\n" + format_pairs([
         ("cluster", f"${plan.usd_per_hour:,.2f} per hour"),
-        ("per million output tokens", f"${plan.usd_per_million_output_tokens:,.3f}"),
+        ("per million output tokens", _usd_per_million(plan)),
     ]))
 
     if plan.warnings:
@@ -169,6 +170,34 @@ def format_plan(project: Project, plan, explain: bool = False) -> str:
         body = "\n\n".join(e.as_text() for e in plan.explanations.values())
         sections.append("Explanations\n" + body)
     return "\n\n".join(sections)
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 node``, ``2 nodes``."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def _micro_batches(asked: int, used: int) -> str:
+    """The layout's micro-batches, and the count the plan used when the batch capped it."""
+    return str(asked) if asked == used else f"{asked} (the batch allows {used})"
+
+
+def _message(plan, isl: int) -> str:
+    """What one all-reduce / hand-off carries: the hidden states of one micro-batch."""
+    per_micro = -(-plan.batch // max(plan.micro_batches, 1))
+    prompts = _count(per_micro, "prompt")
+    return (f"hidden states of one micro-batch: prefill {prompts} × {isl:,} tokens, "
+            f"decode {_count(per_micro, 'token')}")
+
+
+def _usd_per_million(plan) -> str:
+    """$ per million output tokens; a plan that produces no tokens has no price per token."""
+    import math
+
+    value = plan.usd_per_million_output_tokens
+    if not math.isfinite(value) or plan.output_tokens_per_s <= 0:
+        return "- (no output tokens: the layout does not fit)" if not plan.fits else "- (no output tokens)"
+    return f"${value:,.3f}"
 
 
 def _targets(wl, plan) -> list[tuple[str, str]]:
