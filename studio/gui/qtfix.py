@@ -22,14 +22,19 @@ _FLOOR = 1 << 40
 
 
 def protect_none_refcount() -> bool:
-    """Raise ``None``'s reference count far above anything the leak can consume.
+    """Raise the reference counts of ``None``, ``True`` and ``False`` far above anything the leak
+    can consume.
 
     Returns whether a change was made (only on CPython before 3.12, and only once).
     """
     if platform.python_implementation() != "CPython" or sys.version_info >= (3, 12):
         return False
-    cell = ctypes.c_ssize_t.from_address(id(None))
-    if cell.value >= _FLOOR:
-        return False
-    cell.value += _FLOOR
-    return True
+    changed = False
+    # True and False leak the same way (bool arguments of overrides and signals; seen as
+    # "bool_dealloc: deallocating True or False" at exit after the GUI and Explorer test suites).
+    for obj in (None, True, False):
+        cell = ctypes.c_ssize_t.from_address(id(obj))
+        if cell.value < _FLOOR:
+            cell.value += _FLOOR
+            changed = True
+    return changed
