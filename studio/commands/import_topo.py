@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def default_layout(model, gpus_per_node: int, gpus: int):
-    """TP = GPUs per node, halved until it divides the attention heads (and the KV heads, or is a
+    """TP = GPUs per node, lowered until it divides the attention heads (and the KV heads, or is a
     multiple of them); DP fills the rest."""
     from studio.core.layout import Layout
 
@@ -37,6 +37,26 @@ def default_layout(model, gpus_per_node: int, gpus: int):
     ):
         tp -= 1
     return Layout(tp=tp, pp=1, dp=gpus // tp)
+
+
+def fitting_layout(project):
+    """The first layout that fits, trying the card's production rule in order: TP within the node
+    (:func:`default_layout`), then PP across 2, 4, … nodes (fewer replicas) until the weights fit.
+
+    Returns ``(layout, plan)``; when none fits, the TP-only layout and its plan (which says why).
+    """
+    from studio.engine import evaluate
+
+    base = project.layout
+    first = None
+    groups = project.cluster.num_gpus // base.tp
+    for pp in [p for p in range(1, groups + 1) if groups % p == 0 and p <= project.model.num_layers]:
+        layout = base.replace(pp=pp, dp=groups // pp)
+        plan = evaluate(project.replace(layout=layout))
+        first = first or (layout, plan)
+        if plan.fits:
+            return layout, plan
+    return first
 
 
 def read_text(path: str, limit: int) -> str:
@@ -92,9 +112,12 @@ def run(args: argparse.Namespace) -> int:
         serving=base.serving,
         layout=layout,
     )
+    layout, plan = fitting_layout(project)
+    project = project.replace(layout=layout)
     out = save_project(project, args.output)
+    fit = "fits" if plan.fits else f"does NOT fit ({plan.fit_reason})"
     print(
         f"wrote {out}: {len(cluster.nodes)} node(s) × {per_node} {cluster.gpu_types()[0]}, "
-        f"{len(cluster.links)} links; layout {layout.label}"
+        f"{len(cluster.links)} links; {model_ref} with layout {layout.label}, which {fit}"
     )
     return 0

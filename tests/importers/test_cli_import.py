@@ -42,3 +42,23 @@ def test_calibrate_nccl_writes_a_profile_and_stores_it_in_a_project(tmp_path, ca
     rc = main(["calibrate", "nccl", log, "--link-kind", "nvlink3-nvswitch", "--project", str(project), "--save-as", "lab-a100"])
     assert rc == 0
     assert load_project(project).calibrations["lab-a100"].link_fits["nvlink3-nvswitch"].points == 18
+
+
+def test_import_topo_picks_a_layout_that_fits_and_says_so(tmp_path, capsys):
+    """Two imported H100 nodes with the default Llama-3.1-405B used to get TP8×DP2, which does not
+    fit; the card's rule (TP in the node, PP across nodes) gives TP8×PP2, which does."""
+    from studio.engine import evaluate
+
+    out = tmp_path / "p.json"
+    topo = str(DATA / "topo/h100-8gpu-nvswitch-8nic.txt")
+    assert main(["import-topo", topo, "--gpu", "h100-sxm", "--nodes", "2", "-o", str(out)]) == 0
+    p = load_project(out)
+    assert (p.layout.tp, p.layout.pp, p.layout.dp) == (8, 2, 1)
+    assert evaluate(p).fits
+    assert "TP8×PP2, which fits" in capsys.readouterr().out
+    # a model that fits one node keeps PP=1 and uses the second node as a replica
+    assert main(["import-topo", topo, "--gpu", "h100-sxm", "--nodes", "2", "--model", "llama-3.1-70b", "-o", str(out)]) == 0
+    assert (load_project(out).layout.pp, load_project(out).layout.dp) == (1, 2)
+    # when nothing fits, the project is still written and the message says it does not fit
+    assert main(["import-topo", topo, "--gpu", "h100-sxm", "--nodes", "1", "-o", str(out)]) == 0
+    assert "does NOT fit" in capsys.readouterr().out
