@@ -40,7 +40,14 @@ def instantiate(
     cluster_switches: list[Switch] = []
     rack_switch: Switch | None = None
     if t.fabric == "nvlink-rack":
-        rack_switch = Switch(id=f"{prefix}nvl", kind="nvlink-switch", name=f"{t.name} NVLink switch", x=x, y=y - 60)
+        cols = min(t.trays, TRAY_COLUMNS)
+        rack_switch = Switch(  # centred above the tray grid (switch items are drawn centred)
+            id=f"{prefix}nvl",
+            kind="nvlink-switch",
+            name=f"{t.name} NVLink switch",
+            x=x + (cols * TRAY_SPACING_X - (TRAY_SPACING_X - 200.0)) / 2,
+            y=y - 70.0,
+        )
         cluster_switches.append(rack_switch)
     for tray in range(t.trays):
         nid = f"{prefix}t{tray}" if t.trays > 1 else prefix.rstrip("/-.") or prefix
