@@ -195,6 +195,20 @@ def _serving_base(args: argparse.Namespace):
     return base, project
 
 
+def _bound_note(name: str, value: float) -> str:
+    """A warning when a fitted factor stopped at its bound: the engine could not reproduce the
+    runs with any allowed value, so the formats, layout or GPU given probably differ from the runs'."""
+    from studio.engine.calibration import EFFICIENCY_BOUNDS, OTHER_BOUNDS
+
+    lo, hi = OTHER_BOUNDS.get(name.partition(":")[0], EFFICIENCY_BOUNDS)
+    if value >= hi * (1 - 1e-6):
+        return (f"   (stopped at the upper bound {hi:g}: the runs are faster than the engine can be; "
+                "check --weight-dtype, --kv-dtype, --tp and --gpu)")
+    if value <= lo * (1 + 1e-6):
+        return f"   (stopped at the lower bound {lo:g}: the runs are slower than the engine can be)"
+    return ""
+
+
 def run_serving(args: argparse.Namespace) -> int:
     """Read, fit, print the per-run table, save."""
     from studio.io.serving_bench import fit_files, serving_profile
@@ -211,8 +225,11 @@ def run_serving(args: argparse.Namespace) -> int:
     print(f"{len(fit.points)} runs of {base.model.id} on {gpu}")
     for p, reason in fit.skipped:
         print(f"  skipped {p.label}: {reason}")
+    if fit.skipped and not (args.weight_dtype or args.kv_dtype):
+        print("  (if these runs served quantised weights or an FP8 KV cache, say so with "
+              "--weight-dtype / --kv-dtype: the engine assumes the project's formats)")
     for name, v0, v in zip(fit.params, fit.defaults, fit.values, strict=True):
-        print(f"  {name:<28} {v0:.4g} -> {v:.4g}")
+        print(f"  {name:<28} {v0:.4g} -> {v:.4g}{_bound_note(name, v)}")
     errors = fit.fit_error()
     for m in fit.measures():
         print(f"  RMS relative error of {m}: defaults {errors[f'serving.{m}.default_rms_rel_error']:.1%} "

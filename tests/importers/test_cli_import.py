@@ -62,3 +62,17 @@ def test_import_topo_picks_a_layout_that_fits_and_says_so(tmp_path, capsys):
     # when nothing fits, the project is still written and the message says it does not fit
     assert main(["import-topo", topo, "--gpu", "h100-sxm", "--nodes", "1", "-o", str(out)]) == 0
     assert "does NOT fit" in capsys.readouterr().out
+
+
+def test_calibrate_serving_says_when_a_fit_hits_its_bound(capsys):
+    """The H200 FP8 runs read without --weight-dtype fp8: the TP1 runs cannot fit in BF16 and the
+    factors run into their upper bound; the output says both and names the flags to check."""
+    runs = str(DATA / "serving/trtllm-v0.17-h200-fp8-llama-3.1-70b.jsonl")
+    assert main(["calibrate", "serving", runs, "--gpu", "h200-sxm", "--model", "llama-3.1-70b"]) == 0
+    out = capsys.readouterr().out
+    assert "say so with --weight-dtype / --kv-dtype" in out
+    assert "stopped at the upper bound 1" in out
+    assert main(["calibrate", "serving", runs, "--gpu", "h200-sxm", "--model", "llama-3.1-70b",
+                 "--weight-dtype", "fp8", "--kv-dtype", "fp8"]) == 0
+    out = capsys.readouterr().out
+    assert "skipped" not in out and "bound" not in out
