@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from studio.core.errors import StudioError
+from studio.core.errors import StudioError, first_error_message
 from studio.core.hardware import (
     Cluster,
     GpuInstance,
@@ -61,19 +61,10 @@ def _rebuild(cluster: Cluster, **fields) -> Cluster:
     try:
         return Cluster(**data)
     except ValueError as exc:  # pydantic.ValidationError is a ValueError
-        raise StudioError(_first_error(exc)) from None
+        raise StudioError(first_error_message(exc)) from None
 
 
-def _first_error(exc: Exception) -> str:
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        errs = errors()
-        if errs:
-            e = errs[0]
-            loc = ".".join(str(p) for p in e.get("loc", ()))
-            msg = str(e.get("msg", "")).removeprefix("Value error, ")
-            return f"{loc}: {msg}" if loc else msg
-    return str(exc)
+_first_error = first_error_message  # the old private name, kept for existing callers
 
 
 def add_template_node(

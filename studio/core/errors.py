@@ -29,3 +29,32 @@ def nearest(name: str, known: list[str] | tuple[str, ...], n: int = 3) -> list[s
         low = name.lower()
         hits = [k for k in known if low in k.lower() or k.lower() in low][:n]
     return hits
+
+
+def first_error_message(exc: Exception, quote_field: bool = False) -> str:
+    """The first error of a pydantic ``ValidationError`` as ``loc: message``.
+
+    Parameters
+    ----------
+    exc:
+        The exception; anything without an ``errors()`` method gives ``str(exc)``.
+    quote_field:
+        Write the location as ``field 'a.b': message`` (the project-file style) instead of
+        ``a.b: message``.
+
+    Returns
+    -------
+    str
+        One line naming the field and what is wrong with it.
+    """
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        errs = errors()
+        if errs:
+            e = errs[0]
+            loc = ".".join(str(p) for p in e.get("loc", ()))
+            msg = str(e.get("msg", "")).removeprefix("Value error, ")
+            if not loc:
+                return msg
+            return f"field '{loc}': {msg}" if quote_field else f"{loc}: {msg}"
+    return str(exc)

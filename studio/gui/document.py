@@ -14,7 +14,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
-from studio.core.errors import StudioError
+from studio.core.errors import StudioError, first_error_message
 from studio.core.project import Project
 from studio.gui.worker import EvaluateTask, Evaluator, default_evaluator, run_evaluate
 from studio.io.project_file import load_project, save_project
@@ -168,7 +168,7 @@ class ProjectDocument(QObject):
             self.message.emit(f"{text} refused: {exc.message}")
             return False
         except ValueError as exc:  # pydantic validation of a Project.replace
-            self.message.emit(f"{text} refused: {_short(exc)}")
+            self.message.emit(f"{text} refused: {first_error_message(exc, quote_field=True)}")
             return False
         self.apply(new, text, kind)
         return True
@@ -261,15 +261,3 @@ class ProjectDocument(QObject):
         self.fileChanged.emit()
         self.message.emit(f"Saved {written}")
         return written
-
-
-def _short(exc: Exception) -> str:
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        errs = errors()
-        if errs:
-            e = errs[0]
-            loc = ".".join(str(p) for p in e.get("loc", ()))
-            msg = str(e.get("msg", "")).removeprefix("Value error, ")
-            return f"field '{loc}': {msg}" if loc else msg
-    return str(exc)

@@ -91,3 +91,13 @@ def test_save_and_reopen_gives_the_same_project(doc, tmp_path):
     assert other.path == path
     assert not other.is_dirty
     assert other.undo_stack.count() == 0
+
+
+def test_invalid_replace_is_refused_naming_the_field(doc, qtbot):
+    before = doc.project
+    with qtbot.waitSignal(doc.message) as msg:
+        ok = doc.edit("Set ISL", "workload", lambda p: p.replace(workload=p.workload.replace(isl=0)))
+    assert not ok
+    assert msg.args[0].startswith("Set ISL refused: field 'isl': ")
+    assert "greater than or equal to 1" in msg.args[0]
+    assert doc.project is before
