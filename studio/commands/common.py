@@ -151,7 +151,13 @@ def _validated(obj, what: str, **changes):
     try:
         return obj.replace(**changes)
     except ValidationError as exc:
-        raise StudioError(f"{what}: {validation_message(exc)}") from None
+        message = validation_message(exc)
+        errors = exc.errors()
+        field = str(errors[0]["loc"][0]) if len(errors) == 1 and errors[0].get("loc") else None
+        if field in changes and field != "precision":  # name the flag the user typed
+            flag = "--" + field.replace("_", "-")
+            raise StudioError(f"{flag}: {message.removeprefix(f'field {field!r}: ')}") from None
+        raise StudioError(f"{what}: {message}") from None
 
 
 def load_base_project(path: str | None) -> Project:

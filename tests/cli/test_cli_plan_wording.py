@@ -29,3 +29,11 @@ def test_allreduce_line_names_the_message_it_costs(cli):
     r = cli("plan", "--batch", "8", "--micro-batches", "2", "--isl", "1024")
     assert r.code == 0, r.err
     assert "prefill 4 prompts × 1,024 tokens, decode 4 tokens" in r.out
+
+
+def test_out_of_range_values_name_the_flag(cli):
+    r = cli("plan", "--isl", "1000000000")
+    assert r.code == 2 and r.out == ""
+    assert "error: --isl: " in r.err and "10000000" in r.err and "1000000000" in r.err
+    r = cli("plan", "--gpus-per-node", "100000")
+    assert r.code == 2 and "error: --gpus-per-node: " in r.err and "field" not in r.err
