@@ -99,6 +99,25 @@ def test_broken_topology_is_refused_in_the_import_dialog(win, catalog, tmp_path)
     assert win.doc.project.cluster is cluster
 
 
+def test_topology_parse_error_names_the_file_it_came_from(win, catalog, tmp_path):
+    from studio.gui.calibration.topo_dialog import ImportTopologyDialog
+
+    path = tmp_path / "node-a.txt"
+    bad = "\tGPU0\tGPU1\nGPU0\t X \tQQ\nGPU1\tNV18\t X\n"
+    path.write_text(bad, encoding="utf-8")
+    dlg = ImportTopologyDialog(win.doc, catalog, win)
+    dlg.open_path(path)
+    assert dlg.error.startswith(f"{path}: line 2")
+    assert "pasted text" not in dlg.error
+    dlg.set_text(bad.replace("GPU1\tNV18", "GPU1\tNV99"))  # edited after opening
+    assert dlg.error.startswith(f"{path} (edited): line 2")
+    dlg.reject()
+    pasted = ImportTopologyDialog(win.doc, catalog, win)
+    pasted.set_text(bad)
+    assert pasted.error.startswith("pasted text: line 2")
+    pasted.reject()
+
+
 def test_studio_error_in_an_action_becomes_a_dialog(win):
     def refuse():
         raise StudioError("no such thing", "plan.json")

@@ -57,6 +57,7 @@ class ImportTopologyDialog(QDialog):
         self.catalog = catalog
         self.cluster: Cluster | None = None
         self.error = ""
+        self._file: tuple[str, str] | None = None  # (path, text as read) of the last opened file
         self.text = QPlainTextEdit()
         self.text.setPlaceholderText("Paste the output of `nvidia-smi topo -m` here (add `nvidia-smi -L` to name the GPU)")
         self.text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
@@ -121,9 +122,20 @@ class ImportTopologyDialog(QDialog):
         from studio.io.topo import MAX_TOPO_BYTES
 
         try:
-            self.set_text(read_text_limited(path, MAX_TOPO_BYTES, "topology file"))
+            text = read_text_limited(path, MAX_TOPO_BYTES, "topology file")
         except StudioError as exc:
             self._show(None, str(exc))
+            return
+        self._file = (str(path), text)
+        self.set_text(text)
+
+    def source_name(self) -> str:
+        """Where the text came from, for error messages: the opened file (marked "edited" once
+        the text differs from what was read), else "pasted text"."""
+        if self._file is None:
+            return "pasted text"
+        path, original = self._file
+        return path if self.text.toPlainText() == original else f"{path} (edited)"
 
     # ------------------------------------------------------------------ preview
     def refresh(self) -> None:
@@ -134,10 +146,11 @@ class ImportTopologyDialog(QDialog):
         if not text.strip():
             self._show(None, "Paste or open a topology to preview it.", error=False)
             return
+        source = self.source_name()
         try:
-            m = parse_topo(text, "pasted text")
+            m = parse_topo(text, source)
             cluster = import_topology(text, gpu_id=self.gpu.currentData(), nodes=self.nodes.value(),
-                                      catalog=self.catalog, source="pasted text")
+                                      catalog=self.catalog, source=source)
         except StudioError as exc:
             self._show(None, str(exc))
             return
