@@ -183,3 +183,54 @@ def test_stale_results_are_dropped(qtbot, dgx405, l40s70):
     assert w.wait_idle(10_000)
     qtbot.waitUntil(lambda: w.result is not None, timeout=5000)
     assert w.result.project is l40s70
+
+
+def _docked(qtbot, explorer):
+    """A window with the explorer in a dock tabbed with another one, shown (the window's layout)."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow
+
+    win = QMainWindow()
+    qtbot.addWidget(win)
+    win.setCentralWidget(QLabel("canvas"))
+    other = QDockWidget("Pipeline timeline", win)
+    other.setWidget(QLabel("timeline"))
+    dock = QDockWidget("Explorer", win)
+    dock.setWidget(explorer)
+    win.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, other)
+    win.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
+    win.tabifyDockWidget(other, dock)
+    dock.raise_()
+    win.resize(1280, 800)
+    win.show()
+    qtbot.waitExposed(win)
+    return win, dock, other
+
+
+@pytest.mark.parametrize("closer", ["dock", "window"])
+def test_closing_the_dock_or_window_cancels_the_sweep(qtbot, dgx405, closer):
+    gate = threading.Event()
+    doc = ProjectDocument(dgx405, threaded=False)
+    w = ExplorerWidget(doc, sweeper=_slow_sweeper(gate), debounce_ms=1)
+    win, dock, other = _docked(qtbot, w)
+    qtbot.waitUntil(lambda: w.running and w.progress.value() > 0, timeout=5000)
+    other.raise_()  # tabbed away behind the timeline (moved off-screen or hidden): the sweep goes on
+    qtbot.wait(20)
+    assert w.running and not w.task.cancelled
+    dock.raise_()
+    task = w.task
+    t0 = time.perf_counter()
+    (dock if closer == "dock" else win).close()
+    assert task.cancelled
+    assert w.wait_idle(5000)
+    assert time.perf_counter() - t0 < 1.0  # stopped at the next layout, not after 500+ of them
+    qtbot.waitUntil(lambda: w.task is None, timeout=2000)
+    assert w.result is None and w.status.text() == "sweep cancelled"
+    doc.edit("Rename plan", "project", lambda p: p.replace(name="Renamed"))
+    doc.edit("Longer prompts", "workload", lambda p: p.replace(workload=p.workload.replace(isl=2048)))
+    qtbot.wait(20)
+    assert not w.running  # a closed Explorer does not sweep on edits
+    gate.set()  # the sweep runs at full speed from here
+    (dock if closer == "dock" else win).show()
+    qtbot.waitUntil(lambda: w.result is not None, timeout=20_000)  # reopened: sweeps the current project
+    assert w.result.project is doc.project

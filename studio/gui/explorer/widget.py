@@ -97,6 +97,8 @@ class ExplorerWidget(QWidget):
         self._inputs: tuple | None = None
         self._pin_batch: dict[Layout, int] = {}
         self._dirty_tabs: set[str] = set()
+        self._closed = False  # the dock or window was closed: no sweeps until it is shown again
+        self._rerun_on_show = False
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(2)
         self._timer = QTimer(self)
@@ -239,10 +241,41 @@ class ExplorerWidget(QWidget):
         self.placement.applyRequested.connect(self.apply_placement)
 
     def showEvent(self, event) -> None:  # noqa: N802, ANN001 - Qt API
-        """Sweep the first time the dock is shown (a hidden dock costs nothing)."""
+        """Sweep the first time the dock is shown (a hidden dock costs nothing), and again when it
+        is reopened after a close cancelled a sweep or skipped a change."""
         super().showEvent(event)
-        if self.result is None and self.task is None and not self._timer.isActive():
+        self._closed = False
+        rerun, self._rerun_on_show = self._rerun_on_show, False
+        if rerun or (self.result is None and self.task is None and not self._timer.isActive()):
             self.schedule()
+
+    def hideEvent(self, event) -> None:  # noqa: N802, ANN001 - Qt API
+        """Closing the dock or the window cancels the sweep in flight and any pending one.
+
+        A dock tabbed away behind another (or a minimised window) is not closed: the sweep
+        goes on. Closed means this widget or one of its parents was hidden explicitly.
+        """
+        super().hideEvent(event)
+        if not event.spontaneous() and self._closed_by_ancestor():
+            self.close_down()
+
+    def _closed_by_ancestor(self) -> bool:
+        w: QWidget | None = self
+        while w is not None:
+            if w.isHidden():
+                return True
+            w = w.parentWidget()
+        return False
+
+    def close_down(self) -> None:
+        """The dock or window closed: stop the sweep in flight and the debounce timer; the
+        sweep runs again when the Explorer is shown next."""
+        self._closed = True
+        if self._timer.isActive() or self.running:
+            self._rerun_on_show = True
+        self._timer.stop()
+        if self.running:
+            self.cancel()
 
     @staticmethod
     def _limit_box(tip: str) -> QDoubleSpinBox:
@@ -271,7 +304,11 @@ class ExplorerWidget(QWidget):
         }
 
     def schedule(self) -> None:
-        """Re-run the sweep after the debounce interval (restarted on every call)."""
+        """Re-run the sweep after the debounce interval (restarted on every call); while the
+        Explorer is closed, only note that it must run when shown again."""
+        if self._closed:
+            self._rerun_on_show = True
+            return
         self._timer.start()
 
     def run_sweep(self) -> None:
