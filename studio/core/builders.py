@@ -55,7 +55,7 @@ def build_cluster(
         all_links += parts[2]
     try:
         cluster = Cluster(
-            name=name or f"{nodes}× {template.name}",
+            name=name or (template.name if nodes == 1 else f"{nodes}× {template.name}"),
             nodes=tuple(all_nodes),
             switches=tuple(all_switches),
             links=tuple(all_links),

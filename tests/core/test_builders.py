@@ -20,7 +20,7 @@ def _one_by_one(template_id: str, nodes: int) -> Cluster:
     spec = CAT.gpu(t.gpu_type)
     kinds = [CAT.links[k] for k in sorted({t.pcie_switch_link, t.host_link} | {
         k for k in (t.socket_link, t.scale_up_link, t.nic_kind) if k})]
-    cluster = Cluster(name=f"{nodes}× {t.name}")
+    cluster = Cluster(name=t.name if nodes == 1 else f"{nodes}× {t.name}")
     cols = max(1, min(nodes, 4))
     for i in range(nodes):
         if t.trays > 1:
