@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from studio.core.errors import StudioError
@@ -19,10 +20,22 @@ def render_main_window(project: Project | None, out: Path, size: tuple[int, int]
     """
     from PySide6.QtWidgets import QApplication
 
+    if QApplication.instance() is None:
+        # a snapshot needs no display: without this Qt aborts on a machine with no X/Wayland
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from studio.gui.app import application, build_window
 
     app = application()
-    win = build_window(project, threaded=False)
+    # the window's default dock layout, not the user's saved one (and leave the user's alone)
+    saved = os.environ.get("LAYOUT_STUDIO_NO_SETTINGS")
+    os.environ["LAYOUT_STUDIO_NO_SETTINGS"] = "1"
+    try:
+        win = build_window(project, threaded=False)
+    finally:
+        if saved is None:
+            os.environ.pop("LAYOUT_STUDIO_NO_SETTINGS", None)
+        else:
+            os.environ["LAYOUT_STUDIO_NO_SETTINGS"] = saved
     win.resize(*size)
     win.show()
     app.processEvents()

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 from studio.engine.results import GIB, Explanation, PlanResult
 from studio.gui.memory_bars import MemoryBarsWidget
 from studio.gui.panels.fit_label import FitLabel
+from studio.gui.panels.value_label import ValueLabel
 
 
 @dataclass(frozen=True)
@@ -78,11 +79,11 @@ def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
     if key == "ttft":
         return f"{r.ttft_ms:,.1f} ms", f"request {r.request_latency_ms / 1000:,.1f} s"
     if key == "tpot":
-        return f"{r.tpot_ms:,.2f} ms", f"{r.tokens_per_s_per_user:,.1f} tok/s per user"
+        return f"{r.tpot_ms:,.2f} ms", f"{r.tokens_per_s_per_user:,.1f} tok/s/user"
     if key == "throughput":
-        return _si(r.output_tokens_per_s, "tok/s"), f"{_si(r.output_tokens_per_s_per_gpu, 'tok/s')} per GPU"
+        return _si(r.output_tokens_per_s, "tok/s"), f"{_si(r.output_tokens_per_s_per_gpu, 'tok/s')}/GPU"
     if key == "cost":
-        return f"${r.usd_per_million_output_tokens:,.2f}", f"${r.usd_per_hour:,.2f} per hour"
+        return f"${r.usd_per_million_output_tokens:,.2f}", f"${r.usd_per_hour:,.2f}/hour"
     if key == "kv":
         return _si(float(r.kv_capacity_tokens), "tok"), f"{r.max_concurrent_sequences:,} sequences"
     if key == "batch":
@@ -102,7 +103,8 @@ def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
 
 
 class FigureCard(QFrame):
-    """Title, big value, caption; click shows the explanation in the side panel."""
+    """Title, big value (never elided: it shrinks to fit), caption; click shows the explanation
+    in the side panel."""
 
     clicked = Signal(str)
 
@@ -114,7 +116,7 @@ class FigureCard(QFrame):
         self.setCursor(Qt.CursorShape.PointingHandCursor)
         self.title = FitLabel(fig.title)
         self.title.setObjectName("figureTitle")
-        self.value = FitLabel("—")
+        self.value = ValueLabel("—")
         self.value.setObjectName("figureValue")
         self.caption = FitLabel("")
         self.caption.setObjectName("figureCaption")

@@ -1,0 +1,120 @@
+"""A headline value that is never elided: the number in the label's (bold) font, its unit smaller
+beside it, and both scaled down together when the label is narrower than the text."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt
+from PySide6.QtGui import QFont, QFontMetricsF, QPainter, QPaintEvent
+from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
+
+UNIT_SCALE = 0.72
+"""Size of the unit relative to the number."""
+MIN_SCALE = 0.7
+"""The smallest scale the layout is asked to leave room for (``minimumSizeHint``); painting
+shrinks further only when the widget is forced narrower than that."""
+
+
+def split_unit(text: str) -> tuple[str, str]:
+    """``"63.4k tok/s"`` → ``("63.4k", "tok/s")``; text without a space is all number.
+
+    The number is everything up to the first space, the unit the rest (``"2,493 µs"``,
+    ``"124.1 GiB"``); ``"$2.05"``, ``"33%"`` and ``"—"`` have no unit.
+    """
+    number, _sep, unit = text.strip().partition(" ")
+    return number, unit.strip()
+
+
+class ValueLabel(QLabel):
+    """``text()`` is the full value (``"63.4k tok/s"``); what is painted always shows all of it.
+
+    The style sheet's font and colour apply to the number; the unit is painted in the same colour,
+    normal weight, at :data:`UNIT_SCALE` of the size. When the text is wider than the label both are
+    scaled down until it fits (:attr:`scale` says by how much).
+    """
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        self.scale = 1.0
+        self.setText(text)
+
+    # ------------------------------------------------------------------ fonts and widths
+    def _fonts(self, scale: float) -> tuple[QFont, QFont]:
+        number = _scaled(self.font(), scale)
+        unit = _scaled(number, UNIT_SCALE)
+        unit.setWeight(QFont.Weight.Normal)
+        return number, unit
+
+    def text_width(self, scale: float = 1.0) -> float:
+        """Width in pixels of the painted value at ``scale`` (number, gap, unit)."""
+        number, unit = split_unit(self.text())
+        fn, fu = self._fonts(scale)
+        w = QFontMetricsF(fn).horizontalAdvance(number)
+        if unit:
+            mu = QFontMetricsF(fu)
+            w += mu.horizontalAdvance(" ") + mu.horizontalAdvance(unit)
+        return w
+
+    def fit_scale(self) -> float:
+        """The largest scale (≤ 1) at which the whole value fits the label's current width.
+
+        Font sizes do not scale text widths exactly (hinting, whole pixels), so the scale is
+        searched for, not just divided out.
+        """
+        room = self.contentsRect().width() - 2
+        if self.text_width(1.0) <= room:
+            return 1.0
+        lo, hi = 0.05, 1.0
+        for _ in range(10):
+            mid = (lo + hi) / 2
+            if self.text_width(mid) <= room:
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+    # ------------------------------------------------------------------ size hints
+    def sizeHint(self) -> QSize:  # noqa: N802, D102 - room for the value at full size
+        m = self.contentsMargins()
+        fm = QFontMetricsF(self.font())
+        return QSize(int(self.text_width(1.0)) + 3 + m.left() + m.right(), int(fm.height()) + m.top() + m.bottom())
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802, D102 - may shrink to MIN_SCALE, never elides
+        m = self.contentsMargins()
+        return QSize(int(self.text_width(MIN_SCALE)) + 3 + m.left() + m.right(), self.sizeHint().height())
+
+    def setText(self, text: str) -> None:  # noqa: N802, D102 - Qt API; hints depend on the text
+        super().setText(text)
+        self.updateGeometry()
+        self.update()
+
+    # ------------------------------------------------------------------ painting
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802, ARG002 - Qt API
+        number, unit = split_unit(self.text())
+        self.scale = self.fit_scale()
+        fn, fu = self._fonts(self.scale)
+        rect = QRectF(self.contentsRect())
+        mn, mu = QFontMetricsF(fn), QFontMetricsF(fu)
+        baseline = rect.top() + (rect.height() + mn.ascent() - mn.descent()) / 2
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.TextAntialiasing)
+        p.setPen(self.palette().color(self.foregroundRole()))
+        x = rect.left()
+        p.setFont(fn)
+        p.drawText(QPointF(x, baseline), number)
+        if unit:
+            x += mn.horizontalAdvance(number) + mu.horizontalAdvance(" ")
+            p.setFont(fu)
+            p.drawText(QPointF(x, baseline), unit)
+        p.end()
+
+
+def _scaled(font: QFont, factor: float) -> QFont:
+    """A copy of ``font`` at ``factor`` times its size (point or pixel sized)."""
+    out = QFont(font)
+    if out.pointSizeF() > 0:
+        out.setPointSizeF(max(1.0, out.pointSizeF() * factor))
+    else:
+        out.setPixelSize(max(1, round(out.pixelSize() * factor)))
+    return out
