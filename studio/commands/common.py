@@ -229,8 +229,12 @@ def _valid_splits(gpus: int) -> str:
 
 
 def _layout(args, base: Project, gpus: int, model, cluster_changed: bool, model_changed: bool) -> Layout:
-    """The layout the flags describe over ``gpus`` GPUs (the base project's values where unset)."""
+    """The layout the flags describe over ``gpus`` GPUs (the base project's values where unset;
+    on a cluster built from flags without a PROJECT file, unset values are TP 1, PP 1, M 1 rather
+    than the bundled example's)."""
     old = base.layout
+    if cluster_changed and getattr(args, "project", None) is None:
+        old = Layout()
     tp_flag, pp_flag, dp_flag = (getattr(args, k, None) for k in ("tp", "pp", "dp"))
     tp = tp_flag or old.tp
     pp = pp_flag or old.pp
@@ -335,14 +339,32 @@ def project_from_args(args: argparse.Namespace) -> Project:
     gpus = cluster.num_gpus
     if gpus < 1:
         raise StudioError("the cluster has no GPUs; pass --gpu ID or --node-template ID")
-    layout = _layout(args, base, gpus, model, cluster_changed, model_changed)
+    auto_layout = cluster_changed and not any(
+        getattr(args, k, None) is not None for k in ("tp", "pp", "dp", "layers_per_stage")
+    )
+    if auto_layout:
+        # The cluster came from flags and no split was asked for: start from the production rule
+        # (TP inside a node, PP across nodes until the weights fit), not the example's layout.
+        from studio.engine.defaults import default_layout
+
+        per_node = max((len(n.gpus) for n in cluster.nodes), default=1)
+        layout = default_layout(model, per_node, gpus)
+        ep = getattr(args, "ep", None) or 1
+        if ep > 1:
+            if not model.is_moe:
+                raise StudioError(f"--ep {ep} needs a mixture-of-experts model; '{model.id}' is dense (use --ep 1)")
+            layout = _validated(layout, "layout", ep=ep)
+        if getattr(args, "micro_batches", None):
+            layout = layout.replace(micro_batches=args.micro_batches)
+    else:
+        layout = _layout(args, base, gpus, model, cluster_changed, model_changed)
     workload = _workload(args, base.workload)
     serving = _serving(args, base)
     name = base.name
     if getattr(args, "project", None) is None and (model_changed or cluster_changed):
         name = f"{model.name} on {cluster.name}"
     try:
-        return Project(
+        project = Project(
             name=name,
             description=base.description,
             cluster=cluster,
@@ -358,6 +380,11 @@ def project_from_args(args: argparse.Namespace) -> Project:
         from studio.io.project_file import validation_message
 
         raise StudioError(validation_message(exc)) from None
+    if auto_layout and getattr(args, "micro_batches", None) is None and layout.ep == 1:
+        from studio.engine.defaults import fitting_layout
+
+        project = project.replace(layout=fitting_layout(project)[0])
+    return project
 
 
 # ----------------------------------------------------------------------------- text output

@@ -26,39 +26,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def default_layout(model, gpus_per_node: int, gpus: int):
-    """TP = GPUs per node, lowered until it divides the attention heads (and the KV heads, or is a
-    multiple of them); DP fills the rest."""
-    from studio.core.layout import Layout
-
-    tp = max(1, gpus_per_node)
-    while tp > 1 and (
-        model.num_attention_heads % tp or (model.num_kv_heads % tp and tp % model.num_kv_heads) or gpus % tp
-    ):
-        tp -= 1
-    return Layout(tp=tp, pp=1, dp=gpus // tp)
-
-
-def fitting_layout(project):
-    """The first layout that fits, trying the card's production rule in order: TP within the node
-    (:func:`default_layout`), then PP across 2, 4, … nodes (fewer replicas) until the weights fit.
-
-    Returns ``(layout, plan)``; when none fits, the TP-only layout and its plan (which says why).
-    """
-    from studio.engine import evaluate
-
-    base = project.layout
-    first = None
-    groups = project.cluster.num_gpus // base.tp
-    for pp in [p for p in range(1, groups + 1) if groups % p == 0 and p <= project.model.num_layers]:
-        layout = base.replace(pp=pp, dp=groups // pp)
-        plan = evaluate(project.replace(layout=layout))
-        first = first or (layout, plan)
-        if plan.fits:
-            return layout, plan
-    return first
-
-
 def read_text(path: str, limit: int) -> str:
     """A text file (or stdin for '-'), refused when larger than ``limit`` bytes."""
     import sys
@@ -86,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     """Import the topology and write the project."""
     from studio.commands.common import load_base_project
     from studio.core.project import Project
+    from studio.engine.defaults import default_layout, fitting_layout
     from studio.io.presets import load_catalog
     from studio.io.project_file import save_project
     from studio.io.topo import MAX_TOPO_BYTES, import_topology
