@@ -534,3 +534,18 @@ def load_model_config(path: str | os.PathLike[str]) -> LLMArchitecture:
         sources=(f"config.json: {file}",),
         quant_config=quant if isinstance(quant, dict) else None,
     )
+
+
+# The checkpoint's own size hints (index total_size, safetensors headers) live in their own module.
+from studio.io.checkpoint_size import SizeHint, check_against_size_hint, size_hint, size_note  # noqa: E402
+
+__all__ = [
+    "SUPPORTED_MODEL_TYPES",
+    "SUPPORTED_QUANT_METHODS",
+    "SizeHint",
+    "architecture_from_config",
+    "check_against_size_hint",
+    "load_model_config",
+    "size_hint",
+    "size_note",
+]
