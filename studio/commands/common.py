@@ -190,6 +190,17 @@ def _model(args, base: Project):
     return base.model, base.model_ref
 
 
+def model_size_note(args: argparse.Namespace, project: Project) -> str | None:
+    """With ``--model-config``: the config's parameter count checked against the checkpoint's own
+    size hints in that folder (one line), or None without the flag or without hints."""
+    path = getattr(args, "model_config", None)
+    if not path:
+        return None
+    from studio.io.hf_config import size_note
+
+    return size_note(path, project.model)
+
+
 def _cluster(args, base: Project) -> Cluster | None:
     """The cluster the flags describe, or None when they leave the base project's cluster as is."""
     gpu_id = getattr(args, "gpu", None)

@@ -8,6 +8,7 @@ from studio.commands.common import (
     add_project_args,
     fmt,
     format_pairs,
+    model_size_note,
     print_json,
     project_from_args,
 )
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
             data["explanations"] = {k: explanation_json(e) for k, e in plan.explanations.items()}
         print_json(data)
     else:
-        print(format_plan(project, plan, explain=args.explain))
+        print(format_plan(project, plan, explain=args.explain, model_note=model_size_note(args, project)))
     return 0
 
 
@@ -71,8 +72,10 @@ def _bottleneck(c) -> str:
     return f"{where}, {c.algorithm}, {fmt(c.bandwidth_gbps)} GB/s effective"
 
 
-def format_plan(project: Project, plan, explain: bool = False) -> str:
-    """The readable report of one plan: aligned sections, warnings with their fixes."""
+def format_plan(project: Project, plan, explain: bool = False, model_note: str | None = None) -> str:
+    """The readable report of one plan: aligned sections, warnings with their fixes.
+
+    ``model_note`` (the checkpoint size check of ``--model-config``) is printed under the model."""
     from studio.engine.results import GIB
 
     lay = plan.layout
@@ -85,6 +88,7 @@ def format_plan(project: Project, plan, explain: bool = False) -> str:
         ("project", project.name),
         ("model", f"{project.model.name} ({project.model_ref or project.model.id}), weights {precision}, "
                   f"KV {sv.kv_dtype.value}"),
+        *([("checkpoint", model_note)] if model_note else []),
         ("cluster", f"{project.cluster.name}: {project.cluster.num_gpus} GPUs "
                     f"({', '.join(project.cluster.gpu_types())}) in {_count(len(project.cluster.nodes), 'node')}"),
         ("layout", f"{lay.label}  (TP {lay.tp}, PP {lay.pp}, EP {lay.ep}, DP {lay.dp}, "

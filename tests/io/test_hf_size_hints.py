@@ -196,3 +196,27 @@ def test_a_shard_name_cannot_leave_the_folder(tmp_path):
     )
     hint = size_hint(folder)
     assert hint is not None and hint.total_bytes == 99 and hint.num_params is None
+
+
+# ------------------------------------------------------------------------------ shown by the CLI
+def test_plan_with_model_config_prints_the_verdict_under_the_model(capsys):
+    from studio.cli import main
+
+    code = main(["plan", "--model-config", str(HF / "llama-3.1-70b-index"), "--gpu", "h100-sxm", "--nodes", "2"])
+    assert code == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("model "))
+    assert lines[at + 1].split(None, 1) == [
+        "checkpoint",
+        "config gives 70.55 B parameters; checkpoint holds 141.11 GB in BF16 ≈ 70.55 B — agrees",
+    ]
+
+
+def test_plan_with_a_broken_checkpoint_still_plans(tmp_path, capsys):
+    from studio.cli import main
+
+    f = _copy_tiny(tmp_path)
+    f.write_bytes(f.read_bytes()[:300])
+    assert main(["plan", "--model-config", str(tmp_path), "--gpu", "h100-sxm"]) == 0
+    out = capsys.readouterr().out
+    assert "checkpoint  size hints not checked:" in out and "truncated safetensors file" in out
