@@ -333,9 +333,9 @@ class ExplorerWidget(QWidget):
 
     def cancel(self) -> None:
         """Stop the sweep in flight (its partial result is dropped)."""
-        if self.task is not None:
+        if self.running:
             self.task.cancel()
-        self.status.setText("cancelling…")
+            self.status.setText("cancelling…")
 
     @property
     def running(self) -> bool:
