@@ -234,3 +234,10 @@ def test_closing_the_dock_or_window_cancels_the_sweep(qtbot, dgx405, closer):
     (dock if closer == "dock" else win).show()
     qtbot.waitUntil(lambda: w.result is not None, timeout=20_000)  # reopened: sweeps the current project
     assert w.result.project is doc.project
+
+
+def test_cancel_with_no_sweep_in_flight_keeps_the_status(explorer):
+    before = explorer.status.text()
+    assert "candidates" in before and not explorer.running
+    explorer.cancel()
+    assert explorer.status.text() == before
