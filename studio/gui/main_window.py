@@ -199,6 +199,8 @@ class MainWindow(QMainWindow):
         f.addAction(self._action("Export timeline image…", lambda: self.export_image("timeline"), None, "PNG of the pipeline timeline"))
         from studio.gui.report.action import export_report  # stakeholder report (studio/gui/report)
         f.addAction(self._action("Export &report…", lambda: export_report(self), None, "HTML or PDF report of the plan"))
+        from studio.gui.export_dialog import open_export_dialog  # engine launch configs (issue 5)
+        f.addAction(self._action("Export &launch config…", lambda: open_export_dialog(self), "Ctrl+E", "vLLM / TensorRT-LLM / SGLang commands, YAML, script or Kubernetes"))
         f.addSeparator()
         f.addAction(self._action("&Quit", self.close, S.Quit))
 

@@ -55,6 +55,7 @@ class ModelPanel(QWidget):
         self.doc = doc
         self.catalog = catalog
         self._updating = False
+        self._size_note: tuple[str, str] | None = None  # (config path, checkpoint size check)
         self.model = QComboBox()
         self.model.setEditable(True)
         self.model.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
@@ -132,6 +133,7 @@ class ModelPanel(QWidget):
                 f"{m.num_params / 1e9:,.1f} B parameters"
                 + (f" ({m.num_active_params / 1e9:,.1f} B active)" if m.is_moe else "")
                 + f", {m.num_layers} layers, {m.num_attention_heads} heads / {m.num_kv_heads} KV heads"
+                + (f"\n{self._size_note[1]}" if self._size_note and self._size_note[0] == p.model_ref else "")
             )
             self.weight.setCurrentIndex(max(0, self.weight.findData(p.serving.weight_dtype.value if p.serving.weight_dtype else None)))
             self.kv.setCurrentIndex(max(0, self.kv.findData(DType(p.serving.kv_dtype).value)))
@@ -184,13 +186,18 @@ class ModelPanel(QWidget):
 
     def load_config(self, path: str) -> bool:
         """Use ``path`` (a Hugging Face config.json) as the model; a file that cannot be used is
-        reported in a dialog naming the file and the field (the model is left as it was)."""
-        from studio.io.hf_config import load_model_config
+        reported in a dialog naming the file and the field (the model is left as it was). The
+        parameter count checked against the checkpoint's size hints in that folder is shown under
+        the model."""
+        from studio.io.hf_config import load_model_config, size_note
 
         try:
             arch = load_model_config(path)
         except StudioError as exc:
             self.doc.report_problem("Cannot load config.json", str(exc))
             return False
+        note = size_note(path, arch)  # the checkpoint's own size hints next to the config
+        self._size_note = (path, note) if note else None
         self.set_model(arch, path, f"Model from {path}")
+        self.refresh(self.doc.project)  # the note also when the model itself did not change
         return True
