@@ -1,0 +1,195 @@
+"""File ▸ Export launch config…: engines, formats, preview, copy, save, quoting, errors; and the
+checkpoint size check shown by the model panel's Load config.json…."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from gui_helpers import engine_evaluate
+
+from studio.core.errors import StudioError
+
+HOSTILE = "/models/x'; rm -rf ~ #$(reboot)`id`"
+HF = Path(__file__).resolve().parents[1] / "data" / "hf"
+
+
+@pytest.fixture
+def example():
+    from studio.commands.common import load_base_project
+
+    evaluate = engine_evaluate()
+    project = load_base_project(None)  # the bundled example: Llama-3.1-405B on 2× DGX H100
+    return project, evaluate(project)
+
+
+@pytest.fixture
+def dialog(qtbot, example):
+    from studio.gui.export_dialog import ExportDialog
+
+    dlg = ExportDialog(*example)
+    qtbot.addWidget(dlg)
+    return dlg
+
+
+@pytest.mark.parametrize(
+    ("engine", "launcher"),
+    [("vllm", "vllm serve"), ("trtllm", "trtllm-serve"), ("sglang", "sglang.launch_server")],
+)
+def test_each_engine_previews_its_launcher(dialog, engine, launcher):
+    dialog.set_choice(engine, "command")
+    files = dialog.file_texts()
+    assert files == dialog.bundle.files
+    assert any(launcher in text for text in files.values())
+    assert dialog.error.isHidden()
+
+
+def test_formats_switch_files_and_trtllm_has_no_kubernetes(dialog):
+    dialog.set_choice("vllm", "k8s")
+    assert list(dialog.file_texts()) == ["vllm-lws.yaml"]
+    assert "LeaderWorkerSet" in dialog.file_texts()["vllm-lws.yaml"]
+    dialog.set_choice("vllm", "yaml")
+    assert "vllm-serve.yaml" in dialog.file_texts()
+    # choosing TensorRT-LLM while Kubernetes is selected falls back to commands, k8s greyed out
+    dialog.set_choice("vllm", "k8s")
+    dialog.set_choice("trtllm")
+    assert dialog.format.currentData() == "command"
+    assert not dialog.format_enabled("k8s")
+    assert dialog.format_enabled("script")
+    with pytest.raises(StudioError, match="allowed: command, yaml, script"):
+        dialog.set_choice("trtllm", "k8s")
+    dialog.set_choice("sglang")
+    assert dialog.format_enabled("k8s")
+
+
+def test_notes_are_shown_prominently(dialog):
+    dialog.set_choice("trtllm", "command")
+    assert dialog.bundle.notes
+    assert not dialog.notes.isHidden()
+    assert "what the engine cannot express" in dialog.notes.text()
+    assert "Addresses are the node names" in dialog.notes.text()
+    # real host names silence the address note
+    dialog.hosts.setText("gpu-a, gpu-b")
+    dialog.refresh()
+    assert "Addresses are the node names" not in dialog.notes.text()
+    assert "gpu-a" in "".join(dialog.file_texts().values())
+
+
+def test_wrong_host_count_is_shown_not_raised(dialog):
+    dialog.hosts.setText("only-one")
+    dialog.refresh()
+    assert dialog.bundle is None
+    assert not dialog.error.isHidden() and dialog.error.text()
+    assert dialog.tabs.count() == 0 and not dialog.save_button.isEnabled()
+    dialog.hosts.setText("")
+    dialog.refresh()
+    assert dialog.error.isHidden() and dialog.tabs.count() > 0
+
+
+def test_hostile_model_path_stays_one_quoted_word(dialog, tmp_path):
+    dialog.set_choice("vllm", "script")
+    dialog.model_path.setText(HOSTILE)
+    dialog.refresh()
+    (name, text), = dialog.file_texts().items()
+    serve = [line for line in text.splitlines() if "vllm serve" in line and not line.lstrip().startswith("#")]
+    assert serve
+    words = shlex.split(serve[0].rstrip("\\"), comments=False)
+    assert HOSTILE in words  # the whole path is one word, nothing of it runs
+    script = tmp_path / name
+    script.write_text(text)
+    if shutil.which("bash"):
+        assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
+
+
+def test_save_writes_every_file_and_never_overwrites_silently(dialog, tmp_path):
+    dialog.set_choice("vllm", "yaml")
+    asked = []
+    dialog.confirm_overwrite = lambda existing: asked.append([p.name for p in existing]) or False
+    written = dialog.save_to(tmp_path)
+    assert sorted(p.name for p in written) == sorted(dialog.bundle.files)
+    for p in written:
+        assert p.read_text(encoding="utf-8") == dialog.bundle.files[p.name]
+    assert not asked
+    (tmp_path / "vllm-serve.yaml").write_text("mine")
+    assert dialog.save_to(tmp_path) == []  # refused: kept
+    assert asked and "vllm-serve.yaml" in asked[0]
+    assert (tmp_path / "vllm-serve.yaml").read_text() == "mine"
+    dialog.confirm_overwrite = lambda existing: True
+    assert len(dialog.save_to(tmp_path)) == len(dialog.bundle.files)
+    assert (tmp_path / "vllm-serve.yaml").read_text() != "mine"
+
+
+def test_save_into_a_missing_folder_is_a_message(dialog, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    shown = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *a: shown.append(a[2]))
+    dialog.choose_folder = lambda: str(tmp_path / "nope")
+    assert dialog.save_to() == []
+    assert shown and "not a folder" in shown[0]
+
+
+def test_copy_puts_the_shown_file_on_the_clipboard(dialog):
+    from PySide6.QtGui import QGuiApplication
+
+    dialog.set_choice("sglang", "command")
+    name = dialog.copy_current()
+    assert name is not None
+    assert QGuiApplication.clipboard().text() == dialog.bundle.files[name]
+    assert "sglang.launch_server" in QGuiApplication.clipboard().text()
+
+
+def test_file_menu_opens_the_dialog_on_the_window_plan(qtbot, doc, catalog):
+    from studio.gui.main_window import MainWindow
+
+    engine_evaluate()
+    win = MainWindow(doc, catalog)
+    qtbot.addWidget(win)
+    errors = []
+    win.show_error = lambda title, text: errors.append(text)
+    action = next(a for a in win.menuBar().actions()[0].menu().actions() if "launch config" in a.text())
+    action.trigger()
+    dlg = win.export_dialog
+    assert not errors
+    assert dlg.plan.layout.label == "TP8×PP2"
+    assert any("vllm serve" in t for t in dlg.file_texts().values())
+    dlg.close()
+
+
+def test_file_menu_reports_a_project_the_engine_refuses(qtbot, doc, catalog, monkeypatch):
+    import studio.engine
+    from studio.gui.export_dialog import open_export_dialog
+    from studio.gui.main_window import MainWindow
+
+    win = MainWindow(doc, catalog)
+    qtbot.addWidget(win)
+    errors = []
+    win.show_error = lambda title, text: errors.append(text)
+    win.ask_save = lambda: "discard"  # the edit below leaves the document unsaved
+    doc.wait_idle()
+    doc.edit("Batch", "workload", lambda p: p.replace(workload=p.workload.replace(batch=3)))
+
+    def refuse(project):
+        raise StudioError("the layout needs 99 GPUs")
+
+    monkeypatch.setattr(studio.engine, "evaluate", refuse)
+    assert open_export_dialog(win) is None
+    assert errors == ["the layout needs 99 GPUs"]
+
+
+# ------------------------------------------------------------------------------ model panel
+def test_load_config_shows_the_checkpoint_size_check(qtbot, doc, catalog):
+    from studio.gui.panels.model_panel import ModelPanel
+
+    panel = ModelPanel(doc, catalog)
+    qtbot.addWidget(panel)
+    assert panel.load_config(str(HF / "tiny-llama-extra-layer" / "config.json"))
+    doc.wait_idle()
+    assert "differs by 35%" in panel.model_info.text()
+    assert panel.load_config(str(HF / "tiny-llama-bf16" / "config.json"))
+    assert "26,784 in its tensors" in panel.model_info.text() and "agrees" in panel.model_info.text()
+    panel.load_config(str(HF / "tiny-llama-bf16" / "config.json"))  # same model again: still shown
+    assert "agrees" in panel.model_info.text()
