@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QRadioButton,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -113,9 +114,27 @@ class TimelinePlot(pg.PlotWidget):
         axis.setTicks([[(i, name) for i, name in enumerate(tl.lanes) if i % step == 0]])
         total = max(tl.total_ms, 1e-9)
         self.setXRange(0, total * 1.02, padding=0)
-        self.setYRange(-0.6 - self._headroom, n - 0.4 + 0.5, padding=0)
-        self.note.setText(f"bubble {tl.bubble_fraction:.0%} of the step · step {total:,.2f} ms")
-        self.note.setPos(total * 1.01, n - 0.4 + 0.5)
+        bottom = n - 0.4 + (0.5 if not getattr(self, "detail", "") else 0.5 + 0.35 * max(1.0, n / 4))
+        self.setYRange(-0.6 - self._headroom, bottom, padding=0)
+        self._write_note()
+        self.note.setPos(total * 1.01, bottom)
+
+    def set_detail(self, text: str) -> None:
+        """A second line under the bubble note saying what the step holds (empty: none)."""
+        changed = text != getattr(self, "detail", "")
+        self.detail = text
+        if self.timeline is not None:
+            if changed:
+                self.set_timeline(self.timeline)  # room for the second line
+            else:
+                self._write_note()
+
+    def _write_note(self) -> None:
+        tl = self.timeline
+        assert tl is not None
+        text = f"bubble {tl.bubble_fraction:.0%} of the step · step {max(tl.total_ms, 1e-9):,.2f} ms"
+        detail = getattr(self, "detail", "")
+        self.note.setText(f"{text}\n{detail}" if detail else text)
 
     def segment_at(self, x: float, y: float) -> int | None:
         """Index of the segment under data point (x ms, y lane), or None."""
@@ -172,6 +191,10 @@ class TimelinePanel(QWidget):
         self.lanes.currentIndexChanged.connect(lambda _i: self.set_lane_mode(self.lanes.currentData()))
         self.caption = QLabel("")
         self.caption.setObjectName("hint")
+        # a long caption must never widen the dock (it would squeeze the metrics dock): let it be
+        # cut at the right and keep the full text in the tooltip
+        self.caption.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.caption.setMinimumWidth(self.caption.fontMetrics().horizontalAdvance("M = 16 · bubble 48%"))
         top = QHBoxLayout()
         top.setContentsMargins(6, 2, 6, 0)
         self._group = QButtonGroup(self)
@@ -232,15 +255,33 @@ class TimelinePanel(QWidget):
         self.timelines = dict(timelines)
         tl = self.timelines.get(self.phase)
         self.plot.set_timeline(tl)
-        if tl is not None:
-            mb = f"M = {micro_batches} · " if micro_batches else ""
-            self.caption.setText(f"{mb}bubble {tl.bubble_fraction:.0%}")
-        else:
+        self._micro_batches = micro_batches
+        self._update_caption()
+
+    def _update_caption(self) -> None:
+        """Say what the drawn step is: whose prompts or tokens, in how many micro-batches."""
+        tl = self.timelines.get(self.phase)
+        if tl is None:
             self.caption.setText("no timeline")
+            return
+        m = getattr(self, "_micro_batches", None)
+        mb = f"M = {m} · " if m else ""
+        what = ""
+        r = self.result
+        if r is not None and m:
+            per = -(-r.batch // m)
+            if self.phase == "prefill":
+                what = f"prompts of the whole batch ({r.batch}), {per} per micro-batch; TTFT is one prompt"
+            else:
+                what = f"one token for each of {r.batch} sequences, {per} per micro-batch"
+        self.caption.setText(f"{mb}bubble {tl.bubble_fraction:.0%}")
+        self.caption.setToolTip(what)
+        self.plot.set_detail(what)
 
     def set_phase(self, phase: str) -> None:
         self.phase = phase
         self.plot.set_timeline(self.timelines.get(phase))
+        self._update_caption()
 
     def clear(self, reason: str = "") -> None:
         self.timelines = {}

@@ -100,3 +100,14 @@ def test_legend_lists_each_segment_kind_once(qtbot, result):
     plot.set_timeline(result.timelines["prefill"])
     names = [label.text for _sample, label in plot.legend.items]
     assert names == [SEGMENT_LABELS.get(k, k) for k in SEGMENT_KINDS]
+
+
+def test_caption_says_what_each_phase_draws(panel, result):
+    per = -(-result.batch // result.micro_batches)
+    panel.set_phase("prefill")
+    text = panel.plot.note.textItem.toPlainText()
+    assert f"prompts of the whole batch ({result.batch})" in text and f"{per} per micro-batch" in text
+    assert panel.caption.toolTip() in text
+    panel.set_phase("decode")
+    assert f"one token for each of {result.batch} sequences" in panel.plot.note.textItem.toPlainText()
+    assert panel.caption.text().startswith(f"M = {result.micro_batches} · bubble")
