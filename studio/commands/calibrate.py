@@ -52,6 +52,28 @@ def _reference_cluster(catalog, kind_id: str, ranks: int):
     raise StudioError(f"no bundled node template uses link kind '{kind_id}'; pass --project")
 
 
+def _save_profile(args: argparse.Namespace, project, profile) -> None:
+    """Write ``profile`` where the flags say: ``-o`` as a standalone JSON file, ``--save-as`` into
+    ``--project`` (written back to its file); print where it went, or how to keep it."""
+    name = profile.name
+    if args.output:
+        from pathlib import Path
+
+        Path(args.output).write_text(json.dumps(profile.model_dump(), indent=2) + "\n", encoding="utf-8")
+        print(f"wrote profile '{name}' to {args.output}")
+    if args.save_as:
+        if project is None:
+            raise StudioError("--save-as stores the profile in a project; give --project")
+        from studio.io.project_file import save_project
+
+        calib = dict(project.calibrations)
+        calib[name] = profile
+        save_project(project.replace(calibrations=calib), args.project)
+        print(f"saved profile '{name}' in {args.project}")
+    elif not args.output:
+        print("(not saved: pass -o PROFILE.json or --project P --save-as NAME)")
+
+
 def run_nccl(args: argparse.Namespace) -> int:
     """Fit, print, save."""
     from studio.core.project import CalibrationProfile
@@ -104,22 +126,7 @@ def run_nccl(args: argparse.Namespace) -> int:
         fit_error={f"{args.link_kind}.rms_rel_error": after, f"{args.link_kind}.default_rms_rel_error": before},
         source_files=tuple(str(f) for f in args.files),
     )
-    if args.output:
-        from pathlib import Path
-
-        Path(args.output).write_text(json.dumps(profile.model_dump(), indent=2) + "\n", encoding="utf-8")
-        print(f"wrote profile '{name}' to {args.output}")
-    if args.save_as:
-        if project is None:
-            raise StudioError("--save-as stores the profile in a project; give --project")
-        from studio.io.project_file import save_project
-
-        calib = dict(project.calibrations)
-        calib[name] = profile
-        save_project(project.replace(calibrations=calib), args.project)
-        print(f"saved profile '{name}' in {args.project}")
-    elif not args.output:
-        print("(not saved: pass -o PROFILE.json or --project P --save-as NAME)")
+    _save_profile(args, project, profile)
     return 0
 
 
@@ -242,20 +249,5 @@ def run_serving(args: argparse.Namespace) -> int:
                 print(f"  {p.label[:52]:<52} {meas:>10,.5g} {d[m]:>10,.5g} {f[m]:>10,.5g} {(f[m] - meas) / meas:>+7.1%}")
     name = args.save_as or f"serving-{gpu}-{base.model.id}"
     profile = serving_profile(fit, name, base, args.files)
-    if args.output:
-        from pathlib import Path
-
-        Path(args.output).write_text(json.dumps(profile.model_dump(), indent=2) + "\n", encoding="utf-8")
-        print(f"wrote profile '{name}' to {args.output}")
-    if args.save_as:
-        if project is None:
-            raise StudioError("--save-as stores the profile in a project; give --project")
-        from studio.io.project_file import save_project
-
-        calib = dict(project.calibrations)
-        calib[name] = profile
-        save_project(project.replace(calibrations=calib), args.project)
-        print(f"saved profile '{name}' in {args.project}")
-    elif not args.output:
-        print("(not saved: pass -o PROFILE.json or --project P --save-as NAME)")
+    _save_profile(args, project, profile)
     return 0
