@@ -396,6 +396,16 @@ def quantized_to(project: Project) -> tuple[DType | None, list[str]]:
     return target, []
 
 
+def served_layout(project: Project, plan: PlanResult) -> tuple[Layout, list[str]]:
+    """The plan's layout as an engine serves it: expert parallelism dropped (with a note) for a
+    dense model, where EP has nothing to split."""
+    lay = plan.layout
+    if project.model.is_moe or lay.ep <= 1:
+        return lay, []
+    note = f"{project.model.name} is a dense model; EP={lay.ep} has no effect and is dropped."
+    return lay.replace(ep=1), [note]
+
+
 def max_model_len(project: Project, plan: PlanResult) -> int:
     """Context length to configure: the model's full context when one sequence of it fits the
     plan's KV cache per replica, else ``isl + osl`` (what the plan was sized for)."""

@@ -22,13 +22,9 @@ _QUANT = {"fp8": "fp8"}
 
 
 def _mapping(project: Project, plan: PlanResult, dep: c.Deployment):
-    lay = plan.layout
-    notes: list[str] = []
+    lay, notes = c.served_layout(project, plan)
     cfg: dict[str, object] = {}
     moe = project.model.is_moe
-    if not moe and lay.ep > 1:
-        notes.append(f"{project.model.name} is a dense model; EP={lay.ep} has no effect and is dropped.")
-        lay = lay.replace(ep=1)
     if c.uneven_split(project, plan):
         notes.append(
             "SGLang splits layers evenly over the pipeline stages; the planned uneven split "

@@ -21,12 +21,8 @@ _KV = {"bf16": "bfloat16", "fp16": "float16", "fp8": "fp8"}
 
 
 def _mapping(project: Project, plan: PlanResult):
-    lay = plan.layout
-    notes: list[str] = []
+    lay, notes = c.served_layout(project, plan)
     moe = project.model.is_moe
-    if not moe and lay.ep > 1:
-        notes.append(f"{project.model.name} is a dense model; EP={lay.ep} has no effect and is dropped.")
-        lay = lay.replace(ep=1)
     cfg: dict[str, object] = {}
     attn_dp = moe and lay.ep > lay.tp
     if attn_dp:

@@ -39,12 +39,8 @@ class _Mapping:
 
 
 def _mapping(project: Project, plan: PlanResult, dep: c.Deployment) -> _Mapping:
-    lay = plan.layout
-    notes: list[str] = []
+    lay, notes = c.served_layout(project, plan)
     moe = project.model.is_moe
-    if not moe and lay.ep > 1:
-        notes.append(f"{project.model.name} is a dense model; EP={lay.ep} has no effect and is dropped.")
-        lay = lay.replace(ep=1)
     expert: bool | None = None
     mode = "dp" if lay.dp > 1 else "one"
     if moe:
