@@ -47,26 +47,27 @@ def positive_int(text: str) -> int:
     return value
 
 
-def positive_float(text: str) -> float:
-    """argparse type: a finite number > 0."""
+def _finite_float(text: str, bound: str) -> float:
+    """``text`` as a finite number meeting ``bound`` (``"> 0"`` or ``"≥ 0"``), else an argparse error
+    that names the bound."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
-    if not (value > 0 and value < float("inf")):
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
+        raise argparse.ArgumentTypeError(f"expected a number {bound}, got {text!r}") from None
+    meets = value > 0 if bound == "> 0" else value >= 0
+    if not (meets and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number {bound}, got {text}")
     return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    return _finite_float(text, "> 0")
 
 
 def non_negative_float(text: str) -> float:
     """argparse type: a finite number ≥ 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number ≥ 0, got {text!r}") from None
-    if not (value >= 0 and value < float("inf")):
-        raise argparse.ArgumentTypeError(f"expected a finite number ≥ 0, got {text}")
-    return value
+    return _finite_float(text, "≥ 0")
 
 
 def batch_value(text: str) -> int | str:
