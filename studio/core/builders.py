@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from studio.core.edits import _first_error, connect_nodes_to_fabric
-from studio.core.errors import StudioError
+from studio.core.edits import connect_nodes_to_fabric
+from studio.core.errors import StudioError, first_error_message
 from studio.core.hardware import Cluster, GpuSpec, LinkKind, NodeTemplate
 from studio.core.templates import TRAY_COLUMNS, TRAY_SPACING_Y, instantiate
 
@@ -63,7 +63,7 @@ def build_cluster(
             link_kinds={k.id: k for k in kinds},
         )
     except ValueError as exc:  # pydantic.ValidationError is a ValueError
-        raise StudioError(f"node template '{template.id}': {_first_error(exc)}") from None
+        raise StudioError(f"node template '{template.id}': {first_error_message(exc)}") from None
     if nodes > 1 and template.nic_kind:
         cluster = connect_nodes_to_fabric(cluster, link_kinds[template.nic_kind])
     return cluster

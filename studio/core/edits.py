@@ -64,8 +64,6 @@ def _rebuild(cluster: Cluster, **fields) -> Cluster:
         raise StudioError(first_error_message(exc)) from None
 
 
-_first_error = first_error_message  # the old private name, kept for existing callers
-
 
 def add_template_node(
     cluster: Cluster,

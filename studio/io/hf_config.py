@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from studio.core.architecture import LLMArchitecture, MLAConfig, ModulePrecision, MoEConfig
-from studio.core.errors import StudioError
+from studio.core.errors import StudioError, first_error_message
 from studio.core.precision import DType
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
@@ -235,7 +235,7 @@ def _moe(cfg: dict[str, Any], mt: str, layers: int, f: _Fields) -> MoEConfig | N
     try:
         return MoEConfig(**data)
     except ValidationError as exc:
-        f.problems.append(_first_error(exc, prefix="MoE: "))
+        f.problems.append("MoE: " + first_error_message(exc, quote_field=True))
         return None
 
 
@@ -301,7 +301,7 @@ def architecture_from_config(
         try:
             mla = _mla(cfg, mt, f)
         except ValidationError as exc:
-            f.problems.append(_first_error(exc, prefix="MLA: "))
+            f.problems.append("MLA: " + first_error_message(exc, quote_field=True))
     if mla is not None:
         head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
     elif cfg.get("head_dim") is not None:
@@ -352,14 +352,7 @@ def architecture_from_config(
             sources=sources,
         )
     except ValidationError as exc:
-        raise StudioError(f"cannot describe this model: {_first_error(exc)}", source) from None
-
-
-def _first_error(exc: ValidationError, prefix: str = "") -> str:
-    e = exc.errors()[0]
-    loc = ".".join(str(p) for p in e.get("loc", ()))
-    msg = str(e.get("msg", "")).removeprefix("Value error, ")
-    return prefix + (f"field '{loc}': {msg}" if loc else msg)
+        raise StudioError(f"cannot describe this model: {first_error_message(exc, quote_field=True)}", source) from None
 
 
 # --------------------------------------------------------------------------- precision
