@@ -14,8 +14,16 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
     def replace(self, **changes):  # noqa: ANN201 - returns Self
-        """Return a validated copy with ``changes`` applied."""
-        data = self.model_dump()
+        """Return a validated copy with ``changes`` applied.
+
+        The copy's own validators run again (cross-field rules see the change). Unchanged fields,
+        and changed ones given as a frozen value of the same class as before, keep their objects:
+        they were validated when made and cannot have changed since, so a large cluster is not
+        dumped and rebuilt for a one-field edit (and equal parts stay identical, which makes
+        comparisons cheap). Any other model value is dumped and validated as data.
+        """
+        data = {name: getattr(self, name) for name in type(self).model_fields}
         for key, value in changes.items():
-            data[key] = value.model_dump() if isinstance(value, BaseModel) else value
+            same_kind = isinstance(value, Frozen) and type(value) is type(data.get(key))
+            data[key] = value.model_dump() if isinstance(value, BaseModel) and not same_kind else value
         return type(self).model_validate(data)
