@@ -266,7 +266,10 @@ class ClusterScene(QGraphicsScene):
     def _on_result(self, result, revision: int) -> None:
         project = self.doc.project
         layout = result.layout if result.layout.placement else project.layout
-        self._placement = compute_placement(layout, project.cluster, result.comm)
+        placement = compute_placement(layout, project.cluster, result.comm)
+        if placement == self._placement:
+            return  # the tiles already show it (painted when the project changed)
+        self._placement = placement
         self._paint_overlay()
 
     @property
