@@ -41,6 +41,12 @@ class LinkFamily(str, Enum):
     def is_network(self) -> bool:
         return self in (LinkFamily.INFINIBAND, LinkFamily.ROCE)
 
+    @property
+    def is_scale_up(self) -> bool:
+        """GPU-to-GPU fabric inside a server or rack (NVLink, NVLink bridge, xGMI): the links TP
+        all-reduces should run on. PCIe, CPU socket links and networks are not."""
+        return self in (LinkFamily.NVLINK, LinkFamily.NVLINK_BRIDGE, LinkFamily.XGMI)
+
 
 class LinkKind(Frozen):
     """A kind of link, with per-direction bandwidth and one-hop latency.

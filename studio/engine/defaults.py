@@ -10,19 +10,16 @@ from __future__ import annotations
 
 from studio.core.architecture import LLMArchitecture
 from studio.core.layout import Layout
+from studio.core.parallelism import nearest_tp, pp_options
 from studio.core.project import Project
 from studio.engine.results import PlanResult
 
 
 def node_tp(model: LLMArchitecture, gpus_per_node: int, gpus: int) -> int:
-    """Largest TP ≤ GPUs per node that divides the attention heads and the GPU count, and is a
-    divisor or a multiple of the KV heads."""
-    tp = max(1, min(gpus_per_node, gpus))
-    while tp > 1 and (
-        model.num_attention_heads % tp or (model.num_kv_heads % tp and tp % model.num_kv_heads) or gpus % tp
-    ):
-        tp -= 1
-    return tp
+    """Largest TP ≤ GPUs per node that the model allows on ``gpus`` GPUs
+    (:func:`studio.core.parallelism.nearest_tp`: it divides the GPUs and the attention heads and
+    suits the KV heads, MLA aside)."""
+    return nearest_tp(model, min(gpus_per_node, gpus), gpus)
 
 
 def default_layout(model: LLMArchitecture, gpus_per_node: int, gpus: int) -> Layout:
@@ -43,7 +40,7 @@ def fitting_layout(project: Project) -> tuple[Layout, PlanResult]:
     base = project.layout.replace(placement=None, layers_per_stage=None)
     groups = project.cluster.num_gpus // base.tp
     first: tuple[Layout, PlanResult] | None = None
-    for pp in (p for p in range(1, groups + 1) if groups % p == 0 and p <= project.model.num_layers):
+    for pp in pp_options(project.model, base.tp, base.tp * groups):
         layout = base.replace(pp=pp, dp=groups // pp, micro_batches=max(pp, 1) if pp > 1 else 1)
         plan = evaluate(project.replace(layout=layout))
         first = first or (layout, plan)

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import math
 
-from studio.core.hardware import LinkFamily
+from studio.core.parallelism import heads_reason
 from studio.engine.context import PlanContext
 from studio.engine.results import PlanWarning
 from studio.engine.shapes import stage_shapes
-
-SCALE_UP = (LinkFamily.NVLINK, LinkFamily.NVLINK_BRIDGE, LinkFamily.XGMI)
 
 
 def plan_warnings(ctx: PlanContext) -> tuple[PlanWarning, ...]:
@@ -64,7 +62,7 @@ def _tp_slow_link(ctx: PlanContext) -> list[PlanWarning]:
             a = col.pick(ctx.micro_batch_size * ctx.lc.hidden * ctx.constants.activation_bytes)
             if a and a.bottleneck_link:
                 fam = topo.link_family[topo.link_pos[a.bottleneck_link]]
-                if fam not in SCALE_UP:
+                if not fam.is_scale_up:
                     hits.append((group or list(col.group), a.bottleneck_link))
     if not hits:
         return []
@@ -80,15 +78,12 @@ def _tp_slow_link(ctx: PlanContext) -> list[PlanWarning]:
 def _heads(ctx: PlanContext) -> list[PlanWarning]:
     m, tp = ctx.project.model, ctx.lc.layout.tp
     out = []
-    bad_q = m.num_attention_heads % tp != 0
-    bad_kv = m.mla is None and m.num_kv_heads % tp != 0 and tp % m.num_kv_heads != 0
-    if bad_q or bad_kv:
-        ok = [t for t in range(1, 65) if m.num_attention_heads % t == 0
-              and (m.mla is not None or m.num_kv_heads % t == 0 or t % m.num_kv_heads == 0)]
+    why = heads_reason(m, tp)
+    if why is not None:
+        ok = [t for t in range(1, 65) if heads_reason(m, t) is None]
         out.append(PlanWarning(
             "TP_HEADS_NOT_DIVISIBLE", "error",
-            f"TP={tp} does not divide the {m.num_attention_heads} attention heads / {m.num_kv_heads} KV heads; "
-            "serving engines refuse this split",
+            f"{why}; serving engines refuse this split",
             f"choose TP in {', '.join(map(str, ok))}",
         ))
     elif m.mla is None and m.num_kv_heads < tp:

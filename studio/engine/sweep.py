@@ -14,8 +14,9 @@ from typing import Literal
 
 import numpy as np
 
+from studio.core import parallelism
 from studio.core.errors import StudioError
-from studio.core.layout import MAX_PP, MAX_TP, Layout
+from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.engine.costing import LayoutCosts, bubble_fraction, layout_costs, serve_times
 from studio.engine.evaluate import (
@@ -27,7 +28,6 @@ from studio.engine.evaluate import (
 )
 from studio.engine.results import PlanResult
 from studio.engine.topology import Topology, topology_of
-from studio.engine.validate import divisors
 
 Objective = Literal["throughput", "cost", "latency"]
 OBJECTIVES = ("throughput", "cost", "latency")
@@ -87,29 +87,16 @@ class SweepResult:
         return f"{self.layout(i).label} M={int(self.columns['micro_batches'][i])} batch={int(self.columns['batch'][i])}"
 
 
-def _ep_options(project: Project, tp: int, dp: int) -> list[int]:
-    moe = project.model.moe
-    if moe is None:
-        return [1]
-    return [e for e in divisors(moe.num_experts)
-            if (tp * dp) % e == 0 and (e % tp == 0 or tp % e == 0)]
-
-
 def layout_candidates(project: Project, n_gpus: int) -> list[tuple[int, int, int, int]]:
-    """Every ``(tp, pp, dp, ep)`` that uses all ``n_gpus`` GPUs and that a :class:`Layout` can hold:
-    TP and PP within the layout's limits, PP at most the model's layers, EP as the layout rule
-    allows."""
-    return [(tp, pp, n_gpus // (tp * pp), ep)
-            for tp in divisors(n_gpus) if tp <= MAX_TP
-            for pp in divisors(n_gpus // tp) if pp <= min(project.model.num_layers, MAX_PP)
-            for ep in _ep_options(project, tp, n_gpus // (tp * pp))]
+    """Every ``(tp, pp, dp, ep)`` that uses all ``n_gpus`` GPUs and that a :class:`Layout` can hold
+    (:func:`studio.core.parallelism.candidates`): TP and PP within the layout's limits, PP at most
+    the model's layers, EP as the layout rule allows. TPs that do not split the heads stay in (the
+    sweep lists them as not running, with the reason)."""
+    return parallelism.candidates(project.model, n_gpus, check_heads=False)
 
 
 def _heads_ok(project: Project, tp: int) -> bool:
-    m = project.model
-    if m.num_attention_heads % tp:
-        return False
-    return m.mla is not None or m.num_kv_heads % tp == 0 or tp % m.num_kv_heads == 0
+    return parallelism.heads_reason(project.model, tp) is None
 
 
 def _batch_grid(max_batch: int, batches: list[int] | None) -> list[int]:

@@ -26,22 +26,16 @@ from studio.core.errors import StudioError
 from studio.core.hardware import Cluster
 from studio.core.layout import Layout
 from studio.core.project import Project
+from studio.engine.defaults import default_layout
 
 AUTO = "(from the text)"
 
 
 def fitting_layout(project: Project, cluster: Cluster) -> Layout:
-    """TP = GPUs per node, lowered until it divides the attention and KV heads and the GPU count;
-    DP fills the rest."""
-    model = project.model
-    gpus = cluster.num_gpus
+    """The production default (:func:`studio.engine.defaults.default_layout`): TP = GPUs per node,
+    lowered until the model allows it on this GPU count; DP fills the rest."""
     per_node = max(len(n.gpus) for n in cluster.nodes) if cluster.nodes else 1
-    tp = max(1, min(per_node, gpus))
-    while tp > 1 and (
-        model.num_attention_heads % tp or (model.num_kv_heads % tp and tp % model.num_kv_heads) or gpus % tp
-    ):
-        tp -= 1
-    return Layout(tp=tp, pp=1, dp=gpus // tp)
+    return default_layout(project.model, per_node, cluster.num_gpus)
 
 
 class ImportTopologyDialog(QDialog):

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from studio.core.hardware import Cluster, LinkFamily
+from studio.core.hardware import Cluster
 from studio.core.layout import Layout
-
-FAST_FAMILIES = (LinkFamily.NVLINK, LinkFamily.NVLINK_BRIDGE, LinkFamily.XGMI)
 
 
 @dataclass(frozen=True)
@@ -51,7 +49,7 @@ def compute_placement(layout: Layout, cluster: Cluster, comm: tuple = ()) -> Pla
         if getattr(c, "kind", None) != "allreduce" or not c.bottleneck_kind:
             continue
         kind = cluster.link_kinds.get(c.bottleneck_kind)
-        if kind is None or kind.family in FAST_FAMILIES:
+        if kind is None or kind.family.is_scale_up:
             continue
         if c.bottleneck_link:
             slow_links.add(c.bottleneck_link)

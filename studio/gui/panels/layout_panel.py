@@ -15,29 +15,23 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from studio.core import parallelism as par
 from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.gui.document import ProjectDocument
 
 
-def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
 def valid_choices(p: Project) -> dict[str, list[int]]:
-    """Values each field may take given the others: TP divides the attention heads, TP × PP × DP
-    fits the drawn GPUs, PP ≤ layers, EP follows the layout's expert rule (1 for dense models)."""
+    """Values each field may take given the others (:mod:`studio.core.parallelism`): TP divides the
+    drawn GPUs and the attention heads and suits the KV heads (MLA aside), PP divides what TP
+    leaves and is at most the layers, DP fills the rest (one value), EP by the expert rule."""
     n = max(1, p.cluster.num_gpus)
-    lay = p.layout
-    m = p.model
-    tp = [t for t in divisors(m.num_attention_heads) if t <= n]
-    pp = [s for s in range(1, min(m.num_layers, n // lay.tp if lay.tp <= n else 1) + 1)] or [1]
-    dp = [d for d in range(1, max(1, n // (lay.tp * lay.pp)) + 1)] or [1]
-    if m.is_moe:
-        ep = [e for e in divisors(lay.tp * lay.dp) if e % lay.tp == 0 or lay.tp % e == 0]
-    else:
-        ep = [1]
+    lay, m = p.layout, p.model
+    tp = par.tp_options(m, n)
+    pp = par.pp_options(m, lay.tp, n)
+    dp = [par.dp_for(lay.tp, lay.pp, n)]
+    ep = par.ep_options(m, lay.tp, lay.dp)
     for key, values in (("tp", tp), ("pp", pp), ("dp", dp), ("ep", ep)):
         cur = getattr(lay, key)
         if cur not in values:
@@ -47,19 +41,9 @@ def valid_choices(p: Project) -> dict[str, list[int]]:
 
 
 def with_field(p: Project, key: str, value: int) -> Layout:
-    """The layout with ``key`` set to ``value``, other fields adjusted to stay valid: the layer
-    split and placement reset when the shape changes, EP falls back to 1 if it no longer fits."""
-    lay = p.layout
-    data = lay.model_dump()
-    data[key] = value
-    if key in ("tp", "pp", "dp"):
-        data["placement"] = None
-    if key == "pp":
-        data["layers_per_stage"] = None
-    tp, dp, ep = data["tp"], data["dp"], data["ep"]
-    if ep > 1 and ((tp * dp) % ep or (ep % tp and tp % ep)):
-        data["ep"] = 1
-    return Layout.model_validate(data)
+    """The layout with ``key`` set to ``value`` and the others moved to the nearest allowed values
+    (:func:`studio.core.parallelism.with_field`; DP always fills the drawn GPUs)."""
+    return par.with_field(p.model, p.layout, max(1, p.cluster.num_gpus), key, value)
 
 
 class LayoutPanel(QWidget):
@@ -75,7 +59,7 @@ class LayoutPanel(QWidget):
             "tp": "Tensor parallel: GPUs that split every layer (all-reduce per layer; keep inside NVLink)",
             "pp": "Pipeline parallel: consecutive layer groups on different GPUs (P2P between stages)",
             "ep": "Expert parallel (MoE): GPUs holding disjoint experts",
-            "dp": "Data parallel: independent replicas",
+            "dp": "Data parallel: independent replicas; fills the GPUs that TP × PP leave",
         }
         for key, label in (("tp", "TP"), ("pp", "PP"), ("ep", "EP"), ("dp", "DP")):
             c = QComboBox()

@@ -1,0 +1,182 @@
+"""Which TP / PP / EP / DP a model and a GPU count allow, and why a value is not allowed.
+
+One place for the rules that the layout panel, the sweep, the default layout, the plan rules and
+the topology import all apply:
+
+* **TP** divides the GPU count and the attention heads; without MLA it is also a divisor or a
+  multiple of the KV heads (a multiple replicates each KV head). With MLA (DeepSeek) the latent
+  KV cache is shared by all heads, so KV heads set no limit.
+* **PP** divides the GPUs left after TP and is at most the model's layers.
+* **DP** fills the rest: ``tp × pp × dp`` equals the GPU count.
+* **EP** (MoE only) divides the routed experts and ``tp × dp``, and is a divisor or a multiple of
+  TP (:class:`studio.core.layout.Layout`); a dense model has EP = 1.
+
+Every ``*_reason`` function returns ``None`` when the value is allowed, else one short sentence
+that says why not, for a tooltip, a refusal or a CLI message.
+"""
+
+from __future__ import annotations
+
+from studio.core.architecture import LLMArchitecture
+from studio.core.layout import MAX_PP, MAX_TP, Layout
+
+
+def divisors(n: int) -> list[int]:
+    """Divisors of ``n`` (≥ 1) in increasing order."""
+    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    return sorted(set(small) | {n // d for d in small})
+
+
+def heads_reason(model: LLMArchitecture, tp: int) -> str | None:
+    """Why ``tp`` cannot split the attention of ``model``, or ``None`` when it can."""
+    if tp < 1:
+        return f"TP must be at least 1 (got {tp})"
+    if model.num_attention_heads % tp:
+        return f"TP={tp} does not divide the {model.num_attention_heads} attention heads"
+    kv = model.num_kv_heads
+    if model.mla is None and kv % tp and tp % kv:
+        return f"TP={tp} is neither a divisor nor a multiple of the {kv} KV heads"
+    return None
+
+
+def tp_reason(model: LLMArchitecture, tp: int, gpus: int) -> str | None:
+    """Why ``tp`` is not a valid tensor-parallel size on ``gpus`` GPUs, or ``None``."""
+    if tp > MAX_TP:
+        return f"TP={tp} is above the largest supported TP ({MAX_TP})"
+    if gpus < 1:
+        return "the cluster has no GPUs"
+    if gpus % tp:
+        return f"TP={tp} does not divide the {gpus} GPUs"
+    return heads_reason(model, tp)
+
+
+def tp_options(model: LLMArchitecture, gpus: int) -> list[int]:
+    """Every TP the model allows on ``gpus`` GPUs (at least ``[1]``)."""
+    return [t for t in divisors(max(gpus, 1)) if tp_reason(model, t, gpus) is None] or [1]
+
+
+def pp_reason(model: LLMArchitecture, pp: int, tp: int, gpus: int) -> str | None:
+    """Why ``pp`` stages cannot follow TP = ``tp`` on ``gpus`` GPUs, or ``None``."""
+    if pp < 1:
+        return f"PP must be at least 1 (got {pp})"
+    if pp > model.num_layers:
+        return f"PP={pp} exceeds the model's {model.num_layers} layers"
+    if pp > MAX_PP:
+        return f"PP={pp} is above the largest supported PP ({MAX_PP})"
+    if tp < 1 or gpus % tp or (gpus // tp) % pp:
+        return f"TP×PP = {tp}×{pp} does not divide the {gpus} GPUs"
+    return None
+
+
+def pp_options(model: LLMArchitecture, tp: int, gpus: int) -> list[int]:
+    """Every PP allowed after TP = ``tp`` on ``gpus`` GPUs (at least ``[1]``)."""
+    if tp < 1 or gpus % tp:
+        return [1]
+    return [p for p in divisors(gpus // tp) if pp_reason(model, p, tp, gpus) is None] or [1]
+
+
+def dp_for(tp: int, pp: int, gpus: int) -> int:
+    """DP that fills ``gpus`` GPUs with TP×PP groups (at least 1)."""
+    return max(1, gpus // max(1, tp * pp))
+
+
+def ep_reason(model: LLMArchitecture, ep: int, tp: int, dp: int) -> str | None:
+    """Why ``ep`` is not a valid expert-parallel size for TP = ``tp``, DP = ``dp``, or ``None``."""
+    if ep == 1:
+        return None
+    if model.moe is None:
+        return f"EP={ep}: '{model.name}' has no experts (EP stays 1)"
+    experts = model.moe.num_experts
+    if ep < 1 or experts % ep:
+        return f"EP={ep} does not divide the {experts} routed experts"
+    if (tp * dp) % ep:
+        return f"EP={ep} does not divide TP×DP = {tp * dp}"
+    if ep % tp and tp % ep:
+        return f"EP={ep} is neither a divisor nor a multiple of TP={tp}"
+    return None
+
+
+def ep_options(model: LLMArchitecture, tp: int, dp: int) -> list[int]:
+    """Every EP allowed for TP = ``tp`` and DP = ``dp`` (``[1]`` for a dense model)."""
+    if model.moe is None:
+        return [1]
+    return [e for e in divisors(model.moe.num_experts) if ep_reason(model, e, tp, dp) is None]
+
+
+def layout_reason(model: LLMArchitecture, layout: Layout, gpus: int) -> str | None:
+    """The first reason ``layout`` is not allowed for ``model`` on ``gpus`` GPUs, or ``None``."""
+    if layout.world_size != gpus:
+        return (
+            f"{layout.label} uses {layout.world_size} GPUs; the cluster has {gpus} "
+            "(TP×PP×DP must equal the GPU count)"
+        )
+    return (
+        tp_reason(model, layout.tp, gpus)
+        or pp_reason(model, layout.pp, layout.tp, gpus)
+        or ep_reason(model, layout.ep, layout.tp, layout.dp)
+    )
+
+
+def candidates(model: LLMArchitecture, gpus: int, *, check_heads: bool = True) -> list[tuple[int, int, int, int]]:
+    """Every ``(tp, pp, dp, ep)`` that uses all ``gpus`` GPUs.
+
+    ``check_heads=False`` keeps TPs that do not divide the heads (the sweep lists them as
+    candidates that do not run, with the reason).
+    """
+    out = []
+    for tp in divisors(max(gpus, 1)):
+        if tp > MAX_TP or (check_heads and heads_reason(model, tp) is not None):
+            continue
+        for pp in pp_options(model, tp, gpus):
+            dp = gpus // (tp * pp)
+            out.extend((tp, pp, dp, ep) for ep in ep_options(model, tp, dp))
+    return out
+
+
+def nearest_tp(model: LLMArchitecture, want: int, gpus: int) -> int:
+    """The largest allowed TP ≤ ``want`` on ``gpus`` GPUs (1 when none is)."""
+    ok = [t for t in tp_options(model, gpus) if t <= max(want, 1)]
+    return max(ok) if ok else 1
+
+
+def nearest_pp(model: LLMArchitecture, want: int, tp: int, gpus: int) -> int:
+    """The allowed PP closest to ``want`` after TP = ``tp`` (the larger one on a tie)."""
+    opts = pp_options(model, tp, gpus)
+    return min(opts, key=lambda p: (abs(p - want), -p))
+
+
+def nearest_ep(model: LLMArchitecture, want: int, tp: int, dp: int) -> int:
+    """The largest allowed EP ≤ ``want`` (1 when none is)."""
+    ok = [e for e in ep_options(model, tp, dp) if e <= max(want, 1)]
+    return max(ok) if ok else 1
+
+
+def with_field(model: LLMArchitecture, layout: Layout, gpus: int, key: str, value: int) -> Layout:
+    """``layout`` with ``key`` ("tp", "pp", "ep" or "micro_batches") set to ``value`` and the
+    other fields moved to the nearest allowed values: PP stays if TP still leaves room for it,
+    DP fills the rest, EP falls back to the largest allowed value not above the old one. The
+    placement and the explicit layer split reset when the shape changes.
+    """
+    tp, pp, ep = layout.tp, layout.pp, layout.ep
+    if key == "tp":
+        tp = value
+    elif key == "pp":
+        pp = value
+    elif key == "ep":
+        ep = value
+    elif key == "micro_batches":
+        return layout.replace(micro_batches=value)
+    else:
+        raise ValueError(f"unknown layout field '{key}' (tp, pp, ep, micro_batches)")
+    pp = nearest_pp(model, pp, tp, gpus) if gpus % tp == 0 else pp
+    dp = dp_for(tp, pp, gpus)
+    ep = ep if ep_reason(model, ep, tp, dp) is None else nearest_ep(model, ep, tp, dp)
+    shape_changed = (tp, pp, dp) != (layout.tp, layout.pp, layout.dp)
+    return layout.replace(
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        ep=ep,
+        placement=None if shape_changed else layout.placement,
+        layers_per_stage=None if pp != layout.pp else layout.layers_per_stage,
+    )
