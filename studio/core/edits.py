@@ -260,3 +260,58 @@ def connect_nodes_to_fabric(cluster: Cluster, kind: LinkKind, fabric_name: str =
     return _rebuild(
         cluster, switches=switches, links=cluster.links + tuple(new_links), **_with_catalog(cluster, [], [kind])
     )
+
+
+def join_fabric(cluster: Cluster, node_ids: tuple[str, ...] | list[str]) -> tuple[Cluster, int]:
+    """Link the NICs of ``node_ids`` to the drawing's network fabric, as the other nodes are.
+
+    The fabric is the cluster-level ``fabric`` switch with the most links; the new links take the
+    kind its links have most (the kind of the existing inter-node links). Only NICs of the same
+    link family (InfiniBand to an InfiniBand fabric, RoCE to RoCE) are joined. Without a fabric,
+    one is added when another node has NICs of the same kind (as :func:`connect_nodes_to_fabric`).
+
+    Returns
+    -------
+    (cluster, joined):
+        The new cluster and how many NICs were linked (0 when there is nothing to join).
+    """
+    new_ids = set(node_ids)
+    new_nodes = [n for n in cluster.nodes if n.id in new_ids]
+    nics = [x for n in new_nodes for x in n.nics]
+    if not nics:
+        return cluster, 0
+    fabrics = [s for s in cluster.switches if s.kind == "fabric"]
+    if not fabrics:
+        kind_id = nics[0].kind
+        others = any(x.kind == kind_id for n in cluster.nodes if n.id not in new_ids for x in n.nics)
+        if not others:
+            return cluster, 0
+        before = len(cluster.links)
+        out = connect_nodes_to_fabric(cluster, cluster.link_kinds[kind_id])
+        return out, len(out.links) - before
+    degree = {s.id: 0 for s in fabrics}
+    kinds: dict[str, dict[str, int]] = {s.id: {} for s in fabrics}
+    for lk in cluster.links:
+        for end in (lk.a, lk.b):
+            if end in degree:
+                degree[end] += 1
+                kinds[end][lk.kind] = kinds[end].get(lk.kind, 0) + 1
+    fabric = max(fabrics, key=lambda s: degree[s.id])
+    if kinds[fabric.id]:
+        kind = cluster.link_kinds[max(kinds[fabric.id], key=lambda k: kinds[fabric.id][k])]
+    else:
+        kind = cluster.link_kinds[nics[0].kind]
+    fabric_ids = {s.id for s in fabrics}
+    linked = {lk.a for lk in cluster.links if lk.b in fabric_ids} | {lk.b for lk in cluster.links if lk.a in fabric_ids}
+    taken = _all_ids(cluster)
+    links = []
+    for nic in nics:
+        nic_kind = cluster.link_kinds.get(nic.kind)
+        if nic.id in linked or nic_kind is None or nic_kind.family != kind.family:
+            continue
+        lid = fresh_id(taken, f"{nic.id}~{fabric.id}")
+        taken.add(lid)
+        links.append(Link(id=lid, kind=kind.id, a=nic.id, b=fabric.id))
+    if not links:
+        return cluster, 0
+    return _rebuild(cluster, links=cluster.links + tuple(links)), len(links)

@@ -18,6 +18,7 @@ from studio.core.errors import StudioError, first_error_message
 from studio.core.project import Project
 from studio.gui.worker import EvaluateTask, Evaluator, default_evaluator, run_evaluate
 from studio.io.project_file import load_project, save_project
+from studio.service.hardware_edits import follow_cluster
 
 DEBOUNCE_MS = 30
 
@@ -62,7 +63,7 @@ class ProjectDocument(QObject):
     resultReady(PlanResult, int)
         A result for the given revision (never an outdated one).
     errorChanged(str)
-        The engine's error message for the current revision, or "" when it succeeded.
+        The engine's error message, for every revision it refuses; "" once when it succeeds again.
     selectionChanged(tuple)
         Ids (GPUs, links, nodes, switches, NICs) the user selected or a warning pointed at.
     message(str)
@@ -162,20 +163,46 @@ class ProjectDocument(QObject):
     def edit(self, text: str, kind: str, fn: Callable[[Project], Project]) -> bool:
         """Apply ``fn(project)`` as one undo step; a :class:`StudioError` is reported via
         :attr:`message` and leaves the project unchanged. Returns whether the edit happened."""
-        try:
-            new = fn(self._project)
-        except StudioError as exc:
-            self.message.emit(f"{text} refused: {exc.message}")
-            return False
-        except ValueError as exc:  # pydantic validation of a Project.replace
-            self.message.emit(f"{text} refused: {first_error_message(exc, quote_field=True)}")
+        new = self._attempt(text, fn)
+        if new is None:
             return False
         self.apply(new, text, kind)
         return True
 
+    def _attempt(self, text: str, fn: Callable[[Project], Project]) -> Project | None:
+        try:
+            return fn(self._project)
+        except StudioError as exc:
+            self.message.emit(f"{text} refused: {exc.message}")
+        except ValueError as exc:  # pydantic validation of a Project.replace
+            self.message.emit(f"{text} refused: {first_error_message(exc, quote_field=True)}")
+        return None
+
     def edit_cluster(self, text: str, fn: Callable) -> bool:
-        """Like :meth:`edit` for a ``Cluster -> Cluster`` function."""
-        return self.edit(text, "cluster", lambda p: p.replace(cluster=fn(p.cluster)))
+        """Like :meth:`edit` for a ``Cluster -> Cluster`` function (or ``Cluster -> (Cluster,
+        note)``, the note added to the undo text). When the GPUs change, the
+        layout follows them in the same undo step (:func:`studio.service.hardware_edits.follow_cluster`)
+        and the undo text names the new layout ("Add HGX H200 · DP follows the GPUs: layout …")."""
+        notes: list[str] = []
+
+        def change(p: Project) -> Project:
+            out = fn(p.cluster)
+            if isinstance(out, tuple):  # (cluster, what else the edit did)
+                out, did = out
+                notes.append(did)
+            new, why = follow_cluster(p, out)
+            notes.append(why)
+            return new
+
+        new = self._attempt(text, change)
+        if new is None:
+            return False
+        notes = [n for n in notes if n]
+        if notes:
+            text = " · ".join([text, *notes])
+            self.message.emit(text)
+        self.apply(new, text, "cluster")
+        return True
 
     def report_problem(self, title: str, text: str) -> None:
         """Ask the window to show an error dialog (``problem`` signal); the project is unchanged."""
@@ -222,7 +249,7 @@ class ProjectDocument(QObject):
     def _publish(self, result: object | None, revision: int, error: str) -> None:
         if revision != self._revision:
             return  # stale: the project changed while the engine ran
-        if error != self._error:
+        if error != self._error or error:  # every refused revision is reported (views settle)
             self._error = error
             self.errorChanged.emit(error)
         if result is None:

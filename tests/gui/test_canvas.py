@@ -74,8 +74,8 @@ def test_node_template_dropped_on_empty_canvas_adds_node_with_links(qtbot, doc, 
 
 def test_draw_link_between_two_gpus_and_pick_the_kind(qtbot, doc, canvas, catalog):
     scene = canvas.cluster_scene
-    n0, n1 = doc.project.cluster.nodes[:2]
-    a, b = n0.gpus[0].id, n1.gpus[0].id
+    n0 = doc.project.cluster.nodes[0]
+    a, b = n0.gpus[0].id, n0.gpus[1].id
     offered = []
 
     def choose(kinds, _pos):
@@ -90,9 +90,20 @@ def test_draw_link_between_two_gpus_and_pick_the_kind(qtbot, doc, canvas, catalo
     assert {link.a, link.b} == {a, b}
     assert doc.project.cluster.link_kinds[link.kind].family.value == "pcie"
     families = {catalog.links[k].family.value if k in catalog.links else doc.project.cluster.link_kinds[k].family.value for k in offered}
-    assert families <= {"nvlink", "nvlink-bridge", "xgmi", "pcie"}  # GPU to GPU: no network kinds
+    assert families == {"nvlink", "pcie"}  # two H100 SXM of one box: their NVLink or PCIe
+    assert offered[0] == "nvlink4-nvswitch" and "xgmi-mi300x" not in offered
     assert link.id in scene.links
     assert doc.undo_stack.undoText().startswith("Add ")
+
+
+def test_link_between_gpus_of_two_servers_is_refused_without_a_menu(qtbot, doc, canvas):
+    scene = canvas.cluster_scene
+    n0, n1 = doc.project.cluster.nodes[:2]
+    a, b = n0.gpus[0].id, n1.gpus[0].id
+    scene.choose_kind = lambda kinds, _pos: (_ for _ in ()).throw(AssertionError(f"menu offered {kinds}"))
+    drag_mouse(canvas, scene.item_by_id(a).center_in_scene(), scene.item_by_id(b).center_in_scene())
+    assert scene.last_refusal == f"No link kind can join gpu '{a}' and gpu '{b}' in different servers"
+    assert doc.undo_stack.count() == 0
 
 
 def test_link_released_on_nothing_is_refused(qtbot, doc, canvas):

@@ -16,7 +16,8 @@ def test_undo_redo_round_trip_restores_the_exact_project(doc):
     doc.edit_cluster("Delete GPU", lambda c: edits.remove_items(c, {first.gpus[0].id}))
     deleted = doc.project
     assert doc.undo_stack.count() == 2
-    assert doc.undo_stack.undoText() == "Delete GPU"
+    assert doc.undo_stack.undoText() == f"Delete GPU · layout re-split to {deleted.layout.label}"
+    assert deleted.layout.world_size == 15  # the layout followed the GPUs in the same step
     doc.undo_stack.undo()
     assert doc.project is renamed
     doc.undo_stack.undo()

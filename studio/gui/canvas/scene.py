@@ -32,7 +32,7 @@ from studio.gui.canvas.items import (
     LinkItem,
     NodeItem,
 )
-from studio.gui.canvas.kinds import applicable_kinds
+from studio.gui.canvas.kinds import applicable_kinds, refusal
 from studio.gui.canvas.overlay import Placement, compute_placement
 from studio.gui.canvas.style import SLOW_LINK_COLOR, stage_color
 from studio.gui.document import ProjectDocument
@@ -86,6 +86,7 @@ class ClusterScene(QGraphicsScene):
         self.sync(doc.project)
         doc.projectChanged.connect(self._on_project)
         doc.resultReady.connect(self._on_result)
+        doc.errorChanged.connect(self._on_error)
         doc.selectionChanged.connect(self.select_ids)
         self.selectionChanged.connect(self._on_scene_selection)
 
@@ -270,6 +271,13 @@ class ClusterScene(QGraphicsScene):
         if placement == self._placement:
             return  # the tiles already show it (painted when the project changed)
         self._placement = placement
+        self._paint_overlay()
+
+    def _on_error(self, message: str) -> None:
+        """The engine refused the project: the last plan's stage badges and slow links go."""
+        if not message or self._placement is None:
+            return
+        self._placement = Placement({}, {}, {}, {}, frozenset(), frozenset())
         self._paint_overlay()
 
     @property
@@ -506,10 +514,12 @@ class ClusterScene(QGraphicsScene):
             return False
         kinds = [cat.links[k] for k in sorted(names)]
         spec = cat.gpus[t.gpu_type]
-        return self.doc.edit_cluster(
-            f"Add {t.name}",
-            lambda c: edits.add_template_node(c, t, spec, kinds, x=pos.x(), y=pos.y())[0],
-        )
+        def add(c: Cluster) -> tuple[Cluster, str]:
+            c, ids = edits.add_template_node(c, t, spec, kinds, x=pos.x(), y=pos.y())
+            c, joined = edits.join_fabric(c, ids)
+            return c, (f"{joined} NIC{'s' if joined > 1 else ''} to the fabric" if joined else "")
+
+        return self.doc.edit_cluster(f"Add {t.name}", add)
 
     # --------------------------------------------------------- link drawing
     def _endpoint_at(self, pos: QPointF) -> QGraphicsItem | None:
@@ -573,7 +583,7 @@ class ClusterScene(QGraphicsScene):
         extra = dict(self.catalog.links) if self.catalog is not None else {}
         kinds = applicable_kinds(cluster, extra, a, b)
         if not kinds:
-            self.refuse("No link kinds are known; load the presets", at=src.center_in_scene())
+            self.refuse(refusal(cluster, a, b), at=src.center_in_scene())
             return False
         kind = self.choose_kind(kinds, QPointF(screen_pos))
         if kind is None:
