@@ -37,6 +37,7 @@ from studio.gui.resources import icon
 from studio.gui.settings import make_settings, push_recent, recent_files
 from studio.gui.timeline import TimelinePanel
 from studio.io.autosave import AutosaveStore, RecoverableSession
+from studio.service.messages import one_line
 
 FILE_FILTER = "Layout Studio project (*.json)"
 
@@ -80,6 +81,7 @@ class MainWindow(QMainWindow):
         self.model_panel = ModelPanel(doc, catalog)
         self.layout_panel = LayoutPanel(doc)
         self.metrics = MetricsPanel()
+        self.metrics.bestRequested.connect(self.layout_panel.apply_best)
         self.warnings = WarningsPanel()
         self.timeline = TimelinePanel()
 
@@ -424,11 +426,12 @@ class MainWindow(QMainWindow):
     def _on_error(self, message: str) -> None:
         if not message:
             return
+        short = one_line(message)
         self.metrics.set_error(message)
         self.warnings.set_error(message)
-        self.timeline.clear(message)
+        self.timeline.clear(short)
         self.engine_label.setText("plan not computed")
-        self.statusBar().showMessage(message, 10000)
+        self.statusBar().showMessage(short, 10000)
 
     # ------------------------------------------------------------ settings
     def restore_settings(self) -> None:

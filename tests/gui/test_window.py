@@ -8,6 +8,7 @@ from PySide6.QtGui import QImage
 
 from studio.core import edits
 from studio.core.layout import Layout
+from studio.service.messages import one_line
 
 
 @pytest.fixture
@@ -128,7 +129,8 @@ def test_engine_error_is_shown_not_raised(window):
     window.doc.recompute_now()
     assert window.doc.error
     assert window.metrics.cards["ttft"].value.text() == "—"
-    assert window.doc.error in window.metrics.status.text()
+    assert one_line(window.doc.error) in window.metrics.status.text()
+    assert window.metrics.status.toolTip() == window.doc.error  # the full message on hover
 
 
 def test_export_canvas_and_timeline_images(window, tmp_path):

@@ -8,7 +8,9 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QFrame,
     QGridLayout,
+    QHBoxLayout,
     QLabel,
+    QPushButton,
     QSplitter,
     QTextBrowser,
     QVBoxLayout,
@@ -19,6 +21,7 @@ from studio.engine.results import GIB, Explanation, PlanResult
 from studio.gui.memory_bars import MemoryBarsWidget
 from studio.gui.panels.fit_label import FitLabel
 from studio.gui.panels.value_label import ValueLabel
+from studio.service.messages import one_line
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,15 @@ class FigureCard(QFrame):
 
 
 class MetricsPanel(QWidget):
-    """Headline figures in a grid, memory bars below, the "why" of the chosen figure beside."""
+    """Headline figures in a grid, memory bars below, the "why" of the chosen figure beside.
+
+    Signals
+    -------
+    bestRequested()
+        The user pressed "Use best layout" under a plan the engine could not compute.
+    """
+
+    bestRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -139,6 +150,10 @@ class MetricsPanel(QWidget):
         self.status = QLabel("Computing…")
         self.status.setObjectName("planStatus")
         self.status.setWordWrap(True)
+        self.best = QPushButton("Use best layout")
+        self.best.setToolTip("Sweep every layout this model and cluster allow and apply the best one (one undo step)")
+        self.best.setVisible(False)
+        self.best.clicked.connect(self.bestRequested)
         self.cards: dict[str, FigureCard] = {}
         grid = QGridLayout()
         grid.setSpacing(4)
@@ -155,7 +170,10 @@ class MetricsPanel(QWidget):
         top = QWidget()
         tl = QVBoxLayout(top)
         tl.setContentsMargins(0, 0, 0, 0)
-        tl.addWidget(self.status)
+        row = QHBoxLayout()
+        row.addWidget(self.status, 1)
+        row.addWidget(self.best, 0, Qt.AlignmentFlag.AlignTop)
+        tl.addLayout(row)
         tl.addLayout(grid)
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(top)
@@ -172,6 +190,8 @@ class MetricsPanel(QWidget):
 
     def set_result(self, r: PlanResult) -> None:
         self.result = r
+        self.best.setVisible(False)
+        self.status.setToolTip("")
         if r.fits:
             self.status.setText(f"<b>{r.layout.label}</b> on {r.gpus} GPUs — {r.fit_reason}")
             self.status.setStyleSheet("")
@@ -198,8 +218,10 @@ class MetricsPanel(QWidget):
         if not message:
             return
         self.result = None
-        self.status.setText(f"Cannot compute this plan: {message}")
+        self.status.setText(f"Cannot compute this plan: {one_line(message)}")
+        self.status.setToolTip(message)
         self.status.setStyleSheet("color: #c92a2a;")
+        self.best.setVisible(True)
         for card in self.cards.values():
             card.value.setText("—")
             card.caption.setText("")

@@ -6,6 +6,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QListWidget, QListWidgetItem, QStyle, QVBoxLayout, QWidget
 
 from studio.engine.results import PlanWarning
+from studio.service.messages import one_line
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 SEVERITY_ICONS = {
@@ -53,7 +54,8 @@ class WarningsPanel(QWidget):
             return
         self.warnings = ()
         self.list.clear()
-        item = QListWidgetItem(self.style().standardIcon(SEVERITY_ICONS["error"]), message)
+        item = QListWidgetItem(self.style().standardIcon(SEVERITY_ICONS["error"]), one_line(message))
+        item.setToolTip(message)
         self.list.addItem(item)
 
     def click_row(self, row: int) -> None:
