@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -20,7 +20,10 @@ from studio.core.hardware import Cluster
 from studio.core.layout import Layout
 from studio.core.workload import ServingConfig, Workload
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+#: What the layout recommendation optimises (the Explorer and "Best layout for my targets").
+Objective = Literal["throughput", "cost", "latency"]
 
 
 class LinkFit(Frozen):
@@ -45,6 +48,14 @@ class CalibrationProfile(Frozen):
     source_files: tuple[str, ...] = ()
 
 
+class ExplorerSettings(Frozen):
+    """How layouts are ranked. The TTFT / TPOT targets are the workload's
+    (``Workload.ttft_ms`` / ``tpot_ms``), so the Explorer and "Best layout for my targets" rank
+    the same way."""
+
+    objective: Objective = Field("throughput", description="throughput per GPU, $ per M tokens, or latency")
+
+
 class Project(Frozen):
     """A planning document."""
 
@@ -58,6 +69,7 @@ class Project(Frozen):
     serving: ServingConfig = ServingConfig()
     layout: Layout = Layout()
     pinned: tuple[Layout, ...] = Field((), description="alternatives kept for comparison")
+    explorer: ExplorerSettings = ExplorerSettings()
     calibrations: dict[str, CalibrationProfile] = Field(default_factory=dict)
 
 
@@ -66,9 +78,20 @@ Migration = Callable[[dict[str, Any]], dict[str, Any]]
 #: ``MIGRATIONS[v]`` upgrades a decoded version-``v`` file to version ``v + 1``. A step is a pure
 #: ``dict -> dict`` function: it gets its own deep copy of the data, must not read the version
 #: field (``migrate`` sets it) and should raise ``KeyError``/``TypeError``/``ValueError`` on data it
-#: cannot upgrade (turned into a :class:`StudioError` naming the step). Version 1 is the first
-#: released schema, so the registry is empty until version 2 exists.
-MIGRATIONS: dict[int, Migration] = {}
+#: cannot upgrade (turned into a :class:`StudioError` naming the step).
+
+
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 stores how the Explorer ranks layouts (``explorer.objective``); a version-1 file
+    ranked by throughput, the Explorer's default then."""
+    if not isinstance(data.get("explorer", {}), dict):
+        raise TypeError("'explorer' must be an object")
+    data.setdefault("explorer", {})
+    data["explorer"].setdefault("objective", "throughput")
+    return data
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
 
 
 def migrate(data: dict[str, Any], source: str | None = None) -> dict[str, Any]:

@@ -10,14 +10,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 
 from studio.core import parallelism
 from studio.core.errors import StudioError
 from studio.core.layout import Layout
-from studio.core.project import Project
+from studio.core.project import Objective, Project
 from studio.engine.costing import LayoutCosts, bubble_fraction, layout_costs, serve_times
 from studio.engine.evaluate import (
     cached_layer_table,
@@ -29,7 +28,6 @@ from studio.engine.evaluate import (
 from studio.engine.results import PlanResult
 from studio.engine.topology import Topology, topology_of
 
-Objective = Literal["throughput", "cost", "latency"]
 OBJECTIVES = ("throughput", "cost", "latency")
 COLUMNS = (
     "tp", "pp", "dp", "ep", "micro_batches", "batch", "fits", "mem_peak_gib", "kv_capacity_tokens", "ttft_ms",

@@ -105,6 +105,8 @@ class MainWindow(QMainWindow):
         holder.setWidget(self.explorer)
         self.add_dock(holder, Qt.DockWidgetArea.BottomDockWidgetArea, "Explorer")
         self.tabifyDockWidget(self.docks["Pipeline timeline"], self.docks["Explorer"])
+        self.explorer.ownWindowToggled.connect(self.explorer_own_window)
+        self.docks["Explorer"].topLevelChanged.connect(self._explorer_floating)
         self.docks["Pipeline timeline"].raise_()
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
@@ -409,6 +411,29 @@ class MainWindow(QMainWindow):
             self.autosaver.save_now()  # the restored work is protected again at once
             self.canvas.fit()
         return restored
+
+    # ------------------------------------------------------------ explorer
+    def explorer_own_window(self, on: bool) -> None:
+        """Show the Explorer as a large window of its own (``on``) or dock it back under the canvas."""
+        dock = self.docks["Explorer"]
+        if on == dock.isFloating():
+            return
+        dock.setFloating(on)
+        if on:
+            screen = self.screen().availableGeometry() if self.screen() else self.geometry()
+            dock.setGeometry(screen.adjusted(24, 24, -24, -24))
+            dock.show()
+            dock.raise_()
+            dock.activateWindow()
+        else:
+            dock.raise_()
+
+    def _explorer_floating(self, floating: bool) -> None:
+        button = self.explorer.own_window
+        if button.isChecked() != floating:
+            button.blockSignals(True)
+            button.setChecked(floating)
+            button.blockSignals(False)
 
     # ------------------------------------------------------------ results
     def _on_project(self, project: Project, kind: str) -> None:

@@ -97,7 +97,9 @@ def test_pin_compare_and_apply_is_one_undo_step(explorer):
     before_apply = doc.project
     explorer.compare.applyRequested.emit(1)
     assert doc.project.layout == r.layout(tp16)
-    assert doc.undo_stack.undoText() == "Apply layout TP16×PP1"
+    batch = int(r.columns["batch"][tp16])
+    assert doc.project.workload.batch == batch  # the batch it was pinned at comes along
+    assert doc.undo_stack.undoText() == f"Apply layout TP16×PP1 M=1 batch {batch}"
     doc.undo_stack.undo()
     assert doc.project is before_apply  # exactly the previous project
     doc.undo_stack.undo()

@@ -99,5 +99,6 @@ def test_newer_than_synthetic_current(monkeypatch, v1_text):
 
 
 def test_current_version_passes_through_unchanged(v1_text):
-    data = json.loads(v1_text)
+    data = migrate(json.loads(v1_text))
+    assert data["schema_version"] == project_module.SCHEMA_VERSION
     assert migrate(data) is data

@@ -39,7 +39,13 @@ from studio.engine.placement import PlacementOption, compare_placements
 from studio.engine.results import PlanResult
 from studio.engine.sweep import SweepResult
 from studio.gui.document import ProjectDocument
-from studio.gui.explorer.analysis import PLOT_MODES, factorizations, first_tp_group, why_loses
+from studio.gui.explorer.analysis import (
+    COLUMNS,
+    PLOT_MODES,
+    factorizations,
+    first_tp_group,
+    why_loses,
+)
 from studio.gui.explorer.compare_view import MAX_PINNED, CompareView
 from studio.gui.explorer.multiples import SmallMultiples
 from studio.gui.explorer.pareto import ParetoPlot
@@ -47,6 +53,7 @@ from studio.gui.explorer.placement_view import PlacementView
 from studio.gui.explorer.table_model import ROW_ROLE, SweepFilterProxy, SweepTableModel
 from studio.gui.explorer.task import Sweeper, SweepTask
 from studio.gui.timeline import TimelinePanel
+from studio.service.recommend import sweep_kwargs, with_row
 
 DEBOUNCE_MS = 300
 OBJECTIVE_TEXT = {
@@ -56,9 +63,15 @@ OBJECTIVE_TEXT = {
 }
 
 
+#: The table column each objective ranks by; it is shown first.
+OBJECTIVE_COLUMN = {"throughput": "tokens_per_s_per_gpu", "cost": "usd_per_million", "latency": "tpot_ms"}
+
+
 def _sweep_inputs(p: Project) -> tuple:
-    """What the sweep depends on (not the current layout or the pinned ones)."""
-    return (p.cluster, p.model, p.workload, p.serving, p.calibrations)
+    """What the sweep depends on: not the current layout, the pinned ones or the batch (the sweep
+    tries every batch itself)."""
+    return (p.cluster, p.model, p.workload.model_copy(update={"batch": "auto"}), p.serving, p.calibrations,
+            p.explorer)
 
 
 class ExplorerWidget(QWidget):
@@ -79,10 +92,13 @@ class ExplorerWidget(QWidget):
     layoutPreview(object)
         The :class:`PlanResult` of the layout the user is looking at (a preview for the canvas;
         the project is unchanged).
+    ownWindowToggled(bool)
+        The "Own window" button: show the Explorer in a large window of its own (True) or docked.
     """
 
     resultShown = Signal(object)
     layoutPreview = Signal(object)
+    ownWindowToggled = Signal(bool)
 
     def __init__(self, document: ProjectDocument, *, threaded: bool = True, sweeper: Sweeper | None = None,
                  debounce_ms: int = DEBOUNCE_MS, parent: QWidget | None = None) -> None:
@@ -131,12 +147,23 @@ class ExplorerWidget(QWidget):
         self.progress.setMaximumWidth(160)
         self.progress.setFormat("%p%")
         self.status = QLabel("")
+        self.own_window = QPushButton("Own window")
+        self.own_window.setCheckable(True)
+        self.own_window.setToolTip("Show the Explorer in its own large window (click again to dock it back)")
+        self.own_window.toggled.connect(self.ownWindowToggled)
+        # Run, Cancel and the progress come first so they stay visible in a narrow dock
         bar = QHBoxLayout()
-        bar.setContentsMargins(4, 2, 4, 2)
-        for w in (QLabel("Objective"), self.objective, QLabel("TTFT ≤"), self.ttft, QLabel("TPOT ≤"), self.tpot,
-                  self.hide_unfit, self.filter, self.run_button, self.cancel_button, self.progress):
+        bar.setContentsMargins(4, 2, 4, 0)
+        for w in (self.run_button, self.cancel_button, self.progress):
             bar.addWidget(w)
         bar.addWidget(self.status, 1)
+        bar.addWidget(self.own_window)
+        targets = QHBoxLayout()
+        targets.setContentsMargins(4, 0, 4, 2)
+        for w in (QLabel("Objective"), self.objective, QLabel("TTFT ≤"), self.ttft, QLabel("TPOT ≤"), self.tpot,
+                  self.hide_unfit, self.filter):
+            targets.addWidget(w)
+        targets.addStretch(1)
         self.reasons = QTextBrowser()
         self.reasons.setObjectName("explorer-reasons")
         self.reasons.setMaximumHeight(96)
@@ -219,12 +246,13 @@ class ExplorerWidget(QWidget):
         lay.setContentsMargins(2, 2, 2, 2)
         lay.setSpacing(2)
         lay.addLayout(bar)
+        lay.addLayout(targets)
         lay.addWidget(self.reasons)
         lay.addWidget(split, 1)
 
-        self.objective.currentIndexChanged.connect(lambda _i: self.schedule())
-        self.ttft.valueChanged.connect(lambda _v: self.schedule())
-        self.tpot.valueChanged.connect(lambda _v: self.schedule())
+        self.objective.currentIndexChanged.connect(lambda _i: self._set_objective(self.objective.currentData()))
+        self.ttft.valueChanged.connect(lambda v: self._set_target("TTFT target", ttft_ms=v or None))
+        self.tpot.valueChanged.connect(lambda v: self._set_target("TPOT target", tpot_ms=v or None))
         self.hide_unfit.toggled.connect(self.proxy.set_hide_unfit)
         self.filter.textChanged.connect(self.proxy.set_text)
         self.run_button.clicked.connect(self.run_sweep)
@@ -287,21 +315,35 @@ class ExplorerWidget(QWidget):
         box.setSuffix(" ms")
         box.setToolTip(tip)
         box.setMaximumWidth(100)
+        box.setKeyboardTracking(False)  # one project edit on Return / focus out, not per keystroke
         return box
 
     def _load_targets(self, p: Project) -> None:
+        """Show the project's objective and targets (they are the project's, saved and undoable)."""
         for box, v in ((self.ttft, p.workload.ttft_ms), (self.tpot, p.workload.tpot_ms)):
-            box.blockSignals(True)
-            box.setValue(float(v or 0))
-            box.blockSignals(False)
+            if box.value() != float(v or 0):
+                box.blockSignals(True)
+                box.setValue(float(v or 0))
+                box.blockSignals(False)
+        i = self.objective.findData(p.explorer.objective)
+        if i != self.objective.currentIndex():
+            self.objective.blockSignals(True)
+            self.objective.setCurrentIndex(i)
+            self.objective.blockSignals(False)
+
+    def _set_objective(self, objective: str) -> None:
+        p = self.doc.project
+        if objective != p.explorer.objective:
+            self.doc.apply(p.replace(explorer=p.explorer.replace(objective=objective)),
+                           f"Objective: {OBJECTIVE_TEXT[objective]}", "explorer")
+
+    def _set_target(self, text: str, **changes: float | None) -> None:
+        self.doc.edit(text, "workload", lambda p: p.replace(workload=p.workload.replace(**changes)))
 
     # ------------------------------------------------------------------ sweeping
     def sweep_kwargs(self) -> dict:
-        return {
-            "objective": self.objective.currentData(),
-            "ttft_ms": self.ttft.value() or None,
-            "tpot_ms": self.tpot.value() or None,
-        }
+        """The sweep's objective and targets: the project's (:func:`studio.service.recommend.sweep_kwargs`)."""
+        return sweep_kwargs(self.doc.project)
 
     def schedule(self) -> None:
         """Re-run the sweep after the debounce interval (restarted on every call); while the
@@ -367,6 +409,7 @@ class ExplorerWidget(QWidget):
         """Fill the table, the plot and the reasons from a finished sweep."""
         self.result = result
         self.model.set_result(result)
+        self._objective_column_first(result.objective)
         self.plot.set_result(result)
         fits = int(result.columns["fits"].sum()) if result.candidates else 0
         self.status.setText(f"{result.candidates:,} candidates, {fits:,} fit")
@@ -377,6 +420,15 @@ class ExplorerWidget(QWidget):
         self._refresh_visible_tab()
         self.resultShown.emit(result)
 
+    def _objective_column_first(self, objective: str) -> None:
+        """Move the column the objective ranks by to the front (after the layout's TP/PP/EP/DP)."""
+        keys = [c.key for c in COLUMNS]
+        hh = self.table.horizontalHeader()
+        for key in OBJECTIVE_COLUMN.values():  # put the others back where they were
+            hh.moveSection(hh.visualIndex(keys.index(key)), keys.index(key))
+        lead = keys.index(OBJECTIVE_COLUMN[objective])
+        hh.moveSection(hh.visualIndex(lead), 0)
+
     def _show_reasons(self, r: SweepResult) -> None:
         head = (f"<b>Recommended for {html.escape(OBJECTIVE_TEXT[r.objective].lower())}:</b> "
                 + (html.escape(r.label(r.recommended)) if r.recommended is not None else "none"))
@@ -384,8 +436,8 @@ class ExplorerWidget(QWidget):
         self.reasons.setHtml(f"{head}<ul style='margin-top:2px; margin-left:-20px'>{items}</ul>")
 
     def _on_project(self, project: Project, kind: str) -> None:
+        self._load_targets(project)
         if kind == "file":
-            self._load_targets(project)
             self._pin_batch.clear()
         if _sweep_inputs(project) != self._inputs:
             self.schedule()
@@ -533,15 +585,25 @@ class ExplorerWidget(QWidget):
         self.doc.apply(self.doc.project.replace(layout=layout), text, "layout")
 
     def apply_row(self, row: int | None) -> None:
+        """Apply sweep row ``row`` as shown: its layout, micro-batches and batch (one undo step)."""
         if row is None or self.result is None:
             return
-        lay = self.result.layout(row)
-        self.apply_layout(lay, f"Apply layout {lay.label}")
+        lay, batch = self.result.layout(row), int(self.result.columns["batch"][row])
+        self.doc.apply(with_row(self.doc.project, lay, batch),
+                       f"Apply layout {lay.label} M={lay.micro_batches} batch {batch}", "layout")
 
     def apply_pinned(self, k: int) -> None:
+        """Apply pinned layout ``k``, with the batch it was pinned at when known (one undo step)."""
         p = self.doc.project
-        if 0 <= k < len(p.pinned):
-            self.apply_layout(p.pinned[k], f"Apply layout {p.pinned[k].label}")
+        if not 0 <= k < len(p.pinned):
+            return
+        lay = p.pinned[k]
+        batch = self._pin_batch.get(lay)
+        if batch is None:
+            self.apply_layout(lay, f"Apply layout {lay.label}")
+        else:
+            self.doc.apply(with_row(p, lay, batch), f"Apply layout {lay.label} M={lay.micro_batches} batch {batch}",
+                           "layout")
 
     def apply_placement(self, option: PlacementOption) -> None:
         comp = self.placement.comparison

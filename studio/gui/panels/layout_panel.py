@@ -20,6 +20,7 @@ from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.gui.document import ProjectDocument
+from studio.service.recommend import recommend, with_row
 
 
 def valid_choices(p: Project) -> dict[str, list[int]]:
@@ -153,27 +154,25 @@ class LayoutPanel(QWidget):
             self._apply(f"Layers per stage {text}", lambda q: q.layout.replace(layers_per_stage=split))
 
     def apply_best(self) -> bool:
-        """Run the sweep for the workload's targets and apply the recommended layout."""
-        try:
-            from studio.engine import sweep  # type: ignore[attr-defined]
-        except ImportError:
-            self.doc.message.emit("The layout sweep (studio.engine.sweep) is not installed")
-            return False
+        """Sweep with the project's objective and targets (the Explorer's, :mod:`studio.service.recommend`)
+        and apply the recommended layout, micro-batches and batch as one undo step."""
         p = self.doc.project
         QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
         try:
-            result = sweep(p, ttft_ms=p.workload.ttft_ms, tpot_ms=p.workload.tpot_ms)
+            result = recommend(p)
             if result.recommended is None:
                 self.doc.message.emit("No layout meets the targets on this cluster; relax TTFT/TPOT or add GPUs")
                 return False
-            best = result.layout(result.recommended)
+            row = int(result.recommended)
+            best, batch = result.layout(row), int(result.columns["batch"][row])
         except StudioError as exc:
             self.doc.message.emit(f"Sweep failed: {exc.message}")
             return False
         finally:
             QApplication.restoreOverrideCursor()
-        if best == p.layout:
+        new = with_row(p, best, batch)
+        if new == p:
             self.doc.message.emit(f"{best.label} is already the recommended layout")
             return True
-        self.doc.edit(f"Best layout {best.label}", "layout", lambda q: q.replace(layout=best))
+        self.doc.apply(new, f"Best layout {best.label} M={best.micro_batches} batch {batch}", "layout")
         return True

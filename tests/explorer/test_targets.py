@@ -1,0 +1,105 @@
+"""The Explorer's objective and targets are the project's; Apply applies the row as shown;
+"Best layout for my targets" recommends what the Explorer recommends; the Explorer has room."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+
+from studio.gui.document import ProjectDocument
+from studio.gui.explorer import ExplorerWidget
+from studio.gui.panels.layout_panel import LayoutPanel
+from studio.io.project_file import load_project
+
+
+@pytest.fixture
+def explorer(qtbot, dgx405):
+    doc = ProjectDocument(dgx405, threaded=False)
+    w = ExplorerWidget(doc, threaded=False)
+    qtbot.addWidget(w)
+    w.resize(1400, 800)
+    w.run_sweep()
+    return w
+
+
+def test_objective_is_a_saved_undoable_project_edit(explorer, tmp_path):
+    doc = explorer.doc
+    start = doc.project
+    explorer.objective.setFocus()
+    QTest.keyClick(explorer.objective, Qt.Key.Key_Down)  # throughput -> cost
+    assert doc.project.explorer.objective == "cost"
+    assert doc.undo_stack.undoText() == "Objective: Min $ per M tokens"
+    explorer.run_sweep()
+    assert explorer.result.objective == "cost"
+    hh = explorer.table.horizontalHeader()
+    assert explorer.model.headerData(hh.logicalIndex(0), Qt.Orientation.Horizontal) == "$/M tok"
+    doc.save(tmp_path / "plan.json")
+    assert load_project(tmp_path / "plan.json").explorer.objective == "cost"
+    doc.undo_stack.undo()
+    assert doc.project is start
+    assert explorer.objective.currentData() == "throughput"  # the box follows the project
+
+
+def test_targets_are_the_workloads(explorer):
+    doc = explorer.doc
+    explorer.tpot.setFocus()
+    explorer.tpot.lineEdit().selectAll()
+    QTest.keyClicks(explorer.tpot, "60")
+    QTest.keyClick(explorer.tpot, Qt.Key.Key_Return)
+    assert doc.project.workload.tpot_ms == 60
+    explorer.run_sweep()
+    assert explorer.result.tpot_ms == 60
+    doc.undo_stack.undo()
+    assert doc.project.workload.tpot_ms is None and explorer.tpot.value() == 0
+
+
+def test_apply_sets_layout_micro_batches_and_batch_in_one_step(explorer):
+    doc = explorer.doc
+    r = explorer.result
+    row = next(int(i) for i in r.order if r.columns["fits"][i] and r.columns["micro_batches"][i] > 1)
+    explorer.select_row(row)
+    QTest.mouseClick(explorer.apply_button, Qt.MouseButton.LeftButton)
+    p = doc.project
+    assert p.layout == r.layout(row)
+    assert p.layout.micro_batches == int(r.columns["micro_batches"][row])
+    assert p.workload.batch == int(r.columns["batch"][row])
+    assert doc.undo_stack.count() == 1
+
+
+def test_best_layout_button_recommends_what_the_explorer_recommends(explorer, qtbot):
+    doc = explorer.doc
+    panel = LayoutPanel(doc)
+    qtbot.addWidget(panel)
+    doc.apply(doc.project.replace(explorer=doc.project.explorer.replace(objective="latency")), "latency", "explorer")
+    explorer.run_sweep()
+    r = explorer.result
+    rec = int(r.recommended)
+    QTest.mouseClick(panel.best, Qt.MouseButton.LeftButton)
+    assert doc.project.layout == r.layout(rec)
+    assert doc.project.workload.batch == int(r.columns["batch"][rec])
+
+
+def test_run_is_visible_at_1280x800_and_the_explorer_gets_its_own_window(qtbot, dgx405):
+    from studio.gui.app import build_window
+
+    win = build_window(dgx405, threaded=False)
+    win.ask_save = lambda: "discard"
+    qtbot.addWidget(win)
+    win.show()
+    win.resize(1280, 800)
+    win.docks["Explorer"].raise_()
+    qtbot.waitExposed(win)
+    run = win.explorer.run_button
+    qtbot.waitUntil(lambda: run.isVisible())
+    top_left = run.mapTo(win, run.rect().topLeft())
+    bottom_right = run.mapTo(win, run.rect().bottomRight())
+    assert win.rect().contains(top_left) and win.rect().contains(bottom_right)
+    assert not run.visibleRegion().isEmpty()
+    QTest.mouseClick(win.explorer.own_window, Qt.MouseButton.LeftButton)
+    dock = win.docks["Explorer"]
+    assert dock.isFloating()
+    screen = win.screen().availableGeometry()  # the whole screen but a margin, not the dock's strip
+    assert dock.width() >= screen.width() - 48 and dock.height() >= screen.height() - 48
+    QTest.mouseClick(win.explorer.own_window, Qt.MouseButton.LeftButton)
+    assert not dock.isFloating()
