@@ -8,7 +8,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QFrame,
     QGridLayout,
-    QHBoxLayout,
     QLabel,
     QPushButton,
     QSplitter,
@@ -170,10 +169,8 @@ class MetricsPanel(QWidget):
         top = QWidget()
         tl = QVBoxLayout(top)
         tl.setContentsMargins(0, 0, 0, 0)
-        row = QHBoxLayout()
-        row.addWidget(self.status, 1)
-        row.addWidget(self.best, 0, Qt.AlignmentFlag.AlignTop)
-        tl.addLayout(row)
+        tl.addWidget(self.status)
+        tl.addWidget(self.best, 0, Qt.AlignmentFlag.AlignLeft)
         tl.addLayout(grid)
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(top)
