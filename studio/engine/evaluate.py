@@ -226,11 +226,13 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None) 
             if w is not None and (cc := _comm_cost(w, phase, a2a_size)):
                 comm.append(cc)
     timelines = {
-        "prefill": timeline("prefill", st.prefill_compute[:, 0], st.prefill_allreduce[:, 0] + st.prefill_alltoall[:, 0],
-                            st.prefill_p2p[:, 0], ctx.micro_batches),
-        "decode": timeline("decode", st.decode_compute[:, 0], st.decode_allreduce[:, 0] + st.decode_alltoall[:, 0],
-                           st.decode_p2p[:, 0], ctx.micro_batches),
+        "prefill": timeline("prefill", st.prefill_compute[:, 0], st.prefill_allreduce[:, 0], st.prefill_p2p[:, 0],
+                            ctx.micro_batches, alltoall_ms=st.prefill_alltoall[:, 0]),
+        "decode": timeline("decode", st.decode_compute[:, 0], st.decode_allreduce[:, 0], st.decode_p2p[:, 0],
+                           ctx.micro_batches, alltoall_ms=st.decode_alltoall[:, 0]),
     }
+    a2a_us = {ph: max((cc.time_us for cc in comm if cc.kind == "alltoall" and cc.phase == ph), default=0.0)
+              for ph in ("prefill", "decode")}
     world = layout.world_size
     tps = ctx.tokens_per_s
     usd_m = ctx.usd_per_hour / (tps * 3600.0) * 1e6 if tps > 0 else float("inf")
@@ -252,6 +254,7 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None) 
         usd_per_million_output_tokens=usd_m, stages=stages, comm=tuple(comm), timelines=timelines,
         warnings=plan_warnings(ctx), explanations=explanations(ctx),
         assumptions=_assumptions(ctx), calibration=cal.name if cal else None,
+        alltoall_us_per_layer_prefill=a2a_us["prefill"], alltoall_us_per_layer_decode=a2a_us["decode"],
     )
 
 

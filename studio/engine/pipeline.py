@@ -7,7 +7,8 @@ import numpy as np
 from studio.core.errors import StudioError
 from studio.engine.results import SEGMENT_KINDS, Timeline
 
-_COMPUTE, _AR, _P2P, _IDLE = (SEGMENT_KINDS.index(k) for k in ("compute", "allreduce", "p2p", "idle"))
+_COMPUTE, _AR, _A2A, _P2P, _IDLE = (
+    SEGMENT_KINDS.index(k) for k in ("compute", "allreduce", "alltoall", "p2p", "idle"))
 MAX_DRAWN_MICRO_BATCHES = 256
 
 
@@ -17,24 +18,29 @@ def timeline(
     allreduce_ms: np.ndarray,
     p2p_ms: np.ndarray,
     micro_batches: int,
+    alltoall_ms: np.ndarray | None = None,
 ) -> Timeline:
     """GPipe-style schedule of one step.
 
     Micro-batch ``m`` starts on stage ``s`` when stage ``s`` is done with ``m − 1`` and its
     activations from stage ``s − 1`` have arrived. Each (stage, micro-batch) cell is drawn as a
-    compute segment, an all-reduce segment (the stage's TP all-reduces, gathered), and a p2p
-    segment (hand-off to the next stage); gaps on a lane are idle segments.
+    compute segment, an all-reduce segment (the stage's TP all-reduces, gathered), an all-to-all
+    segment (the stage's MoE expert-parallel dispatch and combine, gathered) and a p2p segment
+    (hand-off to the next stage); gaps on a lane are idle segments.
 
     Parameters
     ----------
     compute_ms, allreduce_ms, p2p_ms:
         Per-stage times (ms) of one micro-batch; ``p2p_ms[s]`` is the hand-off to stage ``s + 1``.
+    alltoall_ms:
+        Per-stage EP all-to-all time (ms) of one micro-batch; ``None`` = none (dense model).
     """
     if phase not in ("prefill", "decode"):
         raise StudioError(f"timeline phase must be 'prefill' or 'decode' (got {phase!r})")
     p = len(compute_ms)
     m = max(1, min(int(micro_batches), MAX_DRAWN_MICRO_BATCHES))
-    work = np.asarray(compute_ms, float) + np.asarray(allreduce_ms, float)
+    a2a = np.zeros(p) if alltoall_ms is None else np.asarray(alltoall_ms, float)
+    work = np.asarray(compute_ms, float) + np.asarray(allreduce_ms, float) + a2a
     hand = np.asarray(p2p_ms, float)
     start = np.zeros((p, m))
     for s in range(p):
@@ -50,7 +56,7 @@ def timeline(
             t0 = start[s, k]
             if t0 > cursor + 1e-12:
                 lane.append(s), st.append(cursor), dur.append(t0 - cursor), kind.append(_IDLE), mb.append(-1)
-            for kd, d in ((_COMPUTE, compute_ms[s]), (_AR, allreduce_ms[s])):
+            for kd, d in ((_COMPUTE, compute_ms[s]), (_AR, allreduce_ms[s]), (_A2A, a2a[s])):
                 if d > 0:
                     lane.append(s), st.append(t0), dur.append(d), kind.append(kd), mb.append(k)
                     t0 += d

@@ -18,7 +18,7 @@ Severity = Literal["error", "warning", "info"]
 GIB = float(2**30)
 
 #: Segment kinds of a pipeline timeline, in drawing order; ``Timeline.kind`` indexes this tuple.
-SEGMENT_KINDS: tuple[str, ...] = ("compute", "allreduce", "p2p", "idle")
+SEGMENT_KINDS: tuple[str, ...] = ("compute", "allreduce", "alltoall", "p2p", "idle")
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +189,8 @@ class PlanResult:
     explanations: dict[str, Explanation]
     assumptions: tuple[str, ...] = ()
     calibration: str | None = None
+    alltoall_us_per_layer_prefill: float = 0.0  # one EP all-to-all of a MoE layer (0 without EP)
+    alltoall_us_per_layer_decode: float = 0.0
 
     @property
     def gpus(self) -> int:

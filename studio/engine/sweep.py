@@ -164,8 +164,9 @@ def sweep(
     combos = layout_candidates(project, n_gpus)
     cols: dict[str, list[np.ndarray]] = {k: [] for k in COLUMNS}
     reasons_unfit: list[str] = []
-    extra: dict[str, list[np.ndarray]] = {"allreduce_ms": [], "bottleneck": [], "max_seqs": []}
+    extra: dict[str, list[np.ndarray]] = {"allreduce_ms": [], "alltoall_ms": [], "bottleneck": [], "max_seqs": []}
     kinds: list[str] = []
+    a2a_kinds: list[str] = []
     cancelled = False
     for k, (tp, pp, dp, ep) in enumerate(combos):
         if progress is not None and progress(k / len(combos)) is False:
@@ -178,6 +179,7 @@ def sweep(
         except StudioError as exc:  # e.g. GPUs of a group not linked
             _append_unfit(cols, reasons_unfit, extra, tp, pp, dp, ep, str(exc))
             kinds.append("")
+            a2a_kinds.append("")
             continue
         rows = _rows(lc, grid, seq_len, wl, c, usd_per_hour, project, ttft_ms, tpot_ms, topo)
         for name in COLUMNS:
@@ -186,6 +188,7 @@ def sweep(
             extra[name].append(rows[name])
         reasons_unfit.extend(rows["reasons"])
         kinds.extend([rows["kind"]] * len(rows["tp"]))
+        a2a_kinds.extend([rows["a2a_kind"]] * len(rows["tp"]))
     columns = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items()}
     for k in ("tp", "pp", "dp", "ep", "micro_batches", "batch", "kv_capacity_tokens", "warnings_count"):
         columns[k] = columns[k].astype(np.int64)
@@ -195,6 +198,7 @@ def sweep(
     order = _order(columns, objective)
     pareto = pareto_front(columns["tokens_per_s_per_gpu"], columns["tokens_per_s_per_user"], columns["fits"])
     rec = int(order[0]) if len(order) and columns["fits"][order[0]] and columns["meets_targets"][order[0]] else None
+    ex["a2a_kind"] = a2a_kinds  # type: ignore[assignment]
     reasons = _reasons(columns, reasons_unfit, ex, kinds, order, rec, objective, model.num_layers)
     if progress is not None and not cancelled:
         progress(1.0)
@@ -268,7 +272,14 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
         else:
             reasons.append(f"batch {int(B[i])} exceeds the {max_seqs} sequences the KV cache holds")
     # decisive facts for the reasons text
-    ar_ms = sv_t.decode_allreduce_ms
+    # serve_times sums all-reduces and all-to-alls; the reasons name each collective
+    a2a_ms = sv_t.steps.decode_alltoall.sum(axis=0)[sv_t.index] * np.maximum(1.0, M / max(1, pp))
+    ar_ms = sv_t.decode_allreduce_ms - a2a_ms
+    a2a_kind = ""
+    for cols_ in lc.alltoall[:1]:
+        for col in cols_[:1]:
+            if col.algos and col.algos[0].bottleneck_kind:
+                a2a_kind = col.algos[0].bottleneck_kind
     bott_kind = ""
     for cols_ in lc.allreduce[:1]:
         for col in cols_[:1]:
@@ -283,8 +294,8 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
         "ttft_ms": ttft, "tpot_ms": tpot, "tokens_per_s": tps, "tokens_per_s_per_gpu": tps / world,
         "tokens_per_s_per_user": np.where(fits, 1e3 / tpot, 0.0), "usd_per_million": usd_m,
         "bubble": np.asarray(bubble, dtype=float) * np.ones(n), "warnings_count": wcount, "meets_targets": meets,
-        "allreduce_ms": ar_ms, "bottleneck": np.zeros(n), "max_seqs": np.full(n, max_seqs, dtype=float),
-        "reasons": reasons, "kind": bott_kind,
+        "allreduce_ms": ar_ms, "alltoall_ms": a2a_ms, "bottleneck": np.zeros(n),
+        "max_seqs": np.full(n, max_seqs, dtype=float), "reasons": reasons, "kind": bott_kind, "a2a_kind": a2a_kind,
     }
 
 
@@ -349,8 +360,7 @@ def _reasons(col, unfit, ex, kinds, order, rec, objective, num_layers) -> list[s
             f"{_fmt_layout(col, best)} with M={col['micro_batches'][best]} at batch {col['batch'][best]} wins on "
             f"{objective}: {col['tokens_per_s_per_gpu'][best]:,.0f} tok/s per GPU, {col['tokens_per_s_per_user'][best]:.1f} "
             f"tok/s per user, TTFT {col['ttft_ms'][best]:,.0f} ms, TPOT {col['tpot_ms'][best]:.1f} ms, "
-            f"${col['usd_per_million'][best]:.2f} per M tokens; TP all-reduces cost {ex['allreduce_ms'][best]:.1f} ms "
-            f"per decode step over {kinds[best] or 'no link (TP=1)'}"
+            f"${col['usd_per_million'][best]:.2f} per M tokens; {_collectives(ex, kinds, best)}"
         )
     seen = {(col["tp"][best], col["pp"][best], col["ep"][best])}
     for i in order:
@@ -365,6 +375,18 @@ def _reasons(col, unfit, ex, kinds, order, rec, objective, num_layers) -> list[s
     return out
 
 
+def _collectives(ex, kinds, i: int) -> str:  # noqa: ANN001
+    """What the collectives of row ``i`` cost per decode step, each named with its link."""
+    if kinds[i]:
+        text = f"TP all-reduces cost {ex['allreduce_ms'][i]:.1f} ms per decode step over {kinds[i]}"
+    else:
+        text = "no TP all-reduces (TP=1)"
+    a2a = float(ex["alltoall_ms"][i])
+    if a2a > 0:
+        text += f", EP all-to-alls {a2a:.1f} ms over {ex['a2a_kind'][i] or 'the expert group'}"
+    return text
+
+
 def _tradeoff(col, unfit, ex, kinds, best, i, key, unit, higher) -> str:  # noqa: ANN001
     name = _fmt_layout(col, i)
     if not col["fits"][i]:
@@ -376,6 +398,10 @@ def _tradeoff(col, unfit, ex, kinds, best, i, key, unit, higher) -> str:  # noqa
     if ar_i > 1.5 * ar_b + 0.05:
         facts.append(f"its TP all-reduces take {ar_i:.1f} ms per decode step over {kinds[i] or 'the network'} "
                      f"vs {ar_b:.1f} ms")
+    a2a_b, a2a_i = float(ex["alltoall_ms"][best]), float(ex["alltoall_ms"][i])
+    if a2a_i > 1.5 * a2a_b + 0.05:
+        facts.append(f"its EP all-to-alls take {a2a_i:.1f} ms per decode step over "
+                     f"{ex['a2a_kind'][i] or 'the expert group'} vs {a2a_b:.1f} ms")
     if col["bubble"][i] > col["bubble"][best] + 0.05:
         facts.append(f"pipeline bubble {col['bubble'][i]:.0%} vs {col['bubble'][best]:.0%}")
     if ex["max_seqs"][i] < ex["max_seqs"][best] * 0.8:

@@ -6,12 +6,14 @@ from __future__ import annotations
 SEGMENT_COLORS: dict[str, str] = {
     "compute": "#4c6ef5",
     "allreduce": "#f76707",
+    "alltoall": "#0ca678",
     "p2p": "#ae3ec9",
     "idle": "#ced4da",
 }
 SEGMENT_LABELS: dict[str, str] = {
     "compute": "Compute",
     "allreduce": "AllReduce (TP)",
+    "alltoall": "All-to-all (EP)",
     "p2p": "P2P (stage → stage)",
     "idle": "Idle (bubble)",
 }

@@ -43,6 +43,7 @@ FIGURES: tuple[Figure, ...] = (
     Figure("p2p", "P2P / boundary", ("p2p_us_per_boundary_decode", "p2p")),
     Figure("bubble", "Bubble", ("bubble_fraction", "bubble")),
     Figure("memory", "Peak memory", ("peak_memory", "memory", "weights")),
+    Figure("alltoall", "All-to-all (EP) / layer", ("alltoall_us_per_layer_decode", "alltoall")),
 )
 
 
@@ -98,10 +99,35 @@ def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
         return _us(r.p2p_us_per_boundary_decode), f"prefill {_us(r.p2p_us_per_boundary_prefill)}"
     if key == "bubble":
         return f"{r.bubble_fraction:.0%}", f"M = {r.micro_batches}"
+    if key == "alltoall":
+        if not has_alltoall(r):
+            return "—", "no expert all-to-all"
+        return _us(r.alltoall_us_per_layer_decode), f"prefill {_us(r.alltoall_us_per_layer_prefill)}"
     if key == "memory":
         m = r.peak_memory
         return f"{m.total / GIB:,.1f} GiB", f"of {m.capacity / GIB:,.0f} GiB ({m.gpu_id})"
     raise KeyError(key)
+
+
+def has_alltoall(r: PlanResult) -> bool:
+    """Whether the layout runs MoE expert-parallel all-to-alls (EP larger than TP)."""
+    return any(c.kind == "alltoall" for c in r.comm)
+
+
+def alltoall_text(r: PlanResult) -> str:
+    """How the all-to-all figure comes about, from the engine's costed collectives."""
+    lines = []
+    for c in r.comm:
+        if c.kind != "alltoall":
+            continue
+        lines.append(
+            f"{c.phase}: {_us(c.time_us)} per all-to-all over {len(c.group)} GPUs = {c.latency_us:,.1f} µs latency "
+            f"+ {c.message_bytes / 2**20:,.2f} MiB per GPU at {c.bandwidth_gbps:,.1f} GB/s"
+            + (f" (bottleneck: {c.bottleneck_kind})" if c.bottleneck_kind else "")
+        )
+    head = ("All-to-all (EP) per MoE layer: each GPU sends its tokens' hidden states to the GPUs holding "
+            "their experts (dispatch) and gets the results back (combine); the timeline draws both.")
+    return "\n".join([head, *lines]) if lines else "No expert all-to-all: EP is not larger than TP, or the model is dense."
 
 
 class FigureCard(QFrame):
@@ -158,6 +184,7 @@ class MetricsPanel(QWidget):
         grid.setSpacing(4)
         for i, fig in enumerate(FIGURES):
             card = FigureCard(fig)
+            card.setVisible(fig.key != "alltoall")  # shown once a plan has expert all-to-alls
             card.clicked.connect(self.show_why)
             self.cards[fig.key] = card
             grid.addWidget(card, i // 2, i % 2)
@@ -199,7 +226,12 @@ class MetricsPanel(QWidget):
             card = self.cards[fig.key]
             value, caption = figure_value(r, fig.key)
             e = find_explanation(r.explanations, fig.keys)
-            tip = f"<pre>{_html(e.as_text())}</pre>" if e else f"{fig.title}: no breakdown from the engine"
+            if fig.key == "alltoall":
+                card.setVisible(has_alltoall(r))
+                e = None
+                tip = f"<pre>{_html(alltoall_text(r))}</pre>"
+            else:
+                tip = f"<pre>{_html(e.as_text())}</pre>" if e else f"{fig.title}: no breakdown from the engine"
             for setter, getter, text in (
                 (card.value.setText, card.value.text, value),
                 (card.caption.setText, card.caption.text, caption),
@@ -232,8 +264,11 @@ class MetricsPanel(QWidget):
         if r is None:
             return
         fig = next(f for f in FIGURES if f.key == key)
-        e = find_explanation(r.explanations, fig.keys)
-        text = e.as_text() if e else f"{fig.title}: the engine gave no breakdown for this figure."
+        e = None if key == "alltoall" else find_explanation(r.explanations, fig.keys)
+        if key == "alltoall":
+            text = alltoall_text(r)
+        else:
+            text = e.as_text() if e else f"{fig.title}: the engine gave no breakdown for this figure."
         if r.assumptions and key == "ttft":
             text += "\n\nAssumptions:\n" + "\n".join(f"  • {a}" for a in r.assumptions)
         if text != self.why.toPlainText():
