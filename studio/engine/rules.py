@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from studio.core.parallelism import heads_reason
+from studio.core.precision import DType
 from studio.engine.context import PlanContext
 from studio.engine.results import PlanWarning
 from studio.engine.shapes import stage_shapes
@@ -127,10 +128,30 @@ def _fit(ctx: PlanContext) -> list[PlanWarning]:
         )]
     s = int(ctx.pool.argmin())
     return [PlanWarning(
-        "DOES_NOT_FIT", "error", ctx.fit_reason,
-        "use more GPUs per stage (TP or PP), quantise the weights (FP8), or raise gpu_memory_utilization",
+        "DOES_NOT_FIT", "error", ctx.fit_reason, _fit_advice(ctx),
         gpus=tuple(g for rep in ctx.lc.groups for g in rep[s]),
     )]
+
+
+#: Weight formats narrower than FP8: nothing left to suggest below them.
+_NARROW = {DType.FP4, DType.INT4}
+_QUANTISED = {DType.FP8, DType.INT8} | _NARROW
+
+
+def _fit_advice(ctx: PlanContext) -> str:
+    """Only the remedies the project does not use yet: a narrower weight format when the linear
+    weights are wider than it, a higher memory share when it is below 95 %."""
+    p = ctx.precision
+    linear = {p.attention, p.mlp} | ({p.experts} if ctx.project.model.moe is not None else set())
+    steps = ["use more GPUs per stage (TP or PP)"]
+    if not linear <= _QUANTISED:
+        steps.append("quantise the weights (FP8)")
+    elif not linear <= _NARROW:
+        steps.append("quantise the weights further (FP4/INT4) if the serving engine supports it")
+    util = ctx.project.serving.gpu_memory_utilization
+    if util < 0.95:
+        steps.append(f"raise gpu_memory_utilization (now {util:.0%})")
+    return ", ".join(steps[:-1]) + (" or " if len(steps) > 1 else "") + steps[-1]
 
 
 def _bubble(ctx: PlanContext) -> list[PlanWarning]:

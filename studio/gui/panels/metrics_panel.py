@@ -16,10 +16,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.engine.results import GIB, Explanation, PlanResult
+from studio.engine.results import Explanation, PlanResult
 from studio.gui.memory_bars import MemoryBarsWidget
 from studio.gui.panels.fit_label import FitLabel
 from studio.gui.panels.value_label import ValueLabel
+from studio.service import units
 from studio.service.messages import one_line
 
 
@@ -71,26 +72,26 @@ def _si(v: float, unit: str) -> str:
 
 
 def _us(v: float) -> str:
-    """A time given in µs, in ms from 10 ms up: ``25.6 µs``, ``2,493 µs``, ``146 ms``."""
-    if v >= 10_000:
-        return f"{v / 1000:,.3g} ms" if v < 100_000 else f"{v / 1000:,.0f} ms"
-    return f"{v:,.1f} µs" if v < 100 else f"{v:,.0f} µs"
+    """A time given in µs (:func:`studio.service.units.duration_us`)."""
+    return units.duration_us(v)
 
 
 def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
     """Text of a figure and its small caption (per-phase detail)."""
     if key == "ttft":
-        return f"{r.ttft_ms:,.1f} ms", f"request {r.request_latency_ms / 1000:,.1f} s"
+        return units.duration_ms(r.ttft_ms), f"request {units.duration_ms(r.request_latency_ms)}"
     if key == "tpot":
-        return f"{r.tpot_ms:,.2f} ms", f"{r.tokens_per_s_per_user:,.1f} tok/s/user"
+        return units.duration_ms(r.tpot_ms, 2), f"{r.tokens_per_s_per_user:,.1f} tok/s/user"
     if key == "throughput":
+        if r.output_tokens_per_s <= 0:
+            return "—", "does not fit: no tokens"
         return _si(r.output_tokens_per_s, "tok/s"), f"{_si(r.output_tokens_per_s_per_gpu, 'tok/s')}/GPU"
     if key == "cost":
-        return f"${r.usd_per_million_output_tokens:,.2f}", f"${r.usd_per_hour:,.2f}/hour"
+        return units.usd(r.usd_per_million_output_tokens), f"{units.usd(r.usd_per_hour)}/hour"
     if key == "kv":
         return _si(float(r.kv_capacity_tokens), "tok"), f"{r.max_concurrent_sequences:,} sequences"
     if key == "batch":
-        return f"{r.batch:,}", "auto (fits KV)" if r.batch_auto else "fixed"
+        return f"{r.batch:,}", batch_caption(r)
     if key == "allreduce":
         return _us(r.allreduce_us_per_layer_decode), f"prefill {_us(r.allreduce_us_per_layer_prefill)}"
     if key == "p2p":
@@ -105,8 +106,30 @@ def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
         return _us(r.alltoall_us_per_layer_decode), f"prefill {_us(r.alltoall_us_per_layer_prefill)}"
     if key == "memory":
         m = r.peak_memory
-        return f"{m.total / GIB:,.1f} GiB", f"of {m.capacity / GIB:,.0f} GiB ({m.gpu_id})"
+        return units.size_bytes(m.total), f"of {units.size_bytes(m.capacity, 0)} ({m.gpu_id})"
     raise KeyError(key)
+
+
+def assumption(r: PlanResult, key: str) -> str:
+    """What a figure assumes, first in its tooltip and breakdown, so that throughput and
+    batch × tok/s per user are not read as the same quantity."""
+    if key == "throughput":
+        return (f"Sustained throughput: {r.layout.dp} replica(s) × batch {r.batch:,}, each sequence prefilled and "
+                "then decoded, so prefill time is included; it is below batch × tok/s per user.")
+    if key == "tpot":
+        return (f"Decode only: one token per sequence per step for the {r.batch:,} running sequences; "
+                f"{r.tokens_per_s_per_user:,.1f} tok/s per user is 1000 / TPOT.")
+    return ""
+
+
+def batch_caption(r: PlanResult) -> str:
+    """What sets the batch: the KV cache ("auto (fits KV)") only when it is what limits it, else
+    the workload's cap ("auto (capped at 256)"), or the user ("fixed")."""
+    if not r.batch_auto:
+        return "fixed"
+    if r.batch >= r.max_concurrent_sequences:
+        return "auto (fits KV)"
+    return f"auto (capped at {r.batch:,})"
 
 
 def has_alltoall(r: PlanResult) -> bool:
@@ -232,6 +255,8 @@ class MetricsPanel(QWidget):
                 tip = f"<pre>{_html(alltoall_text(r))}</pre>"
             else:
                 tip = f"<pre>{_html(e.as_text())}</pre>" if e else f"{fig.title}: no breakdown from the engine"
+                if note := assumption(r, fig.key):
+                    tip = f"<p>{_html(note)}</p>{tip}"
             for setter, getter, text in (
                 (card.value.setText, card.value.text, value),
                 (card.caption.setText, card.caption.text, caption),
@@ -269,6 +294,8 @@ class MetricsPanel(QWidget):
             text = alltoall_text(r)
         else:
             text = e.as_text() if e else f"{fig.title}: the engine gave no breakdown for this figure."
+        if note := assumption(r, key):
+            text = f"{note}\n\n{text}"
         if r.assumptions and key == "ttft":
             text += "\n\nAssumptions:\n" + "\n".join(f"  • {a}" for a in r.assumptions)
         if text != self.why.toPlainText():

@@ -79,7 +79,7 @@ class ModelPanel(QWidget):
             self.kv.addItem(d.upper(), d)
         self.isl = _spin(1, 10_000_000, " tokens")
         self.osl = _spin(1, 10_000_000, " tokens")
-        self.batch_auto = QCheckBox("auto (fill the KV cache)")
+        self.batch_auto = QCheckBox("auto (fill the KV cache, ≤ max batch)")
         self.batch = _spin(1, 1_000_000)
         self.ttft = _dspin(0, 1e6, 0, " ms", "no target")
         self.tpot = _dspin(0, 1e5, 1, " ms", "no target")
@@ -102,6 +102,7 @@ class ModelPanel(QWidget):
         form.addRow("Price", self.price)
         self.refresh(doc.project)
         doc.projectChanged.connect(self._on_project)
+        doc.resultReady.connect(self._on_result)
         self.model.activated.connect(self._model_chosen)
         self.load_button.clicked.connect(self._load_config)
         self.weight.currentIndexChanged.connect(lambda _i: self._serving("Weight precision", weight_dtype=self.weight.currentData()))
@@ -116,6 +117,18 @@ class ModelPanel(QWidget):
 
     def _on_project(self, p: Project, _kind: str) -> None:
         self.refresh(p)
+
+    def _on_result(self, r, _revision: int) -> None:  # noqa: ANN001 - PlanResult
+        """With batch 'auto', the (disabled) box shows the batch the engine chose, so turning auto
+        off keeps it."""
+        if not r.batch_auto or self.batch.value() == r.batch:
+            return
+        self._updating = True
+        try:
+            self.batch.setValue(r.batch)
+            self.batch.setToolTip(f"batch in use: {r.batch:,} sequences per replica, chosen by 'auto'")
+        finally:
+            self._updating = False
 
     def refresh(self, p: Project) -> None:
         """Show ``p`` without emitting edits."""
