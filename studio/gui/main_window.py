@@ -76,7 +76,7 @@ class MainWindow(QMainWindow):
 
         self.scene = ClusterScene(doc, catalog, self)
         self.canvas = CanvasView(self.scene)
-        self.setCentralWidget(self.canvas)
+        self.setCentralWidget(self.canvas.pane())
         self.palette = Palette(catalog)
         self.model_panel = ModelPanel(doc, catalog)
         self.layout_panel = LayoutPanel(doc)

@@ -131,7 +131,7 @@ class MemoryBarsWidget(QWidget):
         super().__init__(parent)
         self.bars: list[Bar] = []
         self._rects: list[QRectF] = []
-        self.setMinimumHeight(150)
+        self.setMinimumHeight(110)  # the window must fit a 1366×768 screen
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setMouseTracking(True)
         self._font = QFont()

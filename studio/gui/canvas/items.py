@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPainterPath, QPen
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import (
     QGraphicsItem,
     QGraphicsLineItem,
@@ -215,9 +215,8 @@ class NodeItem(QGraphicsObject):
         p.setPen(QColor("white"))
         p.setFont(BOLD)
         n = self.node
-        text = f"{n.name}   {len(n.gpus)}/{n.slots} GPUs"
-        p.drawText(r.adjusted(10, 0, -10, 0).adjusted(0, 0, 0, HEADER_H - r.height()),
-                   Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text)
+        box = r.adjusted(10, 0, -10, 0).adjusted(0, 0, 0, HEADER_H - r.height())
+        p.drawText(box, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, header_text(n, p.fontMetrics(), box.width()))
 
     def set_flash(self, on: bool) -> None:
         self.flash = on
@@ -227,6 +226,14 @@ class NodeItem(QGraphicsObject):
         if change == QGraphicsItem.GraphicsItemChange.ItemPositionHasChanged and self.scene() is not None:
             self.scene().node_moved(self)  # type: ignore[attr-defined]
         return super().itemChange(change, value)
+
+
+def header_text(node: Node, fm: QFontMetrics, width: float) -> str:
+    """Node header: name and used slots. A long name is cut in the middle, so the end that tells
+    nodes apart ("… tray 7", "… #1") stays readable."""
+    count = f"   {len(node.gpus)}/{node.slots} GPUs"
+    room = max(0, int(width - fm.horizontalAdvance(count)))
+    return fm.elidedText(node.name, Qt.TextElideMode.ElideMiddle, room) + count
 
 
 class ClusterSwitchItem(QGraphicsObject):

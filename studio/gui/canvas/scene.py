@@ -23,6 +23,7 @@ from studio.core import edits
 from studio.core.errors import StudioError
 from studio.core.hardware import Cluster, LinkKind, Node
 from studio.core.project import Project
+from studio.gui.canvas.free_spot import free_offset
 from studio.gui.canvas.items import (
     BundleItem,
     ClusterSwitchItem,
@@ -515,7 +516,14 @@ class ClusterScene(QGraphicsScene):
         kinds = [cat.links[k] for k in sorted(names)]
         spec = cat.gpus[t.gpu_type]
         def add(c: Cluster) -> tuple[Cluster, str]:
+            before = {s.id for s in c.switches}
             c, ids = edits.add_template_node(c, t, spec, kinds, x=pos.x(), y=pos.y())
+            new = set(ids) | {s.id for s in c.switches if s.id not in before}
+            dx = free_offset(c, new)  # never on top of what is drawn
+            if dx:
+                moved = {n.id: (n.x + dx, n.y) for n in c.nodes if n.id in new}
+                moved.update({s.id: (s.x + dx, s.y) for s in c.switches if s.id in new})
+                c = edits.move_nodes(c, moved)
             c, joined = edits.join_fabric(c, ids)
             return c, (f"{joined} NIC{'s' if joined > 1 else ''} to the fabric" if joined else "")
 

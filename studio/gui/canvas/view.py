@@ -7,14 +7,14 @@ from PySide6.QtGui import QImage, QKeyEvent, QKeySequence, QMouseEvent, QPainter
 from PySide6.QtWidgets import QGraphicsView, QInputDialog, QWidget
 
 from studio.gui.canvas.items import NodeItem
-from studio.gui.canvas.legend import Legend
+from studio.gui.canvas.legend import CanvasPane, Legend
 from studio.gui.canvas.scene import ClusterScene
 
 MIN_ZOOM, MAX_ZOOM = 0.05, 6.0
 
 
 class CanvasView(QGraphicsView):
-    """Shows a :class:`ClusterScene`; owns the legend overlay."""
+    """Shows a :class:`ClusterScene`; owns the legend (shown under it by :meth:`pane`)."""
 
     def __init__(self, scene: ClusterScene, parent: QWidget | None = None) -> None:
         super().__init__(scene, parent)
@@ -32,7 +32,7 @@ class CanvasView(QGraphicsView):
         self._space = False
         self._panning = False
         self._pan_from = None
-        self.legend = Legend(self)
+        self.legend = Legend()
         scene.doc.projectChanged.connect(self._on_change)
         scene.doc.resultReady.connect(self._on_change)
         self.refresh_legend()
@@ -45,15 +45,10 @@ class CanvasView(QGraphicsView):
         p = self.cluster_scene.doc.project
         pl = self.cluster_scene.placement
         self.legend.set_content(p.cluster, p.layout.pp, p.layout.tp, bool(pl and pl.slow_links))
-        self._place_legend()
 
-    def _place_legend(self) -> None:
-        vp = self.viewport()
-        self.legend.move(vp.width() - self.legend.width() - 8, vp.height() - self.legend.height() - 8)
-
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
-        super().resizeEvent(event)
-        self._place_legend()
+    def pane(self) -> CanvasPane:
+        """This view with the legend strip under it (the window's central widget)."""
+        return CanvasPane(self, self.legend)
 
     # ------------------------------------------------------------- zoom/pan
     @property
@@ -66,24 +61,19 @@ class CanvasView(QGraphicsView):
             self.scale(factor, factor)
 
     def fit(self) -> None:
-        """Fit the whole cluster in view, beside or above the legend (whichever leaves it
-        larger), capped at 1.5× zoom."""
+        """Fit the whole cluster in view (the legend is under the view, not on it), capped at
+        1.5× zoom."""
         rect = self.scene().itemsBoundingRect()
         if rect.isEmpty():
             return
         rect = rect.adjusted(-20, -20, 20, 20)
         vw, vh = self.viewport().width(), self.viewport().height()
-        lw, lh = self.legend.width() + 16, self.legend.height() + 16
-        above = (min(vw / rect.width(), max(1, vh - lh) / rect.height()), (vw / 2, (vh - lh) / 2))
-        beside = (min(max(1, vw - lw) / rect.width(), vh / rect.height()), ((vw - lw) / 2, vh / 2))
-        scale, (fx, fy) = max(above, beside, key=lambda t: t[0])
-        scale = min(scale, 1.5)
+        scale = min(vw / rect.width(), vh / rect.height(), 1.5)
         margin = max(vw, vh) / max(scale, 1e-3)
         self.setSceneRect(rect.adjusted(-margin, -margin, margin, margin))
         self.resetTransform()
         self.scale(scale, scale)
-        c = rect.center()
-        self.centerOn(c.x() + (vw / 2 - fx) / scale, c.y() + (vh / 2 - fy) / scale)
+        self.centerOn(rect.center())
 
     def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt API
         steps = event.angleDelta().y() / 120.0
@@ -160,20 +150,21 @@ class CanvasView(QGraphicsView):
 
     # ---------------------------------------------------------------- export
     def render_image(self, scale: float = 2.0) -> QImage:
-        """The whole cluster (not just the visible part) as an image, legend included."""
+        """The whole cluster (not just the visible part) as an image, with the legend under the
+        drawing (never on it)."""
         rect = self.scene().itemsBoundingRect().adjusted(-20, -20, 20, 20)
         w, h = max(1, int(rect.width() * scale)), max(1, int(rect.height() * scale))
-        img = QImage(w, h, QImage.Format.Format_ARGB32_Premultiplied)
+        probe = QImage(1, 1, QImage.Format.Format_ARGB32_Premultiplied)
+        lp = QPainter(probe)
+        legend_h = self.legend.paint_into(lp, rect.width())  # measured at the drawing's width
+        lp.end()
+        img = QImage(w, h + int(legend_h * scale), QImage.Format.Format_ARGB32_Premultiplied)
         img.fill(self.scene().backgroundBrush().color())
         p = QPainter(img)
         p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
         self.scene().render(p, QRectF(0, 0, w, h), rect)
-        self.legend.render(p, self.legend.rect().topRight() * 0 + _legend_origin(w, self.legend.width()))
+        p.translate(0, h)
+        p.scale(scale, scale)
+        self.legend.paint_into(p, rect.width())
         p.end()
         return img
-
-
-def _legend_origin(width: int, legend_w: int):
-    from PySide6.QtCore import QPoint
-
-    return QPoint(max(0, width - legend_w - 10), 10)

@@ -215,6 +215,7 @@ class MetricsPanel(QWidget):
         self.why = QTextBrowser()
         self.why.setObjectName("why")
         self.why.setPlaceholderText("Click a figure to see how it was computed.")
+        self.why.setMinimumHeight(44)  # two lines; the window must fit a 1366×768 screen
         self._why_key = "ttft"
         top = QWidget()
         tl = QVBoxLayout(top)

@@ -1,0 +1,96 @@
+"""Legible at a glance: the legend never covers the drawing, the window fits 1366×768, new nodes
+land where nothing else is, and nodes with long names stay told apart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from gui_helpers import engine_evaluate, send_drop
+from PySide6.QtCore import QPointF, QRect
+
+from studio.io.project_file import load_project
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "presets" / "examples").glob("*.json"))
+
+
+@pytest.fixture
+def window(qtbot, project):
+    engine_evaluate()
+    from studio.gui.app import build_window
+
+    win = build_window(project, threaded=False)
+    win.ask_save = lambda: "discard"
+    qtbot.addWidget(win)
+    win.resize(1280, 800)
+    win.show()
+    qtbot.waitExposed(win)
+    win.doc.recompute_now()
+    return win
+
+
+def _global_rect(w) -> QRect:
+    return QRect(w.mapToGlobal(w.rect().topLeft()), w.size())
+
+
+def test_the_legend_is_a_strip_under_the_canvas_not_on_it(window, qtbot):
+    legend, view = window.canvas.legend, window.canvas
+    assert legend.isVisible() and legend.entries
+    assert not _global_rect(legend).intersects(_global_rect(view.viewport()))
+    for _ in range(6):  # zoom in and pan: the drawing never runs under the legend
+        view.zoom_by(1.3)
+    assert not _global_rect(legend).intersects(_global_rect(view.viewport()))
+    assert legend.font_pixel_size >= 9
+    heads = [e.text for e in legend.entries if e.sample == "heading"]
+    assert heads == ["Links", "Stages (TP group = 8 GPUs)"]
+
+
+def test_the_exported_canvas_puts_the_legend_below_the_drawing(window):
+    view = window.canvas
+    rect = view.scene().itemsBoundingRect().adjusted(-20, -20, 20, 20)
+    img = view.render_image(scale=1.0)
+    assert img.width() == int(rect.width())
+    assert img.height() > int(rect.height()) + 20  # the legend rows are added under the drawing
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_the_window_fits_a_1366x768_screen(qtbot, path):
+    from studio.gui.app import build_window
+
+    win = build_window(load_project(path), threaded=False)
+    win.ask_save = lambda: "discard"
+    qtbot.addWidget(win)
+    win.show()
+    hint = win.minimumSizeHint()
+    assert hint.width() <= 1366 and hint.height() <= 700, hint  # 768 less a task bar and a title bar
+    win.resize(1366, 700)
+    assert (win.width(), win.height()) == (1366, 700)
+
+
+def test_a_node_dropped_over_the_drawing_moves_to_free_canvas(window):
+    from studio.gui.canvas.free_spot import free_offset
+
+    doc, scene = window.doc, window.scene
+    first = scene.nodes[doc.project.cluster.nodes[0].id]
+    near = first.mapToScene(first.boundingRect().bottomRight()) + QPointF(10, 10)  # just off its corner
+    item = window.palette.items[("node-template", "dgx-h100")]
+    window.canvas.centerOn(near)
+    _, dropped = send_drop(window.canvas, window.palette.tree.mimeData([item]), near)
+    assert dropped
+    c = doc.project.cluster
+    new = c.nodes[-1]
+    assert (new.x, new.y) != (near.x(), near.y())  # moved off the other nodes
+    assert free_offset(c, {new.id}) == 0.0
+    assert doc.undo_stack.count() == 1
+
+
+def test_long_node_names_keep_their_distinguishing_end(qtbot):
+    from PySide6.QtGui import QFont, QFontMetrics
+
+    from studio.gui.canvas.items import header_text
+
+    gb = load_project(next(p for p in EXAMPLES if "gb200" in p.stem))
+    fm = QFontMetrics(QFont())
+    texts = {header_text(n, fm, 200) for n in gb.cluster.nodes}
+    assert len(texts) == len(gb.cluster.nodes)  # 18 trays, 18 different headers
+    assert all(t.split("   ")[0].endswith(f"tray {k}") for k, t in enumerate(header_text(n, fm, 200) for n in gb.cluster.nodes))
