@@ -8,10 +8,16 @@ from pathlib import Path
 from studio.core.errors import StudioError
 from studio.core.project import Project
 
+VIEWS = ("main", "explorer", "explorer-window")
 
-def render_main_window(project: Project | None, out: Path, size: tuple[int, int] = (1280, 800)) -> Path:
+
+def render_main_window(project: Project | None, out: Path, size: tuple[int, int] = (1280, 800),
+                       view: str = "main") -> Path:
     """Build the window on ``project`` (None: the bundled example), compute the plan, and save a
     PNG of it at ``size`` pixels to ``out``.
+
+    ``view`` = "main" (the window as it opens), "explorer" (the window with the Explorer tab raised
+    and its sweep done) or "explorer-window" (the Explorer in its own window of ``size``).
 
     Raises
     ------
@@ -36,6 +42,8 @@ def render_main_window(project: Project | None, out: Path, size: tuple[int, int]
             os.environ.pop("LAYOUT_STUDIO_NO_SETTINGS", None)
         else:
             os.environ["LAYOUT_STUDIO_NO_SETTINGS"] = saved
+    if view not in VIEWS:
+        raise StudioError(f"snapshot view '{view}' is not one of {', '.join(VIEWS)}")
     win.resize(*size)
     win.show()
     app.processEvents()
@@ -43,8 +51,20 @@ def render_main_window(project: Project | None, out: Path, size: tuple[int, int]
     app.processEvents()
     win.canvas.fit()
     app.processEvents()
+    target = win
+    if view != "main":
+        dock = win.docks["Explorer"]
+        dock.raise_()
+        win.explorer.run_sweep()
+        win.explorer.wait_idle()
+        app.processEvents()
+        if view == "explorer-window":
+            win.explorer_own_window(True)
+            dock.resize(*size)
+            target = dock
+        app.processEvents()
     out = Path(out)
-    ok = win.grab().save(str(out), "PNG")
+    ok = target.grab().save(str(out), "PNG")
     win.doc.undo_stack.setClean()
     win.close()
     win.deleteLater()

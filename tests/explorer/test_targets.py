@@ -96,6 +96,8 @@ def test_run_is_visible_at_1280x800_and_the_explorer_gets_its_own_window(qtbot, 
     bottom_right = run.mapTo(win, run.rect().bottomRight())
     assert win.rect().contains(top_left) and win.rect().contains(bottom_right)
     assert not run.visibleRegion().isEmpty()
+    own = win.explorer.own_window
+    assert not own.visibleRegion().isEmpty() and win.rect().contains(own.mapTo(win, own.rect().bottomRight()))
     QTest.mouseClick(win.explorer.own_window, Qt.MouseButton.LeftButton)
     dock = win.docks["Explorer"]
     assert dock.isFloating()
@@ -103,3 +105,16 @@ def test_run_is_visible_at_1280x800_and_the_explorer_gets_its_own_window(qtbot, 
     assert dock.width() >= screen.width() - 48 and dock.height() >= screen.height() - 48
     QTest.mouseClick(win.explorer.own_window, Qt.MouseButton.LeftButton)
     assert not dock.isFloating()
+
+
+def test_snapshot_renders_the_explorer_in_its_own_window(tmp_path):
+    from PySide6.QtGui import QImage
+
+    from studio.core.errors import StudioError
+    from studio.gui.snapshot import render_main_window
+
+    out = render_main_window(None, tmp_path / "x.png", (1280, 800), "explorer-window")
+    img = QImage(str(out))
+    assert (img.width(), img.height()) == (1280, 800)
+    with pytest.raises(StudioError, match="not one of main, explorer, explorer-window"):
+        render_main_window(None, tmp_path / "y.png", (1280, 800), "pareto")

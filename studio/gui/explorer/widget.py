@@ -154,10 +154,9 @@ class ExplorerWidget(QWidget):
         # Run, Cancel and the progress come first so they stay visible in a narrow dock
         bar = QHBoxLayout()
         bar.setContentsMargins(4, 2, 4, 0)
-        for w in (self.run_button, self.cancel_button, self.progress):
+        for w in (self.run_button, self.cancel_button, self.progress, self.own_window):
             bar.addWidget(w)
         bar.addWidget(self.status, 1)
-        bar.addWidget(self.own_window)
         targets = QHBoxLayout()
         targets.setContentsMargins(4, 0, 4, 2)
         for w in (QLabel("Objective"), self.objective, QLabel("TTFT ≤"), self.ttft, QLabel("TPOT ≤"), self.tpot,
