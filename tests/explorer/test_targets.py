@@ -118,3 +118,11 @@ def test_snapshot_renders_the_explorer_in_its_own_window(tmp_path):
     assert (img.width(), img.height()) == (1280, 800)
     with pytest.raises(StudioError, match="not one of main, explorer, explorer-window"):
         render_main_window(None, tmp_path / "y.png", (1280, 800), "pareto")
+
+
+def test_the_report_ranks_alternatives_by_the_projects_objective(dgx405):
+    from studio.gui.report.content import gather
+
+    p = dgx405.replace(explorer=dgx405.explorer.replace(objective="cost"))
+    assert gather(p).objective == "cost"
+    assert gather(p, objective="latency").objective == "latency"  # the CLI's --objective wins

@@ -130,7 +130,7 @@ def _exports(project: Project, plan: PlanResult) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def gather(project: Project, objective: str = "throughput", now: _dt.datetime | None = None) -> ReportData:
+def gather(project: Project, objective: str | None = None, now: _dt.datetime | None = None) -> ReportData:
     """Evaluate the project's layout, sweep the cluster and pick the alternatives.
 
     Parameters
@@ -138,7 +138,8 @@ def gather(project: Project, objective: str = "throughput", now: _dt.datetime | 
     project:
         The project to report on.
     objective:
-        The sweep objective that orders the alternatives (``throughput``, ``cost``, ``latency``).
+        The sweep objective that orders the alternatives (``throughput``, ``cost``, ``latency``);
+        ``None`` = the project's own (``project.explorer.objective``, the Explorer's).
     now:
         The report's date (default: now).
 
@@ -148,6 +149,7 @@ def gather(project: Project, objective: str = "throughput", now: _dt.datetime | 
         The project's layout (or a pinned one) cannot exist on its cluster, or the objective is
         unknown.
     """
+    objective = objective or project.explorer.objective
     plan = evaluate(project)
     result = sweep(project, objective=objective)  # type: ignore[arg-type]
     alternatives = _pinned_options(project, project.layout) or _sweep_options(result, plan.layout)
