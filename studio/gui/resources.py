@@ -10,16 +10,32 @@ from PySide6.QtSvg import QSvgRenderer
 
 from studio.io.presets import resources_root
 
+#: Stroke colour of the monochrome line icons, and what it becomes on a dark palette.
+LINE_COLOR, LINE_COLOR_DARK = "#495057", "#dee2e6"
+#: Opacity of an icon drawn for a disabled action: clearly fainter than an enabled one in both themes.
+DISABLED_OPACITY = 0.3
 
-@lru_cache(maxsize=64)
-def icon(name: str) -> QIcon:
+
+def icon(name: str, dark: bool | None = None) -> QIcon:
     """The icon ``resources/icons/NAME.svg``, rendered crisply at every device pixel ratio; an
-    empty icon if the file is missing (a missing icon must not stop the window)."""
+    empty icon if the file is missing (a missing icon must not stop the window).
+
+    On a dark palette (``dark``; ``None`` = ask the application) the grey line icons are drawn
+    light, and every icon gets an explicit disabled form at :data:`DISABLED_OPACITY`, so a disabled
+    action is told apart from an enabled one in both themes.
+    """
+    return _icon(name, is_dark() if dark is None else dark)
+
+
+@lru_cache(maxsize=128)
+def _icon(name: str, dark: bool) -> QIcon:
     node = resources_root() / "icons" / f"{name}.svg"
     try:
         data = node.read_bytes()
     except OSError:
         return QIcon()
+    if dark:
+        data = data.replace(LINE_COLOR.encode(), LINE_COLOR_DARK.encode())
     renderer = QSvgRenderer(QByteArray(data))
     ic = QIcon()
     for size in (16, 24, 32, 48, 64):
@@ -29,6 +45,13 @@ def icon(name: str) -> QIcon:
         renderer.render(p)
         p.end()
         ic.addPixmap(QPixmap.fromImage(img))
+        faint = QImage(size, size, QImage.Format.Format_ARGB32_Premultiplied)
+        faint.fill(0)
+        p = QPainter(faint)
+        p.setOpacity(DISABLED_OPACITY)
+        p.drawImage(0, 0, img)
+        p.end()
+        ic.addPixmap(QPixmap.fromImage(faint), QIcon.Mode.Disabled)
     return ic
 
 
