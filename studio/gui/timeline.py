@@ -96,6 +96,7 @@ class TimelinePlot(pg.PlotWidget):
         self.hover.hide()
         self.addItem(self.hover, ignoreBounds=True)
         self.scene().sigMouseMoved.connect(self._on_mouse)
+        pi.getViewBox().sigResized.connect(lambda *_a: self._fit_y())
 
     def set_timeline(self, tl: Timeline | None) -> None:
         """Show ``tl`` (``None`` empties the chart)."""
@@ -114,10 +115,25 @@ class TimelinePlot(pg.PlotWidget):
         axis.setTicks([[(i, name) for i, name in enumerate(tl.lanes) if i % step == 0]])
         total = max(tl.total_ms, 1e-9)
         self.setXRange(0, total * 1.02, padding=0)
-        bottom = n - 0.4 + (0.5 if not getattr(self, "detail", "") else 0.5 + 0.35 * max(1.0, n / 4))
-        self.setYRange(-0.6 - self._headroom, bottom, padding=0)
         self._write_note()
-        self.note.setPos(total * 1.01, bottom)
+        self._fit_y()
+
+    def _fit_y(self) -> None:
+        """Y range with room under the last lane for the note, in pixels: the note never sits on
+        the bars, however many lanes and however short the chart."""
+        tl = self.timeline
+        if tl is None:
+            return
+        n = len(tl.lanes)
+        top = -0.6 - self._headroom
+        span = n - 0.4 - top
+        h_px = max(1.0, float(self.getPlotItem().getViewBox().height()))
+        note_px = self.note.textItem.boundingRect().height() + 4 if self.note.textItem.toPlainText() else 0.0
+        # r data units under the lanes take r / (span + r) of the height: enough for note_px
+        room = note_px / max(h_px - note_px, 1.0) * span if h_px > note_px else span
+        bottom = n - 0.4 + max(0.3, room)
+        self.setYRange(top, bottom, padding=0)
+        self.note.setPos(max(tl.total_ms, 1e-9) * 1.01, bottom)
 
     def set_detail(self, text: str) -> None:
         """A second line under the bubble note saying what the step holds (empty: none)."""

@@ -111,3 +111,26 @@ def test_caption_says_what_each_phase_draws(panel, result):
     panel.set_phase("decode")
     assert f"one token for each of {result.batch} sequences" in panel.plot.note.textItem.toPlainText()
     assert panel.caption.text().startswith(f"M = {result.micro_batches} · bubble")
+
+
+@pytest.mark.parametrize(("pp", "height"), [(2, 140), (8, 160), (8, 400)])
+def test_the_note_never_sits_on_the_bars(qtbot, project, pp, height):
+    from PySide6.QtCore import QPointF
+
+    from studio.core.layout import Layout
+    from studio.gui.timeline import BAR_HEIGHT, TimelinePlot
+
+    r = engine_evaluate()(project.replace(layout=Layout(tp=2, pp=pp, dp=8 // pp, micro_batches=pp)))
+    plot = TimelinePlot(legend=False)
+    qtbot.addWidget(plot)
+    plot.resize(900, height)
+    plot.show()
+    qtbot.waitExposed(plot)
+    plot.set_timeline(r.timelines["decode"])
+    plot.set_detail("one token for each of 8 sequences")
+    qtbot.wait(20)
+    vb = plot.getPlotItem().getViewBox()
+    last_lane_bottom = vb.mapViewToScene(QPointF(0, len(r.stages) - 1 + BAR_HEIGHT / 2)).y()
+    note = plot.note.mapRectToScene(plot.note.boundingRect())
+    assert note.top() >= last_lane_bottom - 0.5, (note.top(), last_lane_bottom)
+    assert note.bottom() <= vb.mapRectToScene(vb.boundingRect()).bottom() + 0.5  # and stays in the chart
