@@ -41,28 +41,45 @@ def report_html(data: ReportData, pictures: dict | None = None) -> str:
 
 def write_pdf(data: ReportData, path: Path, pictures: dict | None = None) -> None:
     """Lay the report out on A4 pages and write it as PDF."""
-    from PySide6.QtCore import QMarginsF, QSizeF, QUrl
-    from PySide6.QtGui import QPageLayout, QPageSize, QPdfWriter, QTextDocument
-
-    from studio.gui.report.document import Images, build_html
+    from PySide6.QtCore import QMarginsF
+    from PySide6.QtGui import QPageLayout, QPageSize, QPdfWriter
 
     pictures = pictures if pictures is not None else render_pictures(data)
-    doc = QTextDocument()
-    for name, img in pictures.items():
-        doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl(f"report:{name}"), img)
-    doc.setHtml(build_html(data, Images(src=lambda n: f"report:{n}", width=PDF_IMAGE_WIDTH), page_breaks=True))
     writer = QPdfWriter(str(path))
     writer.setTitle(f"{data.project.name} — Layout Studio report")
     writer.setCreator("Layout Studio")
     writer.setPageLayout(QPageLayout(QPageSize(QPageSize.PageSizeId.A4), QPageLayout.Orientation.Portrait,
                                      QMarginsF(15, 15, 15, 15), QPageLayout.Unit.Millimeter))
     writer.setResolution(300)
-    # lay out in points-like document pixels so that fonts and PDF_IMAGE_WIDTH match the page
-    rect = writer.pageLayout().paintRectPixels(96)
-    doc.setPageSize(QSizeF(rect.width(), rect.height()))
+    doc = pdf_document(data, pictures, writer.pageLayout())
     doc.print_(writer)
     if not path.is_file() or path.stat().st_size == 0:
         raise StudioError(f"cannot write the PDF '{path}'")
+
+
+def pdf_document(data: ReportData, pictures: dict, page_layout):  # noqa: ANN001, ANN201 - QPageLayout -> QTextDocument
+    """The report laid out on the pages of ``page_layout``, with page breaks where the layout needs
+    them (:func:`studio.gui.report.paginate.paginate`): no table row split, no heading left alone
+    at a page's foot, no page left half empty by a forced break."""
+    from PySide6.QtCore import QSizeF, QUrl
+    from PySide6.QtGui import QTextDocument
+
+    from studio.gui.report.document import Images, build_html
+    from studio.gui.report.paginate import paginate
+
+    # lay out in points-like document pixels so that fonts and PDF_IMAGE_WIDTH match the page
+    rect = page_layout.paintRectPixels(96)
+
+    def build(html: str) -> QTextDocument:
+        doc = QTextDocument()
+        for name, img in pictures.items():
+            doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl(f"report:{name}"), img)
+        doc.setHtml(html)
+        doc.setPageSize(QSizeF(rect.width(), rect.height()))
+        return doc
+
+    doc, _html = paginate(build, build_html(data, Images(src=lambda n: f"report:{n}", width=PDF_IMAGE_WIDTH)))
+    return doc
 
 
 def write_report(data: ReportData, path: str | Path) -> Path:

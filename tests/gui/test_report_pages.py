@@ -1,0 +1,41 @@
+"""PDF report pages: no table row split across pages, no heading alone at a page's foot, no page
+left half empty by a forced break (studio.gui.report.paginate)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from studio.gui.report.paginate import with_breaks
+from studio.io.project_file import load_project
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "presets" / "examples"
+
+
+def test_with_breaks_starts_a_new_table_and_keeps_the_header():
+    html = "<h2>A</h2><table border=1><tr><th>k</th></tr><tr><td>1</td></tr><tr><td>2</td></tr></table><h2>B</h2>"
+    out = with_breaks(html, {(0, 2)}, {1})
+    assert out.count("<table") == 2 and out.count("<thead><tr><th>k</th></tr></thead>") == 2
+    assert '<table border=1 style="page-break-before: always">' in out
+    assert '<h2 style="page-break-before: always">B' in out and "<h2>A" in out
+    assert out.index("<td>1</td>") < out.index("page-break-before: always\"><thead>") < out.index("<td>2</td>")
+
+
+@pytest.mark.parametrize("name", ["dgx-h100-2node-llama-405b", "l40s-8x-llama-70b-fp8"])
+def test_report_pages_are_full_and_nothing_is_split(qtbot, name):
+    from PySide6.QtCore import QMarginsF
+    from PySide6.QtGui import QPageLayout, QPageSize
+
+    from studio.gui.report.content import gather
+    from studio.gui.report.paginate import orphan_headings, page_fill, split_rows
+    from studio.gui.report.writer import pdf_document, render_pictures
+
+    data = gather(load_project(EXAMPLES / f"{name}.json"))
+    page = QPageLayout(QPageSize(QPageSize.PageSizeId.A4), QPageLayout.Orientation.Portrait,
+                       QMarginsF(15, 15, 15, 15), QPageLayout.Unit.Millimeter)
+    doc = pdf_document(data, render_pictures(data), page)
+    assert split_rows(doc) == []
+    assert orphan_headings(doc) == []
+    fill = page_fill(doc)
+    assert all(f >= 0.5 for f in fill[:-1]), fill  # only the last page may be short
