@@ -39,3 +39,15 @@ def test_report_pages_are_full_and_nothing_is_split(qtbot, name):
     assert orphan_headings(doc) == []
     fill = page_fill(doc)
     assert all(f >= 0.5 for f in fill[:-1]), fill  # only the last page may be short
+
+
+def test_report_explains_the_prefill_in_ttft_and_prints_no_inf():
+    from studio.gui.report.content import gather
+    from studio.gui.report.document import Images, build_html
+
+    p = load_project(EXAMPLES / "dgx-h100-2node-llama-405b.json")
+    html = build_html(gather(p), Images(src=lambda n: n, width=600))
+    assert "prefill through every stage" in html
+    huge = p.replace(workload=p.workload.replace(batch=100_000))
+    html = build_html(gather(huge), Images(src=lambda n: n, width=600))
+    assert "$inf" not in html and "inf per million" not in html

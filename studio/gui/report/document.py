@@ -15,6 +15,7 @@ from html import escape
 from studio.engine.results import GIB
 from studio.gui.report.content import ReportData
 from studio.gui.report.summary import ROWS, cluster_phrase, executive_summary, num, winners
+from studio.service import units
 
 WIN_BG = "#d3f9d8"
 HEAD_BG = "#e9ecef"
@@ -178,10 +179,13 @@ def build_html(data: ReportData, images: Images, page_breaks: bool = False) -> s
             ("Layout", f"{plan.layout.label}, {plan.micro_batches} micro-batches, layers per stage "
                        + ",".join(str(s.layers) for s in plan.stages)),
             ("Fits", ("yes — " if plan.fits else "NO — ") + plan.fit_reason),
-            ("Time to first token", f"{num(plan.ttft_ms)} ms"),
-            ("Time per output token", f"{num(plan.tpot_ms)} ms"),
-            ("Throughput", f"{num(plan.output_tokens_per_s)} output tokens/s ({num(plan.output_tokens_per_s_per_gpu)} per GPU)"),
-            ("Cost", f"${plan.usd_per_million_output_tokens:,.2f} per million output tokens"),
+            ("Time to first token", f"{num(plan.ttft_ms)} ms = the new prompt's prefill through every stage "
+                                    f"({num(plan.ttft_ms - plan.tpot_ms)} ms) + one decode step of the running batch it "
+                                    f"joins ({num(plan.tpot_ms)} ms)"),
+            ("Time per output token", f"{num(plan.tpot_ms)} ms (one decode step of every running request)"),
+            ("Throughput", f"{num(plan.output_tokens_per_s)} output tokens/s ({num(plan.output_tokens_per_s_per_gpu)} per GPU), "
+                           "sustained, prefills included"),
+            ("Cost", f"{units.usd(plan.usd_per_million_output_tokens)} per million output tokens"),
         ]),
         f"<h2{brk}>The cluster</h2>",
         _pairs(_cluster_rows(data)),

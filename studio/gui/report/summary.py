@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from studio.engine.results import GIB, PlanResult
 from studio.gui.report.content import ReportData, layout_key
+from studio.service import units
 
 
 def num(value: float, digits: int = 3) -> str:
@@ -58,7 +59,7 @@ ROWS: tuple[Row, ...] = (
     Row("Output tokens/s per user", "higher", lambda p: p.tokens_per_s_per_user,
         lambda p: num(p.tokens_per_s_per_user)),
     Row("$ per million output tokens", "lower", lambda p: p.usd_per_million_output_tokens,
-        lambda p: f"${p.usd_per_million_output_tokens:,.2f}"),
+        lambda p: units.usd(p.usd_per_million_output_tokens)),
     Row("Pipeline bubble", "lower", lambda p: p.bubble_fraction, lambda p: f"{p.bubble_fraction:.0%}"),
     Row("Busiest GPU memory (GiB)", "", _peak_gib,
         lambda p: f"{_peak_gib(p):,.1f} of {p.peak_memory.capacity / GIB:,.1f}"),
@@ -143,7 +144,7 @@ def executive_summary(data: ReportData) -> str:
         f"Serving {wl.isl:,}-token prompts with {wl.osl:,}-token answers at {plan.batch:,} concurrent requests per copy, "
         f"a user waits {num(plan.ttft_ms)} ms for the first token and then gets a token every {num(plan.tpot_ms)} ms "
         f"({num(plan.tokens_per_s_per_user)} tokens/s); the cluster produces {num(plan.output_tokens_per_s)} output "
-        f"tokens/s ({num(plan.output_tokens_per_s_per_gpu)} per GPU) at ${plan.usd_per_million_output_tokens:,.2f} per "
+        f"tokens/s ({num(plan.output_tokens_per_s_per_gpu)} per GPU) at {units.usd(plan.usd_per_million_output_tokens)} per "
         f"million output tokens (${plan.usd_per_hour:,.2f} per hour). "
     )
     warn = sum(w.severity != "info" for w in plan.warnings)
