@@ -94,3 +94,23 @@ def test_long_node_names_keep_their_distinguishing_end(qtbot):
     texts = {header_text(n, fm, 200) for n in gb.cluster.nodes}
     assert len(texts) == len(gb.cluster.nodes)  # 18 trays, 18 different headers
     assert all(t.split("   ")[0].endswith(f"tray {k}") for k, t in enumerate(header_text(n, fm, 200) for n in gb.cluster.nodes))
+
+
+def test_canvas_labels_are_at_least_9_px_on_screen_at_1280x800(window):
+    from PySide6.QtGui import QFontInfo, QImage, QPainter
+
+    from studio.gui.canvas.items import BOLD, MIN_TEXT_PX, SMALL, fit_label, legible
+
+    zoom = window.canvas.zoom
+    assert zoom < 0.9  # the two boxes are fitted smaller than life: the labels must grow
+    img = QImage(10, 10, QImage.Format.Format_ARGB32)
+    p = QPainter(img)
+    p.scale(zoom, zoom)
+    for font in (SMALL, BOLD):
+        assert QFontInfo(legible(font, p)).pixelSize() * zoom >= MIN_TEXT_PX - 0.5
+    tile = next(iter(window.scene.nodes.values())).endpoints
+    gpu = next(t for t in tile.values() if getattr(t, "sublabel", ""))
+    parts = fit_label(legible(SMALL, p), gpu._rect, gpu.label, gpu.sublabel)
+    p.end()
+    assert parts[-1][1] == gpu.sublabel  # the slot number is always shown
+    assert all("…" not in text for _r, text in parts)

@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPainter, QPainterPath, QPen
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QFont,
+    QFontInfo,
+    QFontMetrics,
+    QFontMetricsF,
+    QPainter,
+    QPainterPath,
+    QPen,
+)
 from PySide6.QtWidgets import (
     QGraphicsItem,
     QGraphicsLineItem,
@@ -28,6 +38,63 @@ SMALL.setPointSizeF(7.5)
 BOLD = QFont()
 BOLD.setPointSizeF(9.0)
 BOLD.setBold(True)
+
+#: Smallest text on screen, px: labels grow when the view is zoomed out so that they stay readable.
+MIN_TEXT_PX = 9.0
+#: Largest enlargement of a label; further out a tile's label is not drawn (it could not be read).
+MAX_LABEL_SCALE = 3.0
+
+
+_PIXELS: dict[tuple[str, float, bool], int] = {}
+_SCALED: dict[tuple[str, float, bool, float], QFont] = {}
+_METRICS: dict[tuple[str, float, bool], QFontMetricsF] = {}
+
+
+def _key(font: QFont) -> tuple[str, float, bool]:
+    return (font.family(), font.pointSizeF(), font.bold())
+
+
+def _metrics(font: QFont) -> QFontMetricsF:
+    k = _key(font)
+    fm = _METRICS.get(k)
+    if fm is None:
+        fm = _METRICS[k] = QFontMetricsF(font)
+    return fm
+
+
+def legible(font: QFont, p: QPainter) -> QFont:
+    """``font``, enlarged when the painter's zoom would draw it under :data:`MIN_TEXT_PX` pixels
+    (fonts and their pixel sizes are cached: this runs in every paint)."""
+    zoom = QStyleOptionGraphicsItem.levelOfDetailFromTransform(p.worldTransform())
+    k = _key(font)
+    px = _PIXELS.get(k)
+    if px is None:
+        px = _PIXELS[k] = QFontInfo(font).pixelSize()
+    if zoom <= 0 or px * zoom >= MIN_TEXT_PX:
+        return font
+    size = round(font.pointSizeF() * MIN_TEXT_PX / (px * zoom) * 4 + 0.5) / 4  # quarter points, rounded up
+    f = _SCALED.get((*k, size))
+    if f is None:
+        f = _SCALED[(*k, size)] = QFont(font)
+        f.setPointSizeF(size)
+    return f
+
+
+def fit_label(font: QFont, rect: QRectF, label: str, sublabel: str) -> list[tuple[QRectF, str]]:
+    """Where to draw a tile's label and sub-label in ``font``: both lines when they fit the tile's
+    height, else the sub-label alone (the slot number tells GPUs of one box apart), elided to the
+    tile's width."""
+    fm = _metrics(font)
+    if sublabel and 2 * fm.height() <= rect.height() + 1:
+        top = QRectF(rect.x(), rect.center().y() - fm.height(), rect.width(), fm.height())
+        bottom = QRectF(rect.x(), rect.center().y(), rect.width(), fm.height())
+        return [(top, fm.elidedText(label, Qt.TextElideMode.ElideRight, rect.width())),
+                (bottom, fm.elidedText(sublabel, Qt.TextElideMode.ElideRight, rect.width()))]
+    text = sublabel or label
+    if fm.horizontalAdvance(text) > rect.width() and " " in text:
+        text = text.split(" ")[0]  # "PCIe sw" -> "PCIe", "CPU 0" -> "CPU"
+    return [(rect, fm.elidedText(text, Qt.TextElideMode.ElideRight, rect.width()))]
+
 
 SWITCH_LABELS = {
     "nvswitch": "NVSwitch",
@@ -78,14 +145,12 @@ class Endpoint(QGraphicsItem):
         p.setBrush(QBrush(self.fill))
         p.drawRoundedRect(self._rect, 5, 5)
         p.setPen(self.text_color)
+        font = legible(SMALL, p)
+        if font.pointSizeF() <= SMALL.pointSizeF() * MAX_LABEL_SCALE:  # else too far out to read at all
+            p.setFont(font)
+            for rect, text in fit_label(font, self._rect, self.label, self.sublabel):
+                p.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
         p.setFont(SMALL)
-        if self.sublabel:
-            top = QRectF(self._rect.x(), self._rect.y() + 2, self._rect.width(), self._rect.height() / 2)
-            bottom = QRectF(self._rect.x(), self._rect.center().y(), self._rect.width(), self._rect.height() / 2 - 2)
-            p.drawText(top, Qt.AlignmentFlag.AlignCenter, self.label)
-            p.drawText(bottom, Qt.AlignmentFlag.AlignCenter, self.sublabel)
-        else:
-            p.drawText(self._rect, Qt.AlignmentFlag.AlignCenter, self.label)
         if self.badge and self.badge_color is not None:
             r = QRectF(self._rect.right() - 20, self._rect.top() - 5, 24, 13)
             p.setPen(Qt.PenStyle.NoPen)
@@ -213,7 +278,8 @@ class NodeItem(QGraphicsObject):
         head.addRoundedRect(QRectF(r.x(), r.y(), r.width(), HEADER_H), 8, 8)
         p.fillPath(head, QColor("#343a40"))
         p.setPen(QColor("white"))
-        p.setFont(BOLD)
+        font = legible(BOLD, p)
+        p.setFont(font if font.pointSizeF() <= BOLD.pointSizeF() * MAX_LABEL_SCALE else BOLD)
         n = self.node
         box = r.adjusted(10, 0, -10, 0).adjusted(0, 0, 0, HEADER_H - r.height())
         p.drawText(box, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, header_text(n, p.fontMetrics(), box.width()))
@@ -268,8 +334,10 @@ class ClusterSwitchItem(QGraphicsObject):
         p.setBrush(QColor("#e5dbff") if self.switch.kind == "fabric" else QColor("#ebfbee"))
         p.drawRoundedRect(r, 10, 10)
         p.setPen(QColor("#212529"))
-        p.setFont(BOLD)
-        p.drawText(r, Qt.AlignmentFlag.AlignCenter, self.switch.name or SWITCH_LABELS.get(self.switch.kind, ""))
+        font = legible(BOLD, p)
+        p.setFont(font)
+        name = self.switch.name or SWITCH_LABELS.get(self.switch.kind, "")
+        p.drawText(r, Qt.AlignmentFlag.AlignCenter, _metrics(font).elidedText(name, Qt.TextElideMode.ElideMiddle, r.width() - 8))
 
     def itemChange(self, change: QGraphicsItem.GraphicsItemChange, value):  # noqa: N802 - Qt API
         if change == QGraphicsItem.GraphicsItemChange.ItemPositionHasChanged and self.scene() is not None:
@@ -355,13 +423,11 @@ class BundleItem(QGraphicsLineItem):
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API
         if not self.show_label:
             return super().boundingRect()
-        return super().boundingRect().united(self._label_rect())
+        return super().boundingRect().united(self._label_rect(QFont(SMALL), MAX_LABEL_SCALE))
 
-    def _label_rect(self) -> QRectF:
-        from PySide6.QtGui import QFontMetricsF
-
-        fm = QFontMetricsF(SMALL)
-        w, h = fm.horizontalAdvance(self.label) + 8, fm.height() + 2
+    def _label_rect(self, font: QFont = SMALL, scale: float = 1.0) -> QRectF:
+        fm = _metrics(font)
+        w, h = (fm.horizontalAdvance(self.label) + 8) * scale, (fm.height() + 2) * scale
         line = self.line()
         mid = line.pointAt(0.35)
         return QRectF(mid.x() - w / 2, mid.y() - h / 2, w, h)
@@ -371,11 +437,14 @@ class BundleItem(QGraphicsLineItem):
         p.drawLine(self.line())
         if not self.show_label:
             return
-        r = self._label_rect()
+        font = legible(SMALL, p)
+        if font.pointSizeF() > SMALL.pointSizeF() * MAX_LABEL_SCALE:  # the tooltip and legend name it
+            return
+        r = self._label_rect(font)
         p.setPen(QPen(self.pen().color(), 1))
         p.setBrush(QColor(255, 255, 255, 230))
         p.drawRoundedRect(r, 3, 3)
-        p.setFont(SMALL)
+        p.setFont(font)
         p.setPen(QColor("#212529"))
         p.drawText(r, Qt.AlignmentFlag.AlignCenter, self.label)
 
