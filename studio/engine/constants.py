@@ -25,6 +25,7 @@ class Constants:
 
     matmul_efficiency_bf16: PerGpu
     matmul_efficiency_fp8: PerGpu
+    matmul_efficiency_fp4: PerGpu
     hbm_efficiency: PerGpu
     prefill_efficiency: float
     decode_efficiency: float
@@ -48,6 +49,9 @@ class Constants:
     long_context_tokens: float
     tp_max_without_nvswitch: float
     moe_imbalance_factor: float
+    gemm_half_tokens: float
+    attention_efficiency: float
+    roofline_blend: float
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     # ----------------------------------------------------------------- lookups
@@ -58,7 +62,8 @@ class Constants:
 
     def matmul_efficiency(self, gpu_type: str, compute_class: str) -> float:
         """MAMF fraction of the tensor-core peak for ``compute_class`` ('bf16', 'fp8', 'fp4')."""
-        table = self.matmul_efficiency_bf16 if compute_class == "bf16" else self.matmul_efficiency_fp8
+        table = {"bf16": self.matmul_efficiency_bf16, "fp8": self.matmul_efficiency_fp8,
+                 "fp4": self.matmul_efficiency_fp4}.get(compute_class, self.matmul_efficiency_bf16)
         return self.per_gpu(table, gpu_type)
 
     def names(self) -> tuple[str, ...]:

@@ -1,0 +1,115 @@
+"""The validation corpus: public serving measurements turned into projects the engine can cost.
+
+``calibration-points.json`` (this folder) holds one record per published figure, each with its
+source (see docs/calibration.md for the list). :func:`load_points` reads it; :func:`project_for`
+builds the project a point describes (bundled GPU, node template and model presets; the layout,
+precisions, lengths, engine settings and load the point names); :func:`predict` costs it and returns
+the figure the point measured, under the same definition.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from studio.core.builders import build_cluster
+from studio.core.layout import Layout
+from studio.core.project import Project
+from studio.core.workload import Load, ServingConfig, Workload
+from studio.engine import evaluate
+from studio.engine.constants import Constants
+from studio.io.presets import load_catalog
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Point:
+    """One published measurement."""
+
+    id: str
+    group: str  # the source group (one publication / version), for leave-one-source-out
+    gpu: str
+    model: str
+    precision: str
+    metric: str
+    measured: float
+    record: dict[str, Any]
+
+
+def _group(rec: dict[str, Any]) -> str:
+    fw = rec["framework"]
+    if fw.startswith("trtllm-0.14"):
+        return "trtllm-0.14-online"
+    return fw
+
+
+def load_points(path: Path | None = None) -> list[Point]:
+    """Every record of the corpus as a :class:`Point`."""
+    recs = json.loads((path or HERE / "calibration-points.json").read_text(encoding="utf-8"))
+    return [
+        Point(id=r["id"], group=_group(r), gpu=r["gpu"], model=r["model"], precision=r["weight_dtype"],
+              metric=r["metric"], measured=float(r["measured"]), record=r)
+        for r in recs
+    ]
+
+
+@lru_cache(maxsize=64)
+def _cluster(gpu: str, gpus: int, per_node: int):  # noqa: ANN202
+    cat = load_catalog()
+    t = cat.template_for_gpu(gpu)
+    if t.trays > 1:  # a rack template: as many trays as the point needs, in one NVLink domain
+        trays = max(1, math.ceil(gpus / t.gpus_per_node))
+        t = t.replace(trays=trays, gpus_per_node=min(t.gpus_per_node, gpus))
+        return build_cluster(t, 1, cat.gpu(gpu), cat.links)
+    nodes = max(1, math.ceil(gpus / per_node))
+    if per_node != t.gpus_per_node or gpus < per_node:
+        t = t.replace(gpus_per_node=min(per_node, gpus))
+    return build_cluster(t, nodes, cat.gpu(gpu), cat.links)
+
+
+def project_for(p: Point) -> tuple[Project, Layout]:
+    """The project and layout a point describes."""
+    r = p.record
+    cat = load_catalog()
+    cluster = _cluster(r["gpu"], int(r["gpus"]), int(r.get("gpus_per_node") or 8))
+    extra = r.get("extra") or {}
+    n_req = int(extra.get("num_requests", 1000))
+    q = r.get("concurrency_or_qps")
+    if isinstance(q, str) and q.upper().startswith("QPS"):
+        rate = q.split()[1]
+        load = (Load(mode="offline", num_requests=n_req) if rate.upper() == "INF"
+                else Load(mode="rate", rate_per_s=float(rate), num_requests=n_req))
+    elif q is None:
+        load = Load(mode="offline", num_requests=n_req)
+    else:
+        load = Load(mode="concurrency", concurrency=int(q), num_requests=n_req)
+    wl = Workload(isl=int(r["isl"]), osl=int(r["osl"]), max_batch=2048, load=load)
+    sv = ServingConfig(
+        weight_dtype=r["weight_dtype"], kv_dtype=r["kv_dtype"] if r["kv_dtype"] in ("fp8", "bf16", "fp16") else "fp8",
+        gpu_memory_utilization=float(extra.get("kv_cache_free_gpu_mem_fraction", 0.9)), runtime="trtllm",
+    )
+    model = cat.model(r["model"]).architecture
+    proj = Project(cluster=cluster, model=model, workload=wl, serving=sv,
+                   layout=Layout(tp=int(r["tp"]), pp=int(r["pp"])))
+    ep = int(r.get("ep") or 1)
+    lay = Layout(tp=int(r["tp"]), pp=int(r["pp"]), ep=ep if model.moe is not None else 1,
+                 dp=int(r.get("dp") or 1), micro_batches=int(r["pp"]))
+    return proj, lay
+
+
+def predict(p: Point, constants: Constants | None = None) -> float:
+    """The engine's figure for ``p``'s metric, under the definition the source used."""
+    proj, lay = project_for(p)
+    res = evaluate(proj, lay, constants=constants)
+    if p.metric == "output_tokens_per_s":
+        return res.output_tokens_per_s
+    if p.metric == "tpot_ms":
+        return res.tpot_ms
+    if p.metric == "ttft_ms":
+        return res.ttft_ms
+    raise ValueError(f"unknown metric {p.metric}")

@@ -1,0 +1,171 @@
+"""Closed-form steady state of continuous batching under load (the live path).
+
+One replica runs iterations (see :mod:`studio.engine.iteration`) that carry the decode token of
+every decoding sequence plus prompt chunks within a token budget ``K``. With ``L`` prompt tokens
+and ``O`` output tokens per request (``O − 1`` decode iterations after the first token):
+
+* **Closed loop** (``B`` users, each sending its next request when the last one ends; also what a
+  fixed batch means): in steady state ``a = D / (O − 1)`` requests finish per iteration and as many
+  start, so an iteration carries ``D`` decode tokens and ``P = a · L`` prompt tokens. If
+  ``D + P ≤ K`` a prompt is prefilled in ``⌈L / (K − D)⌉`` iterations and
+  ``D = B (O − 1) / (O − 1 + n_pf)``; otherwise the budget binds, ``D = K (O − 1) / (L + O − 1)``
+  and the other users wait for prefill budget (their wait counts in TTFT).
+* **Open loop** (Poisson or evenly spaced arrivals at ``λ`` per replica): ``D = λ (O − 1) t(D)``
+  solved by fixed-point iteration; queueing before admission follows M/D/1 against the saturation
+  rate (the closed loop at the largest concurrency the KV cache and ``max_batch`` allow). A rate at or
+  above saturation has no steady state: :attr:`SteadyState.saturated` says so.
+
+TTFT counts queueing + the prefill iterations (+ half an iteration for a random arrival);
+TPOT = the iteration time (first token excluded, as vLLM ``bench serve`` defines it); throughput
+counts every output token (trtllm-bench / ``bench serve`` ``output_throughput``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from studio.engine.iteration import IterationModel
+
+
+@dataclass
+class SteadyState:
+    """Mean figures of one replica in steady state; arrays shaped (N,)."""
+
+    concurrency: np.ndarray  # requests in the system (running + waiting)
+    decode_seqs: np.ndarray  # sequences decoding in an iteration
+    prefill_tokens: np.ndarray  # prompt tokens per iteration
+    iteration_ms: np.ndarray
+    ttft_ms: np.ndarray
+    tpot_ms: np.ndarray
+    e2e_ms: np.ndarray
+    output_tokens_per_s: np.ndarray  # per replica
+    requests_per_s: np.ndarray  # per replica
+    budget_bound: np.ndarray  # bool: the token budget limits how many sequences decode
+    saturated: np.ndarray  # bool: open loop at or above the saturation rate
+
+
+def _decode_iters(osl: float) -> float:
+    return max(float(osl) - 1.0, 0.0)
+
+
+def closed_loop(
+    im: IterationModel,
+    users: np.ndarray,
+    micro_batches: np.ndarray,
+    isl: float,
+    osl: float,
+    budget: float,
+    running_cap: np.ndarray | None = None,
+) -> SteadyState:
+    """Steady state of ``users`` closed-loop users per replica.
+
+    Parameters
+    ----------
+    running_cap:
+        Most sequences running at once (KV cache / ``max_batch``); users beyond it wait in the queue.
+    """
+    c_users = np.atleast_1d(np.asarray(users, dtype=float))
+    m = np.broadcast_to(np.asarray(micro_batches, dtype=float), c_users.shape)
+    cap = c_users if running_cap is None else np.minimum(c_users, np.asarray(running_cap, dtype=float))
+    b = np.maximum(cap, 1.0)
+    L = float(isl)
+    o1 = _decode_iters(osl)
+    ctx = L + float(osl) / 2.0
+    if o1 == 0.0:  # prefill only: every request is one prompt
+        p = np.minimum(b * L, budget)
+        t = im.round_ms(p, 0.0, ctx, L, m)
+        n_pf = np.ceil(b * L / budget)
+        ttft = n_pf * t
+        e2e = ttft
+        rps = b / e2e * 1e3
+        wait = (c_users - b) / np.maximum(rps, 1e-12) * 1e3
+        return SteadyState(
+            concurrency=c_users, decode_seqs=np.zeros_like(b), prefill_tokens=p, iteration_ms=t,
+            ttft_ms=ttft + wait, tpot_ms=np.zeros_like(b), e2e_ms=e2e + wait, output_tokens_per_s=rps * osl,
+            requests_per_s=rps, budget_bound=b * L > budget, saturated=np.zeros(b.shape, bool),
+        )
+    d_max = budget * o1 / (L + o1)
+    d = b * o1 / (o1 + 1.0)
+    for _ in range(3):  # n_pf depends weakly on D through the budget left for prompts
+        room = np.maximum(budget - np.minimum(d, d_max), 1.0)
+        n_pf = np.maximum(1.0, np.ceil(L / room))
+        d = b * o1 / (o1 + n_pf)
+    bound = d > d_max
+    d = np.minimum(d, d_max)
+    p = d * L / o1
+    t = im.round_ms(p, d, ctx, L, m)
+    room = np.maximum(budget - d, 1.0)
+    n_pf = np.maximum(1.0, np.ceil(L / room))
+    # the iterations that carry a prompt are longer than the average one
+    t_pf = im.round_ms(np.minimum(room, np.maximum(L / n_pf, p)), d, ctx, L, m)
+    # users in prefill (or waiting for budget) = completions per iteration × iterations to first token
+    n_wait = np.maximum((b - d) * o1 / np.maximum(d, 1e-9), n_pf)
+    ttft = (n_wait - n_pf) * t + n_pf * t_pf
+    tpot = t
+    e2e = ttft + o1 * tpot
+    rps = b / e2e * 1e3
+    queue = (c_users - b) / np.maximum(rps, 1e-12) * 1e3  # users beyond the running cap wait
+    return SteadyState(
+        concurrency=c_users, decode_seqs=d, prefill_tokens=p, iteration_ms=t, ttft_ms=ttft + queue,
+        tpot_ms=tpot, e2e_ms=e2e + queue, output_tokens_per_s=rps * osl, requests_per_s=rps,
+        budget_bound=bound, saturated=np.zeros(b.shape, bool),
+    )
+
+
+def open_loop(
+    im: IterationModel,
+    rate_per_s: float,
+    micro_batches: float,
+    isl: float,
+    osl: float,
+    budget: float,
+    running_cap: float,
+    poisson: bool = True,
+) -> tuple[SteadyState, float]:
+    """Steady state of one replica fed ``rate_per_s`` requests per second, and the saturation rate.
+
+    Returns
+    -------
+    (state, saturation_rate_per_s)
+        ``state.saturated`` is True when the rate is at or above saturation; its figures are then
+        those at saturation and the queue (so TTFT) grows without bound.
+    """
+    sat = closed_loop(im, np.array([running_cap]), np.array([micro_batches]), isl, osl, budget)
+    lam_max = float(sat.requests_per_s[0])
+    lam = float(rate_per_s)
+    L = float(isl)
+    o1 = _decode_iters(osl)
+    ctx = L + float(osl) / 2.0
+    m = np.array([float(micro_batches)])
+    if lam >= lam_max * 0.999:
+        sat.saturated = np.array([True])
+        return sat, lam_max
+    lam_ms = lam / 1e3
+    # fixed point: D = λ (O−1) t(P = λ t L, D)
+    t = float(im.round_ms(0.0, 1.0, ctx, L, m)[0])
+    d = p = 0.0
+    for _ in range(50):
+        d = lam_ms * o1 * t
+        p = lam_ms * t * L
+        t_new = float(im.round_ms(p, d, ctx, L, m)[0])
+        if abs(t_new - t) <= 1e-6 * t:
+            t = t_new
+            break
+        t = 0.5 * (t + t_new)
+    room = max(budget - d, 1.0)
+    n_pf = max(1.0, float(np.ceil(L / room)))
+    t_pf = float(im.round_ms(min(room, max(L / n_pf, p)), d, ctx, L, m)[0])
+    rho = lam / lam_max
+    queue_ms = (rho / (2.0 * (1.0 - rho)) / lam_max * 1e3) if poisson else 0.0
+    ttft = n_pf * t_pf + (0.5 * t if poisson else 0.0) + queue_ms
+    e2e = ttft + o1 * t
+    conc = lam_ms * e2e
+    state = SteadyState(
+        concurrency=np.array([conc]), decode_seqs=np.array([d]), prefill_tokens=np.array([p]),
+        iteration_ms=np.array([t]), ttft_ms=np.array([ttft]), tpot_ms=np.array([t]), e2e_ms=np.array([e2e]),
+        output_tokens_per_s=np.array([lam * osl]), requests_per_s=np.array([lam]),
+        budget_bound=np.array([d + p > budget]), saturated=np.array([False]),
+    )
+    return state, lam_max
