@@ -27,7 +27,7 @@ from studio.io.presets import load_catalog
 HERE = Path(__file__).resolve().parent
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Point:
     """One published measurement."""
 
@@ -72,6 +72,13 @@ def _cluster(gpu: str, gpus: int, per_node: int):  # noqa: ANN202
     return build_cluster(t, nodes, cat.gpu(gpu), cat.links)
 
 
+#: TensorRT-LLM's ``trtllm-build --max_batch_size`` default (256), which the Triton online runs of
+#: v0.14 served with; trtllm-bench (offline rows) sizes its own batch, up to 2048 sequences here.
+TRITON_MAX_BATCH = 256
+OFFLINE_MAX_BATCH = 2048
+
+
+@lru_cache(maxsize=1024)
 def project_for(p: Point) -> tuple[Project, Layout]:
     """The project and layout a point describes."""
     r = p.record
@@ -88,7 +95,8 @@ def project_for(p: Point) -> tuple[Project, Layout]:
         load = Load(mode="offline", num_requests=n_req)
     else:
         load = Load(mode="concurrency", concurrency=int(q), num_requests=n_req)
-    wl = Workload(isl=int(r["isl"]), osl=int(r["osl"]), max_batch=2048, load=load)
+    max_batch = TRITON_MAX_BATCH if p.group == "trtllm-0.14-online" else OFFLINE_MAX_BATCH
+    wl = Workload(isl=int(r["isl"]), osl=int(r["osl"]), max_batch=max_batch, load=load)
     sv = ServingConfig(
         weight_dtype=r["weight_dtype"], kv_dtype=r["kv_dtype"] if r["kv_dtype"] in ("fp8", "bf16", "fp16") else "fp8",
         gpu_memory_utilization=float(extra.get("kv_cache_free_gpu_mem_fraction", 0.9)), runtime="trtllm",
