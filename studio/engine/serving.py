@@ -19,7 +19,12 @@ from studio.core.project import CalibrationProfile, Project
 from studio.core.workload import Load
 from studio.engine.constants import Constants
 from studio.engine.costing import layout_costs
-from studio.engine.evaluate import cached_layer_table, constants_for, memory_fit, resolve_calibration
+from studio.engine.evaluate import (
+    cached_layer_table,
+    constants_for,
+    memory_fit,
+    resolve_calibration,
+)
 from studio.engine.iteration import IterationModel
 from studio.engine.load import open_loop
 from studio.engine.simulate import SimulationResult, simulate
