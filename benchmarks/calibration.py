@@ -43,6 +43,9 @@ PARAMS: dict[str, tuple[float, float, float | None]] = {
     "gemm_half_tokens": (1.0, 4096.0, None),
     "roofline_blend": (0.0, 1.0, 0.1),
     "matmul_efficiency_fp4:default": (0.1, 1.0, None),
+    "matmul_efficiency_fp4:rtx-pro-6000": (0.1, 1.0, None),
+    "hbm_efficiency:l40s": (0.4, 1.0, None),
+    "hbm_efficiency:rtx-pro-6000": (0.4, 1.0, None),
     "attention_efficiency": (0.1, 3.0, None),
     "moe_imbalance_factor": (1.0, 4.0, None),
 }
@@ -79,7 +82,7 @@ def fit(points: list[Point], base: Constants | None = None, rounds: int = 3, ver
     base = base or default_constants()
     values = {k: _get(base, k) for k in PARAMS}
     best = loss(points, _with(base, values))
-    for factor in (1.6, 1.25, 1.08)[:rounds]:
+    for factor in (1.5, 1.15)[:rounds]:
         improved = True
         while improved:
             improved = False

@@ -95,18 +95,26 @@ def project_for(p: Point) -> tuple[Project, Layout]:
         load = Load(mode="offline", num_requests=n_req)
     else:
         load = Load(mode="concurrency", concurrency=int(q), num_requests=n_req)
+    model = cat.model(r["model"]).architecture
+    adp = bool(extra.get("enable_attention_dp")) and model.moe is not None
     max_batch = TRITON_MAX_BATCH if p.group == "trtllm-0.14-online" else OFFLINE_MAX_BATCH
+    if adp:  # the engine's batch limit is shared by the attention-DP ranks
+        max_batch = max(1, max_batch // int(r["tp"]))
     wl = Workload(isl=int(r["isl"]), osl=int(r["osl"]), max_batch=max_batch, load=load)
     sv = ServingConfig(
         weight_dtype=r["weight_dtype"], kv_dtype=r["kv_dtype"] if r["kv_dtype"] in ("fp8", "bf16", "fp16") else "fp8",
         gpu_memory_utilization=float(extra.get("kv_cache_free_gpu_mem_fraction", 0.9)), runtime="trtllm",
     )
-    model = cat.model(r["model"]).architecture
     proj = Project(cluster=cluster, model=model, workload=wl, serving=sv,
                    layout=Layout(tp=int(r["tp"]), pp=int(r["pp"])))
-    ep = int(r.get("ep") or 1)
-    lay = Layout(tp=int(r["tp"]), pp=int(r["pp"]), ep=ep if model.moe is not None else 1,
-                 dp=int(r.get("dp") or 1), micro_batches=int(r["pp"]))
+    ep = int(r.get("ep") or 1) if model.moe is not None else 1
+    tp, dp = int(r["tp"]), int(r.get("dp") or 1)
+    if adp:
+        # TensorRT-LLM attention data parallelism: each rank of the "TP" group runs attention for its
+        # own requests (replicated attention weights, its own KV cache); the experts are EP-sharded
+        # across them. In Layout terms: TP 1, DP = tp, EP = ep.
+        tp, dp = 1, tp * dp
+    lay = Layout(tp=tp, pp=int(r["pp"]), ep=ep, dp=dp, micro_batches=int(r["pp"]))
     return proj, lay
 
 

@@ -232,6 +232,14 @@ def _cluster(args, base: Project) -> Cluster | None:
     gpu_spec = cat.gpu(gpu_id or template.gpu_type)
     if per_node is not None and per_node != template.gpus_per_node:
         template = _validated(template, f"--gpus-per-node {per_node}", gpus_per_node=per_node)
+    if template.trays > 1 and per_node is not None:
+        # a rack template sized by the user: --nodes counts trays in one NVLink domain (up to the
+        # rack's own tray count), so '--gpu gb200 --nodes 1 --gpus-per-node 1' is one GPU, not a rack
+        trays = min(nodes or 1, template.trays)
+        gpus = template.gpus_per_node
+        template = _validated(template, f"--nodes {nodes or 1}", trays=trays,
+                              name=f"{cat.gpu(template.gpu_type).name}: {trays} tray{'s' if trays > 1 else ''} × {gpus} GPU{'s' if gpus > 1 else ''}")
+        return build_cluster(template, -(-(nodes or 1) // trays), gpu_spec, cat.links)
     return build_cluster(template, nodes or 1, gpu_spec, cat.links)
 
 

@@ -51,6 +51,7 @@ class LayoutCosts:
     hidden: int
     experts_per_token: int
     num_experts: int
+    a2a_bytes_per_token: float = 0.0  # bytes one GPU sends per token it routes, per all-to-all
 
     @property
     def weights(self) -> np.ndarray:
@@ -142,12 +143,23 @@ def layout_costs(
                 members = [g for d in range(d0, d0 + per) for g in groups[d][s]]
                 a2a[s].append(alltoall(topo, members, c))
     usable = cap * gpu_memory_utilization
+    a2a_bytes = 0.0
+    if moe is not None and ep > tp:
+        # each token goes to the distinct EP ranks that hold its k experts (not k copies), minus the
+        # share that stays on its own rank; dispatch runs in FP8 when the experts compute in FP8/FP4
+        # (TensorRT-LLM / DeepEP low-precision dispatch), else in the activation format
+        k, n_ep = moe.experts_per_token, ep // tp
+        distinct = n_ep * (1.0 - (1.0 - 1.0 / n_ep) ** k)
+        remote = distinct * (n_ep - 1) / n_ep
+        elem = 1.0 if shapes[0].expert_class in ("fp8", "fp4") else c.activation_bytes
+        a2a_bytes = remote * h * elem / tp
     return LayoutCosts(
         layout=layout, shapes=shapes, groups=groups, specs=specs, capacity=cap, usable=usable,
         activations=act, overhead=overhead, overhead_terms=terms, hbm_bps=hbm, sec_per_token=sec_tok,
         sec_lm_head=sec_lm, sec_attn_ctx=sec_att, sec_attn_ctx_sliding=sec_att_sl, sec_expert=sec_exp, allreduce=ar, p2p=pt,
         alltoall=a2a, window=model.sliding_window, hidden=h,
         experts_per_token=moe.experts_per_token if moe else 0, num_experts=moe.num_experts if moe else 0,
+        a2a_bytes_per_token=a2a_bytes,
     )
 
 

@@ -235,7 +235,7 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None) 
             w = _worst(cols, size)
             if w is not None and (cc := _comm_cost(w, phase, size)):
                 comm.append(cc)
-        a2a_size = (tok_pf if phase == "prefill" else ctx.micro_batch_size) * lc.experts_per_token * h * act_b / layout.tp
+        a2a_size = (tok_pf if phase == "prefill" else ctx.micro_batch_size) * lc.a2a_bytes_per_token
         for cols in lc.alltoall:
             w = _worst(cols, a2a_size)
             if w is not None and (cc := _comm_cost(w, phase, a2a_size)):

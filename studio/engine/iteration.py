@@ -119,7 +119,7 @@ class IterationModel:
             ar_worst = np.maximum(ar_worst, t_ar)
             ar[s] = np.where(tokens > 0, 2 * sh.layers * t_ar / 1e3, 0.0)
             if lc.alltoall[s]:
-                t_a2a = coll_time_us(lc.alltoall[s], tokens * lc.experts_per_token * h * act_b / tp)
+                t_a2a = coll_time_us(lc.alltoall[s], tokens * lc.a2a_bytes_per_token)
                 a2a_worst = np.maximum(a2a_worst, t_a2a)
                 a2a[s] = np.where(tokens > 0, 2 * sh.moe_layers * t_a2a / 1e3, 0.0)
         for s, colls in enumerate(lc.p2p):

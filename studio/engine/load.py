@@ -16,6 +16,7 @@ and ``O`` output tokens per request (``O − 1`` decode iterations after the fir
   above saturation has no steady state: :attr:`SteadyState.saturated` says so.
 
 TTFT counts queueing + the prefill iterations (+ half an iteration for a random arrival);
+with one output token per request TPOT is the iteration time (no second token follows);
 TPOT = the iteration time (first token excluded, as vLLM ``bench serve`` defines it); throughput
 counts every output token (trtllm-bench / ``bench serve`` ``output_throughput``).
 """
@@ -48,6 +49,32 @@ class SteadyState:
 
 def _decode_iters(osl: float) -> float:
     return max(float(osl) - 1.0, 0.0)
+
+
+def mean_iteration(
+    im: IterationModel,
+    prefill_tokens: np.ndarray | float,
+    decode_seqs: np.ndarray | float,
+    ctx: float,
+    prompt: float,
+    m: np.ndarray,
+    n_pf: np.ndarray | float,
+    room: np.ndarray | float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mean iteration time and the time of an iteration that carries a prompt chunk.
+
+    With fewer than one prompt chunk per iteration on average, iterations are of two kinds —
+    with a chunk of ``prompt / n_pf`` tokens (compute-heavy) and without (memory-bound) — and the
+    mean is their mixture, not the time of an average-sized iteration (the roofline is not linear).
+    """
+    p = np.asarray(prefill_tokens, dtype=float)
+    chunk = np.minimum(room, np.maximum(prompt / np.asarray(n_pf, dtype=float), p))
+    share = np.minimum(1.0, p / np.maximum(chunk, 1e-9))  # iterations that carry a chunk
+    t_pf = im.round_ms(chunk, decode_seqs, ctx, prompt, m)
+    t_dec = im.round_ms(0.0, decode_seqs, ctx, prompt, m)
+    t_avg = im.round_ms(p, decode_seqs, ctx, prompt, m)
+    mean = np.where(share < 1.0, share * t_pf + (1.0 - share) * t_dec, t_avg)
+    return mean, t_pf
 
 
 def closed_loop(
@@ -83,7 +110,7 @@ def closed_loop(
         wait = (c_users - b) / np.maximum(rps, 1e-12) * 1e3
         return SteadyState(
             concurrency=c_users, decode_seqs=np.zeros_like(b), prefill_tokens=p, iteration_ms=t,
-            ttft_ms=ttft + wait, tpot_ms=np.zeros_like(b), e2e_ms=e2e + wait, output_tokens_per_s=rps * osl,
+            ttft_ms=ttft + wait, tpot_ms=t, e2e_ms=e2e + wait, output_tokens_per_s=rps * osl,
             requests_per_s=rps, budget_bound=b * L > budget, saturated=np.zeros(b.shape, bool),
         )
     d_max = budget * o1 / (L + o1)
@@ -95,11 +122,9 @@ def closed_loop(
     bound = d > d_max
     d = np.minimum(d, d_max)
     p = d * L / o1
-    t = im.round_ms(p, d, ctx, L, m)
     room = np.maximum(budget - d, 1.0)
     n_pf = np.maximum(1.0, np.ceil(L / room))
-    # the iterations that carry a prompt are longer than the average one
-    t_pf = im.round_ms(np.minimum(room, np.maximum(L / n_pf, p)), d, ctx, L, m)
+    t, t_pf = mean_iteration(im, p, d, ctx, L, m, n_pf, room)
     # users in prefill (or waiting for budget) = completions per iteration × iterations to first token
     n_wait = np.maximum((b - d) * o1 / np.maximum(d, 1e-9), n_pf)
     ttft = (n_wait - n_pf) * t + n_pf * t_pf
@@ -146,17 +171,19 @@ def open_loop(
     # fixed point: D = λ (O−1) t(P = λ t L, D)
     t = float(im.round_ms(0.0, 1.0, ctx, L, m)[0])
     d = p = 0.0
-    for _ in range(50):
+    t_pf = t
+    n_pf = 1.0
+    for _ in range(60):
         d = lam_ms * o1 * t
         p = lam_ms * t * L
-        t_new = float(im.round_ms(p, d, ctx, L, m)[0])
+        room = max(budget - d, 1.0)
+        n_pf = max(1.0, float(np.ceil(L / room)))
+        mean, pf = mean_iteration(im, p, d, ctx, L, m, n_pf, room)
+        t_new, t_pf = float(mean[0]), float(pf[0])
         if abs(t_new - t) <= 1e-6 * t:
             t = t_new
             break
         t = 0.5 * (t + t_new)
-    room = max(budget - d, 1.0)
-    n_pf = max(1.0, float(np.ceil(L / room)))
-    t_pf = float(im.round_ms(min(room, max(L / n_pf, p)), d, ctx, L, m)[0])
     rho = lam / lam_max
     queue_ms = (rho / (2.0 * (1.0 - rho)) / lam_max * 1e3) if poisson else 0.0
     ttft = n_pf * t_pf + (0.5 * t if poisson else 0.0) + queue_ms
