@@ -30,7 +30,7 @@ try:
     import studio  # noqa: F401
 except ModuleNotFoundError:  # run from a checkout without PYTHONPATH
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the benchmarks package
 
 from benchmarks.validation.corpus import Point, load_points, predict  # noqa: E402
 from studio.engine.constants import Constants, default_constants  # noqa: E402
@@ -168,6 +168,40 @@ def held_out(points: list[Point], folds: list[list[int]], label: str) -> list[tu
     return rows
 
 
+def memory_checks() -> list[str]:
+    """Weights per rank and KV bytes against framework logs (reference/memory.md)."""
+    from studio.core.architecture import ModulePrecision
+    from studio.core.builders import build_cluster
+    from studio.core.layout import Layout
+    from studio.core.project import Project
+    from studio.core.workload import ServingConfig, Workload
+    from studio.engine import evaluate
+    from studio.io.presets import load_catalog
+
+    cat = load_catalog()
+    out = ["### Memory against engine logs", "",
+           "| check | log | engine | error |", "|---|---|---|---|"]
+
+    def proj(model: str, gpus: int, **serving: object) -> Project:
+        t = cat.node("dgx-h100").replace(gpus_per_node=gpus)
+        cl = build_cluster(t, 1, cat.gpu("h100-sxm"), cat.links)
+        return Project(cluster=cl, model=cat.model(model).architecture, workload=Workload(isl=1024, osl=1024),
+                       serving=ServingConfig(**serving), layout=Layout(tp=gpus))
+
+    prec = ModulePrecision(attention="bf16", mlp="fp8", experts="fp8", embeddings="bf16", lm_head="bf16")
+    w = evaluate(proj("llama-3.1-405b", 8, precision=prec)).memory[0].weights / 2**30
+    out.append(f"| M1: Llama-3.1-405B FP8 (BF16 attention), TP8, weights per rank (vLLM) | 57.75 GiB | {w:.2f} GiB | {w / 57.75 - 1:+.1%} |")
+    w = evaluate(proj("llama-3.1-8b", 1)).memory[0].weights / 2**30
+    out.append(f"| M12/M13: Llama-3.1-8B BF16, weights (vLLM V1) | 14.99 GiB | {w:.2f} GiB | {w / 14.99 - 1:+.1%} |")
+    r = evaluate(proj("llama-3.1-8b", 1))
+    kv = r.kv_bytes_per_token_model
+    out.append(f"| M12: Llama-3.1-8B BF16 KV bytes per token (19.28 GiB / 157,936 tokens) | 131,072 B | {kv:,.0f} B | {kv / 131072 - 1:+.1%} |")
+    h100 = cat.gpu("h100-sxm").memory_bytes / 2**20
+    out.append(f"| H100 SXM device memory (nvidia-smi) | 81,559 MiB | {h100:,.0f} MiB | {h100 / 81559 - 1:+.2%} |")
+    out.append("")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fit", action="store_true", help="fit on every point and print the constants")
@@ -192,6 +226,7 @@ def main() -> None:
         lines += report(loso, "Held out: leave one source out (each publication predicted by a fit without it)")
     lines += report([(p, _safe_predict(p, base)) for p in points],
                     "In sample: the bundled constants (presets/engine.json) on every point")
+    lines += memory_checks()
     text = "\n".join(lines)
     print(text)
     if args.markdown:

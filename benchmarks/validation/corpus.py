@@ -21,6 +21,7 @@ from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.core.workload import Load, ServingConfig, Workload
 from studio.engine import evaluate
+from studio.engine.serving import simulate_plan
 from studio.engine.constants import Constants
 from studio.io.presets import load_catalog
 
@@ -42,9 +43,14 @@ class Point:
 
 
 def _group(rec: dict[str, Any]) -> str:
+    """The publication a record comes from (one group per source and engine version)."""
     fw = rec["framework"]
     if fw.startswith("trtllm-0.14"):
         return "trtllm-0.14-online"
+    if rec["id"].startswith("azure-"):
+        return "azure-guide"
+    if rec["id"].startswith("amd-"):
+        return "amd-405b-reference"
     return fw
 
 
@@ -89,8 +95,11 @@ def project_for(p: Point) -> tuple[Project, Layout]:
     q = r.get("concurrency_or_qps")
     if isinstance(q, str) and q.upper().startswith("QPS"):
         rate = q.split()[1]
+        # the rate the server saw: the load generator of these runs falls behind the offered QPS
+        # near saturation (e.g. 32 offered, 26 achieved), holding requests back on the client
+        seen = extra.get("achieved_req_per_s")
         load = (Load(mode="offline", num_requests=n_req) if rate.upper() == "INF"
-                else Load(mode="rate", rate_per_s=float(rate), num_requests=n_req))
+                else Load(mode="rate", rate_per_s=float(seen or rate), num_requests=n_req))
     elif q is None:
         load = Load(mode="offline", num_requests=n_req)
     else:
@@ -98,12 +107,15 @@ def project_for(p: Point) -> tuple[Project, Layout]:
     model = cat.model(r["model"]).architecture
     adp = bool(extra.get("enable_attention_dp")) and model.moe is not None
     max_batch = TRITON_MAX_BATCH if p.group == "trtllm-0.14-online" else OFFLINE_MAX_BATCH
+    max_batch = int(extra.get("max_batch", max_batch))
     if adp:  # the engine's batch limit is shared by the attention-DP ranks
         max_batch = max(1, max_batch // int(r["tp"]))
     wl = Workload(isl=int(r["isl"]), osl=int(r["osl"]), max_batch=max_batch, load=load)
     sv = ServingConfig(
         weight_dtype=r["weight_dtype"], kv_dtype=r["kv_dtype"] if r["kv_dtype"] in ("fp8", "bf16", "fp16") else "fp8",
-        gpu_memory_utilization=float(extra.get("kv_cache_free_gpu_mem_fraction", 0.9)), runtime="trtllm",
+        gpu_memory_utilization=float(extra.get("kv_cache_free_gpu_mem_fraction", extra.get("gpu_memory_utilization", 0.9))),
+        runtime="vllm" if r["framework"].startswith("vllm") else "trtllm",
+        max_num_batched_tokens=extra.get("max_num_batched_tokens"),
     )
     proj = Project(cluster=cluster, model=model, workload=wl, serving=sv,
                    layout=Layout(tp=int(r["tp"]), pp=int(r["pp"])))
@@ -122,6 +134,12 @@ def predict(p: Point, constants: Constants | None = None) -> float:
     """The engine's figure for ``p``'s metric, under the definition the source used."""
     proj, lay = project_for(p)
     res = evaluate(proj, lay, constants=constants)
+    if res.load is not None and res.load.saturated:
+        # above saturation there is no steady state: the source ran a finite number of requests,
+        # so predict what that run reports (the queue grows over it)
+        sim = simulate_plan(proj, lay, constants=constants)
+        return {"output_tokens_per_s": sim.output_tokens_per_s, "tpot_ms": sim.tpot.mean,
+                "ttft_ms": sim.ttft.mean}[p.metric]
     if p.metric == "output_tokens_per_s":
         return res.output_tokens_per_s
     if p.metric == "tpot_ms":

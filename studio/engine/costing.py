@@ -86,9 +86,15 @@ def layout_costs(
     gpu_memory_utilization: float,
     max_batch: int,
     replicas: list[int] | None = None,
+    fraction_of_free: bool = False,
 ) -> LayoutCosts:
     """Batch-independent costs; ``replicas`` limits the DP replicas whose links are costed
-    (the sweep samples a few on large clusters; :func:`evaluate` costs all)."""
+    (the sweep samples a few on large clusters; :func:`evaluate` costs all).
+
+    ``gpu_memory_utilization`` is a fraction of the device memory (vLLM
+    ``--gpu-memory-utilization``, SGLang ``--mem-fraction-static``), or with ``fraction_of_free`` of the
+    memory left after weights, activations and runtime (TensorRT-LLM
+    ``kv_cache_free_gpu_mem_fraction``)."""
     cluster = topo.cluster
     groups = resolve_groups(layout, placement)
     reps = list(range(layout.dp)) if replicas is None else replicas
@@ -142,7 +148,11 @@ def layout_costs(
                     continue
                 members = [g for d in range(d0, d0 + per) for g in groups[d][s]]
                 a2a[s].append(alltoall(topo, members, c))
-    usable = cap * gpu_memory_utilization
+    if fraction_of_free:
+        fixed = np.array([sh.weights for sh in shapes]) + act + overhead
+        usable = fixed + (cap - fixed) * gpu_memory_utilization
+    else:
+        usable = cap * gpu_memory_utilization
     a2a_bytes = 0.0
     if moe is not None and ep > tp:
         # each token goes to the distinct EP ranks that hold its k experts (not k copies), minus the

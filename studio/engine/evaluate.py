@@ -144,7 +144,8 @@ def evaluate(
     topo = topology_of(project.cluster, cal.link_fits if cal else None)
     precision = sv.effective_precision(model.precision)
     lc = layout_costs(model, cached_layer_table(model), precision, sv.kv_dtype, layout, placement, topo, c,
-                      sv.gpu_memory_utilization, wl.max_batch)
+                      sv.gpu_memory_utilization, wl.max_batch,
+                      fraction_of_free=sv.runtime == "trtllm")
     seq_len = wl.isl + wl.osl
     pool, seq_bytes, max_seqs, cap_tokens, kv_tok = memory_fit(lc, seq_len)
     auto = wl.batch == "auto"
@@ -152,11 +153,19 @@ def evaluate(
     weights_fit = bool((pool > 0).all())
     if not weights_fit:
         s = int(np.argmin(pool))
-        fit_reason = (
-            f"stage {s} needs {(lc.weights[s] + lc.activations[s] + lc.overhead[s]) / 2**30:.1f} GiB per GPU "
-            f"for weights, activations and runtime, above the {lc.usable[s] / 2**30:.1f} GiB usable "
-            f"({sv.gpu_memory_utilization:.0%} of {lc.capacity[s] / 2**30:.1f} GiB)"
-        )
+        need = (lc.weights[s] + lc.activations[s] + lc.overhead[s]) / 2**30
+        if sv.runtime == "trtllm":
+            fit_reason = (
+                f"stage {s} needs {need:.1f} GiB per GPU for weights, activations and runtime, "
+                f"more than the device's {lc.capacity[s] / 2**30:.1f} GiB (TensorRT-LLM gives the KV cache "
+                f"{sv.gpu_memory_utilization:.0%} of what is left)"
+            )
+        else:
+            fit_reason = (
+                f"stage {s} needs {need:.1f} GiB per GPU "
+                f"for weights, activations and runtime, above the {lc.usable[s] / 2**30:.1f} GiB usable "
+                f"({sv.gpu_memory_utilization:.0%} of {lc.capacity[s] / 2**30:.1f} GiB)"
+            )
     elif max_seqs < 1:
         fit_reason = (f"weights fit, but the KV cache holds {cap_tokens:,} tokens, less than one "
                       f"{seq_len:,}-token sequence (isl+osl)")
@@ -207,7 +216,8 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None) 
                 cap = cluster.gpu_specs[ctx.topo.gpu_type[g]].memory_bytes
                 memory.append(GpuMemory(
                     gpu_id=g, rank=layout.rank(d, s, t), stage=s, tp_rank=t, dp_index=d, capacity=cap,
-                    usable=cap * project.serving.gpu_memory_utilization, weights=sh.weights,
+                    usable=float(lc.usable[s]) + (cap - float(lc.capacity[s])) * project.serving.gpu_memory_utilization,
+                    weights=sh.weights,
                     kv_cache=ctx.batch * float(ctx.seq_bytes[s]), activations=float(lc.activations[s]),
                     overhead=float(lc.overhead[s]), weights_by_module=dict(sh.weights_by_module),
                 ))

@@ -70,7 +70,8 @@ def serving_setup(
     topo = topology_of(project.cluster, cal.link_fits if cal else None)
     precision = sv.effective_precision(model.precision)
     lc = layout_costs(model, cached_layer_table(model), precision, sv.kv_dtype, layout, placement, topo, c,
-                      sv.gpu_memory_utilization, wl.max_batch)
+                      sv.gpu_memory_utilization, wl.max_batch,
+                      fraction_of_free=sv.runtime == "trtllm")
     _, _, max_seqs, cap_tokens, _ = memory_fit(lc, wl.isl + wl.osl)
     if max_seqs < 1:
         raise StudioError(

@@ -189,7 +189,8 @@ def sweep(
         layout = Layout(tp=tp, pp=pp, dp=dp, ep=ep)
         try:
             lc = layout_costs(model, table, precision, sv.kv_dtype, layout, placement, topo, c,
-                              sv.gpu_memory_utilization, wl.max_batch, replicas=_sample(dp))
+                              sv.gpu_memory_utilization, wl.max_batch, replicas=_sample(dp),
+                              fraction_of_free=sv.runtime == "trtllm")
         except StudioError as exc:  # e.g. GPUs of a group not linked
             _append_unfit(cols, reasons_unfit, extra, tp, pp, dp, ep, str(exc))
             kinds.append("")
