@@ -135,7 +135,7 @@ def _intra_algos(topo: Topology, gpus: list[str], c: Constants, small: bool) -> 
         algos.append(
             Algo(
                 name="nvls",
-                alpha_us=c.nccl_base_latency_us + 2 * (c.nccl_step_latency_us + lat),
+                alpha_us=c.nccl_base_latency_us + c.nvls_setup_us + 2 * (c.nccl_step_latency_us + lat),
                 us_per_byte=(2 * (n - 1) / n) / (bw * c.nvls_bandwidth_gain * GB_PER_S_TO_BYTES_PER_US),
                 max_bytes=np.inf,
                 bandwidth_gbps=bw * c.nvls_bandwidth_gain,

@@ -36,6 +36,7 @@ class Constants:
     nccl_base_latency_us: float
     nccl_step_latency_us: float
     nvls_bandwidth_gain: float
+    nvls_setup_us: float
     network_collective_floor_us: float
     p2p_base_latency_us: float
     activation_factor: float
