@@ -30,6 +30,8 @@ class Constants:
     prefill_efficiency: float
     decode_efficiency: float
     decode_step_overhead_us: float
+    layer_overhead_us: float
+    moe_layer_overhead_us: float
     custom_allreduce_latency_us: float
     custom_allreduce_bw_fraction: float
     custom_allreduce_max_bytes: float
@@ -51,6 +53,7 @@ class Constants:
     tp_max_without_nvswitch: float
     moe_imbalance_factor: float
     gemm_half_tokens: float
+    expert_gemm_half_tokens: float
     attention_efficiency: float
     roofline_blend: float
     sources: dict[str, str] = field(default_factory=dict, compare=False)

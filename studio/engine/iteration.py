@@ -7,12 +7,14 @@ prompts being prefilled, within a token budget (``max_num_batched_tokens`` / ``m
 
 * GEMMs run at the GPU's measured matmul efficiency (MAMF) × the asymptotic kernel efficiency
   (``prefill_efficiency``) × ``T / (T + gemm_half_tokens)``, ``T`` the tokens of the micro-batch:
-  a few tokens leave the tensor cores idle, thousands saturate them.
+  a few tokens leave the tensor cores idle, thousands saturate them. Routed experts run grouped
+  GEMMs of ``T · k / E`` tokens each (over the EP group), at ``t / (t + expert_gemm_half_tokens)``.
 * Weights (and the routed experts actually touched) and the KV cache of the decoding sequences are
   read once per micro-batch at ``decode_efficiency`` × the achievable memory bandwidth.
 * A stage takes ``max(compute, memory) + roofline_blend × min(compute, memory)`` (kernels do not
-  overlap perfectly) + the fixed per-iteration overhead + its all-reduces / all-to-alls; stages
-  pass hidden states to the next over the drawn links.
+  overlap perfectly) + fixed costs (per iteration, per layer, and per MoE layer for routing and the
+  expert dispatch) + its all-reduces / all-to-alls; stages pass hidden states to the next over the
+  drawn links.
 * With ``M`` micro-batches the iteration (a "round") takes ``max(Σ_s t_s, M · max_s t_s)``.
 
 Everything is vectorised over arrays of (prefill tokens, decode sequences), so the closed-form
@@ -99,7 +101,15 @@ class IterationModel:
         a2a_worst = np.zeros(n)
         p2p_worst = np.zeros(n)
         for s, sh in enumerate(lc.shapes):
-            dense = tokens * lc.sec_per_token[s] / gemm + d * skew * lc.sec_expert[s]
+            # routed experts: grouped GEMMs of tokens × k / E rows each (per EP group), far smaller
+            # than the dense GEMMs when experts are many and fine-grained
+            if lc.num_experts:
+                tpe = tokens * route * lc.experts_per_token / lc.num_experts
+                gemm_e = np.where(tpe > 0, tpe / (tpe + c.expert_gemm_half_tokens), 1.0)
+            else:
+                gemm_e = gemm
+            dense = (tokens * (lc.sec_per_token[s] - lc.sec_expert[s]) / gemm
+                     + tokens * lc.sec_expert[s] / gemm_e + d * skew * lc.sec_expert[s])
             attn = (x * (sliding_avg(plen, None) * lc.sec_attn_ctx[s]
                          + sliding_avg(plen, lc.window) * lc.sec_attn_ctx_sliding[s])
                     + d * (ctx * lc.sec_attn_ctx[s]
@@ -114,7 +124,9 @@ class IterationModel:
             kv_read = d * np.asarray(sh.kv_bytes_for(ctx, lc.window), dtype=float)
             mem_s = (dense_w + sh.expert_bytes * touched + kv_read) / (lc.hbm_bps[s] * c.decode_efficiency)
             busy = np.maximum(cmp_s, mem_s) + c.roofline_blend * np.minimum(cmp_s, mem_s)
-            comp[s] = np.where(tokens > 0, busy * 1e3 + c.decode_step_overhead_us / 1e3, 0.0)
+            fixed_us = (c.decode_step_overhead_us + sh.layers * c.layer_overhead_us
+                        + sh.moe_layers * c.moe_layer_overhead_us)
+            comp[s] = np.where(tokens > 0, busy * 1e3 + fixed_us / 1e3, 0.0)
             t_ar = coll_time_us(lc.allreduce[s], ar_size)
             ar_worst = np.maximum(ar_worst, t_ar)
             ar[s] = np.where(tokens > 0, 2 * sh.layers * t_ar / 1e3, 0.0)
