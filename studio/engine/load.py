@@ -70,9 +70,14 @@ def mean_iteration(
     p = np.asarray(prefill_tokens, dtype=float)
     chunk = np.minimum(room, np.maximum(prompt / np.asarray(n_pf, dtype=float), p))
     share = np.minimum(1.0, p / np.maximum(chunk, 1e-9))  # iterations that carry a chunk
-    t_pf = im.round_ms(chunk, decode_seqs, ctx, prompt, m)
-    t_dec = im.round_ms(0.0, decode_seqs, ctx, prompt, m)
-    t_avg = im.round_ms(p, decode_seqs, ctx, prompt, m)
+    n = max(np.size(chunk), np.size(decode_seqs), np.size(p), np.size(m))
+    d = np.broadcast_to(np.asarray(decode_seqs, dtype=float), (n,))
+    mm = np.broadcast_to(np.asarray(m, dtype=float), (n,))
+    chunk = np.broadcast_to(chunk, (n,))
+    p = np.broadcast_to(p, (n,))
+    share = np.broadcast_to(share, (n,))
+    both = im.round_ms(np.concatenate((chunk, np.zeros(n), p)), np.tile(d, 3), ctx, prompt, np.tile(mm, 3))
+    t_pf, t_dec, t_avg = both[:n], both[n:2 * n], both[2 * n:]
     mean = np.where(share < 1.0, share * t_pf + (1.0 - share) * t_dec, t_avg)
     return mean, t_pf
 
@@ -168,22 +173,30 @@ def open_loop(
         sat.saturated = np.array([True])
         return sat, lam_max
     lam_ms = lam / 1e3
-    # fixed point: D = λ (O−1) t(P = λ t L, D)
-    t = float(im.round_ms(0.0, 1.0, ctx, L, m)[0])
-    d = p = 0.0
-    t_pf = t
-    n_pf = 1.0
-    for _ in range(60):
+    t_lo = float(im.round_ms(0.0, 1.0, ctx, L, m)[0])
+    t_hi = max(float(sat.iteration_ms[0]), t_lo) * 1.5
+
+    def residual(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         d = lam_ms * o1 * t
         p = lam_ms * t * L
-        room = max(budget - d, 1.0)
-        n_pf = max(1.0, float(np.ceil(L / room)))
+        room = np.maximum(budget - d, 1.0)
+        n_pf = np.maximum(1.0, np.ceil(L / room))
         mean, pf = mean_iteration(im, p, d, ctx, L, m, n_pf, room)
-        t_new, t_pf = float(mean[0]), float(pf[0])
-        if abs(t_new - t) <= 1e-6 * t:
-            t = t_new
-            break
-        t = 0.5 * (t + t_new)
+        return mean - t, pf, n_pf
+
+    # the iteration time t solves t = mean_iteration(D = λ (O−1) t, P = λ t L): bracket the root on a
+    # grid (one vectorised call), then refine on a finer grid inside the bracket
+    for _ in range(3):
+        grid = np.linspace(t_lo, t_hi, 48)
+        r, _, _ = residual(grid)
+        sign = np.nonzero(r <= 0)[0]
+        k = int(sign[0]) if sign.size else grid.size - 1
+        t_lo, t_hi = float(grid[max(k - 1, 0)]), float(grid[k])
+    t_arr = np.array([0.5 * (t_lo + t_hi)])
+    _, pf, npf = residual(t_arr)
+    t, t_pf, n_pf = float(t_arr[0]), float(pf[0]), float(npf[0])
+    d = lam_ms * o1 * t
+    p = lam_ms * t * L
     rho = lam / lam_max
     queue_ms = (rho / (2.0 * (1.0 - rho)) / lam_max * 1e3) if poisson else 0.0
     ttft = n_pf * t_pf + (0.5 * t if poisson else 0.0) + queue_ms
