@@ -159,16 +159,31 @@ def folds_by_gpu(points: list[Point], k: int = 5) -> list[list[int]]:
     return folds
 
 
-def held_out(points: list[Point], folds: list[list[int]], label: str) -> list[tuple[Point, float]]:
+def _fit_fold(args: tuple[list[int], list[int]]) -> list[tuple[str, float]]:
+    """Fit on ``train`` (indices), predict ``test``; module-level so a process pool can run it."""
+    train_idx, test_idx = args
+    points = load_points()
     base = default_constants()
-    rows: list[tuple[Point, float]] = []
-    for f, test in enumerate(folds):
-        train = [p for i, p in enumerate(points) if i not in set(test)]
-        print(f"{label}: fold {f + 1}/{len(folds)} — fitting on {len(train)} points, predicting {len(test)}",
-              file=sys.stderr, flush=True)
-        c = _with(base, fit(train, base))
-        rows += [(points[i], _safe_predict(points[i], c)) for i in test]
-    return rows
+    c = _with(base, fit([points[i] for i in train_idx], base))
+    return [(points[i].id, _safe_predict(points[i], c)) for i in test_idx]
+
+
+def held_out(points: list[Point], folds: list[list[int]], label: str, jobs: int = 1) -> list[tuple[Point, float]]:
+    """Every point predicted by constants fitted on the other folds (``jobs`` folds at once)."""
+    tasks = []
+    for test in folds:
+        held = set(test)
+        tasks.append(([i for i in range(len(points)) if i not in held], list(test)))
+    print(f"{label}: {len(folds)} fits ({jobs} at a time)", file=sys.stderr, flush=True)
+    if jobs > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(_fit_fold, tasks))
+    else:
+        results = [_fit_fold(t) for t in tasks]
+    by_id = {p.id: p for p in points}
+    return [(by_id[pid], v) for fold in results for pid, v in fold]
 
 
 def memory_checks() -> list[str]:
@@ -211,6 +226,7 @@ def main() -> None:
     ap.add_argument("--protocol", action="store_true", help="held-out error: 5-fold CV and leave-one-source-out")
     ap.add_argument("--markdown", type=Path, help="write the report to this file as well")
     ap.add_argument("--json", type=Path, help="write the fitted constants (all points) to this file")
+    ap.add_argument("--jobs", type=int, default=1, help="folds fitted in parallel processes (default 1)")
     args = ap.parse_args()
     points = load_points()
     base = default_constants()
@@ -221,11 +237,11 @@ def main() -> None:
         if args.json:
             args.json.write_text(json.dumps(values, indent=2) + "\n", encoding="utf-8")
     if args.protocol:
-        cv = held_out(points, folds_by_gpu(points), "5-fold")
+        cv = held_out(points, folds_by_gpu(points), "5-fold", args.jobs)
         lines += report(cv, "Held out: 5-fold cross-validation (folds stratified by GPU and metric)")
         groups = sorted({p.group for p in points})
         loso = held_out(points, [[i for i, p in enumerate(points) if p.group == g] for g in groups],
-                        "leave-one-source-out")
+                        "leave-one-source-out", args.jobs)
         lines += report(loso, "Held out: leave one source out (each publication predicted by a fit without it)")
     lines += report([(p, _safe_predict(p, base)) for p in points],
                     "In sample: the bundled constants (presets/engine.json) on every point")

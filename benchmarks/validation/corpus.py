@@ -21,8 +21,8 @@ from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.core.workload import Load, ServingConfig, Workload
 from studio.engine import evaluate
-from studio.engine.serving import simulate_plan
 from studio.engine.constants import Constants
+from studio.engine.serving import simulate_plan
 from studio.io.presets import load_catalog
 
 HERE = Path(__file__).resolve().parent
