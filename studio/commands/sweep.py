@@ -7,6 +7,7 @@ import csv
 from pathlib import Path
 
 from studio.commands.common import (
+    add_load_args,
     add_project_args,
     fmt,
     format_table,
@@ -45,6 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Pareto frontier of throughput per GPU against tokens/s per user.",
     )
     add_project_args(p, layout=False)
+    add_load_args(p)
     g = p.add_argument_group("ranking and output")
     g.add_argument("--objective", choices=OBJECTIVES, default="throughput", help="what 'best' means (default throughput)")
     g.add_argument("--top", type=positive_int, default=10, metavar="K", help="layouts to show (default 10)")
