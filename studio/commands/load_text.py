@@ -49,3 +49,30 @@ def summary_json(summary, load: Load) -> dict:
     data = asdict(summary) if summary is not None else {}
     data["asked"] = load.model_dump(mode="json")
     return data
+
+
+def sweep_load_section(result, rows: list[int], label) -> str | None:  # noqa: ANN001
+    """For ``sweep`` under a request rate: each shown layout's figures at that rate (the table ranks
+    capacity at each batch), or SATURATED where the rate has no steady state. None for other loads.
+
+    ``label(cols, row)`` names a row's layout."""
+    load = result.project.workload.load
+    if load.mode != "rate":
+        return None
+    lines = [f"At the load: {describe_load(load)} (closed form; percentiles: `layout-studio simulate`)"]
+    seen: set[str] = set()
+    for r in rows:
+        name = label(result.columns, r)
+        if name in seen or not bool(result.columns["fits"][r]):
+            continue
+        seen.add(name)
+        plan = result.plan(r)
+        s = plan.load
+        if s is None:
+            continue
+        if s.saturated:
+            lines.append(f"  {name:<16} SATURATED: saturation {s.saturation_rate_per_s:.3g} req/s is below the rate")
+        else:
+            lines.append(f"  {name:<16} saturation {s.saturation_rate_per_s:.3g} req/s, TTFT {plan.ttft_ms:,.0f} ms, "
+                         f"TPOT {plan.tpot_ms:,.1f} ms, {plan.output_tokens_per_s_per_gpu:,.0f} tok/s per GPU")
+    return "\n".join(lines)

@@ -75,6 +75,11 @@ def run(args: argparse.Namespace) -> int:
         print_json(sweep_json(result, rows, args.objective))
     else:
         print(format_sweep(project, result, rows, args.objective))
+        from studio.commands.load_text import sweep_load_section
+
+        at_load = sweep_load_section(result, rows, _label)
+        if at_load:
+            print("\n" + at_load)
         if args.csv:
             print(f"\nwrote {result.candidates} rows to {args.csv}")
     return 0
@@ -104,11 +109,15 @@ def shown_rows(result, top: int) -> list[int]:
 
 def sweep_json(result, rows: list[int], objective: str) -> dict:
     """The ``sweep --json`` object: plans of the shown rows and indices into them."""
+    from studio.commands.load_text import summary_json
+
     pos = {r: i for i, r in enumerate(rows)}
     layouts = []
     cols = result.columns
     for r in rows:
-        plan = result.plan(r).to_json()
+        plan_result = result.plan(r)
+        plan = plan_result.to_json()
+        plan["load"] = summary_json(plan_result.load, result.project.workload.load)
         plan["sweep"] = {
             "row": r,
             "meets_targets": bool(cols["meets_targets"][r]) if "meets_targets" in cols else None,

@@ -123,9 +123,22 @@ def test_more_rate_means_more_ttft_in_plan(cli):
     assert ttfts[0] < ttfts[1] < ttfts[2]
 
 
-def test_sweep_takes_the_load_flags(cli):
-    r = cli("sweep", "--gpu", "h100-sxm", "--nodes", "1", "--model", "llama-3.1-70b", "--rate", "2", "--top", "2")
+def test_sweep_at_a_rate_gives_each_layout_its_figures_at_that_rate(cli):
+    sweep = ("sweep", "--gpu", "h100-sxm", "--nodes", "1", "--model", "llama-3.1-70b", "--osl", "256", "--top", "2")
+    r = cli(*sweep, "--rate", "2")
     assert r.code == 0, r.err
+    section = r.out.split("At the load: rate 2 req/s", 1)[1]
+    rows = [ln for ln in section.splitlines()[1:] if ln.strip()]
+    assert rows and all("saturation" in ln and ("TTFT" in ln or "SATURATED" in ln) for ln in rows)
+    d = cli(*sweep, "--rate", "2", "--json").json()
+    checked = 0
+    for plan in d["layouts"]:
+        assert plan["load"]["mode"] == "rate" and plan["load"]["asked"]["rate_per_s"] == 2
+        if plan["fits"] and not plan["load"]["saturated"]:
+            checked += 1
+            assert plan["throughput"]["output_tokens_per_s"] == pytest.approx(2 * 256, rel=1e-6)
+    assert checked >= 2
+    assert "At the load" not in cli(*sweep).out  # a closed loop at the batch: the table says it all
 
 
 @pytest.mark.parametrize(
