@@ -52,13 +52,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--top", type=positive_int, default=10, metavar="K", help="layouts to show (default 10)")
     g.add_argument("--json", action="store_true", help="print one JSON object (the scripting contract)")
     g.add_argument("--csv", metavar="FILE", help="write every evaluated row with all its columns to FILE")
+    from studio.commands.sweep_slo import add_slo_args
+
+    add_slo_args(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Build the project, sweep it, print the ranking."""
     project = project_from_args(args)
+    from studio.commands.sweep_slo import check_slo, format_slo, slo_rate
     from studio.engine import sweep
+
+    at_rate = slo_rate(args, project)
 
     if args.csv:
         _check_writable(Path(args.csv))
@@ -69,10 +75,14 @@ def run(args: argparse.Namespace) -> int:
         tpot_ms=project.workload.tpot_ms,
     )
     rows = shown_rows(result, args.top)
+    slo = check_slo(project, result, args.ttft_p99, at_rate, args.slo_check) if at_rate is not None else None
     if args.csv:
         write_csv(result, Path(args.csv))
     if args.json:
-        print_json(sweep_json(result, rows, args.objective))
+        data = sweep_json(result, rows, args.objective)
+        if slo is not None:
+            data["slo"] = slo
+        print_json(data)
     else:
         print(format_sweep(project, result, rows, args.objective))
         from studio.commands.load_text import sweep_load_section
@@ -80,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
         at_load = sweep_load_section(result, rows, _label)
         if at_load:
             print("\n" + at_load)
+        if slo is not None:
+            print("\n" + format_slo(slo))
         if args.csv:
             print(f"\nwrote {result.candidates} rows to {args.csv}")
     return 0

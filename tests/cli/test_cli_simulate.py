@@ -189,3 +189,49 @@ def test_malformed_histogram_names_file_and_line(cli, tmp_path, text, where):
 def test_missing_histogram_file(cli, tmp_path):
     r = cli("plan", *H100_70B, "--osl-histogram", str(tmp_path / "none.csv"))
     assert r.code == 2 and "--osl-histogram" in r.err and "not found" in r.err
+
+
+SWEEP_70B = ("sweep", "--gpu", "h100-sxm", "--nodes", "1", "--model", "llama-3.1-70b", "--osl", "256", "--top", "3")
+
+
+def test_sweep_percentile_slo_screens_then_simulates(cli):
+    d = cli(*SWEEP_70B, "--ttft-p99", "2000", "--at-rate", "4", "--slo-check", "3", "--json").json()
+    slo = d["slo"]
+    assert slo["ttft_p99_ms"] == 2000 and slo["rate_per_s"] == 4
+    simulated = [e for e in slo["checked"] if e["ttft_p99_ms"] is not None]
+    assert 1 <= len(simulated) <= 3
+    for e in slo["checked"]:
+        assert e["meets"] == (e["ttft_p99_ms"] is not None and e["ttft_p99_ms"] <= 2000)
+        if e["ttft_p99_ms"] is not None:
+            assert e["ttft_p99_ms"] >= e["ttft_p50_ms"]
+        else:  # screened out by the closed form, and says why
+            assert "saturated" in e["verdict"] or "above the target" in e["verdict"]
+    assert slo["best"] is not None and slo["checked"][slo["best"]]["meets"]
+    first_meeting = next(i for i, e in enumerate(slo["checked"]) if e["meets"])
+    assert slo["best"] == first_meeting  # the sweep's ranking decides among those meeting the SLO
+
+
+def test_sweep_slo_at_a_rate_above_every_saturation(cli):
+    r = cli(*SWEEP_70B, "--ttft-p99", "500", "--at-rate", "500")
+    assert r.code == 0, r.err
+    assert "SLO: p99 TTFT ≤ 500 ms at 500 req/s" in r.out
+    assert "saturated" in r.out and "Best meeting the SLO: none" in r.out
+
+
+def test_sweep_slo_rate_from_the_load_flag(cli):
+    d = cli(*SWEEP_70B, "--rate", "3", "--ttft-p99", "5000", "--json").json()
+    assert d["slo"]["rate_per_s"] == 3
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (("--at-rate", "3"), "--ttft-p99"),
+        (("--ttft-p99", "300"), "--at-rate"),
+        (("--ttft-p99", "-3", "--at-rate", "2"), "--ttft-p99"),
+        (("--ttft-p99", "300", "--at-rate", "0"), "--at-rate"),
+    ],
+)
+def test_sweep_slo_bad_input(cli, argv, flag):
+    r = cli(*SWEEP_70B, *argv)
+    assert r.code == 2 and flag in r.err.strip().splitlines()[-1]
