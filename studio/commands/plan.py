@@ -102,11 +102,13 @@ def format_plan(project: Project, plan, explain: bool = False, model_note: str |
         ("workload", f"ISL {wl.isl}, OSL {wl.osl}, batch {plan.batch} per replica"
                      + (f" (auto, max {wl.max_batch})" if plan.batch_auto else "")),
         ("fits", f"{'yes' if plan.fits else 'NO'} — {plan.fit_reason}"),
-        *_load_lines(project, plan),
+        _load_head(project, plan),
     ]
     if plan.calibration:
         head.append(("calibration", plan.calibration))
     sections.append("Plan\n" + format_pairs(head))
+    if plan.load is not None:
+        sections.append("Load\n" + format_pairs(_load_pairs(plan.load)))
 
     m = plan.peak_memory
     mem = [
@@ -182,16 +184,24 @@ def format_plan(project: Project, plan, explain: bool = False, model_note: str |
     return "\n\n".join(sections)
 
 
-def _load_lines(project: Project, plan) -> list[tuple[str, str]]:
-    """The ``load`` line (mode, rate or users, saturation rate), its definition and any note."""
+def _load_head(project: Project, plan) -> tuple[str, str]:
+    """The ``load`` line of the Plan section: mode, rate or users, saturation rate."""
     from studio.commands.load_text import load_line
 
-    summary = getattr(plan, "load", None)
-    out = [("load", load_line(project.workload.load, summary, plan.layout.dp))]
-    if summary is not None:
-        out.append(("  definition", summary.definition))
-        if summary.note:
-            out.append(("  note", summary.note))
+    return ("load", load_line(project.workload.load, plan.load, plan.layout.dp))
+
+
+def _load_pairs(s) -> list[tuple[str, str]]:
+    """The Load section: the definition the figures follow, how a replica runs, any note."""
+    out = [
+        ("definition", s.definition),
+        ("per replica", f"{fmt(s.users)} requests in the system, {fmt(s.running)} running, "
+                        f"{fmt(s.decode_seqs)} decoding per iteration of {fmt(s.iteration_ms)} ms"),
+        ("token budget", f"{s.token_budget:,} tokens per iteration"
+                         + (" (it limits decoding)" if s.budget_bound else "")),
+    ]
+    if s.note:
+        out.append(("note", s.note))
     return out
 
 
