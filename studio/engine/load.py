@@ -11,9 +11,9 @@ and ``O`` output tokens per request (``O − 1`` decode iterations after the fir
   ``D = B (O − 1) / (O − 1 + n_pf)``; otherwise the budget binds, ``D = K (O − 1) / (L + O − 1)``
   and the other users wait for prefill budget (their wait counts in TTFT).
 * **Open loop** (Poisson or evenly spaced arrivals at ``λ`` per replica): ``D = λ (O − 1) t(D)``
-  solved by fixed-point iteration; queueing before admission follows M/D/1 against the saturation
-  rate (the closed loop at the largest concurrency the KV cache and ``max_batch`` allow). A rate at or
-  above saturation has no steady state: :attr:`SteadyState.saturated` says so.
+  solved on a grid; queueing before admission follows M/D/c (``c`` = the sequence slots) against the
+  saturation rate (the closed loop at the largest concurrency the KV cache and ``max_batch`` allow).
+  A rate at or above saturation has no steady state: :attr:`SteadyState.saturated` says so.
 
 TTFT counts queueing + the prefill iterations (+ half an iteration for a random arrival);
 with one output token per request TPOT is the iteration time (no second token follows);
@@ -49,6 +49,17 @@ class SteadyState:
 
 def _decode_iters(osl: float) -> float:
     return max(float(osl) - 1.0, 0.0)
+
+
+def mdc_wait_ms(rho: float, servers: float, service_ms: float) -> float:
+    """Mean wait before admission of an M/D/c queue (Poisson arrivals, ``servers`` sequence slots,
+    deterministic service), by Sakasegawa's approximation of the M/M/c wait halved for a
+    deterministic service: ``Wq ≈ ½ · ρ^(√(2(c+1)) − 1) / (c (1 − ρ)) · S``. With hundreds of slots
+    requests barely wait until close to saturation, unlike a single-server M/D/1."""
+    c = max(1.0, float(servers))
+    if rho <= 0.0:
+        return 0.0
+    return 0.5 * rho ** (np.sqrt(2.0 * (c + 1.0)) - 1.0) / (c * (1.0 - rho)) * service_ms
 
 
 def mean_iteration(
@@ -198,7 +209,8 @@ def open_loop(
     d = lam_ms * o1 * t
     p = lam_ms * t * L
     rho = lam / lam_max
-    queue_ms = (rho / (2.0 * (1.0 - rho)) / lam_max * 1e3) if poisson else 0.0
+    service_ms = n_pf * t_pf + o1 * t
+    queue_ms = mdc_wait_ms(rho, running_cap, service_ms) if poisson else 0.0
     ttft = n_pf * t_pf + (0.5 * t if poisson else 0.0) + queue_ms
     e2e = ttft + o1 * t
     conc = lam_ms * e2e
