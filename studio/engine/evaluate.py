@@ -307,7 +307,7 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
     note = ""
     if ld.mode == "rate":
         state, _ = open_loop(im, float(ld.rate_per_s) / dp, m_eff, wl.isl, wl.osl, budget, cap,
-                             poisson=ld.arrival == "poisson")
+                             poisson=ld.arrival == "poisson", saturation=sat)
         if bool(state.saturated[0]):
             note = (f"{ld.rate_per_s:g} req/s is at or above saturation ({sat_rate:.3g} req/s): the queue grows "
                     "without bound, so TTFT has no steady state; figures shown are at saturation")

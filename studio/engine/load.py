@@ -23,7 +23,7 @@ counts every output token (trtllm-bench / ``bench serve`` ``output_throughput``)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -164,6 +164,7 @@ def open_loop(
     budget: float,
     running_cap: float,
     poisson: bool = True,
+    saturation: SteadyState | None = None,
 ) -> tuple[SteadyState, float]:
     """Steady state of one replica fed ``rate_per_s`` requests per second, and the saturation rate.
 
@@ -172,8 +173,10 @@ def open_loop(
     (state, saturation_rate_per_s)
         ``state.saturated`` is True when the rate is at or above saturation; its figures are then
         those at saturation and the queue (so TTFT) grows without bound.
+    saturation:
+        The closed loop at ``running_cap`` when the caller has it already.
     """
-    sat = closed_loop(im, np.array([running_cap]), np.array([micro_batches]), isl, osl, budget)
+    sat = saturation or closed_loop(im, np.array([running_cap]), np.array([micro_batches]), isl, osl, budget)
     lam_max = float(sat.requests_per_s[0])
     lam = float(rate_per_s)
     L = float(isl)
@@ -181,8 +184,7 @@ def open_loop(
     ctx = L + float(osl) / 2.0
     m = np.array([float(micro_batches)])
     if lam >= lam_max * 0.999:
-        sat.saturated = np.array([True])
-        return sat, lam_max
+        return replace(sat, saturated=np.array([True])), lam_max
     lam_ms = lam / 1e3
     t_lo = float(im.round_ms(0.0, 1.0, ctx, L, m)[0])
     t_hi = max(float(sat.iteration_ms[0]), t_lo) * 1.5
@@ -197,15 +199,13 @@ def open_loop(
 
     # the iteration time t solves t = mean_iteration(D = λ (O−1) t, P = λ t L): bracket the root on a
     # grid (one vectorised call), then refine on a finer grid inside the bracket
-    for _ in range(3):
-        grid = np.linspace(t_lo, t_hi, 48)
-        r, _, _ = residual(grid)
+    for _ in range(2):
+        grid = np.linspace(t_lo, t_hi, 64)
+        r, pf, npf = residual(grid)
         sign = np.nonzero(r <= 0)[0]
         k = int(sign[0]) if sign.size else grid.size - 1
         t_lo, t_hi = float(grid[max(k - 1, 0)]), float(grid[k])
-    t_arr = np.array([0.5 * (t_lo + t_hi)])
-    _, pf, npf = residual(t_arr)
-    t, t_pf, n_pf = float(t_arr[0]), float(pf[0]), float(npf[0])
+    t, t_pf, n_pf = float(grid[k]), float(pf[k]), float(npf[k])
     d = lam_ms * o1 * t
     p = lam_ms * t * L
     rho = lam / lam_max
