@@ -52,6 +52,15 @@ PARAMS: dict[str, tuple[float, float, float | None]] = {
     "attention_efficiency": (0.1, 3.0, None),
     "moe_imbalance_factor": (1.0, 4.0, None),
 }
+#: Where every held-out fit starts: round, unfitted values (the engine's first guesses before any
+#: fit), so no held-out point influences its own prediction through the starting point.
+PRIOR: dict[str, float] = {
+    "prefill_efficiency": 0.55, "decode_efficiency": 0.75, "decode_step_overhead_us": 300.0,
+    "layer_overhead_us": 5.0, "moe_layer_overhead_us": 20.0, "gemm_half_tokens": 64.0,
+    "expert_gemm_half_tokens": 64.0, "roofline_blend": 0.0, "matmul_efficiency_fp4:default": 0.7,
+    "matmul_efficiency_fp4:rtx-pro-6000": 0.7, "hbm_efficiency:l40s": 0.85,
+    "hbm_efficiency:rtx-pro-6000": 0.85, "attention_efficiency": 1.0, "moe_imbalance_factor": 2.0,
+}
 FAIL = math.log(10.0)  # loss of a point the engine cannot cost (does not fit, error)
 
 
@@ -163,8 +172,8 @@ def _fit_fold(args: tuple[list[int], list[int]]) -> list[tuple[str, float]]:
     """Fit on ``train`` (indices), predict ``test``; module-level so a process pool can run it."""
     train_idx, test_idx = args
     points = load_points()
-    base = default_constants()
-    c = _with(base, fit([points[i] for i in train_idx], base))
+    prior = _with(default_constants(), PRIOR)
+    c = _with(prior, fit([points[i] for i in train_idx], prior))
     return [(points[i].id, _safe_predict(points[i], c)) for i in test_idx]
 
 

@@ -51,6 +51,8 @@ def _group(rec: dict[str, Any]) -> str:
         return "azure-guide"
     if rec["id"].startswith("amd-"):
         return "amd-405b-reference"
+    if fw in ("trtllm-0.19", "trtllm-0.20"):
+        return "trtllm-0.19/0.20"  # the two web perf-overview tables (B200 FP4), 9 points together
     return fw
 
 
