@@ -89,32 +89,44 @@ def loss(points: list[Point], c: Constants) -> float:
     return sum(log_error(p, c) for p in points) / max(1, len(points))
 
 
-def fit(points: list[Point], base: Constants | None = None, rounds: int = 3, verbose: bool = False) -> dict[str, float]:
-    """Constants (the names of :data:`PARAMS`) that minimise :func:`loss` on ``points``."""
+def fit(points: list[Point], base: Constants | None = None, verbose: bool = False,
+        factors: tuple[float, ...] = (1.5, 1.2, 1.07)) -> dict[str, float]:
+    """Constants (the names of :data:`PARAMS`) that minimise :func:`loss` on ``points``.
+
+    A bounded coordinate search: each pass tries every constant up and down by ``factor`` (or an
+    additive step), keeps stepping in a direction while the loss falls, and shrinks the factor when a
+    whole pass brings nothing.
+    """
     base = base or default_constants()
     values = {k: _get(base, k) for k in PARAMS}
     best = loss(points, _with(base, values))
-    for factor in (1.5, 1.15)[:rounds]:
+
+    def moved(name: str, v0: float, direction: int, factor: float) -> float:
+        lo, hi, step = PARAMS[name]
+        v1 = v0 * factor ** direction if step is None else v0 + direction * step * (factor - 1) / 0.5
+        return min(hi, max(lo, v1))
+
+    for factor in factors:
         improved = True
         while improved:
             improved = False
-            for name, (lo, hi, step) in PARAMS.items():
+            for name in PARAMS:
                 for direction in (1, -1):
-                    v0 = values[name]
-                    if step is None:
-                        v1 = v0 * factor ** direction
-                    else:
-                        v1 = v0 + direction * step * (factor - 1) / 0.6
-                    v1 = min(hi, max(lo, v1))
-                    if v1 == v0:
+                    v1 = moved(name, values[name], direction, factor)
+                    if v1 == values[name]:
                         continue
-                    trial = dict(values, **{name: v1})
-                    l1 = loss(points, _with(base, trial))
-                    if l1 < best - 1e-5:
-                        best, values, improved = l1, trial, True
+                    l1 = loss(points, _with(base, dict(values, **{name: v1})))
+                    if l1 >= best - 1e-5:
+                        continue
+                    while l1 < best - 1e-5:  # keep going while it pays
+                        best, values, improved = l1, dict(values, **{name: v1}), True
                         if verbose:
                             print(f"  loss {best:.4f}  {name} = {v1:.4g}", flush=True)
-                        break
+                        v1 = moved(name, v1, direction, factor)
+                        if v1 == values[name]:
+                            break
+                        l1 = loss(points, _with(base, dict(values, **{name: v1})))
+                    break
     return values
 
 
