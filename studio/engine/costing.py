@@ -134,8 +134,11 @@ def layout_costs(
                 for k in ("bf16", "fp8", "fp4")}
         sec_tok[s] = sum(2.0 * p / rate[k] for k, p in sh.params_by_class.items())
         sec_lm[s] = 2.0 * sh.lm_head_params / rate[sh.lm_head_class]
-        sec_att[s] = sh.attn_flops_per_ctx / rate["bf16"]
-        sec_att_sl[s] = sh.attn_flops_per_ctx_sliding / rate["bf16"]
+        # attention runs on FP8 tensor cores when the KV cache is FP8 and the GPU has them (TensorRT-LLM
+        # FP8 context FMHA, FlashInfer / FlashAttention-3 FP8), else in BF16
+        att = "fp8" if DType(kv_dtype).compute_class == "fp8" and has_fp8 else "bf16"
+        sec_att[s] = sh.attn_flops_per_ctx / rate[att]
+        sec_att_sl[s] = sh.attn_flops_per_ctx_sliding / rate[att]
         sec_exp[s] = 2.0 * sh.expert_params / rate[sh.expert_class]
     ar = [[allreduce(topo, groups[d][s], c) for d in reps] for s in range(pp)]
     pt = [[p2p(topo, groups[d][s], groups[d][s + 1], c) for d in reps] for s in range(pp - 1)]
