@@ -70,11 +70,11 @@ def test_notes_are_shown_prominently(dialog):
     assert dialog.bundle.notes
     assert not dialog.notes.isHidden()
     assert "what the engine cannot express" in dialog.notes.text()
-    assert "Addresses are the node names" in dialog.notes.text()
+    assert "Node addresses" in dialog.notes.text()
     # real host names silence the address note
     dialog.hosts.setText("gpu-a, gpu-b")
     dialog.refresh()
-    assert "Addresses are the node names" not in dialog.notes.text()
+    assert "Node addresses" not in dialog.notes.text()
     assert "gpu-a" in "".join(dialog.file_texts().values())
 
 

@@ -22,6 +22,7 @@ from studio.core.layout import Layout
 from studio.core.precision import DType
 from studio.core.project import Project
 from studio.engine.results import GIB, PlanResult
+from studio.io.export.safety import check_host, check_model_argument, first_unsafe_char, host_port
 
 ENGINES: tuple[str, ...] = ("vllm", "trtllm", "sglang")
 FORMATS: tuple[str, ...] = ("command", "yaml", "script", "k8s")
@@ -51,6 +52,46 @@ class ExportBundle:
     files: dict[str, str]
     notes: tuple[str, ...] = ()
     nearest_layout: Layout | None = None
+    recipe: EngineRecipe | None = None
+
+
+@dataclass(frozen=True)
+class EngineRecipe:
+    """The engine arguments an export writes, for checking them (:mod:`.check`).
+
+    Attributes
+    ----------
+    engine:
+        ``vllm``, ``trtllm`` or ``sglang``.
+    model:
+        The model argument of the launch line.
+    config:
+        Engine settings shared by every node, spelled as the engine's config-file keys (dashed for
+        vLLM and SGLang, snake_case with nested mappings for TensorRT-LLM).
+    env:
+        Environment variables set on every launch line (e.g. a layer partition).
+    host:
+        The ``--host`` the server listens on, or ``None`` when not given.
+    model_dtype:
+        The dtype the engine runs the model in (``bfloat16`` or ``float16``).
+    mla:
+        Whether the model uses multi-head latent attention.
+    num_layers, pp:
+        Decoder layers and pipeline stages (for a layer partition).
+    sequences_per_rank:
+        Concurrent sequences the plan gives each rank that schedules its own batch.
+    """
+
+    engine: str
+    model: str
+    config: dict[str, object]
+    env: dict[str, str]
+    host: str | None
+    model_dtype: str
+    mla: bool
+    num_layers: int
+    pp: int
+    sequences_per_rank: int
 
 
 @dataclass(frozen=True)
@@ -59,9 +100,10 @@ class NodeUse:
 
     index: int  # position among the used nodes (node rank)
     name: str  # the node's name on the canvas
-    host: str  # address used in launch lines (``hosts[i]`` or the node name)
+    host: str  # the address given with ``hosts``, else the placeholder ``<HOST_i>``
     gpus: int  # ranks of the plan placed on this node
     first_rank: int  # lowest plan rank on this node
+    node: int = 0  # index into ``Deployment.nodes`` (the ``i`` of ``HOST_i``)
 
 
 @dataclass(frozen=True)
@@ -72,6 +114,8 @@ class Deployment:
     rank_node: tuple[int, ...]  # rank -> index into ``nodes``
     rank_slot: tuple[int, ...]  # rank -> GPU slot in its node (taken as the CUDA device index)
     hosts_given: bool
+    script: bool = False  # addresses are the script's ``HOST_i`` variables
+    vendor: str = "nvidia"  # GPU vendor of the used GPUs
 
     @property
     def multi_node(self) -> bool:
@@ -88,49 +132,58 @@ class Deployment:
         return all(len(self.replica_nodes(layout, d)) == 1 for d in range(layout.dp))
 
 
-def deployment(project: Project, plan: PlanResult, hosts: Sequence[str] | None) -> Deployment:
+def deployment(
+    project: Project, plan: PlanResult, hosts: Sequence[str] | None, *, script: bool = False
+) -> Deployment:
     """The drawn nodes a plan's ranks run on, in rank order.
 
     Without a resolved placement the ranks fill the cluster's GPUs in order (node by node, slot by
-    slot), as the engine does.
+    slot), as the engine does. Node names never become addresses: without ``hosts`` the launch
+    lines show ``<HOST_i>`` placeholders, or (``script``) read the script's ``HOST_i`` variables.
 
     Raises
     ------
     StudioError
-        If the cluster has fewer GPUs than the layout needs, a placed GPU is not in the cluster, or
-        ``hosts`` does not give exactly one name per used node.
+        If the cluster has fewer GPUs than the layout needs, a placed GPU is not in the cluster,
+        ``hosts`` does not give exactly one name per used node, or an entry is not a host name or
+        IP address.
     """
     layout = plan.layout
     cluster = project.cluster
+    node_of_gpu = {g.id: (n, g) for n in cluster.nodes for g in n.gpus}
     if layout.placement is not None:
         gpu_ids = list(layout.placement)
     else:
-        all_gpus = [g.id for g in cluster.gpus]
+        all_gpus = [g.id for n in cluster.nodes for g in n.gpus]
         if len(all_gpus) < layout.world_size:
             raise StudioError(
                 f"layout {layout.label} needs {layout.world_size} GPUs; the cluster "
-                f"'{cluster.name}' has {len(all_gpus)}"
+                f"'{one_line(cluster.name)}' has {len(all_gpus)}"
             )
         gpu_ids = all_gpus[: layout.world_size]
     order: list[str] = []
     rank_node_id: list[str] = []
     slots: list[int] = []
+    vendors: set[str] = set()
     for gpu in gpu_ids:
-        node = cluster.node_of(gpu)
-        inst = [g for g in node.gpus if g.id == gpu] if node is not None else []
-        if node is None or not inst:
-            raise StudioError(f"layout.placement names GPU '{gpu}', which is not in the cluster")
+        if gpu not in node_of_gpu:
+            raise StudioError(f"layout.placement names GPU '{one_line(gpu)}', which is not in the cluster")
+        node, inst = node_of_gpu[gpu]
         if node.id not in order:
             order.append(node.id)
         rank_node_id.append(node.id)
-        slots.append(inst[0].slot)
+        slots.append(inst.slot)
+        spec = cluster.gpu_specs.get(inst.type)
+        vendors.add(spec.vendor if spec is not None else "nvidia")
     if hosts is not None:
-        hosts = [str(h) for h in hosts]
-        if len(hosts) != len(order) or any(not h.strip() for h in hosts):
+        hosts = [str(h).strip() for h in hosts]
+        if len(hosts) != len(order) or any(not h for h in hosts):
             raise StudioError(
-                f"hosts: give one non-empty host name per node the plan uses ({len(order)}: "
-                f"{', '.join(cluster.node(n).name for n in order)}); got {len(hosts)}"
+                f"--hosts: give one host name per node the plan uses ({len(order)}: "
+                f"{', '.join(one_line(cluster.node(n).name) for n in order)}); got {len(hosts)}"
             )
+        for h in hosts:
+            check_host(h)
     index = {nid: i for i, nid in enumerate(order)}
     rank_node = tuple(index[n] for n in rank_node_id)
     nodes = []
@@ -141,14 +194,58 @@ def deployment(project: Project, plan: PlanResult, hosts: Sequence[str] | None) 
             NodeUse(
                 index=i,
                 name=node.name,
-                host=hosts[i] if hosts is not None else node.name,
+                host=hosts[i] if hosts is not None else f"<HOST_{i}>",
                 gpus=len(ranks),
                 first_rank=ranks[0],
+                node=i,
             )
         )
+    vendor = sorted(vendors)[0] if len(vendors) == 1 else "mixed"
     return Deployment(
-        nodes=tuple(nodes), rank_node=rank_node, rank_slot=tuple(slots), hosts_given=hosts is not None
+        nodes=tuple(nodes), rank_node=rank_node, rank_slot=tuple(slots), hosts_given=hosts is not None,
+        script=script, vendor=vendor,
     )
+
+
+def address_notes(dep: Deployment) -> list[str]:
+    """The note on node addresses when they were not given."""
+    if dep.hosts_given:
+        return []
+    if dep.script:
+        return [
+            "Node addresses: set HOST_0..HOST_" f"{len(dep.nodes) - 1} at the top of the script (or in "
+            "the environment); it refuses to start while one is unset. Or export again with --hosts."
+        ]
+    return [
+        "Node addresses: replace <HOST_0>..<HOST_" f"{len(dep.nodes) - 1}> with the host names or IPs "
+        "of the nodes (listed below), or export again with --hosts."
+    ]
+
+
+def host_word(dep: Deployment, node: int, port: int | None = None) -> Word:
+    """The address of used node ``node`` as one launch-line word, ``:port`` appended when given.
+
+    Given hosts are written as they are (validated host names), a script reads ``HOST_i``, and
+    printed commands show the placeholder ``<HOST_i>`` (quoted: pasted as is, the engine fails to
+    resolve it instead of running somewhere else).
+    """
+    return hosts_word(dep, [(node, port)], ",")
+
+
+def hosts_word(dep: Deployment, items: Sequence[tuple[int, int | None]], sep: str) -> Word:
+    """Several ``address[:suffix]`` entries joined by ``sep`` as one word (``mpirun -H``,
+    ``srun -w``)."""
+    if dep.script:
+        parts = []
+        for node, suffix in items:
+            ref = f"${{HOST_{node}}}"
+            parts.append(ref if suffix is None else f"{ref}:{suffix}")
+        return Raw('"' + sep.join(parts) + '"')
+    out = []
+    for node, suffix in items:
+        host = dep.nodes[node].host
+        out.append(host if suffix is None else host_port(host, suffix))
+    return sep.join(out)
 
 
 @dataclass(frozen=True)
@@ -194,7 +291,8 @@ def replica_groups(dep: Deployment, layout: Layout) -> tuple[Group, ...]:
         for i, n in enumerate(order):
             mine = [r for r in ranks if dep.rank_node[r] == n]
             base = dep.nodes[n]
-            nodes.append(NodeUse(index=i, name=base.name, host=base.host, gpus=len(mine), first_rank=mine[0]))
+            nodes.append(NodeUse(index=i, name=base.name, host=base.host, gpus=len(mine),
+                                 first_rank=mine[0], node=n))
             devices.append(tuple(dep.rank_slot[r] for r in mine))
         head = order[0]
         offset = seen_heads.get(head, 0)
@@ -227,8 +325,19 @@ def comment(lines: Iterable[str]) -> str:
 
 
 def quote(value: object) -> str:
-    """One literal shell word (``shlex.quote``); ``$()``, backticks, spaces and newlines stay text."""
-    return shlex.quote(str(value))
+    """One literal shell word (``shlex.quote``); ``$()``, backticks, spaces and newlines stay text.
+
+    Raises
+    ------
+    StudioError
+        The value holds a bidirectional-control, format or control character other than a line
+        feed or tab: quoted or not, it would make the line read differently from what runs.
+    """
+    text = str(value)
+    bad = first_unsafe_char(text.replace("\n", "").replace("\t", ""))
+    if bad is not None:
+        raise StudioError(f"'{one_line(text)}' holds {bad}, which is not written into a launch line")
+    return shlex.quote(text)
 
 
 @dataclass(frozen=True)
@@ -304,22 +413,62 @@ def _num(value: float, digits: int = 1) -> str:
 
 
 def model_path(project: Project, given: str | None) -> tuple[str, list[str]]:
-    """The model argument of the launch line and a note when it had to be guessed."""
+    """The model argument of the launch line and a note when it had to be guessed.
+
+    Raises
+    ------
+    StudioError
+        ``given`` (or the model's Hugging Face id) is empty, starts with ``-`` or holds control,
+        format or bidirectional characters (see :func:`.safety.check_model_argument`).
+    """
     if given is not None:
-        if not given.strip():
-            raise StudioError("--model-path is empty; give a local folder or a Hugging Face id")
-        return given, []
+        return check_model_argument(given), []
     if project.model.hf_model_id:
-        return project.model.hf_model_id, []
-    return project.model.id, [
+        return check_model_argument(project.model.hf_model_id, "model.hf_model_id"), []
+    return check_model_argument(project.model.id, "model.id"), [
         f"The model '{project.model.name}' has no Hugging Face id; the launch lines use its preset id "
         f"'{project.model.id}'. Pass --model-path with the checkpoint folder or the Hugging Face id."
     ]
 
 
-def header(project: Project, plan: PlanResult, engine: str, model: str, notes: Sequence[str]) -> list[str]:
-    """Lines of the comment block every export starts with: the plan's headline figures, its
-    assumptions, its warnings and the engine notes."""
+@dataclass(frozen=True)
+class Reserve:
+    """What the engine reserves on each GPU from the exported memory fraction.
+
+    ``fraction`` × ``base`` bytes, where ``base`` is the plan's own device memory (``capacity``)
+    or the memory left after weights, activations and overhead (``free``), of the busiest GPU.
+    """
+
+    setting: str  # the engine's name for the fraction
+    fraction: float
+    base: str  # "capacity" or "free"
+    what: str  # what the reserved memory holds
+
+
+def reserve_lines(plan: PlanResult, reserve: Reserve) -> list[str]:
+    """Header lines stating the memory the engine will reserve, from the plan's own figures."""
+    if not plan.memory:
+        return []
+    m = plan.peak_memory
+    if reserve.base == "capacity":
+        base, of = m.capacity, "the plan's device memory"
+    else:
+        base, of = max(m.capacity - m.weights - m.activations - m.overhead, 0.0), (
+            "memory left after weights, activations and overhead"
+        )
+    reserved = reserve.fraction * base
+    return [
+        f"Engine memory: {reserve.setting} {reserve.fraction:g} x {gib(base)} ({of}, busiest GPU "
+        f"{m.gpu_id}) = {gib(reserved)} per GPU for {reserve.what}",
+    ]
+
+
+def header(
+    project: Project, plan: PlanResult, engine: str, model: str, notes: Sequence[str],
+    reserve: Reserve | None = None,
+) -> list[str]:
+    """Lines of the comment block every export starts with: the plan's headline figures, the
+    memory the engine will reserve, the plan's assumptions, its warnings and the engine notes."""
     lay = plan.layout
     wl = project.workload
     stages = ",".join(str(s.layers) for s in plan.stages) or ",".join(
@@ -344,6 +493,8 @@ def header(project: Project, plan: PlanResult, engine: str, model: str, notes: S
             f"{gib(m.kv_cache)}, activations {gib(m.activations)}, overhead {gib(m.overhead)}; "
             f"total {gib(m.total)} of {gib(m.capacity)} ({gib(m.usable)} usable)"
         )
+    if reserve is not None:
+        lines += reserve_lines(plan, reserve)
     lines += [
         f"KV cache: {plan.kv_capacity_tokens:,} tokens per replica; "
         f"{plan.max_concurrent_sequences:,} sequences of {wl.isl + wl.osl} tokens",
@@ -468,7 +619,12 @@ class Recipe:
 
 def node_label(dep: Deployment, index: int) -> str:
     n = dep.nodes[index]
-    host = f", host {n.host}" if n.host != n.name else ""
+    if dep.script and dep.multi_node:
+        host = f", address $HOST_{index}"
+    elif dep.hosts_given or dep.multi_node:
+        host = f", host {n.host}"
+    else:
+        host = ""
     return f"node {index}: {n.name}{host} ({n.gpus} GPUs)"
 
 
@@ -503,6 +659,8 @@ def render_script(head: Sequence[str], dep: Deployment, recipes: Sequence[Recipe
         'NODE_INDEX="${1:?usage: launch.sh NODE_INDEX [RECIPE]}"\n',
         f'RECIPE="${{2:-{keys[0]}}}"\n\n',
     ]
+    if any("${HOST_" in s.text for r in recipes for s in r.steps):
+        lines.append(host_variables(dep))
     for rec in recipes:
         lines.append(comment([rec.title]))
         lines.append(f"recipe_{rec.key}() {{\n")
@@ -533,6 +691,38 @@ def render_script(head: Sequence[str], dep: Deployment, recipes: Sequence[Recipe
     return "".join(lines)
 
 
+def host_variables(dep: Deployment) -> str:
+    """The block of a launch script that holds the node addresses: one ``HOST_i`` variable per
+    used node (from the environment, else the value written here) and a check that stops the
+    script, before anything starts, while one is unset or not a host name."""
+    names = " ".join(f"HOST_{n.index}" for n in dep.nodes)
+    out = [
+        comment(
+            [
+                "Addresses of the nodes (host names or IPs): set them here, or in the environment",
+                "(e.g. HOST_0=10.0.0.1 HOST_1=10.0.0.2 ./launch.sh 0).",
+            ]
+        )
+    ]
+    for n in dep.nodes:
+        value = n.host if dep.hosts_given else ""
+        out.append(f'HOST_{n.index}="${{HOST_{n.index}:-{value}}}"  # {one_line(n.name)} ({n.gpus} GPUs)\n')
+    out.append(
+        f"for var in {names}; do\n"
+        '    value="${!var}"\n'
+        '    if [ -z "$value" ]; then\n'
+        '        echo "launch.sh: $var is not set; write the address of its node at the top of this script or export $var" >&2\n'
+        "        exit 2\n"
+        "    fi\n"
+        '    if ! [[ "$value" =~ ^[A-Za-z0-9]([A-Za-z0-9.:-]*[A-Za-z0-9])?$ ]] || [[ "$value" == *..* ]]; then\n'
+        '        echo "launch.sh: $var is not a host name or IP address" >&2\n'
+        "        exit 2\n"
+        "    fi\n"
+        "done\n\n"
+    )
+    return "".join(out)
+
+
 def devices_env(group: Group, node_pos: int) -> list[tuple[str, Word]]:
     """``CUDA_VISIBLE_DEVICES`` for a server that shares its node with another one."""
     if group.devices is None:
@@ -543,3 +733,39 @@ def devices_env(group: Group, node_pos: int) -> list[tuple[str, Word]]:
 def group_node_index(dep: Deployment, group: Group, pos: int) -> int:
     """Index into ``dep.nodes`` of the ``pos``-th node of ``group``."""
     return dep.rank_node[group.nodes[pos].first_rank]
+
+
+# ----------------------------------------------------------------------------- run-time rules
+_TORCH_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def model_dtype(project: Project) -> str:
+    """The dtype the engine runs the model in: ``float16`` for int4 (AWQ/GPTQ) weights, whose
+    checkpoints are float16, else the dtype of the unquantised modules (``bfloat16`` for almost
+    every current checkpoint)."""
+    prec = project.serving.effective_precision(project.model.precision)
+    if DType.INT4 in (prec.attention, prec.mlp, prec.experts):
+        return "float16"
+    return _TORCH_NAMES.get(DType(prec.embeddings).value, "bfloat16")
+
+
+def kv_cache_value(project: Project, emit: dict[str, str], engine_name: str) -> tuple[str, list[str]]:
+    """The KV-cache dtype to write (from the engine's rules) and a note when ``auto`` stores the
+    cache in a 16-bit dtype other than the plan's (same bytes per value, so the memory figures
+    hold)."""
+    planned = kv_dtype(project).value
+    value = emit[planned]
+    notes: list[str] = []
+    if value == "auto" and planned in _TORCH_NAMES:
+        runs = model_dtype(project)
+        if _TORCH_NAMES[planned] != runs:
+            notes.append(
+                f"The plan stores the KV cache as {planned}; {engine_name} keeps a 16-bit KV cache in "
+                f"the model's dtype ({runs}), written as 'auto' (same 2 bytes per value)."
+            )
+    return value, notes
+
+
+def sequences_per_rank(plan: PlanResult) -> int:
+    """Concurrent sequences the plan gives each replica (the engines' batch limit per rank)."""
+    return plan.batch
