@@ -8,6 +8,7 @@ from pathlib import Path
 
 from studio.commands.common import add_project_args, project_from_args
 from studio.core.errors import StudioError
+from studio.io.export.safety import escape_for_terminal
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,8 +31,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--model-path", metavar="PATH_OR_HF_ID",
                    help="checkpoint folder or Hugging Face id (default: the model's Hugging Face id)")
     g.add_argument("--hosts", metavar="H1,H2,...",
-                   help="host name or address of each node the layout uses, in order "
-                   "(default: the node names)")
+                   help="host name or IP address of each node the layout uses, in order "
+                   "(default: <HOST_i> placeholders; a launch script reads HOST_i variables)")
+    g.add_argument("--check", nargs="?", const=True, default=None, metavar="CONFIG",
+                   help="instead of writing the files, check the recipe against the engine's run-time "
+                   "rules (and its own argument classes when the engine is installed); with CONFIG, "
+                   "check that engine config file (e.g. an edited vllm-serve.yaml). Exit 0 when it "
+                   "passes, 2 when the engine would refuse it")
     p.set_defaults(func=run)
 
 
@@ -47,17 +53,32 @@ def run(args: argparse.Namespace) -> int:
     plan = evaluate(project)
     bundle = export_plan(project, plan, engine=args.engine, fmt=args.fmt,
                          model_path=args.model_path, hosts=hosts)
+    if args.check is not None:
+        return _check(bundle, None if args.check is True else args.check)
     if args.output:
         write_bundle(bundle.files, Path(args.output))
         for name in bundle.files:
-            print(Path(args.output) / name)
+            print(escape_for_terminal(str(Path(args.output) / name)))
     else:
         many = len(bundle.files) > 1
         for name, text in bundle.files.items():
             if many:
                 print(f"# ===== {name} =====")
-            print(text, end="" if text.endswith("\n") else "\n")
+            print(escape_for_terminal(text, keep="\n\t"), end="" if text.endswith("\n") else "\n")
     return 0
+
+
+def _check(bundle, config_file: str | None) -> int:
+    """Print the check report of the bundle's recipe (or of ``config_file``); 0 ok, 2 refused."""
+    from studio.io.export.check import check, recipe_with_config_file
+
+    recipe = bundle.recipe
+    if config_file is not None:
+        recipe = recipe_with_config_file(recipe, config_file)
+    report = check(recipe)
+    for line in report.lines():
+        print(escape_for_terminal(line))
+    return 0 if report.ok else 2
 
 
 def write_bundle(files: dict[str, str], folder: Path) -> None:
