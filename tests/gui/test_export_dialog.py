@@ -193,3 +193,51 @@ def test_load_config_shows_the_checkpoint_size_check(qtbot, doc, catalog):
     assert "26,784 in its tensors" in panel.model_info.text() and "agrees" in panel.model_info.text()
     panel.load_config(str(HF / "tiny-llama-bf16" / "config.json"))  # same model again: still shown
     assert "agrees" in panel.model_info.text()
+
+
+def test_check_button_shows_the_rules_verdict(qtbot, dialog):
+    from PySide6.QtCore import Qt
+
+    dialog.set_choice("trtllm", "yaml")
+    assert dialog.check_result.isHidden()
+    qtbot.mouseClick(dialog.check_button, Qt.MouseButton.LeftButton)
+    assert not dialog.check_result.isHidden()
+    text = dialog.check_result.text()
+    assert "passes the engine's run-time rules" in text
+    assert "not checked with the engine itself" in text  # TensorRT-LLM is not installed here
+    dialog.set_choice("sglang", "command")  # a new recipe hides the old verdict
+    assert dialog.check_result.isHidden()
+
+
+def test_check_button_reports_what_the_installed_engine_refuses(qtbot, dialog, monkeypatch):
+    """A stand-in SGLang whose ServerArgs refuses the recipe: the dialog shows the engine's words."""
+    import argparse
+    import sys
+    import types
+
+    from PySide6.QtCore import Qt
+
+    class ServerArgs:
+        @staticmethod
+        def add_cli_args(parser: argparse.ArgumentParser) -> None:
+            parser.add_argument("--model-path")
+            parser.add_argument("--host")
+            for flag in ("--tp-size", "--pp-size", "--dp-size", "--mem-fraction-static", "--context-length",
+                         "--kv-cache-dtype", "--max-running-requests"):
+                parser.add_argument(flag)
+
+        @classmethod
+        def from_cli_args(cls, ns: argparse.Namespace) -> ServerArgs:
+            raise ValueError(f"tp_size {ns.tp_size} needs more GPUs than this node has")
+
+    fake = types.ModuleType("sglang.srt.server_args")
+    fake.ServerArgs = ServerArgs
+    for name in ("sglang", "sglang.srt"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, "sglang.srt.server_args", fake)
+    dialog.set_choice("sglang", "command")
+    qtbot.mouseClick(dialog.check_button, Qt.MouseButton.LeftButton)
+    text = dialog.check_result.text()
+    assert "needs more GPUs than this node has" in text
+    assert "checked with the installed engine: sglang.srt.server_args.ServerArgs" in text
+    assert dialog.status.text() == "Check found problems"
