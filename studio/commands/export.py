@@ -7,8 +7,6 @@ import argparse
 from pathlib import Path
 
 from studio.commands.common import add_project_args, project_from_args
-from studio.core.errors import StudioError
-from studio.io.export.safety import escape_for_terminal
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
     """Build the project, evaluate the layout, export it."""
     from studio.engine import evaluate
     from studio.io.export import export_plan
+    from studio.io.export.safety import escape_for_terminal
+    from studio.io.export.write import write_files
 
     project = project_from_args(args)
     hosts = None
@@ -56,9 +56,8 @@ def run(args: argparse.Namespace) -> int:
     if args.check is not None:
         return _check(bundle, None if args.check is True else args.check)
     if args.output:
-        write_bundle(bundle.files, Path(args.output))
-        for name in bundle.files:
-            print(escape_for_terminal(str(Path(args.output) / name)))
+        for path in write_files(bundle.files, Path(args.output)):
+            print(escape_for_terminal(str(path)))
     else:
         many = len(bundle.files) > 1
         for name, text in bundle.files.items():
@@ -71,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
 def _check(bundle, config_file: str | None) -> int:
     """Print the check report of the bundle's recipe (or of ``config_file``); 0 ok, 2 refused."""
     from studio.io.export.check import check, recipe_with_config_file
+    from studio.io.export.safety import escape_for_terminal
 
     recipe = bundle.recipe
     if config_file is not None:
@@ -79,22 +79,3 @@ def _check(bundle, config_file: str | None) -> int:
     for line in report.lines():
         print(escape_for_terminal(line))
     return 0 if report.ok else 2
-
-
-def write_bundle(files: dict[str, str], folder: Path) -> None:
-    """Write each file into ``folder`` (created); scripts are made executable.
-
-    Raises
-    ------
-    StudioError
-        If the folder cannot be created or a file cannot be written.
-    """
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, text in files.items():
-            path = folder / name
-            path.write_text(text, encoding="utf-8")
-            if name.endswith(".sh"):
-                path.chmod(0o755)
-    except OSError as exc:
-        raise StudioError(f"cannot write the export: {exc.strerror}", str(folder)) from None

@@ -4,7 +4,6 @@ saved. The files come from :func:`studio.io.export.export_plan`; this module onl
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -32,6 +31,7 @@ from studio.core.project import Project
 from studio.engine.results import PlanResult
 from studio.io.export import ENGINE_VERSIONS, ExportBundle, export_plan
 from studio.io.export.check import CheckReport, check
+from studio.io.export.write import write_files
 
 ENGINE_LABELS = {"vllm": "vLLM", "trtllm": "TensorRT-LLM", "sglang": "SGLang"}
 FORMAT_LABELS = {"command": "Commands", "yaml": "Config YAML", "script": "Launch script", "k8s": "Kubernetes"}
@@ -298,7 +298,8 @@ class ExportDialog(QDialog):
 
     def save_to(self, folder: str | Path | None = None) -> list[Path]:
         """Write every file of the export into ``folder`` (asks for one when None). Files that exist
-        are replaced only after :attr:`confirm_overwrite` agrees; returns the files written."""
+        are replaced only after :attr:`confirm_overwrite` agrees, all together (see
+        :func:`studio.io.export.write.write_files`); returns the files written."""
         if self.bundle is None:
             return []
         if folder is None:
@@ -314,10 +315,7 @@ class ExportDialog(QDialog):
             if existing and not self.confirm_overwrite(existing):
                 self.status.setText("Nothing written: the files exist and were kept")
                 return []
-            for p, text in zip(paths, self.bundle.files.values(), strict=True):
-                p.write_text(text, encoding="utf-8", newline="\n")
-                if p.suffix == ".sh":
-                    os.chmod(p, 0o755)
+            paths = write_files(self.bundle.files, target)
         except OSError as exc:
             self._save_failed(f"cannot write to {target} ({exc.strerror or exc})")
             return []

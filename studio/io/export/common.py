@@ -312,7 +312,7 @@ def one_line(text: str) -> str:
     inside a ``#`` comment (shell or YAML) without ending it."""
     out = []
     for ch in str(text):
-        if ch in _BREAKS or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+        if ch in _BREAKS or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs"):
             out.append(ch.encode("unicode_escape").decode("ascii"))
         else:
             out.append(ch)
