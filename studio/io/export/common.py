@@ -2,9 +2,12 @@
 header comment block, safe shell quoting and ordered YAML emission.
 
 Nothing here knows an engine's flag names; the engine modules (:mod:`.vllm`, :mod:`.trtllm`,
-:mod:`.sglang`, :mod:`.k8s`) do. Every value that comes from the user (model path, node and host
-names, project name) passes through :func:`quote` before it lands in a shell line, and through
-:func:`comment` before it lands in a ``#`` comment, so a generated file can never run anything else.
+:mod:`.sglang`, :mod:`.k8s`) do. User values are checked for what they become first
+(:mod:`.safety`: a model argument never starts with ``-``, host names are host names, no control
+or bidirectional characters), then pass through :func:`quote` before they land in a shell line,
+and through :func:`comment` before they land in a ``#`` comment, so a generated file can never
+run anything else. Node names are never addresses: launch lines use ``<HOST_i>`` placeholders or
+a script's ``HOST_i`` variables unless host names are given.
 """
 
 from __future__ import annotations
@@ -22,17 +25,15 @@ from studio.core.layout import Layout
 from studio.core.precision import DType
 from studio.core.project import Project
 from studio.engine.results import GIB, PlanResult
+from studio.io.export.rules import all_rules
 from studio.io.export.safety import check_host, check_model_argument, first_unsafe_char, host_port
 
 ENGINES: tuple[str, ...] = ("vllm", "trtllm", "sglang")
 FORMATS: tuple[str, ...] = ("command", "yaml", "script", "k8s")
 
-#: Engine versions the flag names were checked against (see ``docs/export.md``).
-ENGINE_VERSIONS: dict[str, str] = {
-    "vllm": "vLLM 0.33.0",
-    "trtllm": "TensorRT-LLM 1.4.0rc0 (PyTorch backend)",
-    "sglang": "SGLang 0.5.23",
-}
+#: Engine versions the exports target: the versions recorded in ``presets/engines/rules.json``
+#: (see ``docs/export.md``).
+ENGINE_VERSIONS: dict[str, str] = {e: r.version for e, r in all_rules().items() if e in ENGINES}
 
 
 @dataclass(frozen=True)

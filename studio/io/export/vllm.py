@@ -1,13 +1,18 @@
 """vLLM 0.33 export: ``vllm serve`` flags, the ``--config`` YAML (dashed keys) and the multi-node
 recipes (multiprocessing with ``--nnodes/--node-rank``, and Ray).
 
-Mapping rules (from ``docs/export.md`` and the vLLM field list in ``tests/data/engines``):
+Mapping rules (from ``docs/export.md``, the vLLM field list in ``tests/data/engines`` and the
+run-time rules in :mod:`.rules`):
 
 * vLLM has no expert-parallel size: ``enable-expert-parallel`` makes the MoE layers
   expert-parallel over TP × DP. A plan whose EP is neither 1 nor TP × DP runs as EP = TP × DP.
 * ``data-parallel-size`` on an MoE model without expert parallelism makes the MoE layers
   tensor-parallel over TP × DP; the plan's EP = 1 replicas therefore run as separate servers.
 * An uneven layer split goes to ``VLLM_PP_LAYER_PARTITION``.
+* A 16-bit KV cache is written as ``auto`` (the model's dtype): vLLM refuses a 16-bit
+  ``kv-cache-dtype`` other than the model dtype.
+* A data-parallel rank that spans nodes cannot start; such replicas run as separate servers,
+  each with EP = TP.
 """
 
 from __future__ import annotations
