@@ -163,6 +163,7 @@ def deployment(
             )
         gpu_ids = all_gpus[: layout.world_size]
     order: list[str] = []
+    seen: set[str] = set()
     rank_node_id: list[str] = []
     slots: list[int] = []
     vendors: set[str] = set()
@@ -170,7 +171,8 @@ def deployment(
         if gpu not in node_of_gpu:
             raise StudioError(f"layout.placement names GPU '{one_line(gpu)}', which is not in the cluster")
         node, inst = node_of_gpu[gpu]
-        if node.id not in order:
+        if node.id not in seen:
+            seen.add(node.id)
             order.append(node.id)
         rank_node_id.append(node.id)
         slots.append(inst.slot)
@@ -187,10 +189,14 @@ def deployment(
             check_host(h)
     index = {nid: i for i, nid in enumerate(order)}
     rank_node = tuple(index[n] for n in rank_node_id)
+    by_id = {n.id: n for n in cluster.nodes}
+    ranks_of: list[list[int]] = [[] for _ in order]
+    for r, n in enumerate(rank_node):
+        ranks_of[n].append(r)
     nodes = []
     for i, nid in enumerate(order):
-        node = cluster.node(nid)
-        ranks = [r for r, n in enumerate(rank_node) if n == i]
+        node = by_id[nid]
+        ranks = ranks_of[i]
         nodes.append(
             NodeUse(
                 index=i,
@@ -311,8 +317,11 @@ _BREAKS = {"\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028",
 def one_line(text: str) -> str:
     """``text`` with every line break and control character shown as an escape, so it can sit
     inside a ``#`` comment (shell or YAML) without ending it."""
+    text = str(text)
+    if text.isascii() and text.isprintable():
+        return text
     out = []
-    for ch in str(text):
+    for ch in text:
         if ch in _BREAKS or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs"):
             out.append(ch.encode("unicode_escape").decode("ascii"))
         else:
@@ -335,7 +344,8 @@ def quote(value: object) -> str:
         feed or tab: quoted or not, it would make the line read differently from what runs.
     """
     text = str(value)
-    bad = first_unsafe_char(text.replace("\n", "").replace("\t", ""))
+    plain = text.isascii() and text.replace("\n", "").replace("\t", "").isprintable()
+    bad = None if plain else first_unsafe_char(text.replace("\n", "").replace("\t", ""))
     if bad is not None:
         raise StudioError(f"'{one_line(text)}' holds {bad}, which is not written into a launch line")
     return shlex.quote(text)
@@ -666,8 +676,11 @@ def render_script(head: Sequence[str], dep: Deployment, recipes: Sequence[Recipe
         lines.append(comment([rec.title]))
         lines.append(f"recipe_{rec.key}() {{\n")
         lines.append('    case "$1" in\n')
-        for i in range(len(dep.nodes)):
-            steps = [s for s in rec.steps if s.node == i or s.node is None]
+        per_node: list[list[Step]] = [[] for _ in dep.nodes]  # in recipe order, "any machine" steps on all
+        for step in rec.steps:
+            for steps in per_node if step.node is None else [per_node[step.node]]:
+                steps.append(step)
+        for i, steps in enumerate(per_node):
             lines.append(f"    {i})\n")
             servers = sum(s.blocking for s in steps)
             for s in steps:
