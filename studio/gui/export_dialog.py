@@ -121,6 +121,7 @@ class ExportDialog(QDialog):
         self.error = QLabel()
         self.error.setWordWrap(True)
         self.error.setStyleSheet(ERROR_STYLE)
+        self.error.setTextFormat(Qt.TextFormat.PlainText)  # messages quote user text such as '<HOST_0>'
         self.error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
