@@ -4,6 +4,7 @@ into ``sys.modules``: the engines are not installed here), config files and the 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import types
 from dataclasses import replace
@@ -83,6 +84,22 @@ def test_installed_vllm_refusals_are_findings(monkeypatch):
     unknown = replace(recipe, config=recipe.config | {"no-such-flag": 3})
     (f,) = check(unknown).findings
     assert "unrecognized arguments: --no-such-flag 3" in f.message
+
+
+def test_mappings_reach_the_engine_parser_as_json(monkeypatch):
+    FakeEngineArgs.seen = []
+
+    class WithDict(FakeEngineArgs):
+        @staticmethod
+        def add_cli_args(parser):
+            FakeEngineArgs.add_cli_args(parser)
+            parser.add_argument("--compilation-config", type=json.loads)
+            return parser
+
+    _install(monkeypatch, "vllm.engine.arg_utils", EngineArgs=WithDict)
+    recipe = _recipe("vllm")
+    report = check(replace(recipe, config=recipe.config | {"compilation-config": {"mode": 3}}))
+    assert report.ok and FakeEngineArgs.seen[-1].compilation_config == {"mode": 3}
 
 
 def test_installed_trtllm_config_class_gets_the_yaml_keys(monkeypatch):

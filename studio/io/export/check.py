@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import importlib
 import io
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from types import ModuleType
@@ -216,6 +217,8 @@ def _cli_words(recipe: EngineRecipe, bool_negation: bool) -> list[str]:
         elif isinstance(value, (list, tuple)):
             if value:
                 words += [flag, *(str(v) for v in value)]
+        elif isinstance(value, dict):
+            words += [flag, json.dumps(value)]  # the engines' config-file rule for mappings
         elif value is not None:
             words += [flag, str(value)]
     return words
