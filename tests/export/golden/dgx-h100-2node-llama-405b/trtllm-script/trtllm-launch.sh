@@ -6,8 +6,8 @@
 # Layout: TP8×PP2 = 16 GPUs; layers per stage 63,63; micro-batches 2
 # Fits: yes
 # Workload: 2048 input + 512 output tokens; batch 64 per replica
-# Per-GPU memory (busiest GPU rank0): weights 30.0 GiB, KV cache 34.1 GiB, activations 2.0 GiB, overhead 1.0 GiB; total 67.1 GiB of 74.5 GiB (67.1 GiB usable)
-# Engine memory: kv_cache_config.free_gpu_memory_fraction 0.82 x 41.5 GiB (memory left after weights, activations and overhead, busiest GPU rank0) = 34.0 GiB per GPU for the KV cache
+# Per-GPU memory (busiest GPU rank0): weights 30.0 GiB, KV cache 39.0 GiB, activations 2.0 GiB, overhead 1.0 GiB; total 72.0 GiB of 80.0 GiB (72.0 GiB usable)
+# Engine memory: kv_cache_config.free_gpu_memory_fraction 0.829 x 47.0 GiB (memory left after weights, activations and overhead, busiest GPU rank0) = 39.0 GiB per GPU for the KV cache
 # KV cache: 400,000 tokens per replica; 156 sequences of 2560 tokens
 # TTFT 350.0 ms; TPOT 24.50 ms; request 12,900.0 ms
 # Throughput: 2,612.2 output tokens/s (326.5 per GPU, 40.8 per user)
@@ -58,7 +58,7 @@ max_num_tokens: 2111
 max_seq_len: 131072
 enable_chunked_prefill: true
 kv_cache_config:
-  free_gpu_memory_fraction: 0.82
+  free_gpu_memory_fraction: 0.829
   dtype: auto
 TRTLLM_YAML_END
 mpirun -H "${HOST_0}:8,${HOST_1}:8" -np 16 --allow-run-as-root \
@@ -75,7 +75,7 @@ max_num_tokens: 2111
 max_seq_len: 131072
 enable_chunked_prefill: true
 kv_cache_config:
-  free_gpu_memory_fraction: 0.82
+  free_gpu_memory_fraction: 0.829
   dtype: auto
 TRTLLM_YAML_END
         ;;
@@ -95,7 +95,7 @@ max_num_tokens: 2111
 max_seq_len: 131072
 enable_chunked_prefill: true
 kv_cache_config:
-  free_gpu_memory_fraction: 0.82
+  free_gpu_memory_fraction: 0.829
   dtype: auto
 TRTLLM_YAML_END
 srun -N 2 --ntasks-per-node 8 --mpi=pmix -w "${HOST_0},${HOST_1}" \
@@ -112,7 +112,7 @@ max_num_tokens: 2111
 max_seq_len: 131072
 enable_chunked_prefill: true
 kv_cache_config:
-  free_gpu_memory_fraction: 0.82
+  free_gpu_memory_fraction: 0.829
   dtype: auto
 TRTLLM_YAML_END
         ;;

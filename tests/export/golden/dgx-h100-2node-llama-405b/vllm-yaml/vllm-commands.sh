@@ -5,8 +5,8 @@
 # Layout: TP8×PP2 = 16 GPUs; layers per stage 63,63; micro-batches 2
 # Fits: yes
 # Workload: 2048 input + 512 output tokens; batch 64 per replica
-# Per-GPU memory (busiest GPU rank0): weights 30.0 GiB, KV cache 34.1 GiB, activations 2.0 GiB, overhead 1.0 GiB; total 67.1 GiB of 74.5 GiB (67.1 GiB usable)
-# Engine memory: gpu-memory-utilization 0.9 x 74.5 GiB (the plan's device memory, busiest GPU rank0) = 67.1 GiB per GPU for weights, activations and KV cache
+# Per-GPU memory (busiest GPU rank0): weights 30.0 GiB, KV cache 39.0 GiB, activations 2.0 GiB, overhead 1.0 GiB; total 72.0 GiB of 80.0 GiB (72.0 GiB usable)
+# Engine memory: gpu-memory-utilization 0.9 x 80.0 GiB (the plan's device memory, busiest GPU rank0) = 72.0 GiB per GPU for weights, activations and KV cache
 # KV cache: 400,000 tokens per replica; 156 sequences of 2560 tokens
 # TTFT 350.0 ms; TPOT 24.50 ms; request 12,900.0 ms
 # Throughput: 2,612.2 output tokens/s (326.5 per GPU, 40.8 per user)

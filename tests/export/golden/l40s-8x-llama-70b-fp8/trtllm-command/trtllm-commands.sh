@@ -5,8 +5,8 @@
 # Layout: TP8×PP1 = 8 GPUs; layers per stage 80; micro-batches 1
 # Fits: yes
 # Workload: 2048 input + 512 output tokens; batch 64 per replica
-# Per-GPU memory (busiest GPU rank0): weights 30.0 GiB, KV cache 7.2 GiB, activations 2.0 GiB, overhead 1.0 GiB; total 40.2 GiB of 44.7 GiB (40.2 GiB usable)
-# Engine memory: kv_cache_config.free_gpu_memory_fraction 0.618 x 11.7 GiB (memory left after weights, activations and overhead, busiest GPU rank0) = 7.2 GiB per GPU for the KV cache
+# Per-GPU memory (busiest GPU rank0): weights 30.0 GiB, KV cache 39.0 GiB, activations 2.0 GiB, overhead 1.0 GiB; total 72.0 GiB of 80.0 GiB (72.0 GiB usable)
+# Engine memory: kv_cache_config.free_gpu_memory_fraction 0.829 x 47.0 GiB (memory left after weights, activations and overhead, busiest GPU rank0) = 39.0 GiB per GPU for the KV cache
 # KV cache: 400,000 tokens per replica; 156 sequences of 2560 tokens
 # TTFT 350.0 ms; TPOT 24.50 ms; request 12,900.0 ms
 # Throughput: 2,612.2 output tokens/s (326.5 per GPU, 40.8 per user)
@@ -30,7 +30,7 @@ max_num_tokens: 2111
 max_seq_len: 131072
 enable_chunked_prefill: true
 kv_cache_config:
-  free_gpu_memory_fraction: 0.618
+  free_gpu_memory_fraction: 0.829
   dtype: auto
 TRTLLM_YAML_END
 # on node 0: 8× L40S PCIe server (8 GPUs)
