@@ -84,9 +84,13 @@ def test_wrong_host_count_is_shown_not_raised(dialog):
     assert dialog.bundle is None
     assert not dialog.error.isHidden() and dialog.error.text()
     assert dialog.tabs.count() == 0 and not dialog.save_button.isEnabled()
+    assert not dialog.check_button.isEnabled()
+    dialog.hosts.setText("gpu-a, -oProxyCommand=x")  # an option, not a host name
+    dialog.refresh()
+    assert dialog.bundle is None and "not a host name or IP address" in dialog.error.text()
     dialog.hosts.setText("")
     dialog.refresh()
-    assert dialog.error.isHidden() and dialog.tabs.count() > 0
+    assert dialog.error.isHidden() and dialog.tabs.count() > 0 and dialog.check_button.isEnabled()
 
 
 def test_hostile_model_path_stays_one_quoted_word(dialog, tmp_path):
