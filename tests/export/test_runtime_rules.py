@@ -286,3 +286,16 @@ def test_precision_of_an_fp16_checkpoint_is_its_model_dtype():
     proj = project(fp16, 1, Layout(tp=8), serving=ServingConfig(kv_dtype="bf16"))
     b = export_plan(proj, plan(proj), engine="vllm", fmt="yaml")
     assert b.recipe.model_dtype == "float16" and _yaml(b, "vllm-serve.yaml")["kv-cache-dtype"] == "auto"
+
+
+def test_a_broken_rules_file_names_the_missing_field():
+    import json
+
+    from studio.io.export import rules
+    from studio.io.presets import presets_root
+
+    data = json.loads(presets_root().joinpath("engines", "rules.json").read_text(encoding="utf-8"))
+    vllm = data["engines"]["vllm"]
+    del vllm["kv_cache_dtype"]["allowed"]
+    with pytest.raises(StudioError, match=r"field 'engines.vllm.kv_cache_dtype.allowed' is missing"):
+        rules._parse("vllm", vllm)

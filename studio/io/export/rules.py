@@ -76,7 +76,6 @@ class EngineRules:
     engine: str
     version: str
     kv: KvRule
-    model_dtype_int4: str  # dtype of AWQ/GPTQ (int4) checkpoints ("" when not recorded)
     batch: BatchRule
     chunk: ChunkRule
     listen: ListenRule
@@ -119,7 +118,6 @@ def _parse(engine: str, d: dict) -> EngineRules:
             emit=dict(_get(kv, "emit", w + ".kv_cache_dtype")),
             source=str(_get(kv, "source", w + ".kv_cache_dtype")),
         ),
-        model_dtype_int4=str(d.get("model_dtype", {}).get("int4", "")),
         batch=BatchRule(
             key=_get(batch, "key", w + ".batch_limit"),
             per=str(_get(batch, "per", w + ".batch_limit")),
