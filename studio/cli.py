@@ -31,6 +31,7 @@ COMMAND_MODULES: list[str] = [
     "studio.commands.gui_cmd",
     "studio.commands.plan",
     "studio.commands.sweep",
+    "studio.commands.simulate",
     "studio.commands.presets_cmd",
     "studio.commands.export",
     "studio.commands.import_topo",
