@@ -59,6 +59,7 @@ def test_fit_recovers_efficiencies_that_generated_the_points(catalog_full):
     assert set(fit.measures()) == {"output_tok_s", "ttft_ms", "tpot_ms"}
 
 
+@pytest.mark.slow  # fits on half a public table
 @pytest.mark.parametrize(("model_id", "path"), [("llama-3.1-70b", H200_70B), ("llama-3.1-8b", H200_8B)])
 def test_fitting_half_the_public_table_improves_the_other_half(catalog_full, model_id, path):
     project = h200_project(catalog_full, model_id)
@@ -78,6 +79,7 @@ def test_unknown_factor_and_bad_layout_are_clear_errors(catalog_full):
         fit_serving(project, odd)
 
 
+@pytest.mark.slow  # fits a public table through the command line
 def test_cli_prints_every_run_writes_and_stores_the_profile(tmp_path, capsys, catalog_full):
     out = tmp_path / "prof.json"
     args = ["calibrate", "serving", str(H200_8B), "--gpu", "h200-sxm", "--model", "llama-3.1-8b",
