@@ -76,6 +76,6 @@ def test_calibrate_serving_says_when_a_fit_hits_its_bound(capsys):
     assert "say so with --weight-dtype / --kv-dtype" in out
     assert "stopped at the upper bound 1" in out
     assert main(["calibrate", "serving", runs, "--gpu", "h200-sxm", "--model", "llama-3.1-70b",
-                 "--weight-dtype", "fp8", "--kv-dtype", "fp8"]) == 0
+                 "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--gpu-memory-utilization", "0.95"]) == 0
     out = capsys.readouterr().out
     assert "skipped" not in out and "bound" not in out
