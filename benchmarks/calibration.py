@@ -241,12 +241,38 @@ def memory_checks() -> list[str]:
     return out
 
 
+ENGINE_JSON = Path(__file__).resolve().parents[1] / "presets" / "engine.json"
+
+
+def write_presets(values: dict[str, float], n_points: int) -> None:
+    """Store fitted values in ``presets/engine.json``; each entry's source says how it was fitted."""
+    data = json.loads(ENGINE_JSON.read_text(encoding="utf-8"))
+    table = data["constants"]
+    note = (f"fitted: python benchmarks/calibration.py --fit --write on the validation corpus "
+            f"({n_points} public serving measurements, sources in docs/calibration.md); held-out error in "
+            "docs/calibration-results.md")
+    for name, value in values.items():
+        key, _, gpu = name.partition(":")
+        entry = table[key]
+        if gpu:
+            entry["value"][gpu] = round(value, 4)
+            marker = f"{gpu}: {note}"
+            if marker not in entry["source"]:
+                entry["source"] = f"{entry['source']}; {marker}" if not entry["source"].startswith("placeholder") else marker
+        else:
+            entry["value"] = round(value, 4)
+            entry["source"] = note
+    ENGINE_JSON.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fit", action="store_true", help="fit on every point and print the constants")
     ap.add_argument("--protocol", action="store_true", help="held-out error: 5-fold CV and leave-one-source-out")
     ap.add_argument("--markdown", type=Path, help="write the report to this file as well")
     ap.add_argument("--json", type=Path, help="write the fitted constants (all points) to this file")
+    ap.add_argument("--write", action="store_true",
+                    help="with --fit: store the fitted values in presets/engine.json (each marked 'fitted')")
     ap.add_argument("--jobs", type=int, default=1, help="folds fitted in parallel processes (default 1)")
     args = ap.parse_args()
     points = load_points()
@@ -257,6 +283,8 @@ def main() -> None:
         print(json.dumps(values, indent=2))
         if args.json:
             args.json.write_text(json.dumps(values, indent=2) + "\n", encoding="utf-8")
+        if args.write:
+            write_presets(values, len(points))
     if args.protocol:
         cv = held_out(points, folds_by_gpu(points), "5-fold", args.jobs)
         lines += report(cv, "Held out: 5-fold cross-validation (folds stratified by GPU and metric)")

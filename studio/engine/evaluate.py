@@ -348,7 +348,7 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
 
 def _assumptions(ctx: PlanContext) -> tuple[str, ...]:
     out = [
-        "iteration-level continuous batching: each iteration carries every decoding sequence's token plus "
+        "iteration-level continuous batching: each iteration carries the decode token of every running sequence plus "
         "prompt chunks within the token budget; stages overlap successive micro-batches",
         "TTFT = waiting for token budget + the iterations that carry the new prompt",
         "TPOT = the mean iteration under the load (prefill interference included): max(Σ stages, M × slowest stage)",

@@ -96,33 +96,47 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
         "pipeline.bubble", ctx.bubble, "fraction", "(P − 1) / (M + P − 1)",
         (Term("P", lay.pp, "stages"), Term("M", ctx.micro_batches, "micro-batches")),
     )
-    pf = st.prefill_stage[:, 0] + st.prefill_p2p[:, 0]
-    one = ctx.ttft_ms - ctx.tpot_ms
+    ld = ctx.load
+    load_terms: tuple[Term, ...] = ()
+    load_notes: tuple[str, ...] = ()
+    if ld is not None:
+        load_terms = (
+            Term("load", ld.users, "requests per replica", ld.mode),
+            Term("decoding per iteration", ld.decode_seqs, "sequences"),
+            Term("prompt tokens per iteration", ld.prefill_tokens_per_iteration, "tokens"),
+            Term("token budget", ld.token_budget, "tokens", "bound" if ld.budget_bound else "not binding"),
+        )
+        load_notes = (ld.definition,) + ((ld.note,) if ld.note else ())
+    dc = st.decode_stage[:, 0] + st.decode_p2p[:, 0]
     out["latency.ttft"] = Explanation(
         "latency.ttft", ctx.ttft_ms, "ms",
-        "a new prompt prefilled alone through every stage (Σ stages: compute + all-reduces + hand-off) "
-        "+ one decode round of the running batch it joins",
-        (Term("prefill of one prompt", one, "ms", f"{wl.isl} tokens"), Term("decode round", ctx.tpot_ms, "ms")),
-        ("prefill compute = max(FLOPs / (peak × MAMF × prefill_efficiency), weight bytes / HBM bandwidth)",),
+        "waiting for token budget (and, under a request rate, for a free sequence slot) + the scheduler "
+        "iterations that carry the new prompt's chunks beside the running sequences' decode tokens",
+        (Term("prompt", wl.isl, "tokens"),) + load_terms,
+        ("compute = max(FLOPs / (peak × MAMF × prefill_efficiency × GEMM fill), bytes / bandwidth) + fixed costs",)
+        + load_notes,
     )
-    dc = st.decode_stage[:, 0] + st.decode_p2p[:, 0]
     out["latency.tpot"] = Explanation(
         "latency.tpot", ctx.tpot_ms, "ms",
-        f"max(Σ stages, M × slowest stage) of one decode step of a micro-batch of {ctx.micro_batch_size} sequences",
-        tuple(Term(f"stage {i}", float(v), "ms") for i, v in enumerate(dc))
+        "the mean scheduler iteration under the load: every decoding sequence's token plus the prompt chunks "
+        "of arriving requests (prefill interference), max(Σ stages, M × slowest stage)",
+        (Term("decode-only step", float(max(dc.sum(), ctx.micro_batches * dc.max())), "ms",
+              f"micro-batches of {ctx.micro_batch_size} sequences, no prompt"),)
+        + tuple(Term(f"stage {i} decode", float(v), "ms") for i, v in enumerate(dc))
         + (Term("M", ctx.micro_batches, "micro-batches"),
-           Term("all-reduce share per step", float(st.decode_allreduce[:, 0].sum()), "ms")),
+           Term("all-reduce share per step", float(st.decode_allreduce[:, 0].sum()), "ms"))
+        + ((Term("mean iteration", ld.iteration_ms, "ms", "what TPOT is"),) if ld is not None else ()),
         ("decode step = max(FLOPs / compute rate, (weights + KV read) / (HBM × hbm_efficiency × decode_efficiency)) "
-         "+ step overhead",),
+         "+ fixed costs per iteration, layer and MoE layer",) + load_notes,
     )
     out["throughput"] = Explanation(
         "throughput", ctx.tokens_per_s, "output tok/s",
-        "DP × batch × osl / (prefill round of the batch's prompts + osl × TPOT)",
+        "DP × requests in the system × osl / request latency (Little's law); under a request rate below "
+        "saturation, rate × osl",
         (Term("DP", lay.dp, "replicas"), Term("batch", ctx.batch, "sequences"), Term("osl", wl.osl, "tokens"),
-         Term("prefill round", float(max(pf.sum(), ctx.micro_batches * pf.max())), "ms",
-              f"max(Σ stages, M × slowest) for micro-batches of {ctx.micro_batch_size} prompts"),
-         Term("TPOT", ctx.tpot_ms, "ms")),
-        ("0 when the layout does not fit",) if not ctx.fits else (),
+         Term("request latency", ctx.request_ms, "ms"), Term("TPOT", ctx.tpot_ms, "ms"))
+        + ((Term("saturation", ld.saturation_rate_per_s, "req/s"),) if ld is not None else ()),
+        ("0 when the layout does not fit",) if not ctx.fits else load_notes,
     )
     out["cost"] = Explanation(
         "cost", ctx.usd_per_hour / (ctx.tokens_per_s * 3600) * 1e6 if ctx.tokens_per_s else float("inf"),
