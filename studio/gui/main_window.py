@@ -88,8 +88,9 @@ class MainWindow(QMainWindow):
         self.docks: dict[str, QDockWidget] = {}
         self.add_dock(self.palette, Qt.DockWidgetArea.LeftDockWidgetArea, "Palette")
         setup = QTabWidget()
-        setup.addTab(self.model_panel, "Model && workload")
-        setup.addTab(self.layout_panel, "Layout")
+        # each tab scrolls rather than forcing its height on the window (fits a 1366×768 screen)
+        setup.addTab(_scrolled(self.model_panel), "Model && workload")
+        setup.addTab(_scrolled(self.layout_panel), "Layout")
         self.setup_tabs = setup
         self.add_dock(setup, Qt.DockWidgetArea.LeftDockWidgetArea, "Plan")
         self.add_dock(self.metrics, Qt.DockWidgetArea.RightDockWidgetArea, "Live metrics")
@@ -489,6 +490,18 @@ class MainWindow(QMainWindow):
         self.save_settings()
         self.doc.wait_idle(5000)
         self.load_view.wait_idle(5000)
+        self.explorer.wait_idle(5000)  # its sweep is cancelled when the window hides
         if self.autosaver is not None:
             self.autosaver.discard()  # a clean close: nothing to recover
         event.accept()
+
+
+def _scrolled(panel: QWidget) -> QScrollArea:
+    """``panel`` in a frameless vertical scroll area that takes its width."""
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    area.setWidget(panel)
+    area.setMinimumWidth(panel.minimumSizeHint().width())
+    return area

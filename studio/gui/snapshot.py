@@ -65,6 +65,8 @@ def render_main_window(project: Project | None, out: Path, size: tuple[int, int]
         app.processEvents()
     out = Path(out)
     ok = target.grab().save(str(out), "PNG")
+    if view == "explorer-window":
+        win.explorer_own_window(False)  # docked again, so that closing the window deletes it with it
     win.doc.undo_stack.setClean()
     win.close()
     win.deleteLater()

@@ -54,10 +54,11 @@ def test_the_disabled_batch_box_shows_the_batch_in_use(qtbot, project):
     assert doc.project.workload.batch == r.batch
 
 
-def test_advice_does_not_suggest_fp8_for_fp8_weights(project, evaluate):
+def test_advice_does_not_suggest_fp8_for_fp8_weights(project, evaluate, catalog):
     from studio.core.precision import DType
 
-    tight = project.replace(layout=Layout(tp=1, pp=1, dp=16))  # 70B on one H100 per replica
+    big = catalog.model("llama-3.1-405b").architecture  # 405B does not fit one H100 even in FP8
+    tight = project.replace(model=big, layout=Layout(tp=1, pp=1, dp=16))
     r = evaluate(tight)
     bf16 = next(w for w in r.warnings if w.code == "DOES_NOT_FIT")
     assert "quantise the weights (FP8)" in bf16.fix

@@ -81,11 +81,11 @@ def legible(font: QFont, p: QPainter) -> QFont:
 
 
 def fit_label(font: QFont, rect: QRectF, label: str, sublabel: str) -> list[tuple[QRectF, str]]:
-    """Where to draw a tile's label and sub-label in ``font``: both lines when they fit the tile's
-    height, else the sub-label alone (the slot number tells GPUs of one box apart), elided to the
-    tile's width."""
+    """Where to draw a tile's label and sub-label in ``font``: both lines when they fit the tile,
+    else the sub-label alone (the slot number tells GPUs of one box apart), elided to the tile's
+    width."""
     fm = _metrics(font)
-    if sublabel and 2 * fm.height() <= rect.height() + 1:
+    if sublabel and 2 * fm.height() <= rect.height() + 1 and fm.horizontalAdvance(label) <= rect.width():
         top = QRectF(rect.x(), rect.center().y() - fm.height(), rect.width(), fm.height())
         bottom = QRectF(rect.x(), rect.center().y(), rect.width(), fm.height())
         return [(top, fm.elidedText(label, Qt.TextElideMode.ElideRight, rect.width())),

@@ -147,3 +147,4 @@ class CanvasPane(QWidget):
         lay.setSpacing(0)
         lay.addWidget(view, 1)
         lay.addWidget(legend)
+        legend.show()

@@ -32,7 +32,8 @@ class CanvasView(QGraphicsView):
         self._space = False
         self._panning = False
         self._pan_from = None
-        self.legend = Legend()
+        self.legend = Legend(self)  # a hidden child until pane() puts it under the view
+        self.legend.hide()
         scene.doc.projectChanged.connect(self._on_change)
         scene.doc.resultReady.connect(self._on_change)
         self.refresh_legend()
