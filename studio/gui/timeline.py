@@ -96,7 +96,7 @@ class TimelinePlot(pg.PlotWidget):
         self.hover.hide()
         self.addItem(self.hover, ignoreBounds=True)
         self.scene().sigMouseMoved.connect(self._on_mouse)
-        pi.getViewBox().sigResized.connect(lambda *_a: self._fit_y())
+        pi.getViewBox().sigResized.connect(self._on_resized)
 
     def set_timeline(self, tl: Timeline | None) -> None:
         """Show ``tl`` (``None`` empties the chart)."""
@@ -117,6 +117,12 @@ class TimelinePlot(pg.PlotWidget):
         self.setXRange(0, total * 1.02, padding=0)
         self._write_note()
         self._fit_y()
+
+    def _on_resized(self, *_args: object) -> None:
+        from shiboken6 import isValid
+
+        if isValid(self):  # the view box also resizes while the chart is being destroyed
+            self._fit_y()
 
     def _fit_y(self) -> None:
         """Y range with room under the last lane for the note, in pixels: the note never sits on

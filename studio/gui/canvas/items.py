@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
 from PySide6.QtGui import (
     QBrush,
@@ -48,6 +50,14 @@ MAX_LABEL_SCALE = 3.0
 _PIXELS: dict[tuple[str, float, bool], int] = {}
 _SCALED: dict[tuple[str, float, bool, float], QFont] = {}
 _METRICS: dict[tuple[str, float, bool], QFontMetricsF] = {}
+
+
+@atexit.register
+def _drop_font_caches() -> None:
+    """Free the cached fonts and metrics before Qt's own exit clean-up: destroying them after the
+    application object is gone crashes the interpreter at exit."""
+    _SCALED.clear()
+    _METRICS.clear()
 
 
 def _key(font: QFont) -> tuple[str, float, bool]:
