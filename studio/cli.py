@@ -50,7 +50,9 @@ def _version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser with every command of :data:`COMMAND_MODULES` registered."""
-    parser = argparse.ArgumentParser(
+    from studio.commands.parser import OneLineParser
+
+    parser = OneLineParser(
         prog=PROG,
         allow_abbrev=False,
         description=(
@@ -99,6 +101,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         return 0
     except Exception as exc:  # noqa: BLE001 - the one place that reports unexpected failures
+        from studio.commands.parser import data_error_message
+
+        message = data_error_message(exc)
+        if message is not None and not debug:  # bad values that slipped past a command's checks
+            _error(message)
+            return 2
         if debug:
             traceback.print_exc()
         _error(

@@ -11,7 +11,6 @@ problem becomes a :class:`~studio.core.errors.StudioError` that names the file a
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable
@@ -24,6 +23,7 @@ from pydantic import ValidationError
 from studio.core.architecture import LLMArchitecture, MLAConfig, ModulePrecision, MoEConfig
 from studio.core.errors import StudioError, first_error_message
 from studio.core.precision import DType
+from studio.io.safe import load_json_file
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
@@ -473,24 +473,9 @@ def _modelopt(q: dict[str, Any], base: DType, source: str) -> ModulePrecision:
 
 # --------------------------------------------------------------------------- files
 def _read_json(path: Path, what: str) -> Any:
-    try:
-        size = path.stat().st_size
-        if size > MAX_CONFIG_BYTES:
-            raise StudioError(
-                f"{what} is {size / 2**20:.1f} MiB; at most {MAX_CONFIG_BYTES // 2**20} MiB is read",
-                str(path),
-            )
-        raw = path.read_bytes()
-    except StudioError:
-        raise
-    except OSError as exc:
-        raise StudioError(f"cannot read {what} ({exc.strerror or exc})", str(path)) from None
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise StudioError(f"{what} is not UTF-8 text (byte {exc.start})", str(path)) from None
-    except (ValueError, RecursionError) as exc:  # RecursionError: nesting bombs
-        raise StudioError(f"{what} is not valid JSON ({exc})", str(path)) from None
+    """A JSON file through the bounded reader (regular files only, size cap before reading,
+    UTF-8 with or without a byte-order mark or UTF-16, nesting and number limits)."""
+    return load_json_file(path, MAX_CONFIG_BYTES, what=what)
 
 
 def load_model_config(path: str | os.PathLike[str]) -> LLMArchitecture:

@@ -254,18 +254,9 @@ def parse_nccl_log(text: str, source: str = "<nccl>") -> NcclLog:
 
 
 def read_nccl_log(path: str) -> NcclLog:
-    """Read and parse an nccl-tests log file (size-limited, UTF-8 or Latin-1)."""
-    from pathlib import Path
+    """Read and parse an nccl-tests log file through the bounded reader (regular files only, size
+    checked before reading; UTF-8, UTF-16 or, failing both, Latin-1)."""
+    from studio.io.safe import read_text_limited
 
-    p = Path(path)
-    try:
-        if p.stat().st_size > MAX_LOG_BYTES:
-            raise StudioError(f"log is larger than {MAX_LOG_BYTES // 2**20} MiB", str(p))
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise StudioError(f"cannot read file ({exc.strerror or exc})", str(p)) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        text = raw.decode("latin-1")
-    return parse_nccl_log(text, str(p))
+    text = read_text_limited(path, MAX_LOG_BYTES, "nccl-tests log", fallback="latin-1")
+    return parse_nccl_log(text, str(path))

@@ -34,7 +34,7 @@ from typing import Any
 
 from studio.core.errors import StudioError
 from studio.engine.calibration import ServingPoint
-from studio.io.safe import decode_utf8, loads_json_limited, read_bytes_limited
+from studio.io.safe import decode_text, loads_json_limited, read_bytes_limited
 
 MAX_BYTES = 32 * 1024 * 1024
 MAX_RUNS = 10_000
@@ -376,7 +376,7 @@ def _json_lines(text: str, source: str) -> list[ServingRun]:
 def read_serving_file(path: str | Path) -> list[ServingRun]:
     """Read a result file (size-limited UTF-8) and parse it with :func:`parse_serving_text`."""
     raw = read_bytes_limited(path, MAX_BYTES, "serving-benchmark result")
-    return parse_serving_text(decode_utf8(raw, str(path), "serving-benchmark result"), str(path))
+    return parse_serving_text(decode_text(raw, str(path), "serving-benchmark result"), str(path))
 
 
 def with_defaults(run: ServingRun, **values: Any) -> ServingRun:
