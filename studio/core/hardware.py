@@ -12,6 +12,7 @@ file is self-contained and user edits (a price per GPU-hour) persist.
 from __future__ import annotations
 
 from enum import Enum
+from functools import cached_property
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -283,35 +284,46 @@ class Cluster(Frozen):
     def num_gpus(self) -> int:
         return sum(len(n.gpus) for n in self.nodes)
 
+    @cached_property
+    def _index(self) -> dict[str, Node | None]:
+        """Node of every node, GPU, switch and NIC id (``None`` for cluster-level switches); built
+        once per (immutable) cluster so lookups are dictionary hits, not scans of every node."""
+        out: dict[str, Node | None] = {}
+        for n in self.nodes:
+            out[n.id] = n
+            for g in n.gpus:
+                out[g.id] = n
+            for s in n.switches:
+                out[s.id] = n
+            for x in n.nics:
+                out[x.id] = n
+        for s in self.switches:
+            out.setdefault(s.id, None)
+        return out
+
+    @cached_property
+    def _gpu_types(self) -> dict[str, str]:
+        return {g.id: g.type for n in self.nodes for g in n.gpus}
+
+    @cached_property
+    def _links_by_id(self) -> dict[str, Link]:
+        return {lk.id: lk for lk in self.links}
+
     def node_of(self, endpoint_id: str) -> Node | None:
         """The node holding a GPU, switch or NIC (None for cluster-level switches)."""
-        for n in self.nodes:
-            if endpoint_id == n.id:
-                return n
-            if any(g.id == endpoint_id for g in n.gpus):
-                return n
-            if any(s.id == endpoint_id for s in n.switches) or any(x.id == endpoint_id for x in n.nics):
-                return n
-        return None
+        return self._index.get(endpoint_id)
 
     def node(self, node_id: str) -> Node:
-        for n in self.nodes:
-            if n.id == node_id:
-                return n
-        raise KeyError(node_id)
+        n = self._index.get(node_id)
+        if n is None or n.id != node_id:
+            raise KeyError(node_id)
+        return n
 
     def gpu_spec_of(self, gpu_id: str) -> GpuSpec:
-        for n in self.nodes:
-            for g in n.gpus:
-                if g.id == gpu_id:
-                    return self.gpu_specs[g.type]
-        raise KeyError(gpu_id)
+        return self.gpu_specs[self._gpu_types[gpu_id]]
 
     def link(self, link_id: str) -> Link:
-        for lk in self.links:
-            if lk.id == link_id:
-                return lk
-        raise KeyError(link_id)
+        return self._links_by_id[link_id]
 
     def gpu_types(self) -> list[str]:
         """Distinct GPU type ids in use, most common first."""
