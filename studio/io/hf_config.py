@@ -572,7 +572,7 @@ def load_model_config(path: str | os.PathLike[str]) -> LLMArchitecture:
         folder, file = p, p / "config.json"
         if not file.is_file():
             raise StudioError("folder holds no config.json", str(p))
-    elif p.is_file():
+    elif p.exists():  # a file, or a FIFO/device the bounded reader refuses with its kind named
         folder, file = p.parent, p
     else:
         raise StudioError("no such file or folder", str(p))

@@ -404,14 +404,20 @@ def fit_files(project, files, *, params=None, **defaults: int | None):
 
 def serving_profile(fit, name: str, project, files=()):
     """The :class:`~studio.core.project.CalibrationProfile` of a serving fit."""
+    from pydantic import ValidationError
+
+    from studio.core.errors import first_error_message
     from studio.core.project import CalibrationProfile
 
     gpu = project.cluster.gpu_types()[0]
-    return CalibrationProfile(
-        name=name,
-        description=f"efficiency factors of {project.model.id} on {gpu} ({project.serving.runtime}) fitted to "
-        f"{len(fit.points)} serving runs",
-        efficiency=fit.efficiency,
-        fit_error=fit.fit_error(),
-        source_files=tuple(str(f) for f in files),
-    )
+    try:
+        return CalibrationProfile(
+            name=name[:120],
+            description=f"efficiency factors of {project.model.id} on {gpu} ({project.serving.runtime}) fitted to "
+            f"{len(fit.points)} serving runs",
+            efficiency=fit.efficiency,
+            fit_error=fit.fit_error(),
+            source_files=tuple(str(f) for f in files),
+        )
+    except ValidationError as exc:
+        raise StudioError(f"cannot store the profile: {first_error_message(exc, quote_field=True)}") from None
