@@ -53,9 +53,9 @@ class LinkKind(Frozen):
     id: str = Field(pattern=ID_PATTERN, max_length=80)
     name: str = Field(min_length=1, max_length=120)
     family: LinkFamily
-    bandwidth_gbps: float = Field(gt=0, le=100_000, description="GB/s per direction (spec)")
+    bandwidth_gbps: float = Field(ge=1e-3, le=100_000, description="GB/s per direction (spec)")
     latency_us: float = Field(ge=0, le=100_000, description="one-hop latency, µs")
-    efficiency: float = Field(0.8, gt=0, le=1.5, description="achievable / spec bandwidth")
+    efficiency: float = Field(0.8, ge=0.01, le=1.5, description="achievable / spec bandwidth")
     color: str | None = Field(None, pattern=r"^#[0-9A-Fa-f]{6}$")
     description: str = ""
     sources: dict[str, str] = Field(default_factory=dict)
@@ -71,12 +71,12 @@ class GpuSpec(Frozen):
     id: str = Field(pattern=ID_PATTERN, max_length=80)
     name: str = Field(min_length=1, max_length=120)
     vendor: Literal["nvidia", "amd", "intel", "other"] = "nvidia"
-    memory_gb: float = Field(gt=0, le=100_000, description="usable device memory, GB (1e9 B)")
-    hbm_bandwidth_gbps: float = Field(gt=0, le=1_000_000, description="memory bandwidth, GB/s")
-    tflops_bf16: float = Field(gt=0, le=1_000_000)
-    tflops_fp16: float = Field(gt=0, le=1_000_000)
-    tflops_fp8: float | None = Field(None, gt=0, le=1_000_000)
-    tflops_fp4: float | None = Field(None, gt=0, le=1_000_000)
+    memory_gb: float = Field(ge=1e-3, le=100_000, description="usable device memory, GB (1e9 B)")
+    hbm_bandwidth_gbps: float = Field(ge=1e-3, le=1_000_000, description="memory bandwidth, GB/s")
+    tflops_bf16: float = Field(ge=1e-3, le=1_000_000)
+    tflops_fp16: float = Field(ge=1e-3, le=1_000_000)
+    tflops_fp8: float | None = Field(None, ge=1e-3, le=1_000_000)
+    tflops_fp4: float | None = Field(None, ge=1e-3, le=1_000_000)
     scale_up_link: str | None = Field(None, description="link kind id of the GPU-GPU fabric")
     host_pcie_gen: int = Field(4, ge=3, le=7)
     power_w: float | None = Field(None, gt=0, le=100_000)
@@ -168,7 +168,7 @@ class Link(Frozen):
     kind: str
     a: str
     b: str
-    lanes: float = Field(1.0, gt=0, le=1024)
+    lanes: float = Field(1.0, ge=1e-3, le=1024)
 
     @model_validator(mode="after")
     def _check(self) -> Link:
