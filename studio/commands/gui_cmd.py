@@ -49,6 +49,10 @@ def parse_size(text: str) -> tuple[int, int]:
 def open_gui(path: str | None) -> int:
     """Open the studio window on ``path`` (None: the bundled example); returns the exit code."""
     if path is not None and not Path(path).is_file():
+        if Path(path).exists() and not Path(path).is_dir():  # a FIFO or device: say which
+            from studio.io.project_file import load_project
+
+            load_project(path)
         raise StudioError(f"no such project file '{path}'")
     try:
         from studio.gui.app import run

@@ -96,7 +96,7 @@ def _pid_alive(pid: int) -> bool:
         return True
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # OverflowError: above any possible PID
         return False
     except OSError:  # exists but belongs to someone else, or the platform cannot tell
         return True

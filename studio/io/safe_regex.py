@@ -1,18 +1,20 @@
-"""Match user-supplied regular expressions in time polynomial in the input, never exponential.
+"""Match user-supplied regular expressions in linear time, never exponential.
 
 Inference engines let a checkpoint name modules with ``re:`` patterns (for example in
 ``quantization_config.ignored_layers``). Python's :mod:`re` backtracks, so a pattern such as
 ``(.*)*X`` takes exponential time on a 40-character module name. :class:`SafePattern` parses the
-pattern with Python's own regex parser (so the syntax and meaning are the same) and matches it by
-computing, for every sub-pattern and start position, the *set* of end positions it can reach —
-memoised, so each (sub-pattern, position) pair is worked out once. The cost is bounded by
-``len(pattern) × len(subject)²`` steps, whatever the pattern.
+pattern with Python's own regex parser (so the syntax and meaning are the same), compiles it to a
+Thompson automaton (one state per character test, repeats unrolled up to their bound) and runs all
+threads of the automaton in lock-step over the subject: the cost is at most
+``states × (len(subject) + 1)`` steps, whatever the pattern. Patterns are capped at
+:data:`MAX_PATTERN_CHARS` characters and :data:`MAX_STATES` states.
 
 Supported: literals, ``.``, classes (``[a-z]``, ``\\d``, ``\\w``, ``\\s`` and negations), groups
-(capturing or not), alternation, greedy and lazy repeats (``* + ? {m,n}``; the match set is the
-same), anchors ``^ $ \\A \\Z \\b \\B`` and a global ``(?i)``. Back-references, look-arounds,
-atomic groups, possessive repeats and local flags are refused with :class:`UnsafePattern`:
-they either cannot be matched this way or would change the meaning.
+(capturing or not), alternation, greedy and lazy repeats (``* + ? {m,n}``; whether a match
+exists does not depend on greediness), anchors ``^ $ \\A \\Z \\b \\B`` and the global flags
+``(?i)`` and ``(?s)``. Back-references, look-arounds, atomic groups, possessive repeats and local
+flags are refused with :class:`UnsafePattern`: they cannot be run this way or would change the
+meaning.
 """
 
 from __future__ import annotations
@@ -117,8 +119,14 @@ def _check(seq: Any, depth: int = 0) -> None:
             raise UnsafePattern(f"{str(op).lower().replace('_', ' ')} is not supported")
 
 
+#: Most automaton states one pattern may compile to (``(a{1000}){1000}`` would need a million).
+MAX_STATES = 50_000
+
+_CHAR, _SPLIT, _ASSERT, _MATCH = 0, 1, 2, 3
+
+
 class SafePattern:
-    """A regular expression matched in polynomial time (see the module docstring).
+    """A regular expression matched in linear time (see the module docstring).
 
     Parameters
     ----------
@@ -128,7 +136,7 @@ class SafePattern:
     Raises
     ------
     UnsafePattern
-        Invalid, too long, or using an unsupported construct.
+        Invalid, too long, too large once compiled, or using an unsupported construct.
     """
 
     def __init__(self, pattern: str) -> None:
@@ -145,7 +153,50 @@ class SafePattern:
         self.dotall = bool(flags & re.DOTALL)
         _check(parsed)
         self.pattern = pattern
-        self._tree = parsed
+        # The automaton: kind, argument and successor states of each state.
+        self._kind: list[int] = []
+        self._arg: list[Any] = []
+        self._out: list[list[int]] = []
+        match = self._new(_MATCH, None, [])
+        self._start = self._seq(parsed, match)
+        self._match = match
+
+    # ------------------------------------------------------------------ compiling
+    def _new(self, kind: int, arg: Any, out: list[int]) -> int:
+        if len(self._kind) >= MAX_STATES:
+            raise UnsafePattern(f"pattern compiles to more than {MAX_STATES:,} states (repeats too large)")
+        self._kind.append(kind)
+        self._arg.append(arg)
+        self._out.append(out)
+        return len(self._kind) - 1
+
+    def _seq(self, seq: Any, nxt: int) -> int:
+        for item in reversed(list(seq)):
+            nxt = self._item(item, nxt)
+        return nxt
+
+    def _item(self, item: tuple[Any, Any], nxt: int) -> int:
+        op, av = item
+        if op in (_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN):
+            return self._new(_CHAR, (op, av), [nxt])
+        if op is _c.AT:
+            return self._new(_ASSERT, av, [nxt])
+        if op is _c.BRANCH:
+            return self._new(_SPLIT, None, [self._seq(branch, nxt) for branch in av[1]])
+        if op is _c.SUBPATTERN:
+            return self._seq(av[3], nxt)
+        lo, hi, sub = av  # MAX_REPEAT / MIN_REPEAT
+        if hi is _c.MAXREPEAT:
+            loop = self._new(_SPLIT, None, [])
+            self._out[loop] = [self._seq(sub, loop), nxt]
+            cur = loop
+        else:
+            cur = nxt
+            for _ in range(hi - lo):
+                cur = self._new(_SPLIT, None, [self._seq(sub, cur), nxt])
+        for _ in range(lo):
+            cur = self._seq(sub, cur)
+        return cur
 
     # ------------------------------------------------------------------ matching
     def _prep(self, subject: str) -> str:
@@ -153,104 +204,74 @@ class SafePattern:
             raise UnsafePattern(f"subject is {len(subject)} characters; at most {MAX_SUBJECT_CHARS}")
         return subject.lower() if self.ignorecase else subject
 
-    def fullmatch(self, subject: str) -> bool:
-        """Whether the whole of ``subject`` matches."""
-        s = self._prep(subject)
-        return len(s) in _Run(self, s).seq(self._tree, 0)
-
-    def search(self, subject: str) -> bool:
-        """Whether the pattern matches anywhere in ``subject``."""
-        s = self._prep(subject)
-        run = _Run(self, s)
-        return any(run.seq(self._tree, start) for start in range(len(s) + 1))
-
-
-class _Run:
-    """One subject: memoised end-position sets per (sub-pattern, start)."""
-
-    def __init__(self, pat: SafePattern, s: str) -> None:
-        self.pat = pat
-        self.s = s
-        self.memo: dict[tuple[int, int], frozenset[int]] = {}
-
-    def _char(self, op: Any, av: Any, ch: str) -> bool:
-        ic = self.pat.ignorecase
+    def _char(self, arg: tuple[Any, Any], ch: str) -> bool:
+        op, av = arg
+        ic = self.ignorecase
         if op is _c.LITERAL:
             return ch == (chr(av).lower() if ic else chr(av))
         if op is _c.NOT_LITERAL:
             return ch != (chr(av).lower() if ic else chr(av))
         if op is _c.ANY:
-            return self.pat.dotall or ch != "\n"
+            return self.dotall or ch != "\n"
         if ic:
             return _in_class(av, ch) or _in_class(av, ch.upper())
         return _in_class(av, ch)
 
-    def _word_at(self, i: int) -> bool:
-        return 0 <= i < len(self.s) and bool(_WORD.match(self.s[i]))
+    def _at(self, kind: Any, s: str, pos: int) -> bool:
+        n = len(s)
+        if kind in (_c.AT_BEGINNING, _c.AT_BEGINNING_STRING):
+            return pos == 0
+        if kind is _c.AT_END:
+            return pos == n or (pos == n - 1 and s.endswith("\n"))
+        if kind is _c.AT_END_STRING:
+            return pos == n
+        before = pos > 0 and bool(_WORD.match(s[pos - 1]))
+        after = pos < n and bool(_WORD.match(s[pos]))
+        if kind is _c.AT_BOUNDARY:
+            return n > 0 and before != after
+        return n > 0 and before == after  # AT_NON_BOUNDARY: like re, never on an empty string
 
-    def seq(self, seq: Any, start: int) -> frozenset[int]:
-        """End positions of the sequence ``seq`` matched from ``start``."""
-        key = (id(seq), start)
-        hit = self.memo.get(key)
-        if hit is not None:
-            return hit
-        positions = {start}
-        for item in list(seq):
-            nxt: set[int] = set()
-            for pos in positions:
-                nxt.update(self.item(item, pos))
-            positions = nxt
-            if not positions:
-                break
-        out = frozenset(positions)
-        self.memo[key] = out
-        return out
+    def _closure(self, states: list[int], s: str, pos: int) -> set[int]:
+        """Every state reachable from ``states`` without reading a character at ``pos``."""
+        seen: set[int] = set()
+        stack = list(states)
+        kind, out, arg = self._kind, self._out, self._arg
+        while stack:
+            st = stack.pop()
+            if st in seen:
+                continue
+            seen.add(st)
+            k = kind[st]
+            if k == _SPLIT:
+                stack.extend(out[st])
+            elif k == _ASSERT and self._at(arg[st], s, pos):
+                stack.extend(out[st])
+        return seen
 
-    def item(self, item: tuple[Any, Any], pos: int) -> frozenset[int] | set[int]:
-        op, av = item
-        s = self.s
-        if op in (_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN):
-            return {pos + 1} if pos < len(s) and self._char(op, av, s[pos]) else set()
-        if op is _c.AT:
-            ok = {
-                _c.AT_BEGINNING: pos == 0,
-                _c.AT_BEGINNING_STRING: pos == 0,
-                _c.AT_END: pos == len(s) or (pos == len(s) - 1 and s.endswith("\n")),
-                _c.AT_END_STRING: pos == len(s),
-                _c.AT_BOUNDARY: self._word_at(pos - 1) != self._word_at(pos),
-                _c.AT_NON_BOUNDARY: self._word_at(pos - 1) == self._word_at(pos),
-            }[av]
-            return {pos} if ok else set()
-        if op is _c.BRANCH:
-            out: set[int] = set()
-            for branch in av[1]:
-                out.update(self.seq(branch, pos))
-            return out
-        if op is _c.SUBPATTERN:
-            return self.seq(av[3], pos)
-        lo, hi, sub = av  # MAX_REPEAT / MIN_REPEAT: lazy or greedy reach the same end positions
-        limit = max(lo, len(s) + 1) + 1 if hi is _c.MAXREPEAT else hi
-        frontier = {pos}
-        reached = {pos} if lo == 0 else set()
-        seen_after_lo: set[int] = set(reached)
-        count = 0
-        while frontier and count < limit:
-            count += 1
-            nxt: set[int] = set()
-            for p in frontier:
-                nxt.update(self.seq(sub, p))
-            if count >= lo:
-                nxt -= seen_after_lo  # past the minimum only new positions can lead anywhere new
-                seen_after_lo |= nxt
-                reached |= nxt
-            frontier = nxt
-            if count >= lo and hi is _c.MAXREPEAT and not frontier:
-                break
-        return reached
+    def _run(self, subject: str, anywhere: bool) -> bool:
+        s = self._prep(subject)
+        kind, out, arg = self._kind, self._out, self._arg
+        current = self._closure([self._start], s, 0)
+        for i, ch in enumerate(s):
+            if anywhere and self._match in current:
+                return True
+            nxt = [out[st][0] for st in current if kind[st] == _CHAR and self._char(arg[st], ch)]
+            if anywhere:
+                nxt.append(self._start)  # a match may also start after this character
+            current = self._closure(nxt, s, i + 1)
+        return self._match in current
+
+    def fullmatch(self, subject: str) -> bool:
+        """Whether the whole of ``subject`` matches."""
+        return self._run(subject, anywhere=False)
+
+    def search(self, subject: str) -> bool:
+        """Whether the pattern matches anywhere in ``subject``."""
+        return self._run(subject, anywhere=True)
 
 
 def safe_search_or_fullmatch(pattern: str, subject: str) -> bool:
-    """``re.fullmatch(pattern, subject) or re.search(pattern, subject)`` in polynomial time.
+    """``re.fullmatch(pattern, subject) or re.search(pattern, subject)`` in linear time.
 
     Raises
     ------
