@@ -65,6 +65,24 @@ class _Search:
         self.heap: list[tuple[float, float, int, str]] = [(-float("inf"), 0.0, 0, src)]
 
 
+class _Shape:
+    """Lookups that depend only on the link graph, not on the links' figures."""
+
+    __slots__ = ("next", "pos", "near")
+
+    def __init__(self, adj: dict[str, list[tuple[str, int, bool]]], gpu_set: set[str]) -> None:
+        #: Neighbours worth queuing (not GPUs).
+        self.next: dict[str, list[tuple[str, int, bool]]] = {
+            v: [(w, li, f) for w, li, f in nbrs if w not in gpu_set] for v, nbrs in adj.items()
+        }
+        #: Position of link ``li`` in ``adj[v]``: the order a search meets a vertex's links in.
+        self.pos: dict[tuple[str, int], int] = {
+            (v, li): k for v, nbrs in adj.items() for k, (_w, li, _f) in enumerate(nbrs)
+        }
+        #: Neighbours of every vertex.
+        self.near: dict[str, frozenset[str]] = {v: frozenset(w for w, _li, _f in nbrs) for v, nbrs in adj.items()}
+
+
 class _PathStore:
     """Widest-path routes of one link graph, shared by every :class:`Topology` with the same
     structure (an edit that moves a node or renames it keeps the links, so the paths are reused).
@@ -89,20 +107,17 @@ class _PathStore:
     ROUTE_CACHE = 1 << 20
 
     def __init__(self, adj: dict[str, list[tuple[str, int, bool]]], link_bw: list[float],
-                 link_lat: list[float], gpu_set: set[str], hubs: frozenset[str]) -> None:
+                 link_lat: list[float], gpu_set: set[str], hubs: frozenset[str],
+                 shape: _Shape | None = None) -> None:
         self.adj = adj
         self.link_bw = link_bw
         self.link_lat = link_lat
         self.gpu_set = gpu_set
         self.hubs = hubs
-        # Neighbours worth queuing (not GPUs), with each link's position in the vertex's list.
-        self._next: dict[str, list[tuple[str, int, bool]]] = {
-            v: [(w, li, f) for w, li, f in nbrs if w not in gpu_set] for v, nbrs in adj.items()
-        }
-        # Position of link ``li`` in ``adj[v]``: the order a search meets a vertex's links in.
-        self._pos: dict[tuple[str, int], int] = {
-            (v, li): k for v, nbrs in adj.items() for k, (_w, li, _f) in enumerate(nbrs)
-        }
+        shape = shape or _Shape(adj, gpu_set)
+        self._next = shape.next
+        self._pos = shape.pos
+        self._near = shape.near
         self._local: OrderedDict[str, _Search] = OrderedDict()
         self._hub: dict[str, _Search] = {}
         self._routes: OrderedDict[tuple[str, str], tuple[tuple[int, ...], tuple[bool, ...]] | None] = OrderedDict()
@@ -115,15 +130,14 @@ class _PathStore:
             heapq.heappop(heap)
         return heap[0][:3] if heap else None
 
-    def _step(self, s: _Search) -> None:
-        """Settle the next transit vertex and relax its links to switches, NICs and hubs."""
+    def _step(self, s: _Search) -> str | None:
+        """Settle the next transit vertex and relax its links to switches, NICs and hubs; returns
+        the vertex settled (``None`` when the queue entry was stale)."""
         nbw, lat, hops, v = heapq.heappop(s.heap)
         if v in s.order:
-            return
+            return None
         s.order[v] = len(s.order)
         hubs = self.hubs
-        if v != s.src and s.stop_hubs and v in hubs:
-            return  # cannot happen (terminal hubs are never queued); kept for clarity
         cur_bw = -nbw
         best, prev, order = s.best, s.prev, s.order
         bw_of, lat_of = self.link_bw, self.link_lat
@@ -141,6 +155,7 @@ class _PathStore:
                 prev[w] = (v, li, fwd)
                 if not (s.stop_hubs and w in hubs):
                     push(s.heap, (-bw, nl, hops + 1, w))
+        return v
 
     def _run(self, s: _Search) -> None:
         while self._top(s) is not None:
@@ -209,12 +224,14 @@ class _PathStore:
         if key in self._routes:
             return self._routes[key]
         s = self._local_search(a)
+        near = self._near.get(b, frozenset())
+        local = self._gpu_label(s, b)
         while True:  # settle until b's label is final (nothing queued can beat it) or all is done
-            local = self._gpu_label(s, b)
             top = self._top(s)
             if top is None or (local is not None and top >= local[0]):
                 break
-            self._step(s)
+            if self._step(s) in near:  # only a neighbour of b can change b's label
+                local = self._gpu_label(s, b)
         pick: tuple[tuple[float, float, int], str | None] | None = None
         if local is not None:
             pick = (local[0], None)
@@ -436,6 +453,9 @@ class Topology:
 
 
 _STORES: OrderedDict[tuple, _PathStore] = OrderedDict()
+#: The figure-independent lookups of a link graph, shared by its stores (calibration fits rebuild
+#: the store for every trial figure; the graph's shape stays the same).
+_SHAPES: OrderedDict[tuple, _Shape] = OrderedDict()
 _STORES_SIZE = 8
 
 
@@ -454,7 +474,15 @@ def _store_for(cluster: Cluster, figures: dict[str, tuple[float, float]], topo: 
     if store is not None:
         _STORES.move_to_end(key)
         return store
-    store = _PathStore(topo.adj, topo.link_bw, topo.link_lat, topo.gpu_set, hubs)
+    shape_key = (key[0], key[2], key[3])
+    shape = _SHAPES.get(shape_key)
+    if shape is None:
+        shape = _SHAPES[shape_key] = _Shape(topo.adj, topo.gpu_set)
+        while len(_SHAPES) > _STORES_SIZE:
+            _SHAPES.popitem(last=False)
+    else:
+        _SHAPES.move_to_end(shape_key)
+    store = _PathStore(topo.adj, topo.link_bw, topo.link_lat, topo.gpu_set, hubs, shape)
     _STORES[key] = store
     while len(_STORES) > _STORES_SIZE:
         _STORES.popitem(last=False)
