@@ -168,7 +168,8 @@ class AutosaveStore:
             if sid == exclude or set(sid) - _SESSION_CHARS:
                 continue
             info = self._read_info(path)
-            if not include_running and info.error is None and _is_running(info.pid, info.host, info.pid_started):
+            running = info.error is None and _is_running(info.pid, info.host)
+            if running and not include_running and not _pid_reused(info.pid, info.pid_started):
                 continue
             found.append(info)
         epoch = datetime.min.replace(tzinfo=timezone.utc)
@@ -259,19 +260,17 @@ def process_start(pid: int) -> int | None:
         return None
 
 
-def _is_running(pid: int | None, host: str, started: int | None = None) -> bool:
-    """Whether ``pid`` is alive on this host (a different host: assume not) and, when the snapshot
-    recorded its start time, is still the process that wrote it (not a reuse of the PID)."""
-    if not _pid_alive(pid, host):
+def _pid_reused(pid: int | None, started: int | None) -> bool:
+    """Whether ``pid`` now belongs to a later process than the one that wrote the snapshot (its
+    recorded start time differs); ``False`` when either start time is unknown."""
+    if pid is None or started is None:
         return False
-    if started is not None:
-        now = process_start(pid)  # type: ignore[arg-type]
-        if now is not None and now != started:
-            return False
-    return True
+    now = process_start(pid)
+    return now is not None and now != started
 
 
-def _pid_alive(pid: int | None, host: str) -> bool:
+def _is_running(pid: int | None, host: str) -> bool:
+    """Whether ``pid`` is alive on this host (a different host: assume not)."""
     if pid is None or pid <= 0 or host != socket.gethostname():
         return False
     if pid == os.getpid():
@@ -280,7 +279,7 @@ def _pid_alive(pid: int | None, host: str) -> bool:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # OverflowError: a recorded PID no process can have
         return False
     except (PermissionError, OSError):
         return True

@@ -369,3 +369,15 @@ def test_autosave_of_a_reused_pid_is_offered_for_recovery(tmp_path):
     data["pid_started"] += 1  # same PID, different process: the writer is gone
     path.write_text(json.dumps(data), encoding="utf-8")
     assert [s.session_id for s in store.sessions()] == ["abc"]
+
+
+def test_autosave_with_an_impossible_pid_is_listed_not_a_crash(tmp_path):
+    from studio.io.autosave import AutosaveStore
+
+    store = AutosaveStore(tmp_path)
+    store.save(_project(), "abc")
+    path = store.path_of("abc")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["pid"] = 10**30
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert [s.session_id for s in store.sessions()] == ["abc"]
