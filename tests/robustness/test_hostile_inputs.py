@@ -381,3 +381,23 @@ def test_autosave_with_an_impossible_pid_is_listed_not_a_crash(tmp_path):
     data["pid"] = 10**30
     path.write_text(json.dumps(data), encoding="utf-8")
     assert [s.session_id for s in store.sessions()] == ["abc"]
+
+
+def test_open_without_a_display_is_one_line_not_a_core_dump(monkeypatch, capsys):
+    import studio.gui.app
+
+    monkeypatch.setattr("sys.platform", "linux")
+    for var in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(studio.gui.app, "run", lambda path: pytest.fail("the window was started"))
+    assert main(["open"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no display to open the window on" in err[0]
+
+
+def test_snapshot_refuses_a_fifo_target(tmp_path, capsys):
+    fifo = tmp_path / "shot.png"
+    os.mkfifo(fifo)
+    code, err, _ = bounded(lambda: main(["snapshot", "-o", str(fifo)]))
+    assert err is None and code == 2
+    assert "not a regular file" in capsys.readouterr().err
