@@ -395,9 +395,10 @@ def test_open_without_a_display_is_one_line_not_a_core_dump(monkeypatch, capsys)
     assert len(err) == 1 and "no display to open the window on" in err[0]
 
 
-def test_snapshot_refuses_a_fifo_target(tmp_path, capsys):
-    fifo = tmp_path / "shot.png"
+@pytest.mark.parametrize(("command", "name"), [("snapshot", "shot.png"), ("report", "r.html")])
+def test_image_and_report_outputs_refuse_a_fifo_target(command, name, tmp_path, capsys):
+    fifo = tmp_path / name
     os.mkfifo(fifo)
-    code, err, _ = bounded(lambda: main(["snapshot", "-o", str(fifo)]))
+    code, err, _ = bounded(lambda: main([command, "-o", str(fifo)]))
     assert err is None and code == 2
     assert "not a regular file" in capsys.readouterr().err
