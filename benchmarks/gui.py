@@ -1,11 +1,17 @@
-"""Edit -> metrics and timeline redrawn, in the real window (offscreen).
+"""Edit -> metrics, timeline and canvas redrawn, in the real window (offscreen).
 
 One sample = one undoable edit on the document (alternating the micro-batch count M, and a link's
 kind NVLink <-> PCIe), the canvas syncing to it, the engine evaluating the new project, the metrics
-panel, memory bars, warnings and timeline updating, and a synchronous repaint of the metrics and
-timeline widgets. Targets: median ≤ 16 ms at 16 GPUs, ≤ 100 ms at 512 GPUs (64 × DGX H100).
+panel, memory bars, warnings and timeline updating, a synchronous repaint of the metrics and
+timeline widgets, then a synchronous repaint of the whole canvas view (the cluster fitted in a
+1920×1080 window; tiles that did not change come from their cached pixmaps). Targets: median
+≤ 16 ms at 16 GPUs, ≤ 100 ms at 512 GPUs (64 × DGX H100) with the canvas repaint ≤ 40 ms; 1,024 GPUs
+(128 × DGX H100) is reported too.
 
-Usage: ``python benchmarks/gui.py [--samples 30]``
+Times are wall-clock medians; the CPU-time medians beside them are steadier on a busy machine
+(everything here runs on the GUI thread, so on an idle machine the two agree).
+
+Usage: ``python benchmarks/gui.py [--samples 30] [--gpus 16 512 1024]``
 """
 
 from __future__ import annotations
@@ -43,80 +49,107 @@ def project(nodes: int, layout: Layout) -> Project:
     )
 
 
-def measure(p: Project, samples: int) -> dict[str, float]:
+class Clock:
+    """Wall and CPU time of one stretch of work."""
+
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def lap(self) -> tuple[float, float]:
+        """(wall, CPU) seconds since the last lap (or the start)."""
+        wall, cpu = time.perf_counter(), time.process_time()
+        out = (wall - self.wall, cpu - self.cpu)
+        self.wall, self.cpu = wall, cpu
+        return out
+
+
+def measure(p: Project, samples: int) -> dict[str, tuple[float, float]]:
+    """Median (wall ms, CPU ms) of each part of an edit, by name."""
     app = application()
     win = build_window(p, threaded=False)
     win.resize(1920, 1080)
     win.show()
     app.processEvents()
+    win.canvas.fit()
     doc = win.doc
-    engine_s: list[float] = []
+    engine_s: list[tuple[float, float]] = []
     evaluate = doc._evaluate
 
     def timed(q):
-        t = time.perf_counter()
+        clock = Clock()
         try:
             return evaluate(q)
         finally:
-            engine_s.append(time.perf_counter() - t)
+            engine_s.append(clock.lap())
 
     doc._evaluate = timed
     doc.recompute_now()
+    win.canvas.viewport().repaint()
     engine_s.clear()
     if doc.error:
         raise SystemExit(f"{p.name}: {doc.error}")
     cat = load_catalog()
     nvl, pcie = cat.link("nvlink4-nvswitch"), cat.link("pcie-gen5-switch")
     link = next(lk.id for lk in p.cluster.links if lk.kind == nvl.id)
-    times: dict[str, list[float]] = {"micro-batches": [], "link kind": []}
-    ordered: list[float] = []  # every sample in the order the engine ran
+    parts: dict[str, list[tuple[float, float]]] = {
+        "micro-batches": [], "link kind": [], "canvas repaint": [], "GUI share (total - engine)": [],
+    }
+
+    def sample(name: str, edit) -> None:
+        clock = Clock()
+        edit()
+        doc.recompute_now()
+        win.metrics.repaint()
+        win.timeline.repaint()
+        panels = clock.lap()
+        win.canvas.viewport().repaint()
+        canvas = clock.lap()
+        total = (panels[0] + canvas[0], panels[1] + canvas[1])
+        parts[name].append(total)
+        parts["canvas repaint"].append(canvas)
+        eng = engine_s[-1]
+        parts["GUI share (total - engine)"].append((total[0] - eng[0], total[1] - eng[1]))
+
     for i in range(samples):
         m = p.layout.micro_batches + 1 + (i % 2)
-        t0 = time.perf_counter()
-        doc.edit("M", "layout", lambda q, m=m: q.replace(layout=q.layout.replace(micro_batches=m)))
-        doc.recompute_now()
-        win.metrics.repaint()
-        win.timeline.repaint()
-        times["micro-batches"].append(time.perf_counter() - t0)
-        ordered.append(times["micro-batches"][-1])
+        sample("micro-batches", lambda m=m: doc.edit("M", "layout", lambda q: q.replace(layout=q.layout.replace(micro_batches=m))))
         kind = pcie if i % 2 == 0 else nvl
-        t0 = time.perf_counter()
-        doc.edit_cluster("kind", lambda c, k=kind: edits.set_link_kind(c, link, k))
-        doc.recompute_now()
-        win.metrics.repaint()
-        win.timeline.repaint()
-        times["link kind"].append(time.perf_counter() - t0)
-        ordered.append(times["link kind"][-1])
-    t0 = time.perf_counter()
-    win.canvas.viewport().repaint()
-    canvas_paint = time.perf_counter() - t0
+        sample("link kind", lambda k=kind: doc.edit_cluster("kind", lambda c: edits.set_link_kind(c, link, k)))
+    parts["engine evaluate alone"] = engine_s
     doc.undo_stack.setClean()
     win.close()
     app.processEvents()
-    out = {k: statistics.median(v) * 1000 for k, v in times.items()}
-    out["engine evaluate alone"] = statistics.median(engine_s) * 1000
-    gui_only = [t - e for t, e in zip(ordered, engine_s, strict=True)]
-    out["GUI share (total - engine)"] = statistics.median(gui_only) * 1000
-    out["canvas full repaint"] = canvas_paint * 1000
-    return out
+    return {
+        k: (statistics.median(w for w, _ in v) * 1000, statistics.median(c for _, c in v) * 1000)
+        for k, v in parts.items()
+    }
+
+
+CASES = {
+    16: ("16 GPUs (2 × DGX H100, TP8×PP2)", 2, Layout(tp=8, pp=2, micro_batches=2), 16.0),
+    512: ("512 GPUs (64 × DGX H100, TP8×PP4×DP16)", 64, Layout(tp=8, pp=4, dp=16, micro_batches=4), 100.0),
+    1024: ("1,024 GPUs (128 × DGX H100, TP8×PP4×DP32)", 128, Layout(tp=8, pp=4, dp=32, micro_batches=4), None),
+}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--samples", type=int, default=30)
+    ap.add_argument("--gpus", type=int, nargs="+", choices=sorted(CASES), default=sorted(CASES))
     args = ap.parse_args()
-    cases = (
-        ("16 GPUs (2 × DGX H100, TP8×PP2)", project(2, Layout(tp=8, pp=2, micro_batches=2)), 16.0),
-        ("512 GPUs (64 × DGX H100, TP8×PP4×DP16)", project(64, Layout(tp=8, pp=4, dp=16, micro_batches=4)), 100.0),
-    )
-    for label, p, target in cases:
-        res = measure(p, args.samples)
-        worst = max(res["micro-batches"], res["link kind"])
-        gui = res["GUI share (total - engine)"]
-        print(f"{label}: edit -> metrics + timeline redrawn, median of {args.samples}")
-        for k, v in res.items():
-            print(f"  {k:22s} {v:8.1f} ms")
-        print(f"  target <= {target:.0f} ms: total {'OK' if worst <= target else 'OVER'}, GUI share {'OK' if gui <= target else 'OVER'}")
+    for gpus in args.gpus:
+        label, nodes, layout, target = CASES[gpus]
+        res = measure(project(nodes, layout), args.samples)
+        print(f"{label}: edit -> metrics, timeline and canvas redrawn, median of {args.samples} (load average {os.getloadavg()[0]:.1f})")
+        print(f"  {'':26s} {'wall ms':>8s} {'CPU ms':>8s}")
+        for k, (wall, cpu) in res.items():
+            print(f"  {k:26s} {wall:8.1f} {cpu:8.1f}")
+        if target is not None:
+            worst = max(res["micro-batches"][0], res["link kind"][0])
+            print(f"  target: total <= {target:.0f} ms {'OK' if worst <= target else 'OVER'}", end="")
+            if gpus >= 512:
+                print(f", canvas repaint <= 40 ms {'OK' if res['canvas repaint'][0] <= 40 else 'OVER'}", end="")
+            print()
 
 
 if __name__ == "__main__":

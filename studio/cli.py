@@ -2,10 +2,14 @@
 
 Each sub-command lives in its own module under :mod:`studio.commands` and exposes
 ``register(subparsers) -> None``, which adds its parser and sets ``func`` (``args -> int``) with
-``parser.set_defaults(func=...)``. To add a command, write ``studio/commands/<name>.py`` and append
-its module path to :data:`COMMAND_MODULES` — that one line is all the wiring there is. Commands
+``parser.set_defaults(func=...)``. To add a command, write ``studio/commands/<name>.py`` and add
+its name and module path to :data:`COMMANDS` — that one line is all the wiring there is. Commands
 that work on one project reuse :mod:`studio.commands.common` (``add_project_args`` /
 ``project_from_args``).
+
+Start-up cost: :func:`main` imports only the module of the command on the line (``sweep`` never
+loads the exporters, ``--version`` loads no command at all); ``--help``, an unknown command or an
+option before the command load every module so the help and the error list every command.
 
 Exit codes: 0 success; 2 a usage error or a :class:`~studio.core.errors.StudioError` (bad input,
 unknown id, a layout that cannot exist), printed as ``layout-studio: error: ...`` without a
@@ -26,17 +30,23 @@ from studio.core.errors import StudioError
 
 PROG = "layout-studio"
 
-#: Sub-command modules, in the order ``--help`` lists them. Append new commands here.
-COMMAND_MODULES: list[str] = [
-    "studio.commands.gui_cmd",
-    "studio.commands.plan",
-    "studio.commands.sweep",
-    "studio.commands.presets_cmd",
-    "studio.commands.export",
-    "studio.commands.import_topo",
-    "studio.commands.calibrate",
-    "studio.commands.report",
-]
+#: Each command's name and the module that registers it, in the order ``--help`` lists them. Add new
+#: commands here (``tests/cli/test_cli_lazy.py`` checks that every module registers exactly its names).
+COMMANDS: dict[str, str] = {
+    "open": "studio.commands.gui_cmd",
+    "snapshot": "studio.commands.gui_cmd",
+    "plan": "studio.commands.plan",
+    "sweep": "studio.commands.sweep",
+    "simulate": "studio.commands.simulate",
+    "presets": "studio.commands.presets_cmd",
+    "export": "studio.commands.export",
+    "import-topo": "studio.commands.import_topo",
+    "calibrate": "studio.commands.calibrate",
+    "report": "studio.commands.report",
+}
+
+#: The command modules, each once, in :data:`COMMANDS` order.
+COMMAND_MODULES: list[str] = list(dict.fromkeys(COMMANDS.values()))
 
 
 def _version() -> str:
@@ -48,8 +58,47 @@ def _version() -> str:
         return "0.1.0 (source checkout)"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser with every command of :data:`COMMAND_MODULES` registered."""
+class _VersionAction(argparse.Action):
+    """``--version``: looks the installed version up only when asked (the lookup costs ~30 ms)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object, option_string: str | None = None) -> None:
+        print(f"{parser.prog} {_version()}")
+        parser.exit()
+
+
+def modules_for(argv: Sequence[str]) -> list[str]:
+    """The command modules a command line needs registered to be parsed.
+
+    Parameters
+    ----------
+    argv:
+        The arguments after the program name (``--debug`` already removed).
+
+    Returns
+    -------
+    list of str
+        None for an empty line (the studio opens) or one starting with ``--version``; the one module
+        of a known command; otherwise (``--help``, an unknown command or option) every module, so
+        that the help and the error message list every command.
+    """
+    if not argv or argv[0] == "--version":
+        return []
+    if argv[0] in COMMANDS:
+        return [COMMANDS[argv[0]]]
+    return list(COMMAND_MODULES)
+
+
+def build_parser(modules: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser with the commands of ``modules`` registered (default: every command).
+
+    Parameters
+    ----------
+    modules:
+        Module paths from :data:`COMMAND_MODULES` to import and register; ``None`` for all of them.
+    """
     from studio.commands.parser import OneLineParser
 
     parser = OneLineParser(
@@ -63,9 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 ok, 2 bad input (message on stderr), 1 unexpected failure.",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks of unexpected errors")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in COMMAND_MODULES if modules is None else modules:
         importlib.import_module(name).register(subparsers)
     for sub in subparsers.choices.values():
         sub.allow_abbrev = False  # a script's `--tp` must never silently mean `--tpot-ms`
@@ -84,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in argv  # accepted anywhere on the line, before or after the command
     argv = [a for a in argv if a != "--debug"]
     try:
-        parser = build_parser()
+        parser = build_parser(modules_for(argv))
         args = parser.parse_args(argv)
         func = getattr(args, "func", _open_default)
         return int(func(args) or 0)

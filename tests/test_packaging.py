@@ -17,6 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+pytestmark = pytest.mark.slow  # builds and installs the wheel
+
 pytest.importorskip("hatchling", reason="hatchling (test extra) builds the wheel")
 
 

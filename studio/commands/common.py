@@ -145,6 +145,27 @@ def add_project_args(parser: argparse.ArgumentParser, *, layout: bool) -> None:
     g.add_argument("--calibration", metavar="NAME", help="calibration profile stored in the project")
 
 
+def add_load_args(parser: argparse.ArgumentParser) -> None:
+    """Add the load flags (``plan``, ``sweep``, ``simulate``): how the plan is served — a request
+    rate, a closed loop of users or an offline batch — and the request-length spread. Applied by
+    :func:`project_from_args` (see :func:`apply_load_args`)."""
+    g = parser.add_argument_group("load (how the plan is served; see docs/load.md)")
+    mode = g.add_mutually_exclusive_group()
+    mode.add_argument("--rate", type=positive_float, metavar="R", help="open loop: R requests per second over all replicas")
+    mode.add_argument("--concurrency", type=positive_int, metavar="N", help="closed loop: N users over all replicas")
+    mode.add_argument("--offline", action="store_true", default=None, help="all requests queued at t = 0 (trtllm-bench)")
+    g.add_argument("--arrival", choices=("poisson", "constant"), help="arrivals of --rate (default poisson)")
+    g.add_argument("--num-requests", type=positive_int, metavar="N", help="requests simulated (default 1000)")
+    g.add_argument("--seed", type=int, metavar="S", help="random seed of the simulation (0..2147483647)")
+    g.add_argument("--max-num-batched-tokens", type=positive_int, metavar="N", help="token budget of one scheduler iteration")
+    for which in ("isl", "osl"):
+        lengths = g.add_mutually_exclusive_group()
+        lengths.add_argument(f"--{which}-spread", type=non_negative_float, metavar="F",
+                             help=f"{which.upper()} uniform on mean × (1 ± F), 0 ≤ F < 1 (0 = fixed)")
+        lengths.add_argument(f"--{which}-histogram", metavar="FILE",
+                             help=f"{which.upper()} from a CSV/JSON histogram of (length, weight)")
+
+
 # ----------------------------------------------------------------------------- project building
 def _validated(obj, what: str, **changes):
     """``obj.replace(**changes)`` with validation errors turned into a :class:`StudioError`."""
@@ -235,6 +256,14 @@ def _cluster(args, base: Project) -> Cluster | None:
     gpu_spec = cat.gpu(gpu_id or template.gpu_type)
     if per_node is not None and per_node != template.gpus_per_node:
         template = _validated(template, f"--gpus-per-node {per_node}", gpus_per_node=per_node)
+    if template.trays > 1 and per_node is not None:
+        # a rack template sized by the user: --nodes counts trays in one NVLink domain (up to the
+        # rack's own tray count), so '--gpu gb200 --nodes 1 --gpus-per-node 1' is one GPU, not a rack
+        trays = min(nodes or 1, template.trays)
+        gpus = template.gpus_per_node
+        template = _validated(template, f"--nodes {nodes or 1}", trays=trays,
+                              name=f"{cat.gpu(template.gpu_type).name}: {trays} tray{'s' if trays > 1 else ''} × {gpus} GPU{'s' if gpus > 1 else ''}")
+        return build_cluster(template, -(-(nodes or 1) // trays), gpu_spec, cat.links)
     return build_cluster(template, nodes or 1, gpu_spec, cat.links)
 
 
@@ -307,7 +336,12 @@ def _workload(args, base: Workload) -> Workload:
         for key in ("isl", "osl", "batch", "max_batch", "ttft_ms", "tpot_ms")
         if getattr(args, key, None) is not None
     }
-    return _validated(base, "workload", **changes) if changes else base
+    wl = _validated(base, "workload", **changes) if changes else base
+    if hasattr(args, "num_requests"):  # the command takes the load flags
+        from studio.commands.load_args import apply_load_args
+
+        wl = apply_load_args(args, wl)
+    return wl
 
 
 def _serving(args, project: Project):
@@ -324,6 +358,9 @@ def _serving(args, project: Project):
         changes["gpu_memory_utilization"] = util
     if getattr(args, "price_per_gpu_hour", None) is not None:
         changes["price_per_gpu_hour"] = args.price_per_gpu_hour
+    budget = getattr(args, "max_num_batched_tokens", None)
+    if budget is not None:
+        changes["max_num_batched_tokens"] = budget
     name = getattr(args, "calibration", None)
     if name is not None:
         if name not in project.calibrations:

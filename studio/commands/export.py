@@ -7,7 +7,6 @@ import argparse
 from pathlib import Path
 
 from studio.commands.common import add_project_args, project_from_args
-from studio.core.errors import StudioError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,8 +29,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--model-path", metavar="PATH_OR_HF_ID",
                    help="checkpoint folder or Hugging Face id (default: the model's Hugging Face id)")
     g.add_argument("--hosts", metavar="H1,H2,...",
-                   help="host name or address of each node the layout uses, in order "
-                   "(default: the node names)")
+                   help="host name or IP address of each node the layout uses, in order "
+                   "(default: <HOST_i> placeholders; a launch script reads HOST_i variables)")
+    g.add_argument("--check", nargs="?", const=True, default=None, metavar="CONFIG",
+                   help="instead of writing the files, check the recipe against the engine's run-time "
+                   "rules (and its own argument classes when the engine is installed); with CONFIG, "
+                   "check that engine config file (e.g. an edited vllm-serve.yaml). Exit 0 when it "
+                   "passes, 2 when the engine would refuse it")
     p.set_defaults(func=run)
 
 
@@ -39,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
     """Build the project, evaluate the layout, export it."""
     from studio.engine import evaluate
     from studio.io.export import export_plan
+    from studio.io.export.safety import escape_for_terminal
+    from studio.io.export.write import write_files
 
     project = project_from_args(args)
     hosts = None
@@ -47,33 +53,29 @@ def run(args: argparse.Namespace) -> int:
     plan = evaluate(project)
     bundle = export_plan(project, plan, engine=args.engine, fmt=args.fmt,
                          model_path=args.model_path, hosts=hosts)
+    if args.check is not None:
+        return _check(bundle, None if args.check is True else args.check)
     if args.output:
-        write_bundle(bundle.files, Path(args.output))
-        for name in bundle.files:
-            print(Path(args.output) / name)
+        for path in write_files(bundle.files, Path(args.output)):
+            print(escape_for_terminal(str(path)))
     else:
         many = len(bundle.files) > 1
         for name, text in bundle.files.items():
             if many:
                 print(f"# ===== {name} =====")
-            print(text, end="" if text.endswith("\n") else "\n")
+            print(escape_for_terminal(text, keep="\n\t"), end="" if text.endswith("\n") else "\n")
     return 0
 
 
-def write_bundle(files: dict[str, str], folder: Path) -> None:
-    """Write each file into ``folder`` (created); scripts are made executable.
+def _check(bundle, config_file: str | None) -> int:
+    """Print the check report of the bundle's recipe (or of ``config_file``); 0 ok, 2 refused."""
+    from studio.io.export.check import check, recipe_with_config_file
+    from studio.io.export.safety import escape_for_terminal
 
-    Raises
-    ------
-    StudioError
-        If the folder cannot be created or a file cannot be written.
-    """
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, text in files.items():
-            path = folder / name
-            path.write_text(text, encoding="utf-8")
-            if name.endswith(".sh"):
-                path.chmod(0o755)
-    except OSError as exc:
-        raise StudioError(f"cannot write the export: {exc.strerror}", str(folder)) from None
+    recipe = bundle.recipe
+    if config_file is not None:
+        recipe = recipe_with_config_file(recipe, config_file)
+    report = check(recipe)
+    for line in report.lines():
+        print(escape_for_terminal(line))
+    return 0 if report.ok else 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from studio.commands.common import (
+    add_load_args,
     add_project_args,
     fmt,
     format_pairs,
@@ -24,6 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "without a PROJECT file the bundled example is the starting point.",
     )
     add_project_args(p, layout=True)
+    add_load_args(p)
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object (the scripting contract)")
     out.add_argument("--explain", action="store_true", help="also print the breakdown of every figure")
@@ -37,7 +39,10 @@ def run(args: argparse.Namespace) -> int:
 
     plan = evaluate(project)
     if args.json:
+        from studio.commands.load_text import summary_json
+
         data = plan.to_json()
+        data["load"] = summary_json(plan.load, project.workload.load)
         if args.explain:
             data["explanations"] = {k: explanation_json(e) for k, e in plan.explanations.items()}
         print_json(data)
@@ -97,10 +102,13 @@ def format_plan(project: Project, plan, explain: bool = False, model_note: str |
         ("workload", f"ISL {wl.isl}, OSL {wl.osl}, batch {plan.batch} per replica"
                      + (f" (auto, max {wl.max_batch})" if plan.batch_auto else "")),
         ("fits", f"{'yes' if plan.fits else 'NO'} — {plan.fit_reason}"),
+        _load_head(project, plan),
     ]
     if plan.calibration:
         head.append(("calibration", plan.calibration))
     sections.append("Plan\n" + format_pairs(head))
+    if plan.load is not None:
+        sections.append("Load\n" + format_pairs(_load_pairs(plan.load)))
 
     m = plan.peak_memory
     mem = [
@@ -174,6 +182,27 @@ def format_plan(project: Project, plan, explain: bool = False, model_note: str |
         body = "\n\n".join(e.as_text() for e in plan.explanations.values())
         sections.append("Explanations\n" + body)
     return "\n\n".join(sections)
+
+
+def _load_head(project: Project, plan) -> tuple[str, str]:
+    """The ``load`` line of the Plan section: mode, rate or users, saturation rate."""
+    from studio.commands.load_text import load_line
+
+    return ("load", load_line(project.workload.load, plan.load, plan.layout.dp))
+
+
+def _load_pairs(s) -> list[tuple[str, str]]:
+    """The Load section: the definition the figures follow, how a replica runs, any note."""
+    out = [
+        ("definition", s.definition),
+        ("per replica", f"{fmt(s.users)} requests in the system, {fmt(s.running)} running, "
+                        f"{fmt(s.decode_seqs)} decoding per iteration of {fmt(s.iteration_ms)} ms"),
+        ("token budget", f"{s.token_budget:,} tokens per iteration"
+                         + (" (it limits decoding)" if s.budget_bound else "")),
+    ]
+    if s.note:
+        out.append(("note", s.note))
+    return out
 
 
 def _count(n: int, noun: str) -> str:

@@ -7,6 +7,7 @@ import csv
 from pathlib import Path
 
 from studio.commands.common import (
+    add_load_args,
     add_project_args,
     fmt,
     format_table,
@@ -45,18 +46,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Pareto frontier of throughput per GPU against tokens/s per user.",
     )
     add_project_args(p, layout=False)
+    add_load_args(p)
     g = p.add_argument_group("ranking and output")
     g.add_argument("--objective", choices=OBJECTIVES, default="throughput", help="what 'best' means (default throughput)")
     g.add_argument("--top", type=positive_int, default=10, metavar="K", help="layouts to show (default 10)")
     g.add_argument("--json", action="store_true", help="print one JSON object (the scripting contract)")
     g.add_argument("--csv", metavar="FILE", help="write every evaluated row with all its columns to FILE")
+    from studio.commands.sweep_slo import add_slo_args
+
+    add_slo_args(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Build the project, sweep it, print the ranking."""
     project = project_from_args(args)
+    from studio.commands.sweep_slo import check_slo, format_slo, slo_rate
     from studio.engine import sweep
+
+    at_rate = slo_rate(args, project)
 
     if args.csv:
         _check_writable(Path(args.csv))
@@ -67,12 +75,23 @@ def run(args: argparse.Namespace) -> int:
         tpot_ms=project.workload.tpot_ms,
     )
     rows = shown_rows(result, args.top)
+    slo = check_slo(project, result, args.ttft_p99, at_rate, args.slo_check) if at_rate is not None else None
     if args.csv:
         write_csv(result, Path(args.csv))
     if args.json:
-        print_json(sweep_json(result, rows, args.objective))
+        data = sweep_json(result, rows, args.objective)
+        if slo is not None:
+            data["slo"] = slo
+        print_json(data)
     else:
         print(format_sweep(project, result, rows, args.objective))
+        from studio.commands.load_text import sweep_load_section
+
+        at_load = sweep_load_section(result, rows, _label)
+        if at_load:
+            print("\n" + at_load)
+        if slo is not None:
+            print("\n" + format_slo(slo))
         if args.csv:
             print(f"\nwrote {result.candidates} rows to {args.csv}")
     return 0
@@ -102,11 +121,15 @@ def shown_rows(result, top: int) -> list[int]:
 
 def sweep_json(result, rows: list[int], objective: str) -> dict:
     """The ``sweep --json`` object: plans of the shown rows and indices into them."""
+    from studio.commands.load_text import summary_json
+
     pos = {r: i for i, r in enumerate(rows)}
     layouts = []
     cols = result.columns
     for r in rows:
-        plan = result.plan(r).to_json()
+        plan_result = result.plan(r)
+        plan = plan_result.to_json()
+        plan["load"] = summary_json(plan_result.load, result.project.workload.load)
         plan["sweep"] = {
             "row": r,
             "meets_targets": bool(cols["meets_targets"][r]) if "meets_targets" in cols else None,

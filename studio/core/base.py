@@ -9,9 +9,13 @@ class Frozen(BaseModel):
     """Immutable pydantic model that rejects unknown fields.
 
     Use :meth:`replace` to derive an edited copy (validated again).
+
+    Schemas are built on first use (``defer_build``), not when the class is defined: a process
+    that touches a few models (``layout-studio --version``, ``presets``) does not pay for all of
+    them. Validation and serialisation are the same either way.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, defer_build=True)
 
     def replace(self, **changes):  # noqa: ANN201 - returns Self
         """Return a validated copy with ``changes`` applied.

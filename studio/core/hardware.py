@@ -71,7 +71,12 @@ class GpuSpec(Frozen):
     id: str = Field(pattern=ID_PATTERN, max_length=80)
     name: str = Field(min_length=1, max_length=120)
     vendor: Literal["nvidia", "amd", "intel", "other"] = "nvidia"
-    memory_gb: float = Field(ge=1e-3, le=100_000, description="usable device memory, GB (1e9 B)")
+    memory_gb: float = Field(ge=1e-3, le=100_000, description="marketed device memory, GB (1e9 B)")
+    memory_gib: float | None = Field(
+        None, ge=1e-3, le=100_000,
+        description="device memory the driver reports (nvidia-smi / rocm-smi total), GiB (2^30 B); "
+        "None = memory_gb",
+    )
     hbm_bandwidth_gbps: float = Field(ge=1e-3, le=1_000_000, description="memory bandwidth, GB/s")
     tflops_bf16: float = Field(ge=1e-3, le=1_000_000)
     tflops_fp16: float = Field(ge=1e-3, le=1_000_000)
@@ -86,6 +91,9 @@ class GpuSpec(Frozen):
 
     @property
     def memory_bytes(self) -> float:
+        """Device memory in bytes: the driver-reported total when known, else the marketed GB."""
+        if self.memory_gib is not None:
+            return self.memory_gib * 2**30
         return self.memory_gb * 1e9
 
     def peak_tflops(self, compute_class: str) -> float:

@@ -25,16 +25,20 @@ class Constants:
 
     matmul_efficiency_bf16: PerGpu
     matmul_efficiency_fp8: PerGpu
+    matmul_efficiency_fp4: PerGpu
     hbm_efficiency: PerGpu
     prefill_efficiency: float
     decode_efficiency: float
     decode_step_overhead_us: float
+    layer_overhead_us: float
+    moe_layer_overhead_us: float
     custom_allreduce_latency_us: float
     custom_allreduce_bw_fraction: float
     custom_allreduce_max_bytes: float
     nccl_base_latency_us: float
     nccl_step_latency_us: float
     nvls_bandwidth_gain: float
+    nvls_setup_us: float
     network_collective_floor_us: float
     p2p_base_latency_us: float
     activation_factor: float
@@ -48,6 +52,10 @@ class Constants:
     long_context_tokens: float
     tp_max_without_nvswitch: float
     moe_imbalance_factor: float
+    gemm_half_tokens: float
+    expert_gemm_half_tokens: float
+    attention_efficiency: float
+    roofline_blend: float
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     # ----------------------------------------------------------------- lookups
@@ -58,7 +66,8 @@ class Constants:
 
     def matmul_efficiency(self, gpu_type: str, compute_class: str) -> float:
         """MAMF fraction of the tensor-core peak for ``compute_class`` ('bf16', 'fp8', 'fp4')."""
-        table = self.matmul_efficiency_bf16 if compute_class == "bf16" else self.matmul_efficiency_fp8
+        table = {"bf16": self.matmul_efficiency_bf16, "fp8": self.matmul_efficiency_fp8,
+                 "fp4": self.matmul_efficiency_fp4}.get(compute_class, self.matmul_efficiency_bf16)
         return self.per_gpu(table, gpu_type)
 
     def names(self) -> tuple[str, ...]:

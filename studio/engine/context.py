@@ -10,6 +10,7 @@ from studio.core.architecture import ModulePrecision
 from studio.core.project import Project
 from studio.engine.constants import Constants
 from studio.engine.costing import LayoutCosts, StepTimes
+from studio.engine.results import LoadSummary
 from studio.engine.topology import Topology
 
 
@@ -41,3 +42,4 @@ class PlanContext:
     tokens_per_s: float
     usd_per_hour: float
     bubble: float
+    load: LoadSummary | None = None

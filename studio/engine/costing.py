@@ -51,6 +51,7 @@ class LayoutCosts:
     hidden: int
     experts_per_token: int
     num_experts: int
+    a2a_bytes_per_token: float = 0.0  # bytes one GPU sends per token it routes, per all-to-all
 
     @property
     def weights(self) -> np.ndarray:
@@ -85,9 +86,15 @@ def layout_costs(
     gpu_memory_utilization: float,
     max_batch: int,
     replicas: list[int] | None = None,
+    fraction_of_free: bool = False,
 ) -> LayoutCosts:
     """Batch-independent costs; ``replicas`` limits the DP replicas whose links are costed
-    (the sweep samples a few on large clusters; :func:`evaluate` costs all)."""
+    (the sweep samples a few on large clusters; :func:`evaluate` costs all).
+
+    ``gpu_memory_utilization`` is a fraction of the device memory (vLLM
+    ``--gpu-memory-utilization``, SGLang ``--mem-fraction-static``), or with ``fraction_of_free`` of the
+    memory left after weights, activations and runtime (TensorRT-LLM
+    ``kv_cache_free_gpu_mem_fraction``)."""
     cluster = topo.cluster
     groups = resolve_groups(layout, placement)
     reps = list(range(layout.dp)) if replicas is None else replicas
@@ -127,8 +134,11 @@ def layout_costs(
                 for k in ("bf16", "fp8", "fp4")}
         sec_tok[s] = sum(2.0 * p / rate[k] for k, p in sh.params_by_class.items())
         sec_lm[s] = 2.0 * sh.lm_head_params / rate[sh.lm_head_class]
-        sec_att[s] = sh.attn_flops_per_ctx / rate["bf16"]
-        sec_att_sl[s] = sh.attn_flops_per_ctx_sliding / rate["bf16"]
+        # attention runs on FP8 tensor cores when the KV cache is FP8 and the GPU has them (TensorRT-LLM
+        # FP8 context FMHA, FlashInfer / FlashAttention-3 FP8), else in BF16
+        att = "fp8" if DType(kv_dtype).compute_class == "fp8" and has_fp8 else "bf16"
+        sec_att[s] = sh.attn_flops_per_ctx / rate[att]
+        sec_att_sl[s] = sh.attn_flops_per_ctx_sliding / rate[att]
         sec_exp[s] = 2.0 * sh.expert_params / rate[sh.expert_class]
     ar = [[allreduce(topo, groups[d][s], c) for d in reps] for s in range(pp)]
     pt = [[p2p(topo, groups[d][s], groups[d][s + 1], c) for d in reps] for s in range(pp - 1)]
@@ -141,17 +151,34 @@ def layout_costs(
                     continue
                 members = [g for d in range(d0, d0 + per) for g in groups[d][s]]
                 a2a[s].append(alltoall(topo, members, c))
-    usable = cap * gpu_memory_utilization
+    if fraction_of_free:
+        fixed = np.array([sh.weights for sh in shapes]) + act + overhead
+        usable = fixed + (cap - fixed) * gpu_memory_utilization
+    else:
+        usable = cap * gpu_memory_utilization
+    a2a_bytes = 0.0
+    if moe is not None and ep > tp:
+        # each token goes to the distinct EP ranks that hold its k experts (not k copies), minus the
+        # share that stays on its own rank; dispatch runs in FP8 when the experts compute in FP8/FP4
+        # (TensorRT-LLM / DeepEP low-precision dispatch), else in the activation format
+        k, n_ep = moe.experts_per_token, ep // tp
+        distinct = n_ep * (1.0 - (1.0 - 1.0 / n_ep) ** k)
+        remote = distinct * (n_ep - 1) / n_ep
+        elem = 1.0 if shapes[0].expert_class in ("fp8", "fp4") else c.activation_bytes
+        a2a_bytes = remote * h * elem / tp
     return LayoutCosts(
         layout=layout, shapes=shapes, groups=groups, specs=specs, capacity=cap, usable=usable,
         activations=act, overhead=overhead, overhead_terms=terms, hbm_bps=hbm, sec_per_token=sec_tok,
         sec_lm_head=sec_lm, sec_attn_ctx=sec_att, sec_attn_ctx_sliding=sec_att_sl, sec_expert=sec_exp, allreduce=ar, p2p=pt,
         alltoall=a2a, window=model.sliding_window, hidden=h,
         experts_per_token=moe.experts_per_token if moe else 0, num_experts=moe.num_experts if moe else 0,
+        a2a_bytes_per_token=a2a_bytes,
     )
 
 
-def _coll(colls: list[Collective], size: np.ndarray) -> np.ndarray:
+def coll_time_us(colls: list[Collective], size: np.ndarray | float) -> np.ndarray:
+    """Time (µs) of the slowest of ``colls`` (one per replica) for messages of ``size`` bytes."""
+    size = np.asarray(size, dtype=float)
     if not colls:
         return np.zeros_like(size, dtype=float)
     out = colls[0].time_us(size)
@@ -160,7 +187,7 @@ def _coll(colls: list[Collective], size: np.ndarray) -> np.ndarray:
     return out
 
 
-def _sliding_avg(n: np.ndarray | float, window: int | None) -> np.ndarray:
+def sliding_avg(n: np.ndarray | float, window: int | None) -> np.ndarray:
     """Average attended tokens per query over a causal prefill of ``n`` tokens with a window."""
     n = np.asarray(n, dtype=float)
     if window is None:
@@ -196,69 +223,20 @@ class StepTimes:
 
 
 def step_times(lc: LayoutCosts, micro_batch: np.ndarray, isl: int, osl: int, c: Constants) -> StepTimes:
-    """Stage times for micro-batches of ``micro_batch`` sequences (array, any shape (N,))."""
+    """Stage times of a micro-batch of ``micro_batch`` sequences (array (N,)): the prefill view
+    (their whole prompts in one pass) and the decode view (one token each at context
+    ``isl + osl / 2``), both from :class:`~studio.engine.iteration.IterationModel`."""
+    from studio.engine.iteration import IterationModel
+
     b = np.asarray(micro_batch, dtype=float)
-    pp = lc.layout.pp
-    tp = lc.layout.tp
-    n = b.shape[0]
-    act_b = c.activation_bytes
-    h = lc.hidden
-    out = {k: np.zeros((pp, n)) for k in (
-        "pc", "par", "pa2a", "pp2p", "dc", "dar", "da2a", "dp2p")}
-    tok_pf = b * isl
-    ctx = isl + osl / 2.0
-    ar_pf_size = tok_pf * h * act_b
-    ar_dec_size = b * h * act_b
-    ar_pf_worst = np.zeros(n)
-    ar_dec_worst = np.zeros(n)
-    route = max(1, lc.layout.ep // tp) if lc.num_experts else 1
-    skew = c.moe_imbalance_factor - 1.0 if lc.num_experts else 0.0
-    for s, sh in enumerate(lc.shapes):
-        # compute vs memory roofline; in decode the routed experts run at the pace of the most
-        # loaded expert (few tokens per expert per step); prefill's large expert GEMMs stay balanced
-        sec_tok = lc.sec_per_token[s] + skew * lc.sec_expert[s]
-        cmp_pf = (tok_pf * lc.sec_per_token[s] + b * lc.sec_lm_head[s]
-                  + tok_pf * (_sliding_avg(isl, None) * lc.sec_attn_ctx[s]
-                              + _sliding_avg(isl, lc.window) * lc.sec_attn_ctx_sliding[s]))
-        dense_w = sh.weights - sh.expert_bytes
-        if lc.num_experts:
-            miss = 1.0 - lc.experts_per_token / lc.num_experts
-            frac_pf = 1.0 - miss ** (tok_pf * route)
-            frac_dec = 1.0 - miss ** (b * route)
-        else:
-            frac_pf = frac_dec = np.zeros(n)
-        mem_pf = (dense_w + sh.expert_bytes * frac_pf) / lc.hbm_bps[s]
-        out["pc"][s] = np.maximum(cmp_pf, mem_pf) * 1e3
-        ctx_sl = min(ctx, lc.window) if lc.window else ctx
-        cmp_dec = b * (sec_tok + lc.sec_lm_head[s]
-                       + ctx * lc.sec_attn_ctx[s] + ctx_sl * lc.sec_attn_ctx_sliding[s])
-        kv_read = b * float(sh.kv_bytes_for(ctx, lc.window))
-        mem_dec = (dense_w + sh.expert_bytes * frac_dec + kv_read) / (lc.hbm_bps[s] * c.decode_efficiency)
-        out["dc"][s] = np.maximum(cmp_dec, mem_dec) * 1e3 + c.decode_step_overhead_us / 1e3
-        ar_pf = _coll(lc.allreduce[s], ar_pf_size)
-        ar_dec = _coll(lc.allreduce[s], ar_dec_size)
-        ar_pf_worst = np.maximum(ar_pf_worst, ar_pf)
-        ar_dec_worst = np.maximum(ar_dec_worst, ar_dec)
-        out["par"][s] = 2 * sh.layers * ar_pf / 1e3
-        out["dar"][s] = 2 * sh.layers * ar_dec / 1e3
-        if lc.alltoall[s]:
-            per_gpu = lc.experts_per_token * h * act_b / tp
-            out["pa2a"][s] = 2 * sh.moe_layers * _coll(lc.alltoall[s], tok_pf * per_gpu) / 1e3
-            out["da2a"][s] = 2 * sh.moe_layers * _coll(lc.alltoall[s], b * per_gpu) / 1e3
-    p2p_pf_worst = np.zeros(n)
-    p2p_dec_worst = np.zeros(n)
-    for s, colls in enumerate(lc.p2p):
-        t_pf = _coll(colls, ar_pf_size)
-        t_dec = _coll(colls, ar_dec_size)
-        out["pp2p"][s] = t_pf / 1e3
-        out["dp2p"][s] = t_dec / 1e3
-        p2p_pf_worst = np.maximum(p2p_pf_worst, t_pf)
-        p2p_dec_worst = np.maximum(p2p_dec_worst, t_dec)
+    im = IterationModel(lc, c)
+    pf = im.micro_batch_times(b * isl, 0.0, isl + osl / 2.0, isl)
+    dec = im.micro_batch_times(0.0, b, isl + osl / 2.0, isl)
     return StepTimes(
-        prefill_compute=out["pc"], prefill_allreduce=out["par"], prefill_alltoall=out["pa2a"],
-        prefill_p2p=out["pp2p"], decode_compute=out["dc"], decode_allreduce=out["dar"],
-        decode_alltoall=out["da2a"], decode_p2p=out["dp2p"], ar_us_prefill=ar_pf_worst,
-        ar_us_decode=ar_dec_worst, p2p_us_prefill=p2p_pf_worst, p2p_us_decode=p2p_dec_worst,
+        prefill_compute=pf.compute, prefill_allreduce=pf.allreduce, prefill_alltoall=pf.alltoall,
+        prefill_p2p=pf.p2p, decode_compute=dec.compute, decode_allreduce=dec.allreduce,
+        decode_alltoall=dec.alltoall, decode_p2p=dec.p2p, ar_us_prefill=pf.ar_us,
+        ar_us_decode=dec.ar_us, p2p_us_prefill=pf.p2p_us, p2p_us_decode=dec.p2p_us,
     )
 
 
@@ -290,18 +268,25 @@ class ServeTimes:
     index: np.ndarray  # row -> column of ``steps``
     one: int  # column of ``steps`` holding a micro-batch of one sequence
     decode_allreduce_ms: np.ndarray  # per row, all stages, one decode round
+    iteration_ms: np.ndarray  # mean scheduler iteration under the load
+    decode_seqs: np.ndarray  # sequences decoding in a mean iteration
+    prefill_tokens: np.ndarray  # prompt tokens in a mean iteration
+    budget_bound: np.ndarray  # the token budget limits the decoding sequences
 
 
 def serve_times(lc: LayoutCosts, batch: np.ndarray, micro_batches: np.ndarray, isl: int, osl: int,
-                c: Constants) -> ServeTimes:
-    """Steady-state serving model (continuous batching, pipeline kept full).
+                c: Constants, budget: float | None = None) -> ServeTimes:
+    """Steady state of continuous batching with ``batch`` sequences per replica (a closed loop of
+    that many users; see :func:`studio.engine.load.closed_loop`).
 
-    * TPOT = one decode round of every sequence: max(Σ_s t_s(b), M · max_s t_s(b)), b = ⌈B / M⌉
-      (stages overlap successive micro-batches; with M < P the pipeline runs partly empty).
-    * TTFT = a new prompt prefilled alone through every stage, Σ_s t_prefill_s(1), plus one decode
-      round of the running batch it joins.
-    * Throughput per replica = B · osl / (prefill round of B prompts + osl · TPOT).
+    * TPOT = the mean scheduler iteration: the decode token of every decoding sequence plus the
+      prompt chunks of the requests that replace finished ones (prefill interference);
+    * TTFT = the iterations that carry the new prompt (+ waiting for token budget when it binds);
+    * throughput per replica = batch × osl / end-to-end latency (Little's law).
     """
+    from studio.engine.iteration import IterationModel
+    from studio.engine.load import closed_loop
+
     B = np.asarray(batch, dtype=float)
     M = np.asarray(micro_batches, dtype=float)
     mb = np.ceil(B / M)
@@ -310,12 +295,11 @@ def serve_times(lc: LayoutCosts, batch: np.ndarray, micro_batches: np.ndarray, i
     inv = inv[:-1]
     st = step_times(lc, uniq, isl, osl, c)
     pf = st.prefill_stage + st.prefill_p2p
-    dec = st.decode_stage + st.decode_p2p
     pf_round = np.maximum(pf.sum(axis=0)[inv], M * pf.max(axis=0)[inv])
-    tpot = np.maximum(dec.sum(axis=0)[inv], M * dec.max(axis=0)[inv])
-    ttft = pf[:, one].sum() + tpot
-    request = ttft + (osl - 1) * tpot
-    tps = B * osl / ((pf_round + osl * tpot) / 1e3)
+    k = float(budget if budget is not None else c.max_num_batched_tokens)
+    ss = closed_loop(IterationModel(lc, c), B, M, isl, osl, k)
     ar = (st.decode_allreduce + st.decode_alltoall).sum(axis=0)[inv] * np.maximum(1.0, M / max(1, lc.layout.pp))
-    return ServeTimes(ttft_ms=ttft, tpot_ms=tpot, request_ms=request, prefill_round_ms=pf_round,
-                      tokens_per_s_replica=tps, steps=st, index=inv, one=one, decode_allreduce_ms=ar)
+    return ServeTimes(ttft_ms=ss.ttft_ms, tpot_ms=ss.tpot_ms, request_ms=ss.e2e_ms, prefill_round_ms=pf_round,
+                      tokens_per_s_replica=ss.output_tokens_per_s, steps=st, index=inv, one=one,
+                      decode_allreduce_ms=ar, iteration_ms=ss.iteration_ms, decode_seqs=ss.decode_seqs,
+                      prefill_tokens=ss.prefill_tokens, budget_bound=ss.budget_bound)

@@ -11,13 +11,21 @@ from studio.core.architecture import LLMArchitecture
 from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.project import CalibrationProfile, Project
+from studio.core.workload import Workload
 from studio.engine.comm import Collective
 from studio.engine.constants import Constants, default_constants
 from studio.engine.context import PlanContext
-from studio.engine.costing import LayoutCosts, StepTimes, bubble_fraction, layout_costs, serve_times
+from studio.engine.costing import (
+    LayoutCosts,
+    ServeTimes,
+    StepTimes,
+    bubble_fraction,
+    layout_costs,
+    serve_times,
+)
 from studio.engine.explain import explanations
 from studio.engine.pipeline import timeline
-from studio.engine.results import CommCost, GpuMemory, PlanResult, StageResult
+from studio.engine.results import CommCost, GpuMemory, LoadSummary, PlanResult, StageResult
 from studio.engine.rules import plan_warnings
 from studio.engine.shapes import LayerTable, layer_table
 from studio.engine.topology import topology_of
@@ -136,7 +144,8 @@ def evaluate(
     topo = topology_of(project.cluster, cal.link_fits if cal else None)
     precision = sv.effective_precision(model.precision)
     lc = layout_costs(model, cached_layer_table(model), precision, sv.kv_dtype, layout, placement, topo, c,
-                      sv.gpu_memory_utilization, wl.max_batch)
+                      sv.gpu_memory_utilization, wl.max_batch,
+                      fraction_of_free=sv.runtime == "trtllm")
     seq_len = wl.isl + wl.osl
     pool, seq_bytes, max_seqs, cap_tokens, kv_tok = memory_fit(lc, seq_len)
     auto = wl.batch == "auto"
@@ -144,11 +153,19 @@ def evaluate(
     weights_fit = bool((pool > 0).all())
     if not weights_fit:
         s = int(np.argmin(pool))
-        fit_reason = (
-            f"stage {s} needs {(lc.weights[s] + lc.activations[s] + lc.overhead[s]) / 2**30:.1f} GiB per GPU "
-            f"for weights, activations and runtime, above the {lc.usable[s] / 2**30:.1f} GiB usable "
-            f"({sv.gpu_memory_utilization:.0%} of {lc.capacity[s] / 2**30:.1f} GiB)"
-        )
+        need = (lc.weights[s] + lc.activations[s] + lc.overhead[s]) / 2**30
+        if sv.runtime == "trtllm":
+            fit_reason = (
+                f"stage {s} needs {need:.1f} GiB per GPU for weights, activations and runtime, "
+                f"more than the device's {lc.capacity[s] / 2**30:.1f} GiB (TensorRT-LLM gives the KV cache "
+                f"{sv.gpu_memory_utilization:.0%} of what is left)"
+            )
+        else:
+            fit_reason = (
+                f"stage {s} needs {need:.1f} GiB per GPU "
+                f"for weights, activations and runtime, above the {lc.usable[s] / 2**30:.1f} GiB usable "
+                f"({sv.gpu_memory_utilization:.0%} of {lc.capacity[s] / 2**30:.1f} GiB)"
+            )
     elif max_seqs < 1:
         fit_reason = (f"weights fit, but the KV cache holds {cap_tokens:,} tokens, less than one "
                       f"{seq_len:,}-token sequence (isl+osl)")
@@ -159,11 +176,18 @@ def evaluate(
     fits = weights_fit and max_seqs >= 1 and batch <= max_seqs
     m_eff = max(1, min(layout.micro_batches, batch))
     mb = math.ceil(batch / m_eff)
-    sv_t = serve_times(lc, np.array([float(batch)]), np.array([float(m_eff)]), wl.isl, wl.osl, c)
+    budget = int(sv.max_num_batched_tokens or c.max_num_batched_tokens)
+    sv_t = serve_times(lc, np.array([float(batch)]), np.array([float(m_eff)]), wl.isl, wl.osl, c, budget)
     st = _column(sv_t.steps, int(sv_t.index[0]))
     ttft, tpot = float(sv_t.ttft_ms[0]), float(sv_t.tpot_ms[0])
     request = float(sv_t.request_ms[0])
-    tps = layout.dp * float(sv_t.tokens_per_s_replica[0]) if fits else 0.0
+    tps_replica = float(sv_t.tokens_per_s_replica[0])
+    load = None
+    if fits:
+        load, figures = _under_load(lc, c, wl, layout, batch, max_seqs, m_eff, budget, sv_t)
+        if figures is not None:
+            ttft, tpot, request, tps_replica = figures
+    tps = layout.dp * tps_replica if fits else 0.0
     price = sum(
         sv.price_per_gpu_hour if sv.price_per_gpu_hour is not None else project.cluster.gpu_specs[topo.gpu_type[g]].price_per_gpu_hour
         for g in placement
@@ -174,7 +198,7 @@ def evaluate(
         seq_bytes=seq_bytes, pool=pool, max_seqs=max_seqs, capacity_tokens=cap_tokens, kv_per_token_gpu=kv_tok,
         batch=batch, batch_auto=auto, micro_batches=m_eff, micro_batch_size=mb, fits=fits,
         fit_reason=fit_reason, ttft_ms=ttft, tpot_ms=tpot, request_ms=request, tokens_per_s=tps,
-        usd_per_hour=price, bubble=bubble,
+        usd_per_hour=price, bubble=bubble, load=load,
     )
     return _assemble(ctx, layout, cal)
 
@@ -192,7 +216,8 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None) 
                 cap = cluster.gpu_specs[ctx.topo.gpu_type[g]].memory_bytes
                 memory.append(GpuMemory(
                     gpu_id=g, rank=layout.rank(d, s, t), stage=s, tp_rank=t, dp_index=d, capacity=cap,
-                    usable=cap * project.serving.gpu_memory_utilization, weights=sh.weights,
+                    usable=float(lc.usable[s]) + (cap - float(lc.capacity[s])) * project.serving.gpu_memory_utilization,
+                    weights=sh.weights,
                     kv_cache=ctx.batch * float(ctx.seq_bytes[s]), activations=float(lc.activations[s]),
                     overhead=float(lc.overhead[s]), weights_by_module=dict(sh.weights_by_module),
                 ))
@@ -220,7 +245,7 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None) 
             w = _worst(cols, size)
             if w is not None and (cc := _comm_cost(w, phase, size)):
                 comm.append(cc)
-        a2a_size = (tok_pf if phase == "prefill" else ctx.micro_batch_size) * lc.experts_per_token * h * act_b / layout.tp
+        a2a_size = (tok_pf if phase == "prefill" else ctx.micro_batch_size) * lc.a2a_bytes_per_token
         for cols in lc.alltoall:
             w = _worst(cols, a2a_size)
             if w is not None and (cc := _comm_cost(w, phase, a2a_size)):
@@ -251,15 +276,79 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None) 
         tokens_per_s_per_user=1e3 / ctx.tpot_ms if ctx.tpot_ms > 0 else 0.0, usd_per_hour=ctx.usd_per_hour,
         usd_per_million_output_tokens=usd_m, stages=stages, comm=tuple(comm), timelines=timelines,
         warnings=plan_warnings(ctx), explanations=explanations(ctx),
-        assumptions=_assumptions(ctx), calibration=cal.name if cal else None,
+        assumptions=_assumptions(ctx), calibration=cal.name if cal else None, load=ctx.load,
     )
+
+
+_DEFINITIONS = {
+    "concurrency": "closed loop of N users (GenAI-Perf / NIM --concurrency, vLLM bench serve --max-concurrency): "
+                   "TTFT from request to first token, TPOT = (end − first token)/(output − 1), throughput = output tokens/s",
+    "rate": "open loop at a request rate (vLLM bench serve --request-rate): TTFT includes queueing, TPOT excludes "
+            "the first token, throughput = output tokens/s at that rate",
+    "offline": "all requests queued at t = 0 (trtllm-bench throughput): throughput = output tokens / total time; "
+               "steady-state means shown, the tail is in `layout-studio simulate`",
+}
+
+
+def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, batch: int, max_seqs: int, m_eff: int,
+                budget: int, sv_t: ServeTimes) -> tuple[LoadSummary, tuple[float, float, float, float] | None]:
+    """The load summary and, when the load is not simply ``batch`` users, its (TTFT, TPOT, E2E,
+    tok/s per replica)."""
+    from studio.engine.iteration import IterationModel
+    from studio.engine.load import closed_loop, open_loop
+
+    ld = wl.load
+    dp = layout.dp
+    cap = float(max(1, min(wl.max_batch, max_seqs)))
+    im = IterationModel(lc, c)
+    sat = closed_loop(im, np.array([cap]), np.array([float(m_eff)]), wl.isl, wl.osl, budget)
+    sat_rate = float(sat.requests_per_s[0]) * dp
+    figures = None
+    note = ""
+    if ld.mode == "rate":
+        state, _ = open_loop(im, float(ld.rate_per_s) / dp, m_eff, wl.isl, wl.osl, budget, cap,
+                             poisson=ld.arrival == "poisson", saturation=sat)
+        if bool(state.saturated[0]):
+            note = (f"{ld.rate_per_s:g} req/s is at or above saturation ({sat_rate:.3g} req/s): the queue grows "
+                    "without bound, so TTFT has no steady state; figures shown are at saturation")
+    elif ld.mode == "concurrency" and ld.concurrency is not None:
+        state = closed_loop(im, np.array([ld.concurrency / dp]), np.array([float(m_eff)]), wl.isl, wl.osl,
+                            budget, running_cap=np.array([cap]))
+        if ld.concurrency / dp > cap:
+            note = (f"{ld.concurrency / dp:.0f} users per replica but {cap:.0f} can run at once: the rest wait, "
+                    "which TTFT includes")
+    else:
+        state = None
+    if state is not None:
+        figures = (float(state.ttft_ms[0]), float(state.tpot_ms[0]), float(state.e2e_ms[0]),
+                   float(state.output_tokens_per_s[0]))
+        users, running = float(state.concurrency[0]), float(min(state.concurrency[0], cap))
+        dec, pre = float(state.decode_seqs[0]), float(state.prefill_tokens[0])
+        it, bound = float(state.iteration_ms[0]), bool(state.budget_bound[0])
+        rate = float(state.requests_per_s[0]) * dp
+        saturated = bool(state.saturated[0])
+    else:
+        users = running = float(batch)
+        dec, pre = float(sv_t.decode_seqs[0]), float(sv_t.prefill_tokens[0])
+        it, bound = float(sv_t.iteration_ms[0]), bool(sv_t.budget_bound[0])
+        rate = float(sv_t.tokens_per_s_replica[0]) / wl.osl * dp
+        saturated = False
+        if ld.mode == "offline":
+            note = f"{ld.num_requests:,} requests queued at t = 0, {batch} running per replica"
+    summary = LoadSummary(
+        mode=ld.mode, definition=_DEFINITIONS[ld.mode], users=users, running=running, decode_seqs=dec,
+        prefill_tokens_per_iteration=pre, iteration_ms=it, token_budget=budget, budget_bound=bound,
+        request_rate_per_s=rate, saturation_rate_per_s=sat_rate, saturated=saturated, note=note,
+    )
+    return summary, figures
 
 
 def _assumptions(ctx: PlanContext) -> tuple[str, ...]:
     out = [
-        "steady-state continuous batching: stages overlap successive micro-batches",
-        "TTFT = one new prompt prefilled alone through every stage + one decode round of the running batch",
-        "TPOT = one decode round of every sequence: max(Σ stages, M × slowest stage)",
+        "iteration-level continuous batching: each iteration carries the decode token of every running sequence plus "
+        "prompt chunks within the token budget; stages overlap successive micro-batches",
+        "TTFT = waiting for token budget + the iterations that carry the new prompt",
+        "TPOT = the mean iteration under the load (prefill interference included): max(Σ stages, M × slowest stage)",
         f"decode context averaged at isl + osl/2 = {ctx.project.workload.isl + ctx.project.workload.osl / 2:,.0f} tokens",
         "two TP all-reduces per layer; PP hands full hidden states from each TP rank to the next stage",
     ]

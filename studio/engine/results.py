@@ -22,6 +22,29 @@ SEGMENT_KINDS: tuple[str, ...] = ("compute", "allreduce", "p2p", "idle")
 
 
 @dataclass(frozen=True, slots=True)
+class LoadSummary:
+    """The traffic a plan's latency and throughput figures assume, and how the replicas run under it.
+
+    Means of the closed-form steady state (:mod:`studio.engine.load`); percentiles come from the
+    request simulation (:mod:`studio.engine.simulate`, ``layout-studio simulate``).
+    """
+
+    mode: str  # "concurrency", "rate" or "offline"
+    definition: str  # which benchmark tool's definitions the figures follow
+    users: float  # requests in the system per replica (running + waiting), mean
+    running: float  # sequences holding KV per replica
+    decode_seqs: float  # sequences decoding in a mean iteration, per replica
+    prefill_tokens_per_iteration: float
+    iteration_ms: float
+    token_budget: int
+    budget_bound: bool  # the token budget, not the KV cache or max_batch, limits decoding
+    request_rate_per_s: float  # all replicas
+    saturation_rate_per_s: float  # all replicas: the highest rate with a steady state
+    saturated: bool  # an open loop at or above saturation: the queue grows without bound
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Term:
     """One term of a breakdown: ``name = value unit`` with an optional note."""
 
@@ -189,6 +212,7 @@ class PlanResult:
     explanations: dict[str, Explanation]
     assumptions: tuple[str, ...] = ()
     calibration: str | None = None
+    load: LoadSummary | None = None
 
     @property
     def gpus(self) -> int:

@@ -4,7 +4,6 @@ saved. The files come from :func:`studio.io.export.export_plan`; this module onl
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -31,6 +30,8 @@ from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.engine.results import PlanResult
 from studio.io.export import ENGINE_VERSIONS, ExportBundle, export_plan
+from studio.io.export.check import CheckReport, check
+from studio.io.export.write import write_files
 
 ENGINE_LABELS = {"vllm": "vLLM", "trtllm": "TensorRT-LLM", "sglang": "SGLang"}
 FORMAT_LABELS = {"command": "Commands", "yaml": "Config YAML", "script": "Launch script", "k8s": "Kubernetes"}
@@ -42,6 +43,9 @@ ENGINE_FORMATS = {
 }
 NOTES_STYLE = (
     "QLabel { background: #fff4ce; color: #4a3b00; border: 1px solid #e0c060; border-radius: 4px; padding: 6px; }"
+)
+OK_STYLE = (
+    "QLabel { background: #e6f4ea; color: #0b3d1a; border: 1px solid #8cc79b; border-radius: 4px; padding: 6px; }"
 )
 ERROR_STYLE = (
     "QLabel { background: #fde7e9; color: #7a0010; border: 1px solid #e08a94; border-radius: 4px; padding: 6px; }"
@@ -99,9 +103,12 @@ class ExportDialog(QDialog):
         self.hosts = QLineEdit()
         used = _used_node_names(plan, project)
         self.hosts.setPlaceholderText(
-            f"{len(used)} host name(s), comma separated — default: {', '.join(used)}" if used else "host names"
+            f"{len(used)} host name(s) or IPs, comma separated, for: {', '.join(used)}" if used else "host names"
         )
-        self.hosts.setToolTip("Address of each node the plan uses, in rank order; empty: the canvas' node names")
+        self.hosts.setToolTip(
+            "Host name or IP address of each node the plan uses, in rank order; empty: commands show "
+            "<HOST_i> placeholders and scripts read HOST_i variables"
+        )
         head = QLabel(
             f"<b>{_esc(plan.layout.label)}</b> · {plan.gpus} GPUs · "
             + ("fits" if plan.fits else f"<span style='color:#a00'>does not fit</span> ({_esc(plan.fit_reason)})")
@@ -114,6 +121,7 @@ class ExportDialog(QDialog):
         self.error = QLabel()
         self.error.setWordWrap(True)
         self.error.setStyleSheet(ERROR_STYLE)
+        self.error.setTextFormat(Qt.TextFormat.PlainText)  # messages quote user text such as '<HOST_0>'
         self.error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
@@ -130,9 +138,19 @@ class ExportDialog(QDialog):
         self.copy_button.setToolTip("Copy the file shown to the clipboard")
         self.save_button = QPushButton("Save to folder…")
         self.save_button.setToolTip("Write every file into a folder (asks before replacing a file)")
+        self.check_button = QPushButton("Check")
+        self.check_button.setToolTip(
+            "Check the recipe against the engine's run-time rules (and its own argument classes when "
+            "the engine is installed here) without starting a server"
+        )
+        self.check_result = QLabel()
+        self.check_result.setWordWrap(True)
+        self.check_result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.check_result.hide()
         close = QPushButton("Close")
         buttons = QHBoxLayout()
         buttons.addWidget(self.status, 1)
+        buttons.addWidget(self.check_button)
         buttons.addWidget(self.copy_button)
         buttons.addWidget(self.save_button)
         buttons.addWidget(close)
@@ -141,6 +159,7 @@ class ExportDialog(QDialog):
         box.addLayout(form)
         box.addWidget(self.error)
         box.addWidget(self.notes)
+        box.addWidget(self.check_result)
         box.addWidget(self.tabs, 1)
         box.addLayout(buttons)
 
@@ -153,6 +172,7 @@ class ExportDialog(QDialog):
         self.model_path.textChanged.connect(lambda _t: self._timer.start())
         self.hosts.textChanged.connect(lambda _t: self._timer.start())
         self.copy_button.clicked.connect(self.copy_current)
+        self.check_button.clicked.connect(self.check_current)
         self.save_button.clicked.connect(lambda: self.save_to())
         close.clicked.connect(self.reject)
         self.resize(900, 680)
@@ -212,8 +232,11 @@ class ExportDialog(QDialog):
             self.tabs.clear()
             self.copy_button.setEnabled(False)
             self.save_button.setEnabled(False)
+            self.check_button.setEnabled(False)
+            self.check_result.hide()
             return
         self.bundle = bundle
+        self.check_result.hide()
         self.error.hide()
         self._show_notes(bundle)
         current = self.tabs.tabText(self.tabs.currentIndex()) if self.tabs.count() else None
@@ -229,6 +252,7 @@ class ExportDialog(QDialog):
                 self.tabs.setCurrentIndex(self.tabs.count() - 1)
         self.copy_button.setEnabled(bool(bundle.files))
         self.save_button.setEnabled(bool(bundle.files))
+        self.check_button.setEnabled(bundle.recipe is not None)
         self.status.setText(f"{len(bundle.files)} file(s) for {ENGINE_VERSIONS[engine]}")
 
     def _show_notes(self, bundle: ExportBundle) -> None:
@@ -238,6 +262,26 @@ class ExportDialog(QDialog):
                          "engine can express.")
         self.notes.setText("<b>Notes: what the engine cannot express, and what to check</b><br>" + "<br>".join(lines) if lines else "")
         self.notes.setVisible(bool(lines))
+
+    def check_current(self) -> CheckReport | None:
+        """Check the previewed recipe (the Check button): the engine's run-time rules, then its own
+        argument classes when it is installed; the verdict and every finding are shown above the
+        files. Returns the report (``None`` without a recipe)."""
+        if self.bundle is None or self.bundle.recipe is None:
+            return None
+        try:
+            report = check(self.bundle.recipe)
+        except StudioError as exc:
+            self.check_result.setStyleSheet(ERROR_STYLE)
+            self.check_result.setText(_esc(str(exc)))
+            self.check_result.show()
+            return None
+        lines = report.lines()
+        self.check_result.setStyleSheet(OK_STYLE if report.ok else ERROR_STYLE)
+        self.check_result.setText(f"<b>{_esc(lines[0])}</b><br>" + "<br>".join(_esc(ln) for ln in lines[1:]))
+        self.check_result.show()
+        self.status.setText("Check passed" if report.ok else "Check found problems")
+        return report
 
     def file_texts(self) -> dict[str, str]:
         """The previewed files (name → text), as the tabs show them."""
@@ -255,7 +299,8 @@ class ExportDialog(QDialog):
 
     def save_to(self, folder: str | Path | None = None) -> list[Path]:
         """Write every file of the export into ``folder`` (asks for one when None). Files that exist
-        are replaced only after :attr:`confirm_overwrite` agrees; returns the files written."""
+        are replaced only after :attr:`confirm_overwrite` agrees, all together (see
+        :func:`studio.io.export.write.write_files`); returns the files written."""
         if self.bundle is None:
             return []
         if folder is None:
@@ -271,10 +316,7 @@ class ExportDialog(QDialog):
             if existing and not self.confirm_overwrite(existing):
                 self.status.setText("Nothing written: the files exist and were kept")
                 return []
-            for p, text in zip(paths, self.bundle.files.values(), strict=True):
-                p.write_text(text, encoding="utf-8", newline="\n")
-                if p.suffix == ".sh":
-                    os.chmod(p, 0o755)
+            paths = write_files(self.bundle.files, target)
         except OSError as exc:
             self._save_failed(f"cannot write to {target} ({exc.strerror or exc})")
             return []

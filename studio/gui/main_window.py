@@ -103,6 +103,11 @@ class MainWindow(QMainWindow):
         holder.setWidget(self.explorer)
         self.add_dock(holder, Qt.DockWidgetArea.BottomDockWidgetArea, "Explorer")
         self.tabifyDockWidget(self.docks["Pipeline timeline"], self.docks["Explorer"])
+        from studio.gui.load_view import LoadView  # latency–throughput under load (issue 10)
+
+        self.load_view = LoadView(doc)
+        self.add_dock(self.load_view, Qt.DockWidgetArea.BottomDockWidgetArea, "Load")
+        self.tabifyDockWidget(self.docks["Explorer"], self.docks["Load"])
         self.docks["Pipeline timeline"].raise_()
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
@@ -455,6 +460,7 @@ class MainWindow(QMainWindow):
             return
         self.save_settings()
         self.doc.wait_idle(5000)
+        self.load_view.wait_idle(5000)
         if self.autosaver is not None:
             self.autosaver.discard()  # a clean close: nothing to recover
         event.accept()

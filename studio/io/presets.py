@@ -3,11 +3,17 @@
 
 In the wheel the top-level ``presets/`` and ``resources/`` folders live at ``studio/_data/``; in a
 source checkout they are read from the repository root.
+
+The catalogue is read per kind on first use and validated once per process. There is no on-disk
+cache: once the pydantic schemas are built (which validating any project needs anyway), reading
+and validating the GPUs, links, node templates and one model takes ~4 ms, less than a cache lookup
+would save.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -71,14 +77,77 @@ class ModelPreset:
     notes: str = ""
 
 
-@dataclass(frozen=True)
 class Catalog:
-    """Every bundled preset, by id."""
+    """Every bundled preset, by id; each kind is read and validated on first use, once.
 
-    gpus: dict[str, GpuSpec]
-    links: dict[str, LinkKind]
-    nodes: dict[str, NodeTemplate]
-    models: dict[str, ModelPreset]
+    ``load_catalog().gpu("h100-sxm")`` reads ``gpus.json`` only; :meth:`model` reads the one model
+    file it needs (``presets/models/<id>.json``) unless every model was asked for already. Kinds
+    given to the constructor are used as they are (tests build small catalogues that way).
+
+    Parameters
+    ----------
+    gpus, links, nodes, models:
+        Presets to use instead of the bundled ones of that kind.
+    root:
+        Folder to read the other kinds from (default :func:`presets_root`).
+    """
+
+    def __init__(
+        self,
+        gpus: dict[str, GpuSpec] | None = None,
+        links: dict[str, LinkKind] | None = None,
+        nodes: dict[str, NodeTemplate] | None = None,
+        models: dict[str, ModelPreset] | None = None,
+        *,
+        root: Traversable | None = None,
+    ) -> None:
+        self._root = root
+        self._gpus, self._links, self._nodes, self._models = gpus, links, nodes, models
+        self._some_models: dict[str, ModelPreset] = {}
+        self._lock = threading.RLock()  # the GUI's worker thread and the window may ask at once
+
+    @property
+    def root(self) -> Traversable:
+        if self._root is None:
+            self._root = presets_root()
+        return self._root
+
+    @property
+    def gpus(self) -> dict[str, GpuSpec]:
+        """GPU presets by id (``presets/gpus.json``)."""
+        with self._lock:
+            if self._gpus is None:
+                self._gpus = _load_list(self.root, "gpus.json", "gpus", GpuSpec, "GPU presets")
+            return self._gpus
+
+    @property
+    def links(self) -> dict[str, LinkKind]:
+        """Link kinds by id (``presets/links.json``)."""
+        with self._lock:
+            if self._links is None:
+                self._links = _load_list(self.root, "links.json", "links", LinkKind, "link presets")
+            return self._links
+
+    @property
+    def nodes(self) -> dict[str, NodeTemplate]:
+        """Node templates by id (``presets/nodes.json``)."""
+        with self._lock:
+            if self._nodes is None:
+                self._nodes = _load_list(self.root, "nodes.json", "nodes", NodeTemplate, "node templates")
+            return self._nodes
+
+    @property
+    def models(self) -> dict[str, ModelPreset]:
+        """Every model preset by id (``presets/models/*.json``, in file-name order)."""
+        with self._lock:
+            if self._models is None:
+                models: dict[str, ModelPreset] = {}
+                for entry in sorted((self.root / "models").iterdir(), key=lambda p: p.name):
+                    if entry.name.endswith(".json"):
+                        preset = self._some_models.get(entry.name[:-5]) or _load_model(entry)
+                        models[preset.id] = preset
+                self._models = models
+            return self._models
 
     def gpu(self, gpu_id: str) -> GpuSpec:
         return _lookup(self.gpus, gpu_id, "GPU")
@@ -90,6 +159,17 @@ class Catalog:
         return _lookup(self.nodes, node_id, "node template")
 
     def model(self, model_id: str) -> ModelPreset:
+        """The model preset ``model_id``, reading only its own file when it has one."""
+        with self._lock:
+            if self._models is None:
+                if model_id in self._some_models:
+                    return self._some_models[model_id]
+                entry = self.root / "models" / f"{model_id}.json"
+                if "/" not in model_id and entry.is_file():
+                    preset = _load_model(entry)
+                    if preset.id == model_id:
+                        self._some_models[model_id] = preset
+                        return preset
         return _lookup(self.models, model_id, "model")
 
     def template_for_gpu(self, gpu_id: str) -> NodeTemplate:
@@ -103,6 +183,37 @@ class Catalog:
         raise StudioError(f"no node template for GPU '{gpu_id}'; pass --node-template")
 
 
+def _load_list(root: Traversable, file: str, key: str, model: type, what: str) -> dict[str, Any]:
+    """Validate every entry of ``root/file``'s ``key`` list; returns them by id."""
+    entries = read_json(root / file, what)[key]
+    values = (_validate(model, d, f"presets/{file}[{i}]") for i, d in enumerate(entries))
+    return {v.id: v for v in values}
+
+
+def _load_model(entry: Traversable) -> ModelPreset:
+    """Read one ``presets/models/<id>.json``: its ``config.json`` and where it came from."""
+    from studio.io.hf_config import architecture_from_config
+
+    where = f"presets/models/{entry.name}"
+    data = read_json(entry, where)
+    arch = architecture_from_config(
+        data["config"],
+        model_id=data["id"],
+        name=data["name"],
+        source=where,
+        hf_model_id=data.get("hf_model_id"),
+        sources=tuple(f"{k}: {v}" for k, v in data.get("sources", {}).items()),
+    )
+    return ModelPreset(
+        id=data["id"],
+        name=data["name"],
+        hf_model_id=data.get("hf_model_id"),
+        architecture=arch,
+        sources=dict(data.get("sources", {})),
+        notes=data.get("notes", ""),
+    )
+
+
 def _lookup(table: dict, key: str, what: str):
     if key in table:
         return table[key]
@@ -113,54 +224,8 @@ def _lookup(table: dict, key: str, what: str):
 
 @lru_cache(maxsize=1)
 def load_catalog() -> Catalog:
-    """Load and validate every bundled preset (cached)."""
-    from studio.io.hf_config import architecture_from_config
-
-    root = presets_root()
-    gpus = {
-        g.id: g
-        for g in (
-            _validate(GpuSpec, d, f"presets/gpus.json[{i}]")
-            for i, d in enumerate(read_json(root / "gpus.json", "GPU presets")["gpus"])
-        )
-    }
-    links = {
-        k.id: k
-        for k in (
-            _validate(LinkKind, d, f"presets/links.json[{i}]")
-            for i, d in enumerate(read_json(root / "links.json", "link presets")["links"])
-        )
-    }
-    nodes = {
-        t.id: t
-        for t in (
-            _validate(NodeTemplate, d, f"presets/nodes.json[{i}]")
-            for i, d in enumerate(read_json(root / "nodes.json", "node templates")["nodes"])
-        )
-    }
-    models: dict[str, ModelPreset] = {}
-    for entry in sorted((root / "models").iterdir(), key=lambda p: p.name):
-        if not entry.name.endswith(".json"):
-            continue
-        where = f"presets/models/{entry.name}"
-        data = read_json(entry, where)
-        arch = architecture_from_config(
-            data["config"],
-            model_id=data["id"],
-            name=data["name"],
-            source=where,
-            hf_model_id=data.get("hf_model_id"),
-            sources=tuple(f"{k}: {v}" for k, v in data.get("sources", {}).items()),
-        )
-        models[data["id"]] = ModelPreset(
-            id=data["id"],
-            name=data["name"],
-            hf_model_id=data.get("hf_model_id"),
-            architecture=arch,
-            sources=dict(data.get("sources", {})),
-            notes=data.get("notes", ""),
-        )
-    return Catalog(gpus=gpus, links=links, nodes=nodes, models=models)
+    """The bundled presets (one shared :class:`Catalog`; each kind is read on first use)."""
+    return Catalog()
 
 
 def example_paths() -> dict[str, Traversable]:

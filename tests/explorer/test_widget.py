@@ -4,7 +4,6 @@ pin/compare, undoable apply, filters, cancel and stale results."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -154,19 +153,42 @@ def _slow_sweeper(gate: threading.Event):
     return run
 
 
+class _HeldSweeper:
+    """A sweeper whose worker waits at its first layout until ``release`` is set, and which records
+    the engine's go-on answers: a test can cancel a sweep that is certainly still running and see
+    where it stopped, whatever the machine's speed."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.answers: list[bool] = []
+
+    def __call__(self, project, progress=None, **kw):
+        def held(f):
+            self.started.set()
+            self.release.wait(60)  # a safety net only: every test sets it
+            go_on = progress(f) if progress else True
+            self.answers.append(go_on)
+            return go_on
+        return sweep(project, progress=held, **kw)
+
+
 def test_cancel_stops_the_worker(qtbot, dgx405):
-    gate = threading.Event()
+    sweeper = _HeldSweeper()
     doc = ProjectDocument(dgx405, threaded=False)
-    w = ExplorerWidget(doc, sweeper=_slow_sweeper(gate))
+    w = ExplorerWidget(doc, sweeper=sweeper)
     qtbot.addWidget(w)
     w.run_sweep()
-    qtbot.waitUntil(lambda: w.progress.value() > 0, timeout=5000)
+    assert sweeper.started.wait(30)  # the worker is inside the sweep, held at its first layout
     assert w.running
-    t0 = time.perf_counter()
-    w.cancel()
-    assert w.wait_idle(5000)
-    assert time.perf_counter() - t0 < 1.0  # stops at the next layout, not after the whole sweep
-    qtbot.waitUntil(lambda: w.status.text() == "sweep cancelled", timeout=2000)
+    with qtbot.waitSignal(w.task.relay.done, timeout=30_000) as done:
+        w.cancel()
+        assert w.status.text() == "cancelling…"
+        sweeper.release.set()
+    assert done.args[0] is None and done.args[2] == "cancelled"
+    assert sweeper.answers == [False]  # stopped at the next layout, not after the whole sweep
+    assert w.wait_idle(30_000)
+    assert w.status.text() == "sweep cancelled"
     assert w.result is None and not w.running
 
 
@@ -209,28 +231,28 @@ def _docked(qtbot, explorer):
 
 @pytest.mark.parametrize("closer", ["dock", "window"])
 def test_closing_the_dock_or_window_cancels_the_sweep(qtbot, dgx405, closer):
-    gate = threading.Event()
+    sweeper = _HeldSweeper()
     doc = ProjectDocument(dgx405, threaded=False)
-    w = ExplorerWidget(doc, sweeper=_slow_sweeper(gate), debounce_ms=1)
+    w = ExplorerWidget(doc, sweeper=sweeper, debounce_ms=1)
     win, dock, other = _docked(qtbot, w)
-    qtbot.waitUntil(lambda: w.running and w.progress.value() > 0, timeout=5000)
+    qtbot.waitUntil(sweeper.started.is_set, timeout=30_000)  # the sweep started on show, held at its first layout
     other.raise_()  # tabbed away behind the timeline (moved off-screen or hidden): the sweep goes on
     qtbot.wait(20)
     assert w.running and not w.task.cancelled
     dock.raise_()
     task = w.task
-    t0 = time.perf_counter()
-    (dock if closer == "dock" else win).close()
-    assert task.cancelled
-    assert w.wait_idle(5000)
-    assert time.perf_counter() - t0 < 1.0  # stopped at the next layout, not after 500+ of them
-    qtbot.waitUntil(lambda: w.task is None, timeout=2000)
+    with qtbot.waitSignal(task.relay.done, timeout=30_000):
+        (dock if closer == "dock" else win).close()
+        assert task.cancelled
+        sweeper.release.set()
+    assert sweeper.answers == [False]  # stopped at the next layout, not after 500+ of them
+    assert w.wait_idle(30_000)
+    assert w.task is None
     assert w.result is None and w.status.text() == "sweep cancelled"
     doc.edit("Rename plan", "project", lambda p: p.replace(name="Renamed"))
     doc.edit("Longer prompts", "workload", lambda p: p.replace(workload=p.workload.replace(isl=2048)))
     qtbot.wait(20)
     assert not w.running  # a closed Explorer does not sweep on edits
-    gate.set()  # the sweep runs at full speed from here
     (dock if closer == "dock" else win).show()
     qtbot.waitUntil(lambda: w.result is not None, timeout=20_000)  # reopened: sweeps the current project
     assert w.result.project is doc.project

@@ -63,11 +63,13 @@ def project(model: LLMArchitecture, nodes: int, layout: Layout, *, names=None, g
     )
 
 
-def plan(proj: Project, *, batch: int = 64, kv_tokens: int = 400_000, fits: bool = True) -> PlanResult:
+def plan(proj: Project, *, batch: int = 64, kv_tokens: int = 400_000, fits: bool = True,
+         capacity: float | None = None) -> PlanResult:
     """A plan for ``proj.layout``: every GPU holds 30 GiB of weights, 2 GiB activations, 1 GiB
-    overhead, and the rest of 90 % of 80 GB as KV cache."""
+    overhead, and the rest of the serving fraction of its memory (``capacity`` bytes, default the
+    project's first GPU spec) as KV cache. The figures are the test's, not the engine's."""
     lay = proj.layout
-    cap = H100.memory_bytes
+    cap = capacity if capacity is not None else next(iter(proj.cluster.gpu_specs.values())).memory_bytes
     usable = cap * proj.serving.gpu_memory_utilization
     mem = []
     for r in range(lay.world_size):

@@ -189,7 +189,7 @@ def test_trtllm_multi_node_uses_mpi_launch():
     _, bundle = _export("llama-2node-tp8pp2-uneven", "trtllm", "command")
     text = bundle.files["trtllm-commands.sh"]
     mpi = _commands(text, ("mpirun",))
-    assert len(mpi) == 1 and mpi[0][mpi[0].index("-H") + 1] == "node-0:8,node-1:8"
+    assert len(mpi) == 1 and mpi[0][mpi[0].index("-H") + 1] == "<HOST_0>:8,<HOST_1>:8"
     assert mpi[0][mpi[0].index("-np") + 1] == "16" and "trtllm-llmapi-launch" in mpi[0]
     assert len(_commands(text, ("srun",))) == 1
     assert "pp_partition:\n  - 41\n  - 39" in text
@@ -199,8 +199,9 @@ def test_sglang_multi_node_and_uneven_split():
     _, bundle = _export("llama-2node-tp8pp2-uneven", "sglang", "command")
     cmds = _commands(bundle.files["sglang-commands.sh"], ("python", "-m", "sglang.launch_server"))
     assert [w[w.index("--node-rank") + 1] for w in cmds] == ["0", "1"]
-    assert all(w[w.index("--dist-init-addr") + 1] == "node-0:20000" for w in cmds)
-    assert bundle.nearest_layout == Layout(tp=8, pp=2)
+    assert all(w[w.index("--dist-init-addr") + 1] == "<HOST_0>:20000" for w in cmds)
+    assert bundle.nearest_layout is None  # the uneven split runs through SGLANG_PP_LAYER_PARTITION
+    assert bundle.files["sglang-commands.sh"].count("SGLANG_PP_LAYER_PARTITION=41,39 python") == 2
     _, moe = _export("mixtral-2node-tp8dp2-ep16", "sglang", "yaml")
     cfg = yaml.safe_load(moe.files["sglang-serve.yaml"])
     assert (cfg["tp-size"], cfg["attn-dp-size"], cfg["ep-size"]) == (16, 2, 16)
@@ -250,7 +251,7 @@ def test_k8s_manifest_gpus_per_pod_and_group_size():
     ({"engine": "ollama", "fmt": "command"}, "allowed: vllm, trtllm, sglang"),
     ({"engine": "vllm", "fmt": "helm"}, "allowed: command, yaml, script, k8s"),
     ({"engine": "trtllm", "fmt": "k8s"}, "vllm and sglang"),
-    ({"engine": "vllm", "fmt": "command", "hosts": ["a"]}, "one non-empty host name per node"),
+    ({"engine": "vllm", "fmt": "command", "hosts": ["a"]}, "one host name per node"),
     ({"engine": "vllm", "fmt": "command", "model_path": "  "}, "model-path is empty"),
 ])
 def test_bad_arguments_are_clear_errors(kwargs, match):

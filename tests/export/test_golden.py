@@ -1,6 +1,10 @@
-"""Golden files: the bundled example projects, evaluated by the engine, exported for every engine
-and format. Regenerate after an intended change with ``UPDATE_GOLDEN=1 pytest tests/export``
-and review the diff."""
+"""Golden files: the bundled example projects exported for every engine and format.
+
+The goldens hold commands and configs, not engine figures: each example is exported with a plan
+whose figures are fixed by the test (``conftest.plan``, 80 GiB per GPU), so a change to the cost
+engine or to a GPU preset's memory never regenerates them. (That the engine's own plans export cleanly is checked in ``test_runtime_rules``.)
+Regenerate after an intended export change with ``UPDATE_GOLDEN=1 pytest tests/export`` and review
+the diff."""
 
 from __future__ import annotations
 
@@ -14,7 +18,11 @@ from studio.io.export import FORMATS, export_plan
 from studio.io.presets import example_paths
 from studio.io.project_file import load_project
 
-from .conftest import GOLDEN
+from .conftest import GIB, GOLDEN, plan
+
+#: Device memory of the golden plans: fixed here, so a GPU preset's figure (GB or GiB) does not
+#: regenerate the goldens either.
+GOLDEN_CAPACITY = 80 * GIB
 
 EXAMPLES = ["dgx-h100-2node-llama-405b", "h100-pcie-bridge-llama-70b", "l40s-8x-llama-70b-fp8"]
 CASES = [(x, e, f) for x in EXAMPLES for e in ("vllm", "trtllm", "sglang") for f in FORMATS
@@ -23,12 +31,11 @@ CASES = [(x, e, f) for x in EXAMPLES for e in ("vllm", "trtllm", "sglang") for f
 
 @pytest.fixture(scope="module")
 def plans():
-    from studio.engine import evaluate
-
     out = {}
     for name in EXAMPLES:
         project = load_project(str(example_paths()[name]))
-        out[name] = (project, evaluate(project))
+        batch = project.workload.batch if isinstance(project.workload.batch, int) else 64
+        out[name] = (project, plan(project, batch=batch, capacity=GOLDEN_CAPACITY))
     return out
 
 

@@ -70,11 +70,11 @@ def test_notes_are_shown_prominently(dialog):
     assert dialog.bundle.notes
     assert not dialog.notes.isHidden()
     assert "what the engine cannot express" in dialog.notes.text()
-    assert "Addresses are the node names" in dialog.notes.text()
+    assert "Node addresses" in dialog.notes.text()
     # real host names silence the address note
     dialog.hosts.setText("gpu-a, gpu-b")
     dialog.refresh()
-    assert "Addresses are the node names" not in dialog.notes.text()
+    assert "Node addresses" not in dialog.notes.text()
     assert "gpu-a" in "".join(dialog.file_texts().values())
 
 
@@ -84,9 +84,13 @@ def test_wrong_host_count_is_shown_not_raised(dialog):
     assert dialog.bundle is None
     assert not dialog.error.isHidden() and dialog.error.text()
     assert dialog.tabs.count() == 0 and not dialog.save_button.isEnabled()
+    assert not dialog.check_button.isEnabled()
+    dialog.hosts.setText("gpu-a, -oProxyCommand=x")  # an option, not a host name
+    dialog.refresh()
+    assert dialog.bundle is None and "not a host name or IP address" in dialog.error.text()
     dialog.hosts.setText("")
     dialog.refresh()
-    assert dialog.error.isHidden() and dialog.tabs.count() > 0
+    assert dialog.error.isHidden() and dialog.tabs.count() > 0 and dialog.check_button.isEnabled()
 
 
 def test_hostile_model_path_stays_one_quoted_word(dialog, tmp_path):
@@ -193,3 +197,51 @@ def test_load_config_shows_the_checkpoint_size_check(qtbot, doc, catalog):
     assert "26,784 in its tensors" in panel.model_info.text() and "agrees" in panel.model_info.text()
     panel.load_config(str(HF / "tiny-llama-bf16" / "config.json"))  # same model again: still shown
     assert "agrees" in panel.model_info.text()
+
+
+def test_check_button_shows_the_rules_verdict(qtbot, dialog):
+    from PySide6.QtCore import Qt
+
+    dialog.set_choice("trtllm", "yaml")
+    assert dialog.check_result.isHidden()
+    qtbot.mouseClick(dialog.check_button, Qt.MouseButton.LeftButton)
+    assert not dialog.check_result.isHidden()
+    text = dialog.check_result.text()
+    assert "passes the engine's run-time rules" in text
+    assert "not checked with the engine itself" in text  # TensorRT-LLM is not installed here
+    dialog.set_choice("sglang", "command")  # a new recipe hides the old verdict
+    assert dialog.check_result.isHidden()
+
+
+def test_check_button_reports_what_the_installed_engine_refuses(qtbot, dialog, monkeypatch):
+    """A stand-in SGLang whose ServerArgs refuses the recipe: the dialog shows the engine's words."""
+    import argparse
+    import sys
+    import types
+
+    from PySide6.QtCore import Qt
+
+    class ServerArgs:
+        @staticmethod
+        def add_cli_args(parser: argparse.ArgumentParser) -> None:
+            parser.add_argument("--model-path")
+            parser.add_argument("--host")
+            for flag in ("--tp-size", "--pp-size", "--dp-size", "--mem-fraction-static", "--context-length",
+                         "--kv-cache-dtype", "--max-running-requests"):
+                parser.add_argument(flag)
+
+        @classmethod
+        def from_cli_args(cls, ns: argparse.Namespace) -> ServerArgs:
+            raise ValueError(f"tp_size {ns.tp_size} needs more GPUs than this node has")
+
+    fake = types.ModuleType("sglang.srt.server_args")
+    fake.ServerArgs = ServerArgs
+    for name in ("sglang", "sglang.srt"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, "sglang.srt.server_args", fake)
+    dialog.set_choice("sglang", "command")
+    qtbot.mouseClick(dialog.check_button, Qt.MouseButton.LeftButton)
+    text = dialog.check_result.text()
+    assert "needs more GPUs than this node has" in text
+    assert "checked with the installed engine: sglang.srt.server_args.ServerArgs" in text
+    assert dialog.status.text() == "Check found problems"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from studio.cli import main
 from studio.io.project_file import load_project
 
@@ -64,6 +66,7 @@ def test_import_topo_picks_a_layout_that_fits_and_says_so(tmp_path, capsys):
     assert "does NOT fit" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # fits the serving model twice
 def test_calibrate_serving_says_when_a_fit_hits_its_bound(capsys):
     """The H200 FP8 runs read without --weight-dtype fp8: the TP1 runs cannot fit in BF16 and the
     factors run into their upper bound; the output says both and names the flags to check."""
@@ -73,6 +76,6 @@ def test_calibrate_serving_says_when_a_fit_hits_its_bound(capsys):
     assert "say so with --weight-dtype / --kv-dtype" in out
     assert "stopped at the upper bound 1" in out
     assert main(["calibrate", "serving", runs, "--gpu", "h200-sxm", "--model", "llama-3.1-70b",
-                 "--weight-dtype", "fp8", "--kv-dtype", "fp8"]) == 0
+                 "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--gpu-memory-utilization", "0.95"]) == 0
     out = capsys.readouterr().out
     assert "skipped" not in out and "bound" not in out

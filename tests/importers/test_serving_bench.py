@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from studio.core.errors import StudioError
 from studio.io.serving_bench import parse_serving_text, read_serving_file
+from tests.property_budget import examples
 
 from .conftest import DATA
 
@@ -142,7 +143,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(json_values)
 def test_arbitrary_json_only_raises_studio_error(value):
     try:
@@ -156,7 +157,7 @@ def test_arbitrary_json_only_raises_studio_error(value):
             pass
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(max_size=300))
 def test_arbitrary_text_only_raises_studio_error(text):
     try:

@@ -18,6 +18,7 @@ from studio.io.hf_config import (
     architecture_from_config,
     load_model_config,
 )
+from tests.property_budget import examples
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "hf"
 LLAMA = DATA / "meta-llama--Meta-Llama-3.1-70B.config.json"
@@ -207,7 +208,7 @@ _values = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.dictionaries(st.sampled_from(KEYS), _values, max_size=20))
 def test_random_dicts_raise_only_studio_error(cfg: dict) -> None:
     try:
@@ -218,7 +219,7 @@ def test_random_dicts_raise_only_studio_error(cfg: dict) -> None:
         assert arch.num_params > 0
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.sampled_from(sorted(p.name for p in DATA.glob("*.json"))),
     st.dictionaries(st.sampled_from(KEYS), _values, max_size=4),

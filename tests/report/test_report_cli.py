@@ -8,7 +8,7 @@ from studio.cli import main
 from tests.report.conftest import EXAMPLE
 
 
-def test_report_command_writes_html(tmp_path, capsys):
+def test_report_command_writes_html(tmp_path, capsys, shared_build):
     out = tmp_path / "report.html"
     assert main(["report", str(EXAMPLE), "-o", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
@@ -39,7 +39,7 @@ def test_report_needs_an_output(capsys):
     assert "-o" in capsys.readouterr().err
 
 
-def test_main_window_exports_the_report(tmp_path, example, qtbot):
+def test_main_window_exports_the_report(tmp_path, example, qtbot, shared_build):
     from studio.gui.app import build_window
     from studio.gui.report.action import export_report
 

@@ -63,6 +63,7 @@ def test_world_size_beyond_any_cluster(good):
     assert "tp × pp × dp = 16,777,216 GPUs; a cluster holds at most 65,536" in _err(data)
 
 
+@pytest.mark.slow  # writes and reads a million-GPU file
 def test_a_million_gpus_is_refused_quickly(good):
     node = good["cluster"]["nodes"][0]
     gpu = node["gpus"][0]

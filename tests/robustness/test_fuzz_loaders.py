@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from studio.core.errors import StudioError
 from studio.io.project_file import load_project, project_from_bytes, project_from_json
+from tests.property_budget import examples
 from tests.robustness.golden_files import golden_files
 
 HF_DIR = Path(__file__).parent / "data" / "hf-configs"
@@ -122,7 +123,7 @@ def _load(text: str, source: str = "fuzz.json") -> None:
         assert exc.message and exc.source == source
 
 
-@settings(FUZZ, max_examples=5000)
+@settings(FUZZ, max_examples=examples(5000))
 @given(seed=st.integers(0, len(PROJECT_TEXTS) - 1), muts=mutations)
 def test_structurally_mutated_projects(seed, muts):
     doc = _mutate(json.loads(PROJECT_TEXTS[seed]), PROJECT_PATHS[seed], muts)
@@ -156,7 +157,7 @@ def _damage(raw: bytes, edits: list[tuple[str, int, bytes]]) -> bytes:
     return bytes(data)
 
 
-@settings(FUZZ, max_examples=3500)
+@settings(FUZZ, max_examples=examples(3500))
 @given(seed=st.integers(0, len(PROJECT_SEEDS) - 1), edits=byte_edits)
 def test_byte_damaged_projects(seed, edits):
     raw = _damage(PROJECT_SEEDS[seed], edits)
@@ -174,7 +175,7 @@ generated_projects = st.dictionaries(top_keys, json_values, max_size=8).map(
 )
 
 
-@settings(FUZZ, max_examples=1500)
+@settings(FUZZ, max_examples=examples(1500))
 @given(doc=generated_projects | st.binary(max_size=64).map(lambda b: b.decode("latin-1")) | json_values)
 def test_generated_projects(doc):
     _load(doc if isinstance(doc, str) else json.dumps(doc))
@@ -200,13 +201,13 @@ def _config(text_or_doc: Any, source: str = "config.json") -> None:
         assert exc.source == source
 
 
-@settings(FUZZ, max_examples=1500)
+@settings(FUZZ, max_examples=examples(1500))
 @given(seed=st.integers(0, len(CONFIG_TEXTS) - 1), muts=mutations)
 def test_mutated_hf_configs(seed, muts):
     _config(_mutate(json.loads(CONFIG_TEXTS[seed]), CONFIG_PATHS[seed], muts))
 
 
-@settings(FUZZ, max_examples=500)
+@settings(FUZZ, max_examples=examples(500))
 @given(seed=st.integers(0, len(CONFIG_TEXTS) - 1), edits=byte_edits)
 def test_byte_damaged_hf_config_files(tmp_path_factory, seed, edits):
     from studio.io.hf_config import load_model_config

@@ -17,6 +17,7 @@ from studio.io.safe import (
     loads_yaml_limited,
     read_text_limited,
 )
+from tests.property_budget import examples
 
 
 def _depth(value: object) -> int:
@@ -35,7 +36,7 @@ json_values = st.recursive(
 
 
 @given(json_values)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_json_depth_matches_decoded_depth(value):
     # Brackets, quotes and backslashes inside strings must not count.
     assert json_depth(json.dumps(value)) == _depth(value)

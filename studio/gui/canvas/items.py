@@ -39,15 +39,25 @@ SWITCH_LABELS = {
 
 
 class Endpoint(QGraphicsItem):
-    """A link end drawn as a rounded box: GPU tile, switch or NIC (child of its node)."""
+    """A link end drawn as a rounded box: GPU tile, switch or NIC (child of its node).
+
+    Its picture is cached in device coordinates (a pixmap per item): repainting the canvas after
+    an edit elsewhere, or panning, copies the pixmap instead of drawing the box and its text
+    again; :meth:`update` (a new colour, badge or selection) redraws it.
+    """
 
     def __init__(self, item_id: str, item_kind: str, rect: QRectF, parent: QGraphicsItem | None) -> None:
         super().__init__(parent)
         self.item_id = item_id
         self.item_kind = item_kind
         self._rect = QRectF(0, 0, rect.width(), rect.height())
+        # 3 px for the widest outline (selection, flash); the badge sticks out 5 px above and 4 px
+        # to the right of the box, and a cached item shows only what lies inside this rectangle.
+        # Computed once: Qt asks for it on every repaint of every item.
+        self._bounds = self._rect.adjusted(-3, -5, 4, 3)
         self.setPos(rect.topLeft())
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable, True)
+        self.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self.setZValue(2)
         self.label = ""
         self.sublabel = ""
@@ -60,7 +70,7 @@ class Endpoint(QGraphicsItem):
         self.flash = False
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API
-        return self._rect.adjusted(-3, -3, 3, 3)
+        return self._bounds
 
     def center_in_scene(self) -> QPointF:
         return self.mapToScene(self._rect.center())
@@ -106,11 +116,32 @@ class GpuTile(Endpoint):
         self.sublabel = f"#{slot}"
         self.fill = QColor("#d3f9d8") if spec and spec.vendor == "nvidia" else QColor("#ffe8cc")
         self.outline = QColor("#2b8a3e") if spec and spec.vendor == "nvidia" else QColor("#d9480f")
-        self.setToolTip(
+        self.base_tip = (
             f"{gpu_id}\n{spec.name}: {spec.memory_gb:.0f} GB, {spec.tflops_bf16:.0f} BF16 TFLOPS"
             if spec
             else gpu_id
         )
+        self.setToolTip(self.base_tip)
+        self._shown: tuple | None = None  # what show_placement last drew
+
+    def show_placement(self, stage: int | None, tp_group: int | None, label: str, ring: QColor | None, note: str) -> bool:
+        """Show a layout's rank on the tile: stage tint and badge, outline ``ring``, and ``note``
+        (lines starting with "—") under the tooltip's GPU description.
+
+        Returns
+        -------
+        bool
+            False, with nothing repainted, when the tile shows exactly this already (an edit
+            elsewhere in a big cluster repaints only the tiles whose rank changed).
+        """
+        state = (stage, tp_group, label, None if ring is None else ring.rgba(), note)
+        if state == self._shown:
+            return False
+        self._shown = state
+        self.ring = ring
+        self.setToolTip(self.base_tip + note)
+        self.set_placement(stage, tp_group, label)
+        return True
 
     def set_placement(self, stage: int | None, tp_group: int | None, label: str) -> None:
         """Show the rank's stage colour as the fill tint and ``label`` (e.g. ``S1``) as a badge."""
@@ -162,6 +193,7 @@ class NodeItem(QGraphicsObject):
         self.item_kind = "node"
         self.node = node
         self.geometry: NodeGeometry = node_geometry(node)
+        self._bounds = self.geometry.size.adjusted(-4, -4, 4, 4)
         self.flash = False
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable, True)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsMovable, True)
@@ -196,7 +228,7 @@ class NodeItem(QGraphicsObject):
         self.setToolTip(f"{node.name} ({node.id}): {len(node.gpus)} of {node.slots} slots used")
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API
-        return self.geometry.size.adjusted(-4, -4, 4, 4)
+        return self._bounds
 
     def paint(self, p: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
         p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
@@ -285,6 +317,9 @@ class LinkItem(QGraphicsLineItem):
         self.slow = False
         self.setPen(self.base_pen)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable, True)
+        # Cached like the boxes: a big cluster has thousands of links inside its nodes, and
+        # drawing each from Python on every repaint costs more than copying its pixmap.
+        self.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self.setZValue(0.5)
         name = kind.name if kind else "unknown kind"
         bw = f", {kind.bandwidth_gbps * lanes:g} GB/s per direction" if kind else ""
@@ -311,6 +346,14 @@ class LinkItem(QGraphicsLineItem):
         else:
             self.setPen(self.base_pen)
 
+    def itemChange(self, change: QGraphicsItem.GraphicsItemChange, value):  # noqa: N802 - Qt API
+        if change == QGraphicsItem.GraphicsItemChange.ItemSelectedHasChanged:
+            # the selection halo is wider than the line's bounding rectangle, which a cached item
+            # would cut it to: a selected link is drawn directly
+            mode = QGraphicsItem.CacheMode.NoCache if value else QGraphicsItem.CacheMode.DeviceCoordinateCache
+            self.setCacheMode(mode)
+        return super().itemChange(change, value)
+
     def paint(self, p: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
         if self.isSelected():
             pen = QPen(QColor(SELECT_COLOR), self.pen().widthF() + 3)
@@ -331,6 +374,7 @@ class BundleItem(QGraphicsLineItem):
         self.item_kind = "bundle"
         self.node = node
         self.switch = switch
+        self.kind = kind
         self.members = members
         pen = link_pen(kind)
         pen.setWidthF(min(4.0, 1.5 + 0.3 * len(members)))

@@ -109,8 +109,12 @@ class ClusterScene(QGraphicsScene):
         finally:
             self._syncing_selection = False
         self._cluster = cluster
-        self._placement = compute_placement(project.layout, cluster, self._current_comm(project))
-        self._paint_overlay()
+        placement = compute_placement(project.layout, cluster, self._current_comm(project))
+        if placement == self._placement and not rebuilt:
+            self._paint_links(placement)  # the tiles show it already; new link items need it
+        else:
+            self._placement = placement
+            self._paint_overlay()
 
     def _sync_nodes(self, cluster: Cluster) -> set[str]:
         old = self._cluster
@@ -188,7 +192,7 @@ class ClusterScene(QGraphicsScene):
                 or (lk is not old and lk != old)
                 or endpoint_node.get(lk.a) in rebuilt
                 or endpoint_node.get(lk.b) in rebuilt
-                or (cluster.link_kinds.get(lk.kind) != item.kind)
+                or _differs(cluster.link_kinds.get(lk.kind), item.kind)
             )
             if stale:
                 self.links.pop(lid)
@@ -217,11 +221,10 @@ class ClusterScene(QGraphicsScene):
     def _sync_bundles(self, cluster: Cluster) -> None:
         """Draw each node's links from its NICs or GPUs to the same cluster switch (same kind) as
         one bundle: 8 InfiniBand links of a DGX, or the 4 NVLink links of a GB200 tray to its rack
-        switch (an NVL72 rack: 18 bundles instead of 72 crossing lines)."""
-        for b in self.bundles:
-            if b.scene() is self:
-                self.removeItem(b)
-        self.bundles = []
+        switch (an NVL72 rack: 18 bundles instead of 72 crossing lines).
+
+        Incremental: a bundle whose node, switch, kind, members and label are unchanged keeps its
+        item, so an edit elsewhere repaints none of the long lines across the canvas."""
         nic_node = {x.id: n.id for n in cluster.nodes for x in (*n.nics, *n.gpus)}
         groups: dict[tuple[str, str, str], list[str]] = {}
         for lk in cluster.links:
@@ -232,19 +235,32 @@ class ClusterScene(QGraphicsScene):
         for (nid, sid, kind), members in groups.items():
             if len(members) >= 2 and nid in self.nodes:
                 per_switch[sid, kind] = per_switch.get((sid, kind), 0) + 1
+        old = {(b.node.item_id, b.switch.item_id, getattr(b.kind, "id", None)): b for b in self.bundles}
+        self.bundles = []
         for (nid, sid, kind), members in groups.items():
             if len(members) < 2 or nid not in self.nodes:
                 continue
-            bundle = BundleItem(self.nodes[nid], self.switches[sid], cluster.link_kinds.get(kind), members)
+            link_kind = cluster.link_kinds.get(kind)
             # Above 8 bundles into one switch the labels would pile up; the tooltip and the legend
             # still name the link kind.
-            bundle.show_label = per_switch[sid, kind] <= 8
-            self.addItem(bundle)
+            show_label = per_switch[sid, kind] <= 8
+            bundle = old.pop((nid, sid, getattr(link_kind, "id", None)), None)
+            if bundle is not None and not _same_bundle(bundle, self.nodes[nid], self.switches[sid], link_kind, members, show_label):
+                if bundle.scene() is self:
+                    self.removeItem(bundle)
+                bundle = None
+            if bundle is None:
+                bundle = BundleItem(self.nodes[nid], self.switches[sid], link_kind, members)
+                bundle.show_label = show_label
+                self.addItem(bundle)
             self.bundles.append(bundle)
             for lid in members:
                 li = self.links.get(lid)
                 if li is not None:
                     li.setVisible(li.isSelected())
+        for gone in old.values():
+            if gone.scene() is self:
+                self.removeItem(gone)
 
     def node_moved(self, item: QGraphicsItem) -> None:
         """Called by node/switch items while they move: keep their external links attached."""
@@ -277,6 +293,7 @@ class ClusterScene(QGraphicsScene):
         return self._placement
 
     def _paint_overlay(self) -> None:
+        """Show the placement on the GPU tiles and links; only tiles whose rank changed repaint."""
         pl = self._placement
         if pl is None:
             return
@@ -285,22 +302,26 @@ class ClusterScene(QGraphicsScene):
                 if not isinstance(ep, GpuTile):
                     continue
                 stage = pl.stage_of.get(eid)
+                key = (stage, pl.dp_of.get(eid), pl.group_of.get(eid), pl.tp_rank_of.get(eid), eid in pl.slow_gpus)
+                if key == getattr(ep, "rank_key", None):
+                    continue  # same rank as drawn: skip building its label, colour and tooltip
+                ep.rank_key = key
                 if stage is None:
-                    ep.set_placement(None, None, "")
-                    ep.ring = None
-                    ep.setToolTip(ep.toolTip().split("\n—")[0] + "\n— not used by this layout")
+                    ep.show_placement(None, None, "", None, "\n— not used by this layout")
                     continue
                 dp = pl.dp_of[eid]
                 label = f"S{stage}" if dp == 0 else f"S{stage}r{dp}"
-                ep.set_placement(stage, pl.group_of[eid], label)
-                ep.ring = QColor(SLOW_LINK_COLOR) if eid in pl.slow_gpus else stage_color(stage).darker(130)
-                ep.setToolTip(
-                    ep.toolTip().split("\n—")[0]
-                    + f"\n— stage {stage}, TP rank {pl.tp_rank_of[eid]} of group {pl.group_of[eid]}"
+                ring = QColor(SLOW_LINK_COLOR) if eid in pl.slow_gpus else stage_color(stage).darker(130)
+                note = (
+                    f"\n— stage {stage}, TP rank {pl.tp_rank_of[eid]} of group {pl.group_of[eid]}"
                     + (f", replica {dp}" if dp else "")
                     + ("\n— this TP group crosses a slow link" if eid in pl.slow_gpus else "")
                 )
-            node.update()
+                ep.show_placement(stage, pl.group_of[eid], label, ring, note)
+        self._paint_links(pl)
+
+    def _paint_links(self, pl: Placement) -> None:
+        """Mark the slow hops a TP group crosses (only links whose mark changes repaint)."""
         for lid, li in self.links.items():
             li.set_slow(lid in pl.slow_links)
 
@@ -579,6 +600,22 @@ class ClusterScene(QGraphicsScene):
         if kind is None:
             return False
         return self.add_link(a, b, kind)
+
+
+def _differs(a: LinkKind | None, b: LinkKind | None) -> bool:
+    """``a != b``, without comparing every field when they are the same object."""
+    return a is not b and a != b
+
+
+def _same_bundle(b: BundleItem, node: NodeItem, switch: QGraphicsItem, kind: LinkKind | None, members: list[str], show_label: bool) -> bool:
+    """Whether bundle item ``b`` already draws exactly this bundle."""
+    return (
+        b.node is node
+        and b.switch is switch
+        and (b.kind is kind or b.kind == kind)
+        and b.members == members
+        and b.show_label == show_label
+    )
 
 
 def _same_content(a: Node, b: Node) -> bool:

@@ -100,6 +100,10 @@ class ModelPanel(QWidget):
         form.addRow("TTFT target", self.ttft)
         form.addRow("TPOT target", self.tpot)
         form.addRow("Price", self.price)
+        from studio.gui.load_editor import LoadEditor  # how the plan is served (issue 10)
+
+        self.load_editor = LoadEditor(doc)
+        form.addRow(self.load_editor)
         self.refresh(doc.project)
         doc.projectChanged.connect(self._on_project)
         self.model.activated.connect(self._model_chosen)

@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.engine.results import PlanResult
-from studio.io.export.common import ENGINE_VERSIONS, ENGINES, FORMATS, ExportBundle
+from studio.io.export.common import ENGINE_VERSIONS, ENGINES, FORMATS, EngineRecipe, ExportBundle
+from studio.io.export.rules import rules_for
 
-__all__ = ["ENGINES", "ENGINE_VERSIONS", "FORMATS", "ExportBundle", "export_plan"]
+__all__ = ["ENGINES", "ENGINE_VERSIONS", "FORMATS", "EngineRecipe", "ExportBundle", "export_plan"]
 
 
 def export_plan(
@@ -43,7 +44,8 @@ def export_plan(
     model_path:
         Checkpoint folder or Hugging Face id; default the model's Hugging Face id.
     hosts:
-        Host name or address of each node the plan uses, in rank order; default the node names.
+        Host name or IP address of each node the plan uses, in rank order; default: placeholders
+        ``<HOST_i>`` in commands, ``HOST_i`` variables a script refuses to run without.
 
     Returns
     -------
@@ -52,8 +54,9 @@ def export_plan(
     Raises
     ------
     StudioError
-        For an unknown engine or format, ``k8s`` with TensorRT-LLM, an empty model path, or a
-        ``hosts`` list that does not match the nodes the plan uses.
+        For an unknown engine or format, ``k8s`` with TensorRT-LLM, TensorRT-LLM on non-NVIDIA
+        GPUs, a model path that is empty, starts with ``-`` or holds control characters, or a
+        ``hosts`` list that does not match the nodes the plan uses or holds a non-host name.
     """
     from studio.io.export import common, sglang, trtllm, vllm
 
@@ -67,7 +70,16 @@ def export_plan(
             "or script"
         )
     model, notes = common.model_path(project, model_path)
-    dep = common.deployment(project, plan, hosts)
+    dep = common.deployment(project, plan, hosts, script=fmt == "script")
+    rules = rules_for(engine)
+    if rules.vendor(dep.vendor) is None and (engine == "trtllm" or fmt == "k8s"):
+        what = "recipe" if engine == "trtllm" else "Kubernetes recipe"
+        gpus = ", ".join(sorted({s.name for s in project.cluster.gpu_specs.values()}))
+        raise StudioError(
+            f"{rules.version} has no {what} for {dep.vendor} GPUs ({gpus}); it supports "
+            f"{', '.join(rules.vendors)} GPUs"
+            + ("; export for vllm or sglang instead" if engine == "trtllm" else "")
+        )
     if not plan.fits:
         notes.append(f"The plan does not fit ({plan.fit_reason}); the engine will fail to start as is.")
     module = {"vllm": vllm, "trtllm": trtllm, "sglang": sglang}[engine]

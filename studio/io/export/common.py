@@ -1,545 +1,76 @@
-"""Shared pieces of every engine export: the bundle type, the drawn nodes a plan runs on, the
-header comment block, safe shell quoting and ordered YAML emission.
+"""The pieces every engine exporter uses, gathered under one name (``from studio.io.export import
+common as c``): each lives in the module of its idea.
+
+* :mod:`.bundle`: engines, formats, :class:`ExportBundle`, :class:`EngineRecipe`;
+* :mod:`.deployment`: the drawn nodes a plan runs on, node addresses, server groups;
+* :mod:`.shell`: comments, quoted words, commands; :mod:`.yaml_text`: config files;
+* :mod:`.serving`: settings derived from the plan (context, tokens per step, memory fractions, KV
+  dtype, model argument); :mod:`.header`: the comment block;
+* :mod:`.recipes`: launch recipes written as commands or as a script.
 
 Nothing here knows an engine's flag names; the engine modules (:mod:`.vllm`, :mod:`.trtllm`,
-:mod:`.sglang`, :mod:`.k8s`) do. Every value that comes from the user (model path, node and host
-names, project name) passes through :func:`quote` before it lands in a shell line, and through
-:func:`comment` before it lands in a ``#`` comment, so a generated file can never run anything else.
+:mod:`.sglang`, :mod:`.k8s`) do. User values are checked for what they become first
+(:mod:`.safety`), then pass through :func:`quote` before they land in a shell line and through
+:func:`comment` before they land in a ``#`` comment, so a generated file can never run anything
+else.
 """
 
 from __future__ import annotations
 
-import math
-import shlex
-import unicodedata
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-
-import yaml
-
-from studio.core.errors import StudioError
-from studio.core.layout import Layout
-from studio.core.precision import DType
-from studio.core.project import Project
-from studio.engine.results import GIB, PlanResult
-
-ENGINES: tuple[str, ...] = ("vllm", "trtllm", "sglang")
-FORMATS: tuple[str, ...] = ("command", "yaml", "script", "k8s")
-
-#: Engine versions the flag names were checked against (see ``docs/export.md``).
-ENGINE_VERSIONS: dict[str, str] = {
-    "vllm": "vLLM 0.33.0",
-    "trtllm": "TensorRT-LLM 1.4.0rc0 (PyTorch backend)",
-    "sglang": "SGLang 0.5.23",
-}
-
-
-@dataclass(frozen=True)
-class ExportBundle:
-    """What an export produces.
-
-    Attributes
-    ----------
-    files:
-        File name → text, in the order a user should read them.
-    notes:
-        What the engine cannot express of the plan, and what the export runs instead.
-    nearest_layout:
-        The layout the exported files actually run when it differs from the plan's, else ``None``.
-    """
-
-    files: dict[str, str]
-    notes: tuple[str, ...] = ()
-    nearest_layout: Layout | None = None
-
-
-@dataclass(frozen=True)
-class NodeUse:
-    """One drawn node the plan runs on."""
-
-    index: int  # position among the used nodes (node rank)
-    name: str  # the node's name on the canvas
-    host: str  # address used in launch lines (``hosts[i]`` or the node name)
-    gpus: int  # ranks of the plan placed on this node
-    first_rank: int  # lowest plan rank on this node
-
-
-@dataclass(frozen=True)
-class Deployment:
-    """Where a plan runs: the used nodes in rank order, and the node of every rank."""
-
-    nodes: tuple[NodeUse, ...]
-    rank_node: tuple[int, ...]  # rank -> index into ``nodes``
-    rank_slot: tuple[int, ...]  # rank -> GPU slot in its node (taken as the CUDA device index)
-    hosts_given: bool
-
-    @property
-    def multi_node(self) -> bool:
-        return len(self.nodes) > 1
-
-    def replica_nodes(self, layout: Layout, replica: int) -> tuple[int, ...]:
-        """Indices of the nodes holding replica ``replica`` (sorted, unique)."""
-        size = layout.tp * layout.pp
-        ranks = range(replica * size, (replica + 1) * size)
-        return tuple(sorted({self.rank_node[r] for r in ranks}))
-
-    def replicas_within_nodes(self, layout: Layout) -> bool:
-        """True when no replica spans two nodes."""
-        return all(len(self.replica_nodes(layout, d)) == 1 for d in range(layout.dp))
-
-
-def deployment(project: Project, plan: PlanResult, hosts: Sequence[str] | None) -> Deployment:
-    """The drawn nodes a plan's ranks run on, in rank order.
-
-    Without a resolved placement the ranks fill the cluster's GPUs in order (node by node, slot by
-    slot), as the engine does.
-
-    Raises
-    ------
-    StudioError
-        If the cluster has fewer GPUs than the layout needs, a placed GPU is not in the cluster, or
-        ``hosts`` does not give exactly one name per used node.
-    """
-    layout = plan.layout
-    cluster = project.cluster
-    if layout.placement is not None:
-        gpu_ids = list(layout.placement)
-    else:
-        all_gpus = [g.id for g in cluster.gpus]
-        if len(all_gpus) < layout.world_size:
-            raise StudioError(
-                f"layout {layout.label} needs {layout.world_size} GPUs; the cluster "
-                f"'{cluster.name}' has {len(all_gpus)}"
-            )
-        gpu_ids = all_gpus[: layout.world_size]
-    order: list[str] = []
-    rank_node_id: list[str] = []
-    slots: list[int] = []
-    for gpu in gpu_ids:
-        node = cluster.node_of(gpu)
-        inst = [g for g in node.gpus if g.id == gpu] if node is not None else []
-        if node is None or not inst:
-            raise StudioError(f"layout.placement names GPU '{gpu}', which is not in the cluster")
-        if node.id not in order:
-            order.append(node.id)
-        rank_node_id.append(node.id)
-        slots.append(inst[0].slot)
-    if hosts is not None:
-        hosts = [str(h) for h in hosts]
-        if len(hosts) != len(order) or any(not h.strip() for h in hosts):
-            raise StudioError(
-                f"hosts: give one non-empty host name per node the plan uses ({len(order)}: "
-                f"{', '.join(cluster.node(n).name for n in order)}); got {len(hosts)}"
-            )
-    index = {nid: i for i, nid in enumerate(order)}
-    rank_node = tuple(index[n] for n in rank_node_id)
-    nodes = []
-    for i, nid in enumerate(order):
-        node = cluster.node(nid)
-        ranks = [r for r, n in enumerate(rank_node) if n == i]
-        nodes.append(
-            NodeUse(
-                index=i,
-                name=node.name,
-                host=hosts[i] if hosts is not None else node.name,
-                gpus=len(ranks),
-                first_rank=ranks[0],
-            )
-        )
-    return Deployment(
-        nodes=tuple(nodes), rank_node=rank_node, rank_slot=tuple(slots), hosts_given=hosts is not None
-    )
-
-
-@dataclass(frozen=True)
-class Group:
-    """The nodes one independent server runs on (a replica, or all replicas of one engine)."""
-
-    index: int
-    nodes: tuple[NodeUse, ...]  # ``gpus``/``first_rank`` counted inside this group
-    devices: tuple[tuple[int, ...], ...] | None  # CUDA devices per node when a node is shared
-    port_offset: int  # added to the serving port when servers share a head node
-
-    @property
-    def head(self) -> NodeUse:
-        return self.nodes[0]
-
-
-def one_group(dep: Deployment) -> tuple[Group, ...]:
-    """All used nodes as one server."""
-    return (Group(index=0, nodes=dep.nodes, devices=None, port_offset=0),)
-
-
-def replica_groups(dep: Deployment, layout: Layout) -> tuple[Group, ...]:
-    """One server per data-parallel replica; replicas that share a node get their own CUDA devices
-    and port."""
-    size = layout.tp * layout.pp
-    per_replica: list[list[int]] = [
-        list(range(d * size, (d + 1) * size)) for d in range(layout.dp)
-    ]
-    node_users: dict[int, int] = {}
-    for ranks in per_replica:
-        for n in {dep.rank_node[r] for r in ranks}:
-            node_users[n] = node_users.get(n, 0) + 1
-    shared = any(v > 1 for v in node_users.values())
-    seen_heads: dict[int, int] = {}
-    groups = []
-    for d, ranks in enumerate(per_replica):
-        order: list[int] = []
-        for r in ranks:
-            if dep.rank_node[r] not in order:
-                order.append(dep.rank_node[r])
-        nodes = []
-        devices = []
-        for i, n in enumerate(order):
-            mine = [r for r in ranks if dep.rank_node[r] == n]
-            base = dep.nodes[n]
-            nodes.append(NodeUse(index=i, name=base.name, host=base.host, gpus=len(mine), first_rank=mine[0]))
-            devices.append(tuple(dep.rank_slot[r] for r in mine))
-        head = order[0]
-        offset = seen_heads.get(head, 0)
-        seen_heads[head] = offset + 1
-        groups.append(
-            Group(index=d, nodes=tuple(nodes), devices=tuple(devices) if shared else None, port_offset=offset)
-        )
-    return tuple(groups)
-
-
-# ----------------------------------------------------------------------------- text safety
-_BREAKS = {"\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"}
-
-
-def one_line(text: str) -> str:
-    """``text`` with every line break and control character shown as an escape, so it can sit
-    inside a ``#`` comment (shell or YAML) without ending it."""
-    out = []
-    for ch in str(text):
-        if ch in _BREAKS or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
-            out.append(ch.encode("unicode_escape").decode("ascii"))
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def comment(lines: Iterable[str]) -> str:
-    """A ``#`` comment block, one line per entry (user text made single-line first)."""
-    return "".join(f"# {one_line(line)}".rstrip() + "\n" for line in lines)
-
-
-def quote(value: object) -> str:
-    """One literal shell word (``shlex.quote``); ``$()``, backticks, spaces and newlines stay text."""
-    return shlex.quote(str(value))
-
-
-@dataclass(frozen=True)
-class Raw:
-    """A shell fragment written as is (an environment reference such as ``"$NODE_RANK"``).
-
-    Only the exporters create these, from constant text; user values are never ``Raw``.
-    """
-
-    text: str
-
-
-Word = str | int | float | Raw
-
-
-def word(w: Word) -> str:
-    """Render one word: ``Raw`` as is, anything else quoted."""
-    if isinstance(w, Raw):
-        return w.text
-    if isinstance(w, bool):
-        raise TypeError("booleans are written as flags, not words")
-    return quote(w)
-
-
-def shell_command(groups: Sequence[Sequence[Word]], env: Sequence[tuple[str, Word]] = ()) -> str:
-    """A command split over lines: each group (a program, or a flag with its values) on its own
-    line joined by ``\\``; ``env`` assignments go in front of the program."""
-    prefix = "".join(f"{k}={word(v)} " for k, v in env)
-    lines = [" ".join(word(w) for w in g) for g in groups if g]
-    return prefix + " \\\n    ".join(lines) + "\n"
-
-
-def flag_groups(flags: Sequence[tuple[str, object]]) -> list[list[Word]]:
-    """``(flag, value)`` pairs as command groups: ``True`` → the bare flag, ``None`` skipped,
-    a list → the flag followed by each value."""
-    out: list[list[Word]] = []
-    for name, value in flags:
-        if value is None or value is False:
-            continue
-        if value is True:
-            out.append([name])
-        elif isinstance(value, (list, tuple)):
-            out.append([name, *value])
-        else:
-            out.append([name, value])  # type: ignore[list-item]
-    return out
-
-
-# ----------------------------------------------------------------------------- YAML
-class _Dumper(yaml.SafeDumper):
-    """SafeDumper that indents lists under their key (easier to read)."""
-
-    def increase_indent(self, flow: bool = False, indentless: bool = False):  # noqa: ANN201
-        return super().increase_indent(flow, False)
-
-
-def dump_yaml(data: object) -> str:
-    """YAML text of ``data`` with the keys in the order given (``safe_dump``, no sorting)."""
-    return yaml.dump(
-        data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=100
-    )
-
-
-# ----------------------------------------------------------------------------- figures
-def gib(nbytes: float) -> str:
-    return f"{nbytes / GIB:.1f} GiB"
-
-
-def _num(value: float, digits: int = 1) -> str:
-    if not math.isfinite(value):
-        return "n/a"
-    return f"{value:,.{digits}f}"
-
-
-def model_path(project: Project, given: str | None) -> tuple[str, list[str]]:
-    """The model argument of the launch line and a note when it had to be guessed."""
-    if given is not None:
-        if not given.strip():
-            raise StudioError("--model-path is empty; give a local folder or a Hugging Face id")
-        return given, []
-    if project.model.hf_model_id:
-        return project.model.hf_model_id, []
-    return project.model.id, [
-        f"The model '{project.model.name}' has no Hugging Face id; the launch lines use its preset id "
-        f"'{project.model.id}'. Pass --model-path with the checkpoint folder or the Hugging Face id."
-    ]
-
-
-def header(project: Project, plan: PlanResult, engine: str, model: str, notes: Sequence[str]) -> list[str]:
-    """Lines of the comment block every export starts with: the plan's headline figures, its
-    assumptions, its warnings and the engine notes."""
-    lay = plan.layout
-    wl = project.workload
-    stages = ",".join(str(s.layers) for s in plan.stages) or ",".join(
-        str(n) for n in lay.stage_layers(project.model.num_layers)
-    )
-    lines = [
-        f"Layout Studio export for {ENGINE_VERSIONS[engine]}",
-        f"Project: {project.name}",
-        f"Model: {project.model.name} -> {model}",
-        f"Cluster: {project.cluster.name} ({project.cluster.num_gpus} GPUs on "
-        f"{len(project.cluster.nodes)} node{'s' if len(project.cluster.nodes) != 1 else ''})",
-        f"Layout: {lay.label} = {lay.world_size} GPUs; layers per stage {stages}; "
-        f"micro-batches {lay.micro_batches}",
-        f"Fits: {'yes' if plan.fits else 'NO'}" + (f" - {plan.fit_reason}" if plan.fit_reason else ""),
-        f"Workload: {wl.isl} input + {wl.osl} output tokens; batch {plan.batch} per replica"
-        + (" (auto)" if plan.batch_auto else ""),
-    ]
-    if plan.memory:
-        m = plan.peak_memory
-        lines.append(
-            f"Per-GPU memory (busiest GPU {m.gpu_id}): weights {gib(m.weights)}, KV cache "
-            f"{gib(m.kv_cache)}, activations {gib(m.activations)}, overhead {gib(m.overhead)}; "
-            f"total {gib(m.total)} of {gib(m.capacity)} ({gib(m.usable)} usable)"
-        )
-    lines += [
-        f"KV cache: {plan.kv_capacity_tokens:,} tokens per replica; "
-        f"{plan.max_concurrent_sequences:,} sequences of {wl.isl + wl.osl} tokens",
-        f"TTFT {_num(plan.ttft_ms)} ms; TPOT {_num(plan.tpot_ms, 2)} ms; "
-        f"request {_num(plan.request_latency_ms)} ms",
-        f"Throughput: {_num(plan.output_tokens_per_s)} output tokens/s "
-        f"({_num(plan.output_tokens_per_s_per_gpu)} per GPU, "
-        f"{_num(plan.tokens_per_s_per_user)} per user)",
-        f"Cost: ${_num(plan.usd_per_hour, 2)}/h; ${_num(plan.usd_per_million_output_tokens, 3)} "
-        "per million output tokens",
-    ]
-    if plan.calibration:
-        lines.append(f"Calibration: {plan.calibration}")
-    if plan.assumptions:
-        lines.append("Assumptions:")
-        lines += [f"  - {a}" for a in plan.assumptions]
-    if plan.warnings:
-        lines.append("Warnings:")
-        lines += [f"  - [{w.severity}] {w.code}: {w.message} Fix: {w.fix}" for w in plan.warnings]
-    if notes:
-        lines.append(f"What {ENGINE_VERSIONS[engine].split(' (')[0]} runs differently from the plan:")
-        lines += [f"  - {n}" for n in notes]
-    return lines
-
-
-# ----------------------------------------------------------------------------- serving figures
-def kv_dtype(project: Project) -> DType:
-    return DType(project.serving.kv_dtype)
-
-
-def quantized_to(project: Project) -> tuple[DType | None, list[str]]:
-    """The weight format served when it is narrower than the checkpoint's, else ``None``.
-
-    Returns the format and notes (e.g. when the plan asks for wider weights than the checkpoint,
-    which no engine does).
-    """
-    ckpt = project.model.precision
-    served = project.serving.effective_precision(ckpt)
-    if served == ckpt:
-        return None, []
-    key = "experts" if project.model.is_moe else "mlp"
-    target = DType(getattr(served, key))
-    source = DType(getattr(ckpt, key))
-    if target.bytes >= source.bytes:
-        return None, [
-            f"The plan serves {key} weights as {target.value}; the checkpoint stores "
-            f"{source.value}. Engines serve the checkpoint's own format, so point the model path at "
-            f"a {target.value} checkpoint to match the plan's memory figures."
-        ]
-    return target, []
-
-
-def served_layout(project: Project, plan: PlanResult) -> tuple[Layout, list[str]]:
-    """The plan's layout as an engine serves it: expert parallelism dropped (with a note) for a
-    dense model, where EP has nothing to split."""
-    lay = plan.layout
-    if project.model.is_moe or lay.ep <= 1:
-        return lay, []
-    note = f"{project.model.name} is a dense model; EP={lay.ep} has no effect and is dropped."
-    return lay.replace(ep=1), [note]
-
-
-def max_model_len(project: Project, plan: PlanResult) -> int:
-    """Context length to configure: the model's full context when one sequence of it fits the
-    plan's KV cache per replica, else ``isl + osl`` (what the plan was sized for)."""
-    need = project.workload.isl + project.workload.osl
-    full = project.model.max_context
-    if plan.kv_capacity_tokens >= full >= need:
-        return full
-    return need
-
-
-def batched_tokens(project: Project, plan: PlanResult) -> int:
-    """Tokens per engine step: one whole prompt next to a decode token of every other running
-    sequence, so a prompt is prefilled in one step as the plan's TTFT assumes."""
-    return project.workload.isl + max(plan.batch - 1, 0)
-
-
-def kv_memory_fractions(plan: PlanResult) -> tuple[float, float]:
-    """``(static, free)`` memory fractions for the busiest GPU, rounded down to 3 digits.
-
-    ``static`` = (weights + KV pool) / capacity (SGLang's ``mem-fraction-static``); ``free`` = KV
-    pool / memory left after weights, activations and overhead (TensorRT-LLM's
-    ``free_gpu_memory_fraction``). The KV pool is the plan's usable memory minus everything else.
-    """
-    statics, frees = [], []
-    for m in plan.memory:
-        pool = m.usable - m.weights - m.activations - m.overhead
-        statics.append((m.weights + max(pool, 0.0)) / m.capacity)
-        left = m.capacity - m.weights - m.activations - m.overhead
-        frees.append(max(pool, 0.0) / left if left > 0 else 0.0)
-    if not statics:
-        return 0.0, 0.0
-    return math.floor(min(statics) * 1000) / 1000, math.floor(min(frees) * 1000) / 1000
-
-
-def uneven_split(project: Project, plan: PlanResult) -> tuple[int, ...] | None:
-    """Layers per stage when they are not all equal, else ``None``."""
-    split = plan.layout.stage_layers(project.model.num_layers)
-    return tuple(split) if len(set(split)) > 1 else None
-
-
-# ----------------------------------------------------------------------------- recipes
-@dataclass(frozen=True)
-class Step:
-    """One command of a launch recipe and the node it runs on (``None``: any machine)."""
-
-    node: int | None  # index into ``Deployment.nodes``
-    text: str  # shell text, ending in a newline
-    blocking: bool = True  # a server that stays in the foreground (vs. ``ray start``)
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """A named way to launch the plan (e.g. "multiprocessing", "Ray")."""
-
-    key: str  # short name used by the script's RECIPE argument
-    title: str
-    steps: tuple[Step, ...]
-
-
-def node_label(dep: Deployment, index: int) -> str:
-    n = dep.nodes[index]
-    host = f", host {n.host}" if n.host != n.name else ""
-    return f"node {index}: {n.name}{host} ({n.gpus} GPUs)"
-
-
-def render_commands(head: Sequence[str], dep: Deployment, recipes: Sequence[Recipe]) -> str:
-    """Commands to paste, one block per recipe, each command under the node it runs on."""
-    out = [comment(head)]
-    for rec in recipes:
-        out.append("\n" + comment([f"=== {rec.title} ==="]))
-        for step in rec.steps:
-            where = "on any machine" if step.node is None else f"on {node_label(dep, step.node)}"
-            out.append(comment([where] + ([step.note] if step.note else [])))
-            out.append(step.text)
-    return "".join(out)
-
-
-def render_script(head: Sequence[str], dep: Deployment, recipes: Sequence[Recipe]) -> str:
-    """A bash script: ``launch.sh NODE_INDEX [RECIPE]`` runs this node's part of a recipe."""
-    keys = [r.key for r in recipes]
-    lines = [
-        "#!/usr/bin/env bash\n",
-        comment(head),
-        comment(
-            [
-                "",
-                "Usage: launch.sh NODE_INDEX [RECIPE]",
-                f"  NODE_INDEX: 0..{len(dep.nodes) - 1} (the node this script runs on)",
-                f"  RECIPE: {' | '.join(keys)} (default {keys[0]})",
-            ]
-            + [f"  {node_label(dep, i)}" for i in range(len(dep.nodes))]
-        ),
-        "set -euo pipefail\n\n",
-        'NODE_INDEX="${1:?usage: launch.sh NODE_INDEX [RECIPE]}"\n',
-        f'RECIPE="${{2:-{keys[0]}}}"\n\n',
-    ]
-    for rec in recipes:
-        lines.append(comment([rec.title]))
-        lines.append(f"recipe_{rec.key}() {{\n")
-        lines.append('    case "$1" in\n')
-        for i in range(len(dep.nodes)):
-            steps = [s for s in rec.steps if s.node == i or s.node is None]
-            lines.append(f"    {i})\n")
-            servers = sum(s.blocking for s in steps)
-            for s in steps:
-                text = s.text.rstrip("\n")
-                if s.blocking and servers > 1:
-                    text += " &"
-                lines.append(text + "\n")
-            if servers > 1:
-                lines.append("        wait\n")
-            if not steps:
-                lines.append("        :  # this recipe starts nothing on this node\n")
-            lines.append("        ;;\n")
-        lines.append(
-            f'    *) echo "NODE_INDEX must be 0..{len(dep.nodes) - 1}, got $1" >&2; exit 2 ;;\n'
-        )
-        lines.append("    esac\n}\n\n")
-    lines.append('case "$RECIPE" in\n')
-    for k in keys:
-        lines.append(f'    {k}) recipe_{k} "$NODE_INDEX" ;;\n')
-    lines.append(f'    *) echo "RECIPE must be one of: {" ".join(keys)}; got $RECIPE" >&2; exit 2 ;;\n')
-    lines.append("esac\n")
-    return "".join(lines)
-
-
-def devices_env(group: Group, node_pos: int) -> list[tuple[str, Word]]:
-    """``CUDA_VISIBLE_DEVICES`` for a server that shares its node with another one."""
-    if group.devices is None:
-        return []
-    return [("CUDA_VISIBLE_DEVICES", ",".join(str(s) for s in group.devices[node_pos]))]
-
-
-def group_node_index(dep: Deployment, group: Group, pos: int) -> int:
-    """Index into ``dep.nodes`` of the ``pos``-th node of ``group``."""
-    return dep.rank_node[group.nodes[pos].first_rank]
+from studio.io.export.bundle import ENGINE_VERSIONS, ENGINES, FORMATS, EngineRecipe, ExportBundle
+from studio.io.export.deployment import (
+    Deployment,
+    Group,
+    NodeUse,
+    address_notes,
+    deployment,
+    devices_env,
+    group_node_index,
+    host_word,
+    hosts_word,
+    one_group,
+    replica_groups,
+)
+from studio.io.export.header import Reserve, gib, header, reserve_lines
+from studio.io.export.recipes import (
+    Recipe,
+    Step,
+    host_variables,
+    node_label,
+    render_commands,
+    render_script,
+)
+from studio.io.export.serving import (
+    batched_tokens,
+    kv_cache_value,
+    kv_dtype,
+    kv_memory_fractions,
+    max_model_len,
+    model_dtype,
+    model_path,
+    quantized_to,
+    sequences_per_rank,
+    served_layout,
+    uneven_split,
+)
+from studio.io.export.shell import (
+    Raw,
+    Word,
+    comment,
+    flag_groups,
+    one_line,
+    quote,
+    shell_command,
+    word,
+)
+from studio.io.export.yaml_text import dump_yaml
+
+__all__ = [
+    "ENGINES", "ENGINE_VERSIONS", "FORMATS", "Deployment", "EngineRecipe", "ExportBundle", "Group",
+    "NodeUse", "Raw", "Recipe", "Reserve", "Step", "Word", "address_notes", "batched_tokens",
+    "comment", "deployment", "devices_env", "dump_yaml", "flag_groups", "gib", "group_node_index",
+    "header", "host_variables", "host_word", "hosts_word", "kv_cache_value", "kv_dtype",
+    "kv_memory_fractions", "max_model_len", "model_dtype", "model_path", "node_label", "one_group",
+    "one_line", "quantized_to", "quote", "render_commands", "render_script", "replica_groups",
+    "reserve_lines", "sequences_per_rank", "served_layout", "shell_command", "uneven_split", "word",
+]

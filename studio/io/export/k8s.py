@@ -9,6 +9,7 @@ that command is shell-quoted.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -22,17 +23,26 @@ class LwsSpec:
 
     engine: str
     image: str
+    resource: str  # Kubernetes device resource of the GPUs (``nvidia.com/gpu``, ``amd.com/gpu``)
     groups: tuple[c.Group, ...]
     leader_command: str  # shell text run by the leader pod
     worker_command: str | None  # shell text run by worker pods (None for one-pod groups)
     port: int
 
 
-def dns_name(text: str, fallback: str) -> str:
-    """A DNS-1123 label from free text (lower case, ``a-z0-9-``, at most 40 characters here so
-    the pod names LWS derives stay under 63)."""
-    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:40].strip("-")
-    return name or fallback
+def dns_name(text: str, fallback: str, limit: int = 40) -> str:
+    """A DNS-1123 label from free text (lower case, ``a-z0-9-``, at most ``limit`` characters so
+    the pod names LWS derives stay under 63).
+
+    A name cut to fit ends in 8 hex digits of a hash of the whole text, so two long names that
+    share their first characters stay different.
+    """
+    full = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+    if len(full) <= limit:
+        return full or fallback
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    head = full[: limit - 9].strip("-")
+    return f"{head}-{digest}" if head else digest
 
 
 def _container(spec: LwsSpec, command: str, gpus: int, leader: bool) -> dict:
@@ -40,7 +50,7 @@ def _container(spec: LwsSpec, command: str, gpus: int, leader: bool) -> dict:
         "name": spec.engine,
         "image": spec.image,
         "command": ["/bin/sh", "-c", command.replace(" \\\n    ", " ").strip()],
-        "resources": {"limits": {"nvidia.com/gpu": gpus}},
+        "resources": {"limits": {spec.resource: gpus}},
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
     }
     if leader:

@@ -3,7 +3,10 @@ keys) and the per-node multi-node commands (``--dist-init-addr/--nnodes/--node-r
 
 Mapping rules: ``tp-size``/``pp-size``/``dp-size``/``ep-size`` as planned; an MoE plan whose EP
 reaches across replicas (EP > TP) runs in SGLang's attention-data-parallel form (``tp-size`` =
-TP × DP, ``attn-dp-size`` = DP); SGLang splits layers evenly, so an uneven split is dropped.
+TP × DP, ``attn-dp-size`` = DP), where ``max-running-requests`` is divided among the attention-DP
+ranks; an uneven layer split goes to ``SGLANG_PP_LAYER_PARTITION``; the server listens on every
+interface (``--host 0.0.0.0``; SGLang's default is 127.0.0.1). The run-time rules come from
+:mod:`.rules`.
 """
 
 from __future__ import annotations
@@ -13,11 +16,11 @@ from studio.core.project import Project
 from studio.engine.results import PlanResult
 from studio.io.export import common as c
 from studio.io.export.k8s import LwsSpec, lws_manifest
+from studio.io.export.rules import rules_for
 
 DIST_PORT = 20000  # rendezvous port on the head node (any free port works)
 SERVE_PORT = 30000  # SGLang's --port default
-IMAGE = "lmsysorg/sglang:v0.5.23"
-_KV = {"bf16": "bf16", "fp8": "fp8_e4m3"}
+LISTEN = "0.0.0.0"  # every interface, so a load balancer or router can reach the server
 _QUANT = {"fp8": "fp8"}
 
 
@@ -25,13 +28,6 @@ def _mapping(project: Project, plan: PlanResult, dep: c.Deployment):
     lay, notes = c.served_layout(project, plan)
     cfg: dict[str, object] = {}
     moe = project.model.is_moe
-    if c.uneven_split(project, plan):
-        notes.append(
-            "SGLang splits layers evenly over the pipeline stages; the planned uneven split "
-            f"{','.join(str(n) for n in lay.stage_layers(project.model.num_layers))} is not used. "
-            "Nearest runnable layout: the even split."
-        )
-        lay = lay.replace(layers_per_stage=None)
     attn_dp = moe and lay.ep > lay.tp
     if attn_dp:
         cfg["tp-size"] = lay.tp * lay.dp
@@ -65,17 +61,15 @@ def _mapping(project: Project, plan: PlanResult, dep: c.Deployment):
 
 def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[str]:
     notes: list[str] = []
+    rules = rules_for("sglang")
     static, _ = c.kv_memory_fractions(plan)
     if static <= 0:
         static = project.serving.gpu_memory_utilization
     cfg["mem-fraction-static"] = static
     cfg["context-length"] = c.max_model_len(project, plan)
-    kv = c.kv_dtype(project).value
-    if kv in _KV:
-        cfg["kv-cache-dtype"] = _KV[kv]
-    else:
-        cfg["kv-cache-dtype"] = "auto"
-        notes.append("SGLang has no fp16 KV-cache option; 'auto' stores the KV cache in the model's dtype.")
+    kv, kv_notes = c.kv_cache_value(project, rules.kv.emit, "SGLang")
+    cfg[rules.kv.key] = kv
+    notes += kv_notes
     quant, qnotes = c.quantized_to(project)
     notes += qnotes
     if quant is not None:
@@ -86,7 +80,14 @@ def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[
                 f"SGLang does not quantise to {quant.value} at load time here; point --model-path "
                 f"at a {quant.value} checkpoint and SGLang reads its quantization config."
             )
-    cfg["max-running-requests"] = plan.batch
+    per_rank = c.sequences_per_rank(plan)
+    divisor = int(cfg.get(rules.batch.divided_by, 1)) if rules.batch.divided_by else 1  # type: ignore[call-overload]
+    cfg[rules.batch.key] = per_rank * divisor
+    if divisor > 1:
+        notes.append(
+            f"SGLang divides {rules.batch.key} among the {divisor} attention data-parallel ranks; "
+            f"{per_rank * divisor} gives each rank the plan's {per_rank} sequences."
+        )
     return notes
 
 
@@ -102,46 +103,54 @@ def build(
     lay, mode, cfg, map_notes = _mapping(project, plan, dep)
     notes = notes + map_notes + _config(project, plan, cfg)
     groups = c.replica_groups(dep, lay) if mode == "replicas" else c.one_group(dep)
-    if dep.multi_node and not dep.hosts_given and fmt != "k8s":
-        notes.append(
-            "Addresses are the node names of the drawing; pass hosts (--hosts) with the real host "
-            "names or IPs of the nodes."
-        )
+    rules = rules_for("sglang")
+    env: list[tuple[str, c.Word]] = []
+    split = c.uneven_split(project, plan)
+    if split and rules.partition_env:
+        env.append((rules.partition_env, ",".join(str(n) for n in split)))
+    if any(len(g.nodes) > 1 for g in groups) and fmt != "k8s":
+        notes += c.address_notes(dep)
+    reserve = c.Reserve("mem-fraction-static", float(cfg["mem-fraction-static"]), "capacity",  # type: ignore[arg-type]
+                        "weights and the KV-cache pool")
     yaml_name = "sglang-serve.yaml"
     flags = [(f"--{k}", v) for k, v in cfg.items()]
     base = [("--config", yaml_name)] if fmt == "yaml" else flags
+    listen: list[tuple[str, object]] = [(rules.listen.flag, LISTEN)]
     files: dict[str, str] = {}
-    head = c.header(project, plan, "sglang", model, notes)
+    head = c.header(project, plan, "sglang", model, notes, reserve)
     if fmt == "k8s":
         size = len(groups[0].nodes)
-        extra: list[tuple[str, object]] = [("--host", "0.0.0.0")]
+        extra: list[tuple[str, object]] = list(listen)
         if size > 1:
             extra += [
                 ("--dist-init-addr", c.Raw(f'"$LWS_LEADER_ADDRESS:{DIST_PORT}"')),
                 ("--nnodes", c.Raw('"$LWS_GROUP_SIZE"')),
                 ("--node-rank", c.Raw('"$LWS_WORKER_INDEX"')),
             ]
-        command = _launch(model, flags, extra, [])
-        spec = LwsSpec(engine="sglang", image=IMAGE, groups=groups, leader_command=command,
-                       worker_command=command if size > 1 else None, port=SERVE_PORT)
+        command = _launch(model, flags, extra, env)
+        vendor = rules.vendor(dep.vendor)
+        assert vendor is not None  # export_plan refuses a vendor without a Kubernetes recipe
+        spec = LwsSpec(engine="sglang", image=vendor.image, resource=vendor.resource, groups=groups,
+                       leader_command=command, worker_command=command if size > 1 else None,
+                       port=SERVE_PORT)
         text, k_notes = lws_manifest(project, spec)
         notes += k_notes
-        files["sglang-lws.yaml"] = c.comment(c.header(project, plan, "sglang", model, notes)) + text
+        files["sglang-lws.yaml"] = c.comment(c.header(project, plan, "sglang", model, notes, reserve)) + text
     else:
         steps = []
         for g in groups:
             port = [("--port", SERVE_PORT + g.port_offset)] if g.port_offset else []
             for pos in range(len(g.nodes)):
-                extra = list(port)
+                extra = listen + port
                 if len(g.nodes) > 1:
                     extra += [
-                        ("--dist-init-addr", f"{g.head.host}:{DIST_PORT}"),
+                        ("--dist-init-addr", c.host_word(dep, g.head.node, DIST_PORT)),
                         ("--nnodes", len(g.nodes)),
                         ("--node-rank", pos),
                     ]
                 steps.append(
                     c.Step(node=c.group_node_index(dep, g, pos),
-                           text=_launch(model, base, extra, c.devices_env(g, pos)))
+                           text=_launch(model, base, extra, env + c.devices_env(g, pos)))
                 )
         title = "One command per node (the same server on every node)" if dep.multi_node else "One command"
         recipes = [c.Recipe(key="native", title=title, steps=tuple(steps))]
@@ -153,4 +162,9 @@ def build(
         else:
             files["sglang-commands.sh"] = c.render_commands(head, dep, recipes)
     nearest: Layout | None = lay if lay != plan.layout else None
-    return c.ExportBundle(files=files, notes=tuple(notes), nearest_layout=nearest)
+    recipe = c.EngineRecipe(
+        engine="sglang", model=model, config=dict(cfg), env={k: str(v) for k, v in env},
+        host=LISTEN, model_dtype=c.model_dtype(project), mla=project.model.mla is not None,
+        num_layers=project.model.num_layers, pp=lay.pp, sequences_per_rank=c.sequences_per_rank(plan),
+    )
+    return c.ExportBundle(files=files, notes=tuple(notes), nearest_layout=nearest, recipe=recipe)

@@ -6,6 +6,11 @@ Mapping rules: world = TP × PP MPI ranks; MoE ``moe_tensor_parallel_size`` ×
 ``moe_expert_parallel_size`` = ``tensor_parallel_size``. TensorRT-LLM has no engine-level data
 parallelism: replicas run as separate servers, except an MoE plan whose EP reaches across the
 replicas (EP > TP), which runs as one server with attention data parallelism.
+
+Run-time rules (:mod:`.rules`): the model loader accepts only ``auto``/``fp8``/``nvfp4`` as
+``kv_cache_config.dtype`` (a 16-bit KV cache is ``auto``); a prompt longer than ``max_num_tokens``
+is refused unless ``enable_chunked_prefill`` is on; ``trtllm-serve`` listens on localhost unless
+``--host`` is given.
 """
 
 from __future__ import annotations
@@ -14,10 +19,11 @@ from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.engine.results import PlanResult
 from studio.io.export import common as c
+from studio.io.export.rules import rules_for
 
 SERVE_PORT = 8000  # trtllm-serve --port default
 YAML_NAME = "trtllm-serve.yaml"
-_KV = {"bf16": "bfloat16", "fp16": "float16", "fp8": "fp8"}
+LISTEN = "0.0.0.0"  # every interface (trtllm-serve's default is localhost)
 
 
 def _mapping(project: Project, plan: PlanResult):
@@ -67,9 +73,20 @@ def _mapping(project: Project, plan: PlanResult):
 
 def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[str]:
     notes: list[str] = []
-    cfg["max_batch_size"] = plan.batch
-    cfg["max_num_tokens"] = c.batched_tokens(project, plan)
-    cfg["max_seq_len"] = c.max_model_len(project, plan)
+    rules = rules_for("trtllm")
+    cfg[rules.batch.key] = c.sequences_per_rank(plan)
+    tokens = c.batched_tokens(project, plan)
+    seq = c.max_model_len(project, plan)
+    cfg[rules.chunk.tokens_key] = tokens
+    cfg[rules.chunk.context_key] = seq
+    if tokens < seq and rules.chunk.switch_key:
+        cfg[rules.chunk.switch_key] = True
+        notes.append(
+            f"{rules.chunk.tokens_key} {tokens} (one prompt of {project.workload.isl} tokens next to a "
+            f"decode token of every other sequence) is below {rules.chunk.context_key} {seq}: "
+            f"{rules.chunk.switch_key} is on, so longer prompts are prefilled in chunks instead of "
+            "refused."
+        )
     _, free = c.kv_memory_fractions(plan)
     if free <= 0:
         free = 0.9
@@ -77,7 +94,9 @@ def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[
             "The plan leaves no memory for the KV cache; free_gpu_memory_fraction is left at "
             "TensorRT-LLM's default 0.9."
         )
-    cfg["kv_cache_config"] = {"free_gpu_memory_fraction": free, "dtype": _KV[c.kv_dtype(project).value]}
+    kv, kv_notes = c.kv_cache_value(project, rules.kv.emit, "TensorRT-LLM")
+    notes += kv_notes
+    cfg["kv_cache_config"] = {"free_gpu_memory_fraction": free, "dtype": kv}
     quant, qnotes = c.quantized_to(project)
     notes += qnotes
     if quant is not None:
@@ -89,7 +108,7 @@ def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[
 
 
 def _serve(model: str, extra: list[tuple[str, object]]) -> list[list[c.Word]]:
-    return [["trtllm-serve", model]] + c.flag_groups([("--config", YAML_NAME), *extra])
+    return [["trtllm-serve", model]] + c.flag_groups([("--config", YAML_NAME), ("--host", LISTEN), *extra])
 
 
 def _steps(dep: c.Deployment, groups: tuple[c.Group, ...], model: str, recipe: str) -> tuple[c.Step, ...]:
@@ -104,13 +123,14 @@ def _steps(dep: c.Deployment, groups: tuple[c.Group, ...], model: str, recipe: s
             steps.append(c.Step(node=head, text=c.shell_command(_serve(model, extra), c.devices_env(g, 0))))
             continue
         if recipe == "mpirun":
-            hosts = ",".join(f"{n.host}:{n.gpus}" for n in g.nodes)
+            hosts = c.hosts_word(dep, [(n.node, n.gpus) for n in g.nodes], ",")
             launcher: list[list[c.Word]] = [["mpirun", "-H", hosts, "-np", world, "--allow-run-as-root"],
                                             ["trtllm-llmapi-launch"]]
             note = "starts the ranks on every node of this server over MPI (ssh between the nodes)"
         else:
             launcher = [["srun", "-N", len(g.nodes), "--ntasks-per-node", g.nodes[0].gpus, "--mpi=pmix",
-                         "-w", ",".join(n.host for n in g.nodes)], ["trtllm-llmapi-launch"]]
+                         "-w", c.hosts_word(dep, [(n.node, None) for n in g.nodes], ",")],
+                        ["trtllm-llmapi-launch"]]
             note = "inside a Slurm allocation holding these nodes"
         first, *rest = _serve(model, extra)
         text = c.shell_command(launcher[:-1] + [launcher[-1] + first] + rest)
@@ -130,12 +150,13 @@ def build(
     notes = notes + map_notes + _config(project, plan, cfg)
     groups = c.replica_groups(dep, lay) if mode == "replicas" else c.one_group(dep)
     multi = any(len(g.nodes) > 1 for g in groups)
-    if multi and not dep.hosts_given:
-        notes.append(
-            "Addresses are the node names of the drawing; pass hosts (--hosts) with the real host "
-            "names or IPs of the nodes."
-        )
-    head = c.header(project, plan, "trtllm", model, notes)
+    if multi:
+        notes += c.address_notes(dep)
+    kv_cfg = cfg["kv_cache_config"]
+    assert isinstance(kv_cfg, dict)
+    reserve = c.Reserve("kv_cache_config.free_gpu_memory_fraction", float(kv_cfg["free_gpu_memory_fraction"]),
+                        "free", "the KV cache")
+    head = c.header(project, plan, "trtllm", model, notes, reserve)
     yaml_text = c.dump_yaml(cfg)
     recipes = [c.Recipe(key="mpirun", title="MPI launch" if multi else "One command",
                         steps=_steps(dep, groups, model, "mpirun"))]
@@ -154,4 +175,9 @@ def build(
         else:
             files["trtllm-commands.sh"] = c.render_commands(head, dep, recipes)
     nearest: Layout | None = lay if lay != plan.layout else None
-    return c.ExportBundle(files=files, notes=tuple(notes), nearest_layout=nearest)
+    recipe = c.EngineRecipe(
+        engine="trtllm", model=model, config=dict(cfg), env={}, host=LISTEN,
+        model_dtype=c.model_dtype(project), mla=project.model.mla is not None,
+        num_layers=project.model.num_layers, pp=lay.pp, sequences_per_rank=c.sequences_per_rank(plan),
+    )
+    return c.ExportBundle(files=files, notes=tuple(notes), nearest_layout=nearest, recipe=recipe)

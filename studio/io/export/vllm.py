@@ -1,13 +1,18 @@
 """vLLM 0.33 export: ``vllm serve`` flags, the ``--config`` YAML (dashed keys) and the multi-node
 recipes (multiprocessing with ``--nnodes/--node-rank``, and Ray).
 
-Mapping rules (from ``docs/export.md`` and the vLLM field list in ``tests/data/engines``):
+Mapping rules (from ``docs/export.md``, the vLLM field list in ``tests/data/engines`` and the
+run-time rules in :mod:`.rules`):
 
 * vLLM has no expert-parallel size: ``enable-expert-parallel`` makes the MoE layers
   expert-parallel over TP × DP. A plan whose EP is neither 1 nor TP × DP runs as EP = TP × DP.
 * ``data-parallel-size`` on an MoE model without expert parallelism makes the MoE layers
   tensor-parallel over TP × DP; the plan's EP = 1 replicas therefore run as separate servers.
 * An uneven layer split goes to ``VLLM_PP_LAYER_PARTITION``.
+* A 16-bit KV cache is written as ``auto`` (the model's dtype): vLLM refuses a 16-bit
+  ``kv-cache-dtype`` other than the model dtype.
+* A data-parallel rank that spans nodes cannot start; such replicas run as separate servers,
+  each with EP = TP.
 """
 
 from __future__ import annotations
@@ -19,14 +24,13 @@ from studio.core.project import Project
 from studio.engine.results import PlanResult
 from studio.io.export import common as c
 from studio.io.export.k8s import LwsSpec, lws_manifest
+from studio.io.export.rules import rules_for
 
 MASTER_PORT = 29501  # vLLM's --master-port default
 DP_RPC_PORT = 29550  # vLLM's data_parallel_rpc_port default
 RAY_PORT = 6379  # Ray's default GCS port
 SERVE_PORT = 8000  # vLLM's --port default
-IMAGE = "vllm/vllm-openai:v0.33.0"
 
-_KV = {"bf16": "bfloat16", "fp16": "float16", "fp8": "fp8"}
 _QUANT = {"fp8": "fp8"}  # formats vLLM quantises online from a wider checkpoint
 
 
@@ -39,46 +43,60 @@ class _Mapping:
 
 
 def _mapping(project: Project, plan: PlanResult, dep: c.Deployment) -> _Mapping:
+    """How vLLM runs the plan's layout; at most one note says what changes, and the layout it
+    names is the one the files run."""
     lay, notes = c.served_layout(project, plan)
     moe = project.model.is_moe
     expert: bool | None = None
     mode = "dp" if lay.dp > 1 else "one"
-    if moe:
-        full = lay.tp * lay.dp
-        expert = lay.ep > 1
-        if lay.ep == 1 and lay.dp > 1:
+    spans = mode == "dp" and not dep.replicas_within_nodes(lay)
+    if not moe:
+        if spans:
             mode = "replicas"
             notes.append(
-                "vLLM's data-parallel-size would make the MoE layers tensor-parallel over TP x DP; "
-                f"the plan's {lay.dp} replicas with EP=1 run as {lay.dp} separate servers instead "
-                "(put a load balancer in front)."
+                f"Each replica spans nodes; the {lay.dp} replicas run as separate servers (put a load "
+                "balancer in front)."
             )
-        elif lay.ep > 1 and lay.ep != full:
+        return _Mapping(layout=lay, mode=mode, expert_parallel=None, notes=tuple(notes))
+    expert = lay.ep > 1
+    if lay.ep == 1 and lay.dp > 1:
+        mode = "replicas"
+        notes.append(
+            "vLLM's data-parallel-size would make the MoE layers tensor-parallel over TP x DP; "
+            f"the plan's {lay.dp} replicas with EP=1 run as {lay.dp} separate servers instead "
+            "(put a load balancer in front)."
+        )
+    elif spans:
+        mode = "replicas"
+        if lay.ep > 1 and lay.ep != lay.tp:
+            notes.append(
+                "A data-parallel rank of this layout spans nodes, which vLLM's multi-node data "
+                "parallelism does not start, and a single vLLM server's expert-parallel size is its "
+                f"TP; nearest runnable layout: {lay.dp} separate servers with EP=TP={lay.tp} each."
+            )
+            lay = lay.replace(ep=lay.tp)
+        else:
+            notes.append(
+                f"Each replica spans nodes, which vLLM's multi-node data parallelism does not start; "
+                f"the {lay.dp} replicas run as separate servers"
+                + (f" with EP=TP={lay.tp} each, as planned" if lay.ep > 1 else "")
+                + " (put a load balancer in front)."
+            )
+    elif lay.ep > 1:
+        full = lay.tp * lay.dp
+        if lay.ep != full:
             notes.append(
                 f"vLLM's expert-parallel size is TP x DP = {full}; it cannot run EP={lay.ep}. "
                 f"Nearest runnable layout: EP={full} (experts spread over all {full} GPUs of a stage)."
             )
             lay = lay.replace(ep=full)
-    if mode == "dp" and not dep.replicas_within_nodes(lay):
-        mode = "replicas"
-        if moe and lay.ep > lay.tp:
-            notes.append(
-                "A data-parallel rank of this layout spans nodes, which vLLM's multi-node data "
-                f"parallelism does not start; nearest runnable layout: {lay.dp} separate servers with "
-                f"EP=TP={lay.tp} each."
-            )
-            lay = lay.replace(ep=lay.tp)
-        else:
-            notes.append(
-                f"Each replica spans nodes; the {lay.dp} replicas run as separate servers (put a load "
-                "balancer in front)."
-            )
     return _Mapping(layout=lay, mode=mode, expert_parallel=expert, notes=tuple(notes))
 
 
 def _config(project: Project, plan: PlanResult, m: _Mapping) -> tuple[dict[str, object], list[str]]:
     """Engine arguments shared by every node, in YAML key order (dashed names)."""
     notes: list[str] = []
+    rules = rules_for("vllm")
     lay = m.layout
     cfg: dict[str, object] = {
         "tensor-parallel-size": lay.tp,
@@ -89,7 +107,9 @@ def _config(project: Project, plan: PlanResult, m: _Mapping) -> tuple[dict[str, 
         cfg["enable-expert-parallel"] = m.expert_parallel
     cfg["max-model-len"] = c.max_model_len(project, plan)
     cfg["gpu-memory-utilization"] = project.serving.gpu_memory_utilization
-    cfg["kv-cache-dtype"] = _KV[c.kv_dtype(project).value]
+    kv, kv_notes = c.kv_cache_value(project, rules.kv.emit, "vLLM")
+    cfg[rules.kv.key] = kv
+    notes += kv_notes
     quant, qnotes = c.quantized_to(project)
     notes += qnotes
     if quant is not None:
@@ -100,8 +120,8 @@ def _config(project: Project, plan: PlanResult, m: _Mapping) -> tuple[dict[str, 
                 f"vLLM does not quantise to {quant.value} at load time; point the model path at a "
                 f"{quant.value} checkpoint (AWQ/GPTQ/ModelOpt) and vLLM reads its method from it."
             )
-    cfg["max-num-seqs"] = plan.batch
-    cfg["max-num-batched-tokens"] = c.batched_tokens(project, plan)
+    cfg[rules.batch.key] = c.sequences_per_rank(plan)
+    cfg[rules.chunk.tokens_key] = c.batched_tokens(project, plan)
     return cfg, notes
 
 
@@ -136,7 +156,7 @@ def _recipes(
     mp_steps: list[c.Step] = []
     ray_steps: list[c.Step] = []
     for g in groups:
-        head = g.head.host
+        head = c.host_word(dep, g.head.node)
         port = [("--port", SERVE_PORT + g.port_offset)] if g.port_offset else []
         start = 0
         for pos, node in enumerate(g.nodes):
@@ -165,7 +185,7 @@ def _recipes(
                 if pos == 0:
                     words: list[c.Word] = ["ray", "start", "--head", "--port", RAY_PORT]
                 else:
-                    words = ["ray", "start", "--address", f"{head}:{RAY_PORT}"]
+                    words = ["ray", "start", "--address", c.host_word(dep, g.head.node, RAY_PORT)]
                 ray_steps.append(c.Step(node=idx, text=c.shell_command([words]), blocking=False))
             backend = (
                 [("--data-parallel-backend", "ray")]
@@ -199,7 +219,7 @@ def _recipes(
 
 def _k8s(
     project: Project, m: _Mapping, groups: tuple[c.Group, ...], model: str,
-    base: list[tuple[str, object]], env: list[tuple[str, c.Word]],
+    base: list[tuple[str, object]], env: list[tuple[str, c.Word]], dep_vendor: str,
 ) -> tuple[str, list[str]]:
     lay = m.layout
     g = groups[0]
@@ -221,9 +241,12 @@ def _k8s(
                      ("--master-port", MASTER_PORT)]
         leader_extra = common_mp + [("--node-rank", 0)]
         worker_extra = common_mp + [("--node-rank", c.Raw('"$LWS_WORKER_INDEX"')), ("--headless", True)]
+    vendor = rules_for("vllm").vendor(dep_vendor)
+    assert vendor is not None  # export_plan refuses a vendor without a Kubernetes recipe
     spec = LwsSpec(
         engine="vllm",
-        image=IMAGE,
+        image=vendor.image,
+        resource=vendor.resource,
         groups=groups,
         leader_command=_serve(model, base, leader_extra, env),
         worker_command=_serve(model, base, worker_extra, env) if size > 1 else None,
@@ -240,25 +263,25 @@ def build(
     cfg, cfg_notes = _config(project, plan, m)
     notes = notes + list(m.notes) + cfg_notes
     groups = c.replica_groups(dep, m.layout) if m.mode == "replicas" else c.one_group(dep)
+    rules = rules_for("vllm")
     env: list[tuple[str, c.Word]] = []
     split = c.uneven_split(project, plan)
-    if split:
-        env.append(("VLLM_PP_LAYER_PARTITION", ",".join(str(n) for n in split)))
-    if dep.multi_node and not dep.hosts_given:
-        notes.append(
-            "Addresses are the node names of the drawing; pass hosts (--hosts) with the real host "
-            "names or IPs of the nodes."
-        )
+    if split and rules.partition_env:
+        env.append((rules.partition_env, ",".join(str(n) for n in split)))
+    if any(len(g.nodes) > 1 for g in groups) and fmt != "k8s":
+        notes += c.address_notes(dep)
+    reserve = c.Reserve("gpu-memory-utilization", float(cfg["gpu-memory-utilization"]), "capacity",
+                        "weights, activations and KV cache")
     yaml_name = "vllm-serve.yaml"
     base = [("--config", yaml_name)] if fmt == "yaml" else _as_flags(cfg)
     files: dict[str, str] = {}
     if fmt == "k8s":
-        text, k_notes = _k8s(project, m, groups, model, _as_flags(cfg), env)
+        text, k_notes = _k8s(project, m, groups, model, _as_flags(cfg), env, dep.vendor)
         notes += k_notes
-        files["vllm-lws.yaml"] = c.comment(c.header(project, plan, "vllm", model, notes)) + text
+        files["vllm-lws.yaml"] = c.comment(c.header(project, plan, "vllm", model, notes, reserve)) + text
     else:
         recipes = _recipes(dep, groups, m, model, base, env)
-        head = c.header(project, plan, "vllm", model, notes)
+        head = c.header(project, plan, "vllm", model, notes, reserve)
         if fmt == "yaml":
             files[yaml_name] = c.comment(head) + c.dump_yaml(cfg)
             files["vllm-commands.sh"] = c.render_commands(head, dep, recipes)
@@ -267,4 +290,10 @@ def build(
         else:
             files["vllm-commands.sh"] = c.render_commands(head, dep, recipes)
     nearest = m.layout if m.layout != plan.layout else None
-    return c.ExportBundle(files=files, notes=tuple(notes), nearest_layout=nearest)
+    recipe = c.EngineRecipe(
+        engine="vllm", model=model, config=dict(cfg), env={k: str(v) for k, v in env},
+        host=None, model_dtype=c.model_dtype(project), mla=project.model.mla is not None,
+        num_layers=project.model.num_layers, pp=m.layout.pp,
+        sequences_per_rank=c.sequences_per_rank(plan),
+    )
+    return c.ExportBundle(files=files, notes=tuple(notes), nearest_layout=nearest, recipe=recipe)

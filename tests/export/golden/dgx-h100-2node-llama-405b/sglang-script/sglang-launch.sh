@@ -4,33 +4,46 @@
 # Model: Llama-3.1-405B-Instruct -> meta-llama/Llama-3.1-405B-Instruct
 # Cluster: Llama-3.1-405B on 2× DGX H100 (16 GPUs on 2 nodes)
 # Layout: TP8×PP2 = 16 GPUs; layers per stage 63,63; micro-batches 2
-# Fits: yes - fits: KV cache holds 204 sequences of 2,560 tokens per replica
-# Workload: 2048 input + 512 output tokens; batch 204 per replica (auto)
-# Per-GPU memory (busiest GPU n1/gpu0): weights 47.3 GiB, KV cache 15.7 GiB, activations 2.4 GiB, overhead 1.7 GiB; total 67.0 GiB of 74.5 GiB (67.1 GiB usable)
-# KV cache: 523,073 tokens per replica; 204 sequences of 2560 tokens
-# TTFT 601.7 ms; TPOT 59.55 ms; request 31,029.9 ms
-# Throughput: 1,220.4 output tokens/s (76.3 per GPU, 16.8 per user)
-# Cost: $48.00/h; $10.926 per million output tokens
+# Fits: yes
+# Workload: 2048 input + 512 output tokens; batch 64 per replica
+# Per-GPU memory (busiest GPU rank0): weights 30.0 GiB, KV cache 39.0 GiB, activations 2.0 GiB, overhead 1.0 GiB; total 72.0 GiB of 80.0 GiB (72.0 GiB usable)
+# Engine memory: mem-fraction-static 0.862 x 80.0 GiB (the plan's device memory, busiest GPU rank0) = 69.0 GiB per GPU for weights and the KV-cache pool
+# KV cache: 400,000 tokens per replica; 156 sequences of 2560 tokens
+# TTFT 350.0 ms; TPOT 24.50 ms; request 12,900.0 ms
+# Throughput: 2,612.2 output tokens/s (326.5 per GPU, 40.8 per user)
+# Cost: $20.00/h; $2.127 per million output tokens
 # Assumptions:
-#   - steady-state continuous batching: stages overlap successive micro-batches
-#   - TTFT = one new prompt prefilled alone through every stage + one decode round of the running batch
-#   - TPOT = one decode round of every sequence: max(Σ stages, M × slowest stage)
-#   - decode context averaged at isl + osl/2 = 2,304 tokens
-#   - two TP all-reduces per layer; PP hands full hidden states from each TP rank to the next stage
+#   - Decode is memory-bound.
 # Warnings:
-#   - [warning] BUBBLE_HIGH_INTERACTIVE: pipeline bubble 33% (P=2, M=2) is above 20% for an interactive workload Fix: use ≥ 4 micro-batches, or lower PP in favour of TP within NVLink
+#   - [warning] TP_CROSSES_NODE: TP group spans nodes. Fix: Keep TP inside a node.
 # What SGLang 0.5.23 runs differently from the plan:
-#   - Addresses are the node names of the drawing; pass hosts (--hosts) with the real host names or IPs of the nodes.
+#   - Node addresses: set HOST_0..HOST_1 at the top of the script (or in the environment); it refuses to start while one is unset. Or export again with --hosts.
 #
 # Usage: launch.sh NODE_INDEX [RECIPE]
 #   NODE_INDEX: 0..1 (the node this script runs on)
 #   RECIPE: native (default native)
-#   node 0: DGX/HGX H100 (8× H100 SXM) #0 (8 GPUs)
-#   node 1: DGX/HGX H100 (8× H100 SXM) #1 (8 GPUs)
+#   node 0: DGX/HGX H100 (8× H100 SXM) #0, address $HOST_0 (8 GPUs)
+#   node 1: DGX/HGX H100 (8× H100 SXM) #1, address $HOST_1 (8 GPUs)
 set -euo pipefail
 
 NODE_INDEX="${1:?usage: launch.sh NODE_INDEX [RECIPE]}"
 RECIPE="${2:-native}"
+
+# Addresses of the nodes (host names or IPs): set them here, or in the environment
+# (e.g. HOST_0=10.0.0.1 HOST_1=10.0.0.2 ./launch.sh 0).
+HOST_0="${HOST_0:-}"  # DGX/HGX H100 (8× H100 SXM) #0 (8 GPUs)
+HOST_1="${HOST_1:-}"  # DGX/HGX H100 (8× H100 SXM) #1 (8 GPUs)
+for var in HOST_0 HOST_1; do
+    value="${!var}"
+    if [ -z "$value" ]; then
+        echo "launch.sh: $var is not set; write the address of its node at the top of this script or export $var" >&2
+        exit 2
+    fi
+    if ! [[ "$value" =~ ^[A-Za-z0-9]([A-Za-z0-9.:-]*[A-Za-z0-9])?$ ]] || [[ "$value" == *..* ]]; then
+        echo "launch.sh: $var is not a host name or IP address" >&2
+        exit 2
+    fi
+done
 
 # One command per node (the same server on every node)
 recipe_native() {
@@ -41,11 +54,12 @@ python -m sglang.launch_server \
     --tp-size 8 \
     --pp-size 2 \
     --dp-size 1 \
-    --mem-fraction-static 0.845 \
+    --mem-fraction-static 0.862 \
     --context-length 131072 \
-    --kv-cache-dtype bf16 \
-    --max-running-requests 204 \
-    --dist-init-addr 'DGX/HGX H100 (8× H100 SXM) #0:20000' \
+    --kv-cache-dtype auto \
+    --max-running-requests 64 \
+    --host 0.0.0.0 \
+    --dist-init-addr "${HOST_0}:20000" \
     --nnodes 2 \
     --node-rank 0
         ;;
@@ -55,11 +69,12 @@ python -m sglang.launch_server \
     --tp-size 8 \
     --pp-size 2 \
     --dp-size 1 \
-    --mem-fraction-static 0.845 \
+    --mem-fraction-static 0.862 \
     --context-length 131072 \
-    --kv-cache-dtype bf16 \
-    --max-running-requests 204 \
-    --dist-init-addr 'DGX/HGX H100 (8× H100 SXM) #0:20000' \
+    --kv-cache-dtype auto \
+    --max-running-requests 64 \
+    --host 0.0.0.0 \
+    --dist-init-addr "${HOST_0}:20000" \
     --nnodes 2 \
     --node-rank 1
         ;;

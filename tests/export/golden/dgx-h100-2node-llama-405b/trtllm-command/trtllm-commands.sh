@@ -3,23 +3,21 @@
 # Model: Llama-3.1-405B-Instruct -> meta-llama/Llama-3.1-405B-Instruct
 # Cluster: Llama-3.1-405B on 2× DGX H100 (16 GPUs on 2 nodes)
 # Layout: TP8×PP2 = 16 GPUs; layers per stage 63,63; micro-batches 2
-# Fits: yes - fits: KV cache holds 204 sequences of 2,560 tokens per replica
-# Workload: 2048 input + 512 output tokens; batch 204 per replica (auto)
-# Per-GPU memory (busiest GPU n1/gpu0): weights 47.3 GiB, KV cache 15.7 GiB, activations 2.4 GiB, overhead 1.7 GiB; total 67.0 GiB of 74.5 GiB (67.1 GiB usable)
-# KV cache: 523,073 tokens per replica; 204 sequences of 2560 tokens
-# TTFT 601.7 ms; TPOT 59.55 ms; request 31,029.9 ms
-# Throughput: 1,220.4 output tokens/s (76.3 per GPU, 16.8 per user)
-# Cost: $48.00/h; $10.926 per million output tokens
+# Fits: yes
+# Workload: 2048 input + 512 output tokens; batch 64 per replica
+# Per-GPU memory (busiest GPU rank0): weights 30.0 GiB, KV cache 39.0 GiB, activations 2.0 GiB, overhead 1.0 GiB; total 72.0 GiB of 80.0 GiB (72.0 GiB usable)
+# Engine memory: kv_cache_config.free_gpu_memory_fraction 0.829 x 47.0 GiB (memory left after weights, activations and overhead, busiest GPU rank0) = 39.0 GiB per GPU for the KV cache
+# KV cache: 400,000 tokens per replica; 156 sequences of 2560 tokens
+# TTFT 350.0 ms; TPOT 24.50 ms; request 12,900.0 ms
+# Throughput: 2,612.2 output tokens/s (326.5 per GPU, 40.8 per user)
+# Cost: $20.00/h; $2.127 per million output tokens
 # Assumptions:
-#   - steady-state continuous batching: stages overlap successive micro-batches
-#   - TTFT = one new prompt prefilled alone through every stage + one decode round of the running batch
-#   - TPOT = one decode round of every sequence: max(Σ stages, M × slowest stage)
-#   - decode context averaged at isl + osl/2 = 2,304 tokens
-#   - two TP all-reduces per layer; PP hands full hidden states from each TP rank to the next stage
+#   - Decode is memory-bound.
 # Warnings:
-#   - [warning] BUBBLE_HIGH_INTERACTIVE: pipeline bubble 33% (P=2, M=2) is above 20% for an interactive workload Fix: use ≥ 4 micro-batches, or lower PP in favour of TP within NVLink
+#   - [warning] TP_CROSSES_NODE: TP group spans nodes. Fix: Keep TP inside a node.
 # What TensorRT-LLM 1.4.0rc0 runs differently from the plan:
-#   - Addresses are the node names of the drawing; pass hosts (--hosts) with the real host names or IPs of the nodes.
+#   - max_num_tokens 2111 (one prompt of 2048 tokens next to a decode token of every other sequence) is below max_seq_len 131072: enable_chunked_prefill is on, so longer prompts are prefilled in chunks instead of refused.
+#   - Node addresses: replace <HOST_0>..<HOST_1> with the host names or IPs of the nodes (listed below), or export again with --hosts.
 
 # === MPI launch ===
 # on any machine
@@ -27,18 +25,20 @@
 cat > trtllm-serve.yaml <<'TRTLLM_YAML_END'
 tensor_parallel_size: 8
 pipeline_parallel_size: 2
-max_batch_size: 204
-max_num_tokens: 2251
+max_batch_size: 64
+max_num_tokens: 2111
 max_seq_len: 131072
+enable_chunked_prefill: true
 kv_cache_config:
-  free_gpu_memory_fraction: 0.678
-  dtype: bfloat16
+  free_gpu_memory_fraction: 0.829
+  dtype: auto
 TRTLLM_YAML_END
-# on node 0: DGX/HGX H100 (8× H100 SXM) #0 (8 GPUs)
+# on node 0: DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0> (8 GPUs)
 # starts the ranks on every node of this server over MPI (ssh between the nodes)
-mpirun -H 'DGX/HGX H100 (8× H100 SXM) #0:8,DGX/HGX H100 (8× H100 SXM) #1:8' -np 16 --allow-run-as-root \
+mpirun -H '<HOST_0>:8,<HOST_1>:8' -np 16 --allow-run-as-root \
     trtllm-llmapi-launch trtllm-serve meta-llama/Llama-3.1-405B-Instruct \
-    --config trtllm-serve.yaml
+    --config trtllm-serve.yaml \
+    --host 0.0.0.0
 
 # === Slurm launch ===
 # on any machine
@@ -46,15 +46,17 @@ mpirun -H 'DGX/HGX H100 (8× H100 SXM) #0:8,DGX/HGX H100 (8× H100 SXM) #1:8' -n
 cat > trtllm-serve.yaml <<'TRTLLM_YAML_END'
 tensor_parallel_size: 8
 pipeline_parallel_size: 2
-max_batch_size: 204
-max_num_tokens: 2251
+max_batch_size: 64
+max_num_tokens: 2111
 max_seq_len: 131072
+enable_chunked_prefill: true
 kv_cache_config:
-  free_gpu_memory_fraction: 0.678
-  dtype: bfloat16
+  free_gpu_memory_fraction: 0.829
+  dtype: auto
 TRTLLM_YAML_END
-# on node 0: DGX/HGX H100 (8× H100 SXM) #0 (8 GPUs)
+# on node 0: DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0> (8 GPUs)
 # inside a Slurm allocation holding these nodes
-srun -N 2 --ntasks-per-node 8 --mpi=pmix -w 'DGX/HGX H100 (8× H100 SXM) #0,DGX/HGX H100 (8× H100 SXM) #1' \
+srun -N 2 --ntasks-per-node 8 --mpi=pmix -w '<HOST_0>,<HOST_1>' \
     trtllm-llmapi-launch trtllm-serve meta-llama/Llama-3.1-405B-Instruct \
-    --config trtllm-serve.yaml
+    --config trtllm-serve.yaml \
+    --host 0.0.0.0

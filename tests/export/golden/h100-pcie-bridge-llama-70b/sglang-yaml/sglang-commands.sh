@@ -3,24 +3,22 @@
 # Model: Llama-3.1-70B -> meta-llama/Llama-3.1-70B
 # Cluster: Llama-3.1-70B on 8× H100 PCIe with NVLink bridge pairs (8 GPUs on 1 node)
 # Layout: TP2×PP4 = 8 GPUs; layers per stage 20,20,20,20; micro-batches 4
-# Fits: yes - fits: KV cache holds 471 sequences of 2,560 tokens per replica
-# Workload: 2048 input + 512 output tokens; batch 256 per replica (auto)
-# Per-GPU memory (busiest GPU n0/gpu6): weights 16.9 GiB, KV cache 25.0 GiB, activations 2.4 GiB, overhead 1.7 GiB; total 46.0 GiB of 74.5 GiB (67.1 GiB usable)
-# KV cache: 1,207,285 tokens per replica; 471 sequences of 2560 tokens
-# TTFT 564.3 ms; TPOT 80.69 ms; request 41,794.9 ms
-# Throughput: 1,811.4 output tokens/s (226.4 per GPU, 12.4 per user)
-# Cost: $19.20/h; $2.944 per million output tokens
+# Fits: yes
+# Workload: 2048 input + 512 output tokens; batch 64 per replica
+# Per-GPU memory (busiest GPU rank0): weights 30.0 GiB, KV cache 39.0 GiB, activations 2.0 GiB, overhead 1.0 GiB; total 72.0 GiB of 80.0 GiB (72.0 GiB usable)
+# Engine memory: mem-fraction-static 0.862 x 80.0 GiB (the plan's device memory, busiest GPU rank0) = 69.0 GiB per GPU for weights and the KV-cache pool
+# KV cache: 400,000 tokens per replica; 156 sequences of 2560 tokens
+# TTFT 350.0 ms; TPOT 24.50 ms; request 12,900.0 ms
+# Throughput: 2,612.2 output tokens/s (326.5 per GPU, 40.8 per user)
+# Cost: $20.00/h; $2.127 per million output tokens
 # Assumptions:
-#   - steady-state continuous batching: stages overlap successive micro-batches
-#   - TTFT = one new prompt prefilled alone through every stage + one decode round of the running batch
-#   - TPOT = one decode round of every sequence: max(Σ stages, M × slowest stage)
-#   - decode context averaged at isl + osl/2 = 2,304 tokens
-#   - two TP all-reduces per layer; PP hands full hidden states from each TP rank to the next stage
+#   - Decode is memory-bound.
 # Warnings:
-#   - [warning] BUBBLE_HIGH_INTERACTIVE: pipeline bubble 43% (P=4, M=4) is above 20% for an interactive workload Fix: use ≥ 13 micro-batches, or lower PP in favour of TP within NVLink
+#   - [warning] TP_CROSSES_NODE: TP group spans nodes. Fix: Keep TP inside a node.
 
 # === One command ===
 # on node 0: 8× H100 PCIe with NVLink bridge pairs (8 GPUs)
 python -m sglang.launch_server \
     --model-path meta-llama/Llama-3.1-70B \
-    --config sglang-serve.yaml
+    --config sglang-serve.yaml \
+    --host 0.0.0.0

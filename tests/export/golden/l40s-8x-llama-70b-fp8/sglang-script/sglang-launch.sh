@@ -4,22 +4,18 @@
 # Model: Llama-3.1-70B -> meta-llama/Llama-3.1-70B
 # Cluster: Llama-3.1-70B FP8 on 8× L40S (PCIe only) (8 GPUs on 1 node)
 # Layout: TP8×PP1 = 8 GPUs; layers per stage 80; micro-batches 1
-# Fits: yes - fits: KV cache holds 295 sequences of 2,560 tokens per replica
-# Workload: 2048 input + 512 output tokens; batch 256 per replica (auto)
-# Per-GPU memory (busiest GPU n0/gpu0): weights 8.5 GiB, KV cache 25.0 GiB, activations 1.2 GiB, overhead 1.7 GiB; total 36.4 GiB of 44.7 GiB (40.2 GiB usable)
-# KV cache: 755,852 tokens per replica; 295 sequences of 2560 tokens
-# TTFT 985.9 ms; TPOT 167.07 ms; request 86,359.9 ms
-# Throughput: 453.1 output tokens/s (56.6 per GPU, 6.0 per user)
-# Cost: $8.00/h; $4.905 per million output tokens
+# Fits: yes
+# Workload: 2048 input + 512 output tokens; batch 64 per replica
+# Per-GPU memory (busiest GPU rank0): weights 30.0 GiB, KV cache 39.0 GiB, activations 2.0 GiB, overhead 1.0 GiB; total 72.0 GiB of 80.0 GiB (72.0 GiB usable)
+# Engine memory: mem-fraction-static 0.862 x 80.0 GiB (the plan's device memory, busiest GPU rank0) = 69.0 GiB per GPU for weights and the KV-cache pool
+# KV cache: 400,000 tokens per replica; 156 sequences of 2560 tokens
+# TTFT 350.0 ms; TPOT 24.50 ms; request 12,900.0 ms
+# Throughput: 2,612.2 output tokens/s (326.5 per GPU, 40.8 per user)
+# Cost: $20.00/h; $2.127 per million output tokens
 # Assumptions:
-#   - steady-state continuous batching: stages overlap successive micro-batches
-#   - TTFT = one new prompt prefilled alone through every stage + one decode round of the running batch
-#   - TPOT = one decode round of every sequence: max(Σ stages, M × slowest stage)
-#   - decode context averaged at isl + osl/2 = 2,304 tokens
-#   - two TP all-reduces per layer; PP hands full hidden states from each TP rank to the next stage
+#   - Decode is memory-bound.
 # Warnings:
-#   - [warning] TP_OVER_SLOW_LINK: TP all-reduce runs over pcie-gen4-xsocket (not NVLink): the slowest hop governs every layer Fix: use TP only across NVLink-joined GPUs; replicate (DP) or pipeline (PP) over PCIe
-#   - [warning] TP_GT4_NO_NVSWITCH: TP=8 > 4 on GPUs not all joined by one NVSwitch: all-reduces go through slower hops Fix: keep TP ≤ 4 here, or use an NVSwitch system for TP=8
+#   - [warning] TP_CROSSES_NODE: TP group spans nodes. Fix: Keep TP inside a node.
 #
 # Usage: launch.sh NODE_INDEX [RECIPE]
 #   NODE_INDEX: 0..0 (the node this script runs on)
@@ -39,11 +35,12 @@ python -m sglang.launch_server \
     --tp-size 8 \
     --pp-size 1 \
     --dp-size 1 \
-    --mem-fraction-static 0.834 \
+    --mem-fraction-static 0.862 \
     --context-length 131072 \
-    --kv-cache-dtype bf16 \
+    --kv-cache-dtype auto \
     --quantization fp8 \
-    --max-running-requests 256
+    --max-running-requests 64 \
+    --host 0.0.0.0
         ;;
     *) echo "NODE_INDEX must be 0..0, got $1" >&2; exit 2 ;;
     esac

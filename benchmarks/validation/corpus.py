@@ -1,0 +1,151 @@
+"""The validation corpus: public serving measurements turned into projects the engine can cost.
+
+``calibration-points.json`` (this folder) holds one record per published figure, each with its
+source (see docs/calibration.md for the list). :func:`load_points` reads it; :func:`project_for`
+builds the project a point describes (bundled GPU, node template and model presets; the layout,
+precisions, lengths, engine settings and load the point names); :func:`predict` costs it and returns
+the figure the point measured, under the same definition.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from studio.core.builders import build_cluster
+from studio.core.layout import Layout
+from studio.core.project import Project
+from studio.core.workload import Load, ServingConfig, Workload
+from studio.engine import evaluate
+from studio.engine.constants import Constants
+from studio.engine.serving import simulate_plan
+from studio.io.presets import load_catalog
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True, eq=False)
+class Point:
+    """One published measurement."""
+
+    id: str
+    group: str  # the source group (one publication / version), for leave-one-source-out
+    gpu: str
+    model: str
+    precision: str
+    metric: str
+    measured: float
+    record: dict[str, Any]
+
+
+def _group(rec: dict[str, Any]) -> str:
+    """The publication a record comes from (one group per source and engine version)."""
+    fw = rec["framework"]
+    if fw.startswith("trtllm-0.14"):
+        return "trtllm-0.14-online"
+    if rec["id"].startswith("azure-"):
+        return "azure-guide"
+    if rec["id"].startswith("amd-"):
+        return "amd-405b-reference"
+    if fw in ("trtllm-0.19", "trtllm-0.20"):
+        return "trtllm-0.19/0.20"  # the two web perf-overview tables (B200 FP4), 9 points together
+    return fw
+
+
+def load_points(path: Path | None = None) -> list[Point]:
+    """Every record of the corpus as a :class:`Point`."""
+    recs = json.loads((path or HERE / "calibration-points.json").read_text(encoding="utf-8"))
+    return [
+        Point(id=r["id"], group=_group(r), gpu=r["gpu"], model=r["model"], precision=r["weight_dtype"],
+              metric=r["metric"], measured=float(r["measured"]), record=r)
+        for r in recs
+    ]
+
+
+@lru_cache(maxsize=64)
+def _cluster(gpu: str, gpus: int, per_node: int):  # noqa: ANN202
+    cat = load_catalog()
+    t = cat.template_for_gpu(gpu)
+    if t.trays > 1:  # a rack template: as many trays as the point needs, in one NVLink domain
+        trays = max(1, math.ceil(gpus / t.gpus_per_node))
+        t = t.replace(trays=trays, gpus_per_node=min(t.gpus_per_node, gpus))
+        return build_cluster(t, 1, cat.gpu(gpu), cat.links)
+    nodes = max(1, math.ceil(gpus / per_node))
+    if per_node != t.gpus_per_node or gpus < per_node:
+        t = t.replace(gpus_per_node=min(per_node, gpus))
+    return build_cluster(t, nodes, cat.gpu(gpu), cat.links)
+
+
+#: TensorRT-LLM's ``trtllm-build --max_batch_size`` default (256), which the Triton online runs of
+#: v0.14 served with; trtllm-bench (offline rows) sizes its own batch, up to 2048 sequences here.
+TRITON_MAX_BATCH = 256
+OFFLINE_MAX_BATCH = 2048
+
+
+@lru_cache(maxsize=1024)
+def project_for(p: Point) -> tuple[Project, Layout]:
+    """The project and layout a point describes."""
+    r = p.record
+    cat = load_catalog()
+    cluster = _cluster(r["gpu"], int(r["gpus"]), int(r.get("gpus_per_node") or 8))
+    extra = r.get("extra") or {}
+    n_req = int(extra.get("num_requests", 1000))
+    q = r.get("concurrency_or_qps")
+    if isinstance(q, str) and q.upper().startswith("QPS"):
+        rate = q.split()[1]
+        # the rate the server saw: the load generator of these runs falls behind the offered QPS
+        # near saturation (e.g. 32 offered, 26 achieved), holding requests back on the client
+        seen = extra.get("achieved_req_per_s")
+        load = (Load(mode="offline", num_requests=n_req) if rate.upper() == "INF"
+                else Load(mode="rate", rate_per_s=float(seen or rate), num_requests=n_req))
+    elif q is None:
+        load = Load(mode="offline", num_requests=n_req)
+    else:
+        load = Load(mode="concurrency", concurrency=int(q), num_requests=n_req)
+    model = cat.model(r["model"]).architecture
+    adp = bool(extra.get("enable_attention_dp")) and model.moe is not None
+    max_batch = TRITON_MAX_BATCH if p.group == "trtllm-0.14-online" else OFFLINE_MAX_BATCH
+    max_batch = int(extra.get("max_batch", max_batch))
+    if adp:  # the engine's batch limit is shared by the attention-DP ranks
+        max_batch = max(1, max_batch // int(r["tp"]))
+    wl = Workload(isl=int(r["isl"]), osl=int(r["osl"]), max_batch=max_batch, load=load)
+    sv = ServingConfig(
+        weight_dtype=r["weight_dtype"], kv_dtype=r["kv_dtype"] if r["kv_dtype"] in ("fp8", "bf16", "fp16") else "fp8",
+        gpu_memory_utilization=float(extra.get("kv_cache_free_gpu_mem_fraction", extra.get("gpu_memory_utilization", 0.9))),
+        runtime="vllm" if r["framework"].startswith("vllm") else "trtllm",
+        max_num_batched_tokens=extra.get("max_num_batched_tokens"),
+    )
+    proj = Project(cluster=cluster, model=model, workload=wl, serving=sv,
+                   layout=Layout(tp=int(r["tp"]), pp=int(r["pp"])))
+    ep = int(r.get("ep") or 1) if model.moe is not None else 1
+    tp, dp = int(r["tp"]), int(r.get("dp") or 1)
+    if adp:
+        # TensorRT-LLM attention data parallelism: each rank of the "TP" group runs attention for its
+        # own requests (replicated attention weights, its own KV cache); the experts are EP-sharded
+        # across them. In Layout terms: TP 1, DP = tp, EP = ep.
+        tp, dp = 1, tp * dp
+    lay = Layout(tp=tp, pp=int(r["pp"]), ep=ep, dp=dp, micro_batches=int(r["pp"]))
+    return proj, lay
+
+
+def predict(p: Point, constants: Constants | None = None) -> float:
+    """The engine's figure for ``p``'s metric, under the definition the source used."""
+    proj, lay = project_for(p)
+    res = evaluate(proj, lay, constants=constants)
+    if res.load is not None and res.load.saturated:
+        # above saturation there is no steady state: the source ran a finite number of requests,
+        # so predict what that run reports (the queue grows over it)
+        sim = simulate_plan(proj, lay, constants=constants)
+        return {"output_tokens_per_s": sim.output_tokens_per_s, "tpot_ms": sim.tpot.mean,
+                "ttft_ms": sim.ttft.mean}[p.metric]
+    if p.metric == "output_tokens_per_s":
+        return res.output_tokens_per_s
+    if p.metric == "tpot_ms":
+        return res.tpot_ms
+    if p.metric == "ttft_ms":
+        return res.ttft_ms
+    raise ValueError(f"unknown metric {p.metric}")

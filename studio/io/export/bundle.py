@@ -1,0 +1,75 @@
+"""What an export produces: the engines and formats, the file bundle and the engine arguments
+it holds (for :mod:`.check`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from studio.core.layout import Layout
+from studio.io.export.rules import all_rules
+
+ENGINES: tuple[str, ...] = ("vllm", "trtllm", "sglang")
+FORMATS: tuple[str, ...] = ("command", "yaml", "script", "k8s")
+
+#: Engine versions the exports target: the versions recorded in ``presets/engines/rules.json``
+#: (see ``docs/export.md``).
+ENGINE_VERSIONS: dict[str, str] = {e: r.version for e, r in all_rules().items() if e in ENGINES}
+
+
+@dataclass(frozen=True)
+class ExportBundle:
+    """What an export produces.
+
+    Attributes
+    ----------
+    files:
+        File name → text, in the order a user should read them.
+    notes:
+        What the engine cannot express of the plan, and what the export runs instead.
+    nearest_layout:
+        The layout the exported files actually run when it differs from the plan's, else ``None``.
+    """
+
+    files: dict[str, str]
+    notes: tuple[str, ...] = ()
+    nearest_layout: Layout | None = None
+    recipe: EngineRecipe | None = None
+
+
+@dataclass(frozen=True)
+class EngineRecipe:
+    """The engine arguments an export writes, for checking them (:mod:`.check`).
+
+    Attributes
+    ----------
+    engine:
+        ``vllm``, ``trtllm`` or ``sglang``.
+    model:
+        The model argument of the launch line.
+    config:
+        Engine settings shared by every node, spelled as the engine's config-file keys (dashed for
+        vLLM and SGLang, snake_case with nested mappings for TensorRT-LLM).
+    env:
+        Environment variables set on every launch line (e.g. a layer partition).
+    host:
+        The ``--host`` the server listens on, or ``None`` when not given.
+    model_dtype:
+        The dtype the engine runs the model in (``bfloat16`` or ``float16``).
+    mla:
+        Whether the model uses multi-head latent attention.
+    num_layers, pp:
+        Decoder layers and pipeline stages (for a layer partition).
+    sequences_per_rank:
+        Concurrent sequences the plan gives each rank that schedules its own batch.
+    """
+
+    engine: str
+    model: str
+    config: dict[str, object]
+    env: dict[str, str]
+    host: str | None
+    model_dtype: str
+    mla: bool
+    num_layers: int
+    pp: int
+    sequences_per_rank: int

@@ -1,0 +1,143 @@
+"""Serving settings every engine derives from the plan in the same way: the model argument, the
+served layout and weight format, context length, tokens per step, memory fractions, layer split,
+the model's dtype and the KV-cache value the engine's rules allow."""
+
+from __future__ import annotations
+
+import math
+
+from studio.core.layout import Layout
+from studio.core.precision import DType
+from studio.core.project import Project
+from studio.engine.results import PlanResult
+from studio.io.export.safety import check_model_argument
+
+
+def model_path(project: Project, given: str | None) -> tuple[str, list[str]]:
+    """The model argument of the launch line and a note when it had to be guessed.
+
+    Raises
+    ------
+    StudioError
+        ``given`` (or the model's Hugging Face id) is empty, starts with ``-`` or holds control,
+        format or bidirectional characters (see :func:`.safety.check_model_argument`).
+    """
+    if given is not None:
+        return check_model_argument(given), []
+    if project.model.hf_model_id:
+        return check_model_argument(project.model.hf_model_id, "model.hf_model_id"), []
+    return check_model_argument(project.model.id, "model.id"), [
+        f"The model '{project.model.name}' has no Hugging Face id; the launch lines use its preset id "
+        f"'{project.model.id}'. Pass --model-path with the checkpoint folder or the Hugging Face id."
+    ]
+
+
+def kv_dtype(project: Project) -> DType:
+    return DType(project.serving.kv_dtype)
+
+
+def quantized_to(project: Project) -> tuple[DType | None, list[str]]:
+    """The weight format served when it is narrower than the checkpoint's, else ``None``.
+
+    Returns the format and notes (e.g. when the plan asks for wider weights than the checkpoint,
+    which no engine does).
+    """
+    ckpt = project.model.precision
+    served = project.serving.effective_precision(ckpt)
+    if served == ckpt:
+        return None, []
+    key = "experts" if project.model.is_moe else "mlp"
+    target = DType(getattr(served, key))
+    source = DType(getattr(ckpt, key))
+    if target.bytes >= source.bytes:
+        return None, [
+            f"The plan serves {key} weights as {target.value}; the checkpoint stores "
+            f"{source.value}. Engines serve the checkpoint's own format, so point the model path at "
+            f"a {target.value} checkpoint to match the plan's memory figures."
+        ]
+    return target, []
+
+
+def served_layout(project: Project, plan: PlanResult) -> tuple[Layout, list[str]]:
+    """The plan's layout as an engine serves it: expert parallelism dropped (with a note) for a
+    dense model, where EP has nothing to split."""
+    lay = plan.layout
+    if project.model.is_moe or lay.ep <= 1:
+        return lay, []
+    note = f"{project.model.name} is a dense model; EP={lay.ep} has no effect and is dropped."
+    return lay.replace(ep=1), [note]
+
+
+def max_model_len(project: Project, plan: PlanResult) -> int:
+    """Context length to configure: the model's full context when one sequence of it fits the
+    plan's KV cache per replica, else ``isl + osl`` (what the plan was sized for)."""
+    need = project.workload.isl + project.workload.osl
+    full = project.model.max_context
+    if plan.kv_capacity_tokens >= full >= need:
+        return full
+    return need
+
+
+def batched_tokens(project: Project, plan: PlanResult) -> int:
+    """Tokens per engine step: one whole prompt next to a decode token of every other running
+    sequence, so a prompt is prefilled in one step as the plan's TTFT assumes."""
+    return project.workload.isl + max(plan.batch - 1, 0)
+
+
+def kv_memory_fractions(plan: PlanResult) -> tuple[float, float]:
+    """``(static, free)`` memory fractions for the busiest GPU, rounded down to 3 digits.
+
+    ``static`` = (weights + KV pool) / capacity (SGLang's ``mem-fraction-static``); ``free`` = KV
+    pool / memory left after weights, activations and overhead (TensorRT-LLM's
+    ``free_gpu_memory_fraction``). The KV pool is the plan's usable memory minus everything else.
+    """
+    statics, frees = [], []
+    for m in plan.memory:
+        pool = m.usable - m.weights - m.activations - m.overhead
+        statics.append((m.weights + max(pool, 0.0)) / m.capacity)
+        left = m.capacity - m.weights - m.activations - m.overhead
+        frees.append(max(pool, 0.0) / left if left > 0 else 0.0)
+    if not statics:
+        return 0.0, 0.0
+    return math.floor(min(statics) * 1000) / 1000, math.floor(min(frees) * 1000) / 1000
+
+
+def uneven_split(project: Project, plan: PlanResult) -> tuple[int, ...] | None:
+    """Layers per stage when they are not all equal, else ``None``."""
+    split = plan.layout.stage_layers(project.model.num_layers)
+    return tuple(split) if len(set(split)) > 1 else None
+
+
+_TORCH_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def model_dtype(project: Project) -> str:
+    """The dtype the engine runs the model in: ``float16`` for int4 (AWQ/GPTQ) weights, whose
+    checkpoints are float16, else the dtype of the unquantised modules (``bfloat16`` for almost
+    every current checkpoint)."""
+    prec = project.serving.effective_precision(project.model.precision)
+    if DType.INT4 in (prec.attention, prec.mlp, prec.experts):
+        return "float16"
+    return _TORCH_NAMES.get(DType(prec.embeddings).value, "bfloat16")
+
+
+def kv_cache_value(project: Project, emit: dict[str, str], engine_name: str) -> tuple[str, list[str]]:
+    """The KV-cache dtype to write (from the engine's rules) and a note when ``auto`` stores the
+    cache in a 16-bit dtype other than the plan's (same bytes per value, so the memory figures
+    hold)."""
+    planned = kv_dtype(project).value
+    value = emit[planned]
+    notes: list[str] = []
+    if value == "auto" and planned in _TORCH_NAMES:
+        runs = model_dtype(project)
+        if _TORCH_NAMES[planned] != runs:
+            notes.append(
+                f"The plan stores the KV cache as {planned}; {engine_name} keeps a 16-bit KV cache in "
+                f"the model's dtype ({runs}), written as 'auto' (same 2 bytes per value)."
+            )
+    return value, notes
+
+
+def sequences_per_rank(plan: PlanResult) -> int:
+    """Concurrent sequences the plan gives each replica (the engines' batch limit per rank)."""
+    return plan.batch

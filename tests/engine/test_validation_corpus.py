@@ -1,0 +1,71 @@
+"""The validation corpus (benchmarks/validation): every public measurement can be costed, the bundled
+constants stay close to it, and the figures follow the definitions the sources used."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+
+from benchmarks.validation.corpus import load_points, predict, project_for
+from studio.core.workload import Load
+from studio.engine import evaluate
+from studio.engine.serving import simulate_plan
+
+POINTS = load_points()
+
+
+def test_corpus_records_name_their_source_and_layout():
+    assert len(POINTS) >= 216
+    for p in POINTS:
+        r = p.record
+        assert r["source"] and r["tier"] in ("A", "B", "C"), p.id
+        assert r["tp"] * r["pp"] * r.get("dp", 1) <= r["gpus"] or r.get("ep", 1) > 1, p.id
+        assert p.measured > 0, p.id
+
+
+def test_every_point_is_costed_and_fits():
+    for p in POINTS:
+        proj, lay = project_for(p)
+        r = evaluate(proj, lay)
+        assert r.fits, f"{p.id}: {r.fit_reason}"
+        assert predict(p) > 0, p.id
+
+
+def test_bundled_constants_stay_close_to_the_corpus():
+    """A regression guard on the fitted constants (held-out figures are in docs/calibration.md)."""
+    errs = [abs(predict(p) / p.measured - 1) for p in POINTS]
+    within = [e <= 1.0 and predict(p) >= p.measured / 2 for p, e in zip(POINTS, errs, strict=True)]
+    assert statistics.median(errs) <= 0.15
+    assert sum(within) / len(within) >= 0.93
+
+
+def test_online_points_follow_the_request_rate():
+    """TTFT and TPOT of the Triton runs grow with the request rate, as the measurements do."""
+    p = next(p for p in POINTS if p.id == "trtllm014-online-h100-sxm-llama-3.1-70b-tp4-467-256-qps4-tpot")
+    proj, lay = project_for(p)
+    figures = []
+    for rate in (1.0, 4.0, 8.0, 12.0):
+        wl = proj.workload.replace(load=Load(mode="rate", rate_per_s=rate, num_requests=500))
+        r = evaluate(proj.replace(workload=wl), lay)
+        figures.append((r.ttft_ms, r.tpot_ms, r.output_tokens_per_s))
+    ttft, tpot, tps = zip(*figures, strict=True)
+    assert list(ttft) == sorted(ttft) and list(tpot) == sorted(tpot)
+    # below saturation the throughput is the offered load: rate × output tokens
+    for rate, t in zip((1.0, 4.0, 8.0, 12.0), tps, strict=True):
+        assert t == pytest.approx(rate * proj.workload.osl, rel=1e-6)
+
+
+def test_offline_simulation_agrees_with_the_closed_form():
+    """trtllm-bench style runs: the simulated throughput (ramp-up, waves and tail of a finite run)
+    is below the steady state the plan shows, and within 20% of it."""
+    for pid in ("trtllm017-h100-sxm-llama-3.1-8b-tp1-1000-1000-tput",
+                "trtllm10-h200-sxm-llama-3.3-70b-tp1pp1-128-128-tput"):
+        p = next(x for x in POINTS if x.id == pid)
+        proj, lay = project_for(p)
+        steady = evaluate(proj, lay).output_tokens_per_s
+        sim = simulate_plan(proj, lay).output_tokens_per_s
+        assert math.isfinite(sim) and sim > 0
+        assert sim <= steady * 1.02, pid
+        assert sim == pytest.approx(steady, rel=0.20), pid

@@ -1,0 +1,120 @@
+"""The canvas repaints only what an edit changed (issue 14: big clusters under 100 ms).
+
+Each GPU tile, switch and NIC box is cached as a pixmap, so Qt calls its ``paint`` only when the
+item itself was marked changed; these tests count those calls around real edits.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from studio.core import edits
+from studio.gui.canvas.items import Endpoint, GpuTile
+
+
+@pytest.fixture
+def painted(monkeypatch):
+    """Ids of the link ends (tiles, switches, NICs) Qt asked to draw, in order."""
+    calls: list[str] = []
+    real = Endpoint.paint
+
+    def counting(self, p, option, widget=None):
+        calls.append(self.item_id)
+        return real(self, p, option, widget)
+
+    monkeypatch.setattr(Endpoint, "paint", counting)
+    return calls
+
+
+def _settle(qtbot, canvas):
+    """Let the document compute and the view paint whatever is pending."""
+    canvas.cluster_scene.doc.recompute_now()
+    qtbot.wait(1)
+    canvas.viewport().repaint()
+
+
+def _link(doc, kind: str, inside_node: bool):
+    cluster = doc.project.cluster
+    owner = {e.id: n.id for n in cluster.nodes for e in (*n.gpus, *n.switches, *n.nics)}
+    return next(
+        lk for lk in cluster.links
+        if lk.kind == kind and (owner.get(lk.a) is not None and owner.get(lk.a) == owner.get(lk.b)) == inside_node
+    )
+
+
+def test_a_full_repaint_draws_every_box_once_then_none_again(qtbot, canvas, painted):
+    _settle(qtbot, canvas)
+    painted.clear()
+    canvas.viewport().repaint()  # nothing changed: every box comes from its cached pixmap
+    assert painted == []
+
+
+def test_a_link_kind_edit_redraws_no_gpu_tile_and_keeps_the_bundles(qtbot, doc, canvas, catalog, painted):
+    scene = canvas.cluster_scene
+    _settle(qtbot, canvas)
+    bundles = list(scene.bundles)
+    assert bundles  # 8 InfiniBand links per DGX drawn as one line each
+    link = _link(doc, "nvlink4-nvswitch", inside_node=True)
+    painted.clear()
+    # a faster link: no TP group crosses a slow hop because of it, so no tile changes
+    doc.edit_cluster("kind", lambda c: edits.set_link_kind(c, link.id, catalog.link("nvlink5-nvswitch")))
+    _settle(qtbot, canvas)
+    assert scene.links[link.id].kind.id == "nvlink5-nvswitch"  # the link itself is redrawn
+    assert [b for b in scene.bundles] == bundles and all(a is b for a, b in zip(scene.bundles, bundles, strict=True))
+    tiles = {e for n in scene.nodes.values() for e, ep in n.endpoints.items() if isinstance(ep, GpuTile)}
+    assert not tiles & set(painted)
+
+
+def test_a_bundle_member_edit_replaces_only_its_nodes_bundle(qtbot, doc, canvas, catalog):
+    scene = canvas.cluster_scene
+    _settle(qtbot, canvas)
+    link = _link(doc, "ib-ndr", inside_node=False)
+    owner = doc.project.cluster.node_of(link.a) or doc.project.cluster.node_of(link.b)
+    before = {b.node.item_id: b for b in scene.bundles}
+    doc.edit_cluster("kind", lambda c: edits.set_link_kind(c, link.id, catalog.link("ib-xdr")))
+    _settle(qtbot, canvas)
+    after = {b.node.item_id: b for b in scene.bundles}
+    assert after[owner.id] is not before[owner.id]
+    assert link.id not in after[owner.id].members  # the edited link left its bundle
+    others = [nid for nid in before if nid != owner.id]
+    assert others and all(after[nid] is before[nid] for nid in others)
+    doc.undo_stack.undo()
+    _settle(qtbot, canvas)
+    assert link.id in {m for b in scene.bundles for m in b.members}
+
+
+def _ranks(scene, tiles):
+    pl = scene.placement
+    return {
+        g: (pl.stage_of.get(g), pl.dp_of.get(g), pl.group_of.get(g), pl.tp_rank_of.get(g), g in pl.slow_gpus)
+        for g in tiles
+    }
+
+
+def test_a_layout_edit_redraws_exactly_the_tiles_whose_rank_changed(qtbot, doc, canvas, painted):
+    scene = canvas.cluster_scene
+    tiles = {e for n in scene.nodes.values() for e, ep in n.endpoints.items() if isinstance(ep, GpuTile)}
+    _settle(qtbot, canvas)
+    painted.clear()
+    doc.edit("M", "layout", lambda p: p.replace(layout=p.layout.replace(micro_batches=4)))
+    _settle(qtbot, canvas)
+    assert painted == []  # same rank on every GPU: no tile redrawn
+    before = _ranks(scene, tiles)
+    doc.edit("DP", "layout", lambda p: p.replace(layout=p.layout.replace(pp=1, dp=2, micro_batches=1)))
+    _settle(qtbot, canvas)
+    after = _ranks(scene, tiles)
+    changed = {g for g in tiles if before[g] != after[g]}
+    assert changed and changed != tiles  # the second node's GPUs become replica 1 of stage 0
+    assert set(painted) & tiles == changed
+
+
+def test_a_selected_link_is_drawn_directly_for_its_halo(qtbot, doc, canvas):
+    from PySide6.QtWidgets import QGraphicsItem
+
+    item = canvas.cluster_scene.links[_link(doc, "nvlink4-nvswitch", inside_node=True).id]
+    cached = QGraphicsItem.CacheMode.DeviceCoordinateCache
+    assert item.cacheMode() == cached
+    item.setSelected(True)
+    assert item.cacheMode() == QGraphicsItem.CacheMode.NoCache  # the halo is wider than the cache
+    item.setSelected(False)
+    assert item.cacheMode() == cached
