@@ -99,7 +99,7 @@ def build_parser(modules: Sequence[str] | None = None) -> argparse.ArgumentParse
     modules:
         Module paths from :data:`COMMAND_MODULES` to import and register; ``None`` for all of them.
     """
-    from studio.commands.parser import OneLineParser
+    from studio.cli_parser import OneLineParser
 
     parser = OneLineParser(
         prog=PROG,
@@ -150,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         return 0
     except Exception as exc:  # noqa: BLE001 - the one place that reports unexpected failures
-        from studio.commands.parser import data_error_message
+        from studio.cli_parser import data_error_message
 
         message = data_error_message(exc)
         if message is not None and not debug:  # bad values that slipped past a command's checks

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from studio.commands.parser import bounded_int
+from studio.cli_parser import bounded_int
 from studio.core.errors import StudioError, first_error_message
 
 #: Largest --ranks/--tp/--pp: a cluster's GPU limit (``studio.core.hardware.MAX_CLUSTER_GPUS``,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from studio.commands.parser import bounded_int  # noqa: F401 - re-exported for commands
+from studio.cli_parser import bounded_int  # noqa: F401 - re-exported for commands
 from studio.core.errors import StudioError
 from studio.core.hardware import Cluster
 from studio.core.layout import Layout
