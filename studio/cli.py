@@ -99,7 +99,9 @@ def build_parser(modules: Sequence[str] | None = None) -> argparse.ArgumentParse
     modules:
         Module paths from :data:`COMMAND_MODULES` to import and register; ``None`` for all of them.
     """
-    parser = argparse.ArgumentParser(
+    from studio.cli_parser import OneLineParser
+
+    parser = OneLineParser(
         prog=PROG,
         allow_abbrev=False,
         description=(
@@ -148,6 +150,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         return 0
     except Exception as exc:  # noqa: BLE001 - the one place that reports unexpected failures
+        from studio.cli_parser import data_error_message
+
+        message = data_error_message(exc)
+        if message is not None and not debug:  # bad values that slipped past a command's checks
+            _error(message)
+            return 2
         if debug:
             traceback.print_exc()
         _error(

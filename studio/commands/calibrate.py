@@ -7,7 +7,17 @@ from __future__ import annotations
 import argparse
 import json
 
-from studio.core.errors import StudioError
+from studio.cli_parser import bounded_int
+from studio.core.errors import StudioError, first_error_message
+
+#: Largest --ranks/--tp/--pp: a cluster's GPU limit (``studio.core.hardware.MAX_CLUSTER_GPUS``,
+#: not imported here so that building the parser stays light).
+MAX_CLUSTER_GPUS = 65_536
+#: Largest --isl/--osl (the project's workload limit) and --concurrency (its max_batch limit).
+MAX_TOKENS = 10_000_000
+MAX_BATCH = 1_000_000
+#: Longest profile name (the project's limit).
+MAX_PROFILE_NAME = 120
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,7 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     n.add_argument("--project", help="project whose cluster ran the test (its first GPUs form the group)")
     n.add_argument("--save-as", help="profile name to store in --project (written back to the file)")
     n.add_argument("-o", "--output", help="write the profile as a standalone JSON file")
-    n.add_argument("--ranks", type=int, help="ranks of the run when the log does not say")
+    n.add_argument("--ranks", type=bounded_int(2, MAX_CLUSTER_GPUS),
+                   help="ranks of the run when the log does not say")
     n.set_defaults(func=run_nccl)
     _register_serving(sub)
 
@@ -57,9 +68,10 @@ def _save_profile(args: argparse.Namespace, project, profile) -> None:
     ``--project`` (written back to its file); print where it went, or how to keep it."""
     name = profile.name
     if args.output:
-        from pathlib import Path
+        from studio.io.atomic import write_text_atomic
 
-        Path(args.output).write_text(json.dumps(profile.model_dump(), indent=2) + "\n", encoding="utf-8")
+        text = json.dumps(profile.model_dump(), indent=2, ensure_ascii=False) + "\n"
+        write_text_atomic(text, args.output, what="profile")
         print(f"wrote profile '{name}' to {args.output}")
     if args.save_as:
         if project is None:
@@ -74,6 +86,30 @@ def _save_profile(args: argparse.Namespace, project, profile) -> None:
         print("(not saved: pass -o PROFILE.json or --project P --save-as NAME)")
 
 
+def check_profile_name(name: str | None) -> None:
+    """Refuse a ``--save-as`` name the project cannot store, before any fitting is done."""
+    if name is None:
+        return
+    if not name.strip() or len(name) > MAX_PROFILE_NAME:
+        raise StudioError(
+            f"--save-as: a profile name has 1 to {MAX_PROFILE_NAME} characters (got {len(name)})"
+        )
+    from studio.io.safe import find_bad_text
+
+    if find_bad_text(name) is not None or any(ord(c) < 32 or c == "\x7f" for c in name):
+        raise StudioError("--save-as: the profile name holds control characters or invalid text")
+
+
+def _profile(cls, **fields):  # noqa: ANN001, ANN202 - CalibrationProfile and its fields
+    """Build the profile; a value it refuses becomes a one-line error naming the field."""
+    from pydantic import ValidationError
+
+    try:
+        return cls(**fields)
+    except ValidationError as exc:
+        raise StudioError(f"cannot store the profile: {first_error_message(exc, quote_field=True)}") from None
+
+
 def run_nccl(args: argparse.Namespace) -> int:
     """Fit, print, save."""
     from studio.core.project import CalibrationProfile
@@ -81,6 +117,7 @@ def run_nccl(args: argparse.Namespace) -> int:
     from studio.io.nccl_log import read_nccl_log
     from studio.io.presets import load_catalog
 
+    check_profile_name(args.save_as)
     logs = [read_nccl_log(f) for f in args.files]
     collectives = {log.collective for log in logs}
     if len(collectives) != 1 or None in collectives:
@@ -119,7 +156,8 @@ def run_nccl(args: argparse.Namespace) -> int:
     for s, t, d, p in zip(fit.sizes, fit.times_us, fit.default_us, fit.predicted_us, strict=True):
         print(f"  {s:>14,.0f}  {t:>12.4g}  {d:>12.4g}  {p:>11.4g}")
     name = args.save_as or f"nccl-{args.link_kind}"
-    profile = CalibrationProfile(
+    profile = _profile(
+        CalibrationProfile,
         name=name,
         description=f"{collective} on {ranks} ranks fitted to nccl-tests logs",
         link_fits={args.link_kind: fit.link_fit},
@@ -148,11 +186,14 @@ def _register_serving(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--gpu", help="GPU preset id the runs used (default: the project's, else required)")
     s.add_argument("--model", help="model preset id the runs served (default: the project's, else required)")
     s.add_argument("--project", help="project whose cluster, model and serving settings ran the benchmark")
-    s.add_argument("--tp", type=int, help="tensor-parallel size when the file does not say")
-    s.add_argument("--pp", type=int, help="pipeline-parallel size when the file does not say (default 1)")
-    s.add_argument("--isl", type=int, help="input tokens per request when the file does not say")
-    s.add_argument("--osl", type=int, help="output tokens per request when the file does not say")
-    s.add_argument("--concurrency", type=int, help="requests in flight when the file does not say")
+    gpus = bounded_int(1, MAX_CLUSTER_GPUS)
+    tokens = bounded_int(1, MAX_TOKENS)
+    s.add_argument("--tp", type=gpus, help="tensor-parallel size when the file does not say")
+    s.add_argument("--pp", type=gpus, help="pipeline-parallel size when the file does not say (default 1)")
+    s.add_argument("--isl", type=tokens, help="input tokens per request when the file does not say")
+    s.add_argument("--osl", type=tokens, help="output tokens per request when the file does not say")
+    s.add_argument("--concurrency", type=bounded_int(1, MAX_BATCH),
+                   help="requests in flight when the file does not say")
     s.add_argument("--weight-dtype", choices=WEIGHT_DTYPES, help="weight format served (e.g. fp8)")
     s.add_argument("--kv-dtype", choices=KV_DTYPES, help="KV-cache format served")
     s.add_argument("--gpu-memory-utilization", type=float, help="memory fraction the runtime used")
@@ -220,10 +261,7 @@ def run_serving(args: argparse.Namespace) -> int:
     """Read, fit, print the per-run table, save."""
     from studio.io.serving_bench import fit_files, serving_profile
 
-    for flag in ("tp", "pp", "isl", "osl", "concurrency"):
-        v = getattr(args, flag)
-        if v is not None and v < 1:
-            raise StudioError(f"--{flag} must be a whole number ≥ 1, got {v}")
+    check_profile_name(args.save_as)
     base, project = _serving_base(args)
     params = tuple(p.strip() for p in args.fit.split(",") if p.strip())
     fit = fit_files(base, args.files, params=params, tp=args.tp, pp=args.pp, isl=args.isl, osl=args.osl,

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from studio.cli_parser import bounded_int  # noqa: F401 - re-exported for commands
 from studio.core.errors import StudioError
 from studio.core.hardware import Cluster
 from studio.core.layout import Layout
@@ -189,8 +190,10 @@ def load_base_project(path: str | None) -> Project:
 
     if path is not None:
         p = Path(path)
-        if not p.is_file():
-            raise StudioError(f"no such project file '{path}'" + (" (it is a folder)" if p.is_dir() else ""))
+        if not p.exists():  # a FIFO or device is left to the reader, which names what it is
+            raise StudioError(f"no such project file '{path}'")
+        if p.is_dir():
+            raise StudioError(f"no such project file '{path}' (it is a folder)")
         return load_project(p)
     examples = example_paths()
     node = examples.get(DEFAULT_EXAMPLE) or (examples[sorted(examples)[0]] if examples else None)

@@ -49,7 +49,12 @@ def parse_size(text: str) -> tuple[int, int]:
 def open_gui(path: str | None) -> int:
     """Open the studio window on ``path`` (None: the bundled example); returns the exit code."""
     if path is not None and not Path(path).is_file():
+        if Path(path).exists() and not Path(path).is_dir():  # a FIFO or device: say which
+            from studio.io.project_file import load_project
+
+            load_project(path)
         raise StudioError(f"no such project file '{path}'")
+    _check_display()
     try:
         from studio.gui.app import run
     except ImportError as exc:
@@ -58,6 +63,21 @@ def open_gui(path: str | None) -> int:
             "(plan, sweep, presets) work without them"
         ) from None
     return int(run(path) or 0)
+
+
+def _check_display() -> None:
+    """On Linux, refuse to open a window without a display (Qt would abort the process with a
+    core dump) unless a Qt platform is chosen explicitly."""
+    import os
+    import sys
+
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
+        return
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        raise StudioError(
+            "no display to open the window on (DISPLAY and WAYLAND_DISPLAY are not set); run it in a "
+            "desktop session, use `layout-studio snapshot -o FILE.png`, or set QT_QPA_PLATFORM=offscreen"
+        )
 
 
 def _run_open(args: argparse.Namespace) -> int:
@@ -72,6 +92,9 @@ def _run_snapshot(args: argparse.Namespace) -> int:
         raise StudioError(f"-o {args.output}: the snapshot is a PNG; name the file *.png")
     if out.parent and not out.parent.exists():
         raise StudioError(f"-o {args.output}: folder '{out.parent}' does not exist")
+    from studio.io.atomic import check_target
+
+    check_target(out, what="snapshot")  # never a folder, device or FIFO
     project = load_base_project(args.file) if args.file else None
     try:
         from studio.gui.snapshot import render_main_window

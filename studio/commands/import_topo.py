@@ -27,26 +27,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def read_text(path: str, limit: int) -> str:
-    """A text file (or stdin for '-'), refused when larger than ``limit`` bytes."""
+    """A topology text file (or stdin for '-') through the bounded reader: regular files only,
+    refused when larger than ``limit`` bytes, UTF-8/UTF-16 (byte-order mark or not), else Latin-1."""
     import sys
-    from pathlib import Path
+
+    from studio.io.safe import decode_text, read_text_limited
 
     if path == "-":
-        data = sys.stdin.read(limit + 1)
+        stream = getattr(sys.stdin, "buffer", sys.stdin)  # a text stream when stdin is replaced
+        data = stream.read(limit + 1)
         if len(data) > limit:
             raise StudioError(f"input is larger than {limit // 1024} KiB", "<stdin>")
-        return data
-    p = Path(path)
-    try:
-        if p.stat().st_size > limit:
-            raise StudioError(f"file is larger than {limit // 1024} KiB", path)
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise StudioError(f"cannot read file ({exc.strerror or exc})", path) from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw.decode("latin-1")
+        if isinstance(data, str):
+            return data
+        return decode_text(data, "<stdin>", "topology text", fallback="latin-1")
+    return read_text_limited(path, limit, "topology file", fallback="latin-1")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -47,7 +47,9 @@ def _check_output(text: str) -> Path:
         raise StudioError(f"-o {text}: folder '{out.parent}' does not exist")
     if out.is_dir():
         raise StudioError(f"-o {text}: is a folder; give a file name")
-    return out
+    from studio.io.atomic import check_target
+
+    return check_target(out, what="report")  # never a device or FIFO (a link is followed)
 
 
 def _headless_qt() -> None:

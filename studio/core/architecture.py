@@ -56,16 +56,16 @@ class MoEConfig(Frozen):
 
     num_experts: int = Field(ge=1, le=4096, description="routed experts per MoE layer")
     experts_per_token: int = Field(ge=1, le=4096, description="routed experts active per token")
-    expert_intermediate_size: int = Field(ge=1)
+    expert_intermediate_size: int = Field(ge=1, le=10_000_000)
     num_shared_experts: int = Field(0, ge=0, le=64)
-    shared_intermediate_size: int = Field(0, ge=0, description="0 = same as a routed expert")
-    first_dense_layers: int = Field(0, ge=0, description="leading layers with a dense MLP instead")
-    layer_freq: int = Field(1, ge=1, description="every n-th layer (after the dense ones) is MoE")
+    shared_intermediate_size: int = Field(0, ge=0, le=10_000_000, description="0 = same as a routed expert")
+    first_dense_layers: int = Field(0, ge=0, le=10_000, description="leading layers with a dense MLP instead")
+    layer_freq: int = Field(1, ge=1, le=10_000, description="every n-th layer (after the dense ones) is MoE")
     expert_bias: bool = False
     router_bias: bool = False
     router_score_bias: bool = False
     dense_layers: tuple[int, ...] = Field(
-        (), description="further layers with a dense MLP (Qwen-MoE mlp_only_layers)"
+        (), max_length=10_000, description="further layers with a dense MLP (Qwen-MoE mlp_only_layers)"
     )
     shared_expert_gate: bool = Field(False, description="sigmoid gate on the shared expert (Qwen2-MoE)")
 
@@ -81,11 +81,11 @@ class MoEConfig(Frozen):
 class MLAConfig(Frozen):
     """DeepSeek multi-head latent attention."""
 
-    q_lora_rank: int | None = Field(None, ge=1)
-    kv_lora_rank: int = Field(ge=1)
-    qk_nope_head_dim: int = Field(ge=1)
-    qk_rope_head_dim: int = Field(ge=0)
-    v_head_dim: int = Field(ge=1)
+    q_lora_rank: int | None = Field(None, ge=1, le=1_000_000)
+    kv_lora_rank: int = Field(ge=1, le=1_000_000)
+    qk_nope_head_dim: int = Field(ge=1, le=100_000)
+    qk_rope_head_dim: int = Field(ge=0, le=100_000)
+    v_head_dim: int = Field(ge=1, le=100_000)
 
 
 class LLMArchitecture(Frozen):
@@ -99,7 +99,7 @@ class LLMArchitecture(Frozen):
     num_attention_heads: int = Field(ge=1, le=100_000)
     num_kv_heads: int = Field(ge=1, le=100_000)
     head_dim: int = Field(ge=1, le=100_000)
-    intermediate_size: int = Field(ge=1, description="dense MLP width")
+    intermediate_size: int = Field(ge=1, le=10_000_000, description="dense MLP width")
     vocab_size: int = Field(ge=1, le=100_000_000)
     max_context: int = Field(ge=1, le=100_000_000)
     tie_word_embeddings: bool = False
@@ -110,8 +110,8 @@ class LLMArchitecture(Frozen):
     gated_mlp: bool = True
     moe: MoEConfig | None = None
     mla: MLAConfig | None = None
-    layer_types: tuple[LayerType, ...] | None = None
-    sliding_window: int | None = Field(None, ge=1)
+    layer_types: tuple[LayerType, ...] | None = Field(None, max_length=10_000)
+    sliding_window: int | None = Field(None, ge=1, le=100_000_000)
     precision: ModulePrecision = ModulePrecision()
     hf_model_id: str | None = None
     sources: tuple[str, ...] = ()

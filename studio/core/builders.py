@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from studio.core.edits import connect_nodes_to_fabric
 from studio.core.errors import StudioError, first_error_message
-from studio.core.hardware import Cluster, GpuSpec, LinkKind, NodeTemplate
+from studio.core.hardware import (
+    MAX_CLUSTER_GPUS,
+    MAX_CLUSTER_LINKS,
+    MAX_CLUSTER_NODES,
+    Cluster,
+    GpuSpec,
+    LinkKind,
+    NodeTemplate,
+)
 from studio.core.templates import TRAY_COLUMNS, TRAY_SPACING_Y, instantiate
 
 NODE_SPACING_X = 520.0
@@ -41,6 +49,7 @@ def build_cluster(
     # Ids follow the same rule as ``edits.add_template_node`` (prefix ``n<nodes so far>``).
     all_nodes, all_switches, all_links = [], [], []
     cols = max(1, min(nodes, 4))
+    _check_size(template, nodes)
     for i in range(nodes):
         if template.trays > 1:  # a rack: its trays form a grid (see templates.TRAY_COLUMNS)
             rows = -(-template.trays // TRAY_COLUMNS)
@@ -67,3 +76,23 @@ def build_cluster(
     if nodes > 1 and template.nic_kind:
         cluster = connect_nodes_to_fabric(cluster, link_kinds[template.nic_kind])
     return cluster
+
+
+def _check_size(template: NodeTemplate, nodes: int) -> None:
+    """Refuse a cluster over the limits *before* any copy is built: one copy is expanded to count
+    its GPUs and links, and the totals (with one fabric link per NIC) are checked against
+    :data:`MAX_CLUSTER_GPUS`, :data:`MAX_CLUSTER_NODES` and :data:`MAX_CLUSTER_LINKS`."""
+    gpus = template.gpus_per_node * template.trays * nodes
+    if gpus > MAX_CLUSTER_GPUS or nodes * template.trays > MAX_CLUSTER_NODES:
+        raise StudioError(
+            f"{nodes:,} × '{template.id}' ({template.trays * template.gpus_per_node:,} GPUs each) is "
+            f"{gpus:,} GPUs; a cluster holds at most {MAX_CLUSTER_GPUS:,} GPUs "
+            f"(at most {MAX_CLUSTER_GPUS // max(1, template.trays * template.gpus_per_node):,} such nodes)"
+        )
+    one = instantiate(template, "n0")
+    per_copy = len(one[2]) + (template.nics * template.trays if template.nic_kind and nodes > 1 else 0)
+    if per_copy * nodes > MAX_CLUSTER_LINKS:
+        raise StudioError(
+            f"{nodes:,} × '{template.id}' ({per_copy:,} links each) is {per_copy * nodes:,} links; a "
+            f"cluster holds at most {MAX_CLUSTER_LINKS:,} (at most {MAX_CLUSTER_LINKS // per_copy:,} such nodes)"
+        )

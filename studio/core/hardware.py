@@ -12,6 +12,7 @@ file is self-contained and user edits (a price per GPU-hour) persist.
 from __future__ import annotations
 
 from enum import Enum
+from functools import cached_property
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -58,9 +59,9 @@ class LinkKind(Frozen):
     id: str = Field(pattern=ID_PATTERN, max_length=80)
     name: str = Field(min_length=1, max_length=120)
     family: LinkFamily
-    bandwidth_gbps: float = Field(gt=0, le=100_000, description="GB/s per direction (spec)")
+    bandwidth_gbps: float = Field(ge=1e-3, le=100_000, description="GB/s per direction (spec)")
     latency_us: float = Field(ge=0, le=100_000, description="one-hop latency, µs")
-    efficiency: float = Field(0.8, gt=0, le=1.5, description="achievable / spec bandwidth")
+    efficiency: float = Field(0.8, ge=0.01, le=1.5, description="achievable / spec bandwidth")
     color: str | None = Field(None, pattern=r"^#[0-9A-Fa-f]{6}$")
     description: str = ""
     sources: dict[str, str] = Field(default_factory=dict)
@@ -76,17 +77,17 @@ class GpuSpec(Frozen):
     id: str = Field(pattern=ID_PATTERN, max_length=80)
     name: str = Field(min_length=1, max_length=120)
     vendor: Literal["nvidia", "amd", "intel", "other"] = "nvidia"
-    memory_gb: float = Field(gt=0, le=100_000, description="marketed device memory, GB (1e9 B)")
+    memory_gb: float = Field(ge=1e-3, le=100_000, description="marketed device memory, GB (1e9 B)")
     memory_gib: float | None = Field(
-        None, gt=0, le=100_000,
+        None, ge=1e-3, le=100_000,
         description="device memory the driver reports (nvidia-smi / rocm-smi total), GiB (2^30 B); "
         "None = memory_gb",
     )
-    hbm_bandwidth_gbps: float = Field(gt=0, le=1_000_000, description="memory bandwidth, GB/s")
-    tflops_bf16: float = Field(gt=0, le=1_000_000)
-    tflops_fp16: float = Field(gt=0, le=1_000_000)
-    tflops_fp8: float | None = Field(None, gt=0, le=1_000_000)
-    tflops_fp4: float | None = Field(None, gt=0, le=1_000_000)
+    hbm_bandwidth_gbps: float = Field(ge=1e-3, le=1_000_000, description="memory bandwidth, GB/s")
+    tflops_bf16: float = Field(ge=1e-3, le=1_000_000)
+    tflops_fp16: float = Field(ge=1e-3, le=1_000_000)
+    tflops_fp8: float | None = Field(None, ge=1e-3, le=1_000_000)
+    tflops_fp4: float | None = Field(None, ge=1e-3, le=1_000_000)
     scale_up_link: str | None = Field(None, description="link kind id of the GPU-GPU fabric")
     host_pcie_gen: int = Field(4, ge=3, le=7)
     power_w: float | None = Field(None, gt=0, le=100_000)
@@ -181,7 +182,7 @@ class Link(Frozen):
     kind: str
     a: str
     b: str
-    lanes: float = Field(1.0, gt=0, le=1024)
+    lanes: float = Field(1.0, ge=1e-3, le=1024)
 
     @model_validator(mode="after")
     def _check(self) -> Link:
@@ -297,35 +298,46 @@ class Cluster(Frozen):
     def num_gpus(self) -> int:
         return sum(len(n.gpus) for n in self.nodes)
 
+    @cached_property
+    def _index(self) -> dict[str, Node | None]:
+        """Node of every node, GPU, switch and NIC id (``None`` for cluster-level switches); built
+        once per (immutable) cluster so lookups are dictionary hits, not scans of every node."""
+        out: dict[str, Node | None] = {}
+        for n in self.nodes:
+            out[n.id] = n
+            for g in n.gpus:
+                out[g.id] = n
+            for s in n.switches:
+                out[s.id] = n
+            for x in n.nics:
+                out[x.id] = n
+        for s in self.switches:
+            out.setdefault(s.id, None)
+        return out
+
+    @cached_property
+    def _gpu_types(self) -> dict[str, str]:
+        return {g.id: g.type for n in self.nodes for g in n.gpus}
+
+    @cached_property
+    def _links_by_id(self) -> dict[str, Link]:
+        return {lk.id: lk for lk in self.links}
+
     def node_of(self, endpoint_id: str) -> Node | None:
         """The node holding a GPU, switch or NIC (None for cluster-level switches)."""
-        for n in self.nodes:
-            if endpoint_id == n.id:
-                return n
-            if any(g.id == endpoint_id for g in n.gpus):
-                return n
-            if any(s.id == endpoint_id for s in n.switches) or any(x.id == endpoint_id for x in n.nics):
-                return n
-        return None
+        return self._index.get(endpoint_id)
 
     def node(self, node_id: str) -> Node:
-        for n in self.nodes:
-            if n.id == node_id:
-                return n
-        raise KeyError(node_id)
+        n = self._index.get(node_id)
+        if n is None or n.id != node_id:
+            raise KeyError(node_id)
+        return n
 
     def gpu_spec_of(self, gpu_id: str) -> GpuSpec:
-        for n in self.nodes:
-            for g in n.gpus:
-                if g.id == gpu_id:
-                    return self.gpu_specs[g.type]
-        raise KeyError(gpu_id)
+        return self.gpu_specs[self._gpu_types[gpu_id]]
 
     def link(self, link_id: str) -> Link:
-        for lk in self.links:
-            if lk.id == link_id:
-                return lk
-        raise KeyError(link_id)
+        return self._links_by_id[link_id]
 
     def gpu_types(self) -> list[str]:
         """Distinct GPU type ids in use, most common first."""

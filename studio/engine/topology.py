@@ -48,64 +48,167 @@ class Path:
     forward: tuple[bool, ...] = ()
 
 
+class _Search:
+    """One widest-path search (resumable): labels of the *transit* vertices (switches, NICs and the
+    source) it has settled, in the order settled, plus the labels of the hubs when they are
+    terminal. GPU labels are not stored: :meth:`_PathStore._gpu_label` works one out from the
+    GPU's own few links when asked, so a switch with 1,024 GPUs costs nothing per search."""
+
+    __slots__ = ("src", "stop_hubs", "best", "prev", "order", "heap")
+
+    def __init__(self, src: str, stop_hubs: bool) -> None:
+        self.src = src
+        self.stop_hubs = stop_hubs
+        self.best: dict[str, tuple[float, float, int]] = {src: (float("inf"), 0.0, 0)}
+        self.prev: dict[str, tuple[str, int, bool]] = {}
+        self.order: dict[str, int] = {}
+        self.heap: list[tuple[float, float, int, str]] = [(-float("inf"), 0.0, 0, src)]
+
+
+class _Shape:
+    """Lookups that depend only on the link graph, not on the links' figures."""
+
+    __slots__ = ("next", "pos", "near")
+
+    def __init__(self, adj: dict[str, list[tuple[str, int, bool]]], gpu_set: set[str]) -> None:
+        #: Neighbours worth queuing (not GPUs).
+        self.next: dict[str, list[tuple[str, int, bool]]] = {
+            v: [(w, li, f) for w, li, f in nbrs if w not in gpu_set] for v, nbrs in adj.items()
+        }
+        #: Position of link ``li`` in ``adj[v]``: the order a search meets a vertex's links in.
+        self.pos: dict[tuple[str, int], int] = {
+            (v, li): k for v, nbrs in adj.items() for k, (_w, li, _f) in enumerate(nbrs)
+        }
+        #: Neighbours of every vertex.
+        self.near: dict[str, frozenset[str]] = {v: frozenset(w for w, _li, _f in nbrs) for v, nbrs in adj.items()}
+
+
 class _PathStore:
-    """Widest-path trees of one link graph, shared by every :class:`Topology` with the same
+    """Widest-path routes of one link graph, shared by every :class:`Topology` with the same
     structure (an edit that moves a node or renames it keeps the links, so the paths are reused).
 
     Paths are found in two parts so a large cluster does not need one full graph search per GPU:
     a *local* search from the source GPU that stops at the cluster-level switches (``hubs``: the
     network fabric, a rack NVLink switch), and one full search per hub. The best route is the
     better of the local one and, for every hub the local search reached, source → hub → target;
-    without hubs the local search is the whole graph, exactly as before.
+    without hubs the local search is the whole graph.
+
+    GPUs are never transited (a route does not pass through a third GPU), so the searches settle
+    only switches and NICs; a target GPU's label is the best over its own links to settled
+    vertices (ties go to the vertex settled first, then to the link listed first — exactly the
+    choice a search that also queued GPUs would make). A local search stops as soon as the target's
+    label cannot improve any more and resumes for the next target, so a route inside an NVSwitch
+    box costs a few steps instead of a sweep of the whole node.
     """
 
+    #: Local searches kept (each holds at most one node's switches and NICs).
+    LOCAL_CACHE = 4096
+    #: Routes kept.
+    ROUTE_CACHE = 1 << 20
+
     def __init__(self, adj: dict[str, list[tuple[str, int, bool]]], link_bw: list[float],
-                 link_lat: list[float], gpu_set: set[str], hubs: frozenset[str]) -> None:
+                 link_lat: list[float], gpu_set: set[str], hubs: frozenset[str],
+                 shape: _Shape | None = None) -> None:
         self.adj = adj
         self.link_bw = link_bw
         self.link_lat = link_lat
         self.gpu_set = gpu_set
         self.hubs = hubs
-        self._local: dict[str, tuple[dict, dict]] = {}
-        self._hub: dict[str, tuple[dict, dict]] = {}
-        self._routes: dict[tuple[str, str], tuple[tuple[int, ...], tuple[bool, ...]] | None] = {}
+        shape = shape or _Shape(adj, gpu_set)
+        self._next = shape.next
+        self._pos = shape.pos
+        self._near = shape.near
+        self._local: OrderedDict[str, _Search] = OrderedDict()
+        self._hub: dict[str, _Search] = {}
+        self._routes: OrderedDict[tuple[str, str], tuple[tuple[int, ...], tuple[bool, ...]] | None] = OrderedDict()
 
-    def _search(self, src: str, stop: set[str] | frozenset[str], stop_hubs: bool) -> tuple[dict, dict]:
-        """Widest (then lowest-latency, then fewest-hop) tree from ``src``; vertices in ``stop`` and
-        (when ``stop_hubs``) hubs are reached but never transited."""
-        best: dict[str, tuple[float, float, int]] = {src: (float("inf"), 0.0, 0)}
-        prev: dict[str, tuple[str, int, bool]] = {}
-        heap: list[tuple[float, float, int, str]] = [(-float("inf"), 0.0, 0, src)]
-        done: set[str] = set()
-        adj, bw_of, lat_of, hubs = self.adj, self.link_bw, self.link_lat, self.hubs
-        pop, push = heapq.heappop, heapq.heappush
-        while heap:
-            nbw, lat, hops, v = pop(heap)
-            if v in done:
+    # ------------------------------------------------------------------ searching
+    def _top(self, s: _Search) -> tuple[float, float, int] | None:
+        """Key of the next vertex the search would settle (stale queue entries dropped)."""
+        heap, order = s.heap, s.order
+        while heap and heap[0][3] in order:
+            heapq.heappop(heap)
+        return heap[0][:3] if heap else None
+
+    def _step(self, s: _Search) -> str | None:
+        """Settle the next transit vertex and relax its links to switches, NICs and hubs; returns
+        the vertex settled (``None`` when the queue entry was stale)."""
+        nbw, lat, hops, v = heapq.heappop(s.heap)
+        if v in s.order:
+            return None
+        s.order[v] = len(s.order)
+        hubs = self.hubs
+        cur_bw = -nbw
+        best, prev, order = s.best, s.prev, s.order
+        bw_of, lat_of = self.link_bw, self.link_lat
+        push = heapq.heappush
+        for w, li, fwd in self._next.get(v, ()):
+            if w in order:
                 continue
-            done.add(v)
-            if v != src and (v in stop or (stop_hubs and v in hubs)):
+            bw = bw_of[li]
+            if cur_bw < bw:
+                bw = cur_bw
+            nl = lat + lat_of[li]
+            old = best.get(w)
+            if old is None or bw > old[0] or (bw == old[0] and (nl < old[1] or (nl == old[1] and hops + 1 < old[2]))):
+                best[w] = (bw, nl, hops + 1)
+                prev[w] = (v, li, fwd)
+                if not (s.stop_hubs and w in hubs):
+                    push(s.heap, (-bw, nl, hops + 1, w))
+        return v
+
+    def _run(self, s: _Search) -> None:
+        while self._top(s) is not None:
+            self._step(s)
+
+    def _gpu_label(self, s: _Search, b: str) -> tuple[tuple[float, float, int], tuple[str, int, bool]] | None:
+        """Best (key, previous hop) of GPU ``b`` over its links to vertices ``s`` has settled."""
+        if b == s.src:
+            return (-float("inf"), 0.0, 0), (b, -1, True)
+        pick = None
+        order, best = s.order, s.best
+        for u, li, fwd_b in self.adj.get(b, ()):
+            o = order.get(u)
+            if o is None:
                 continue
-            cur_bw = -nbw
-            for w, li, fwd in adj.get(v, ()):
-                if w in done:
-                    continue
-                bw = bw_of[li]
-                if cur_bw < bw:
-                    bw = cur_bw
-                nl = lat + lat_of[li]
-                old = best.get(w)
-                if old is None or bw > old[0] or (bw == old[0] and (nl < old[1] or (nl == old[1] and hops + 1 < old[2]))):
-                    best[w] = (bw, nl, hops + 1)
-                    prev[w] = (v, li, fwd)
-                    push(heap, (-bw, nl, hops + 1, w))
-        return best, prev
+            ubw, ulat, uhops = best[u]
+            bw = self.link_bw[li]
+            if ubw < bw:
+                bw = ubw
+            cand = (-bw, ulat + self.link_lat[li], uhops + 1, o, self._pos[(u, li)])
+            if pick is None or cand < pick[0]:
+                pick = (cand, (u, li, not fwd_b))
+        if pick is None:
+            return None
+        return pick[0][:3], pick[1]
+
+    def _local_search(self, a: str) -> _Search:
+        s = self._local.get(a)
+        if s is None:
+            s = self._local[a] = _Search(a, True)
+            while len(self._local) > self.LOCAL_CACHE:
+                self._local.popitem(last=False)
+        else:
+            self._local.move_to_end(a)
+        return s
+
+    def _hub_search(self, h: str) -> _Search:
+        s = self._hub.get(h)
+        if s is None:
+            s = self._hub[h] = _Search(h, False)
+            self._run(s)
+        return s
 
     @staticmethod
-    def _walk(prev: dict, src: str, dst: str) -> tuple[list[int], list[bool]]:
+    def _walk(prev: dict, src: str, dst: str, last: tuple[str, int, bool] | None = None) -> tuple[list[int], list[bool]]:
         idx: list[int] = []
         fwd: list[bool] = []
         v = dst
+        if last is not None and dst != src:
+            u, li, f = last
+            idx.append(li)
+            fwd.append(f)
+            v = u
         while v != src:
             u, li, f = prev[v]
             idx.append(li)
@@ -120,40 +223,49 @@ class _PathStore:
         key = (a, b)
         if key in self._routes:
             return self._routes[key]
-        local = self._local.get(a)
-        if local is None:
-            local = self._local[a] = self._search(a, self.gpu_set, True)
-        lbest, lprev = local
+        s = self._local_search(a)
+        near = self._near.get(b, frozenset())
+        local = self._gpu_label(s, b)
+        while True:  # settle until b's label is final (nothing queued can beat it) or all is done
+            top = self._top(s)
+            if top is None or (local is not None and top >= local[0]):
+                break
+            if self._step(s) in near:  # only a neighbour of b can change b's label
+                local = self._gpu_label(s, b)
         pick: tuple[tuple[float, float, int], str | None] | None = None
-        if b in lbest:
-            bw, lat, hops = lbest[b]
-            pick = ((-bw, lat, hops), None)
+        if local is not None:
+            pick = (local[0], None)
         for h in self.hubs:
-            if h not in lbest:
+            hl = s.best.get(h)
+            if hl is None or h == a:
                 continue
-            tree = self._hub.get(h)
-            if tree is None:
-                tree = self._hub[h] = self._search(h, self.gpu_set, False)
-            if b not in tree[0]:
+            if pick is not None and (-hl[0], hl[1], hl[2]) >= pick[0]:
+                continue  # the hub itself is no better than the pick: no route through it is
+            tree = self._hub_search(h)
+            lb = self._gpu_label(tree, b)
+            if lb is None:
                 continue
-            bw1, lat1, hop1 = lbest[h]
-            bw2, lat2, hop2 = tree[0][b]
-            cand = (-min(bw1, bw2), lat1 + lat2, hop1 + hop2)
+            bw2, lat2, hop2 = -lb[0][0], lb[0][1], lb[0][2]
+            cand = (-min(hl[0], bw2), hl[1] + lat2, hl[2] + hop2)
             if pick is None or cand < pick[0]:
                 pick = (cand, h)
         if pick is None:
-            self._routes[key] = None
-            return None
-        hub = pick[1]
-        if hub is None:
-            idx, fwd = self._walk(lprev, a, b)
+            out = None
+        elif pick[1] is None:
+            idx, fwd = self._walk(s.prev, a, b, local[1] if local else None)
+            out = (tuple(idx), tuple(fwd))
         else:
-            idx, fwd = self._walk(lprev, a, hub)
-            i2, f2 = self._walk(self._hub[hub][1], hub, b)
+            hub = pick[1]
+            idx, fwd = self._walk(s.prev, a, hub)
+            tree = self._hub[hub]
+            lb = self._gpu_label(tree, b)
+            i2, f2 = self._walk(tree.prev, hub, b, lb[1] if lb else None)
             idx += i2
             fwd += f2
-        out = (tuple(idx), tuple(fwd))
+            out = (tuple(idx), tuple(fwd))
         self._routes[key] = out
+        while len(self._routes) > self.ROUTE_CACHE:
+            self._routes.popitem(last=False)
         return out
 
 
@@ -341,6 +453,9 @@ class Topology:
 
 
 _STORES: OrderedDict[tuple, _PathStore] = OrderedDict()
+#: The figure-independent lookups of a link graph, shared by its stores (calibration fits rebuild
+#: the store for every trial figure; the graph's shape stays the same).
+_SHAPES: OrderedDict[tuple, _Shape] = OrderedDict()
 _STORES_SIZE = 8
 
 
@@ -359,7 +474,15 @@ def _store_for(cluster: Cluster, figures: dict[str, tuple[float, float]], topo: 
     if store is not None:
         _STORES.move_to_end(key)
         return store
-    store = _PathStore(topo.adj, topo.link_bw, topo.link_lat, topo.gpu_set, hubs)
+    shape_key = (key[0], key[2], key[3])
+    shape = _SHAPES.get(shape_key)
+    if shape is None:
+        shape = _SHAPES[shape_key] = _Shape(topo.adj, topo.gpu_set)
+        while len(_SHAPES) > _STORES_SIZE:
+            _SHAPES.popitem(last=False)
+    else:
+        _SHAPES.move_to_end(shape_key)
+    store = _PathStore(topo.adj, topo.link_bw, topo.link_lat, topo.gpu_set, hubs, shape)
     _STORES[key] = store
     while len(_STORES) > _STORES_SIZE:
         _STORES.popitem(last=False)

@@ -376,7 +376,7 @@ class MainWindow(QMainWindow):
     def _save_to(self, path: Path) -> bool:
         try:
             written = self.doc.save(path)
-        except StudioError as exc:
+        except (StudioError, ValueError) as exc:  # ValueError: a serialisation error (invalid text)
             self.show_error("Cannot save project", str(exc))
             return False
         push_recent(self.settings, written)

@@ -93,7 +93,7 @@ class Autosaver(QObject):
         is retried at the next edit; the window keeps working."""
         try:
             self.store.save(self.doc.project, self.session_id, self.doc.path)
-        except StudioError as exc:
+        except (StudioError, ValueError) as exc:  # ValueError: a serialisation error (invalid text)
             if str(exc) != self.last_error:
                 self.last_error = str(exc)
                 self.doc.message.emit(f"Autosave failed: {exc}")

@@ -80,6 +80,7 @@ class RecoverableSession:
     pid: int | None
     host: str
     error: str | None = None
+    pid_started: int | None = None
 
     @property
     def saved_at_text(self) -> str:
@@ -129,6 +130,7 @@ class AutosaveStore:
             "saved_at": (now or datetime.now(timezone.utc)).isoformat(),
             "original_path": str(original_path) if original_path is not None else None,
             "pid": os.getpid(),
+            "pid_started": process_start(os.getpid()),
             "host": socket.gethostname(),
         }
         # The project text is valid JSON already: splice it in instead of decoding it again.
@@ -166,7 +168,8 @@ class AutosaveStore:
             if sid == exclude or set(sid) - _SESSION_CHARS:
                 continue
             info = self._read_info(path)
-            if not include_running and info.error is None and _is_running(info.pid, info.host):
+            running = info.error is None and _is_running(info.pid, info.host)
+            if running and not include_running and not _pid_reused(info.pid, info.pid_started):
                 continue
             found.append(info)
         epoch = datetime.min.replace(tzinfo=timezone.utc)
@@ -221,6 +224,7 @@ class AutosaveStore:
             original_path=original if isinstance(original, str) else None,
             project_name=name if isinstance(name, str) else "Untitled plan",
             pid=pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
+            pid_started=_int_or_none(data.get("pid_started")),
             host=host if isinstance(host, str) else "",
         )
 
@@ -235,6 +239,36 @@ def _parse_time(value: Any) -> datetime | None:
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def process_start(pid: int) -> int | None:
+    """When process ``pid`` started, in clock ticks since boot (Linux ``/proc/PID/stat`` field 22),
+    or ``None`` where that cannot be read. A PID that was reused by a later process has a later
+    start, so an autosave of a crashed window is not mistaken for one of a running window."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read(4096)
+    except OSError:
+        return None
+    # The command name (field 2) is in parentheses and may hold spaces: count after the last ')'.
+    fields = raw[raw.rfind(b")") + 2:].split()
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def _pid_reused(pid: int | None, started: int | None) -> bool:
+    """Whether ``pid`` now belongs to a later process than the one that wrote the snapshot (its
+    recorded start time differs); ``False`` when either start time is unknown."""
+    if pid is None or started is None:
+        return False
+    now = process_start(pid)
+    return now is not None and now != started
+
+
 def _is_running(pid: int | None, host: str) -> bool:
     """Whether ``pid`` is alive on this host (a different host: assume not)."""
     if pid is None or pid <= 0 or host != socket.gethostname():
@@ -245,7 +279,7 @@ def _is_running(pid: int | None, host: str) -> bool:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # OverflowError: a recorded PID no process can have
         return False
     except (PermissionError, OSError):
         return True

@@ -19,7 +19,6 @@ scale tensors; parameters are counted unpacked and scales are not parameters. Us
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from typing import Any
 
 from studio.core.architecture import LLMArchitecture
 from studio.core.errors import StudioError
+from studio.io.safe import load_json_file, loads_json_limited, open_regular
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024
 MAX_INDEX_BYTES = 64 * 1024 * 1024
@@ -135,8 +135,8 @@ def read_safetensors_header(path: Path) -> tuple[dict[str, Any], int]:
     """
     src = str(path)
     try:
-        size = path.stat().st_size
-        with path.open("rb") as fh:
+        with open_regular(path, "safetensors file") as fh:
+            size = os.fstat(fh.fileno()).st_size
             head = fh.read(8)
             if len(head) < 8:
                 raise StudioError(
@@ -157,12 +157,7 @@ def read_safetensors_header(path: Path) -> tuple[dict[str, Any], int]:
             raw = fh.read(n)
     except OSError as exc:
         raise StudioError(f"cannot read safetensors file ({exc.strerror or exc})", src) from None
-    try:
-        header = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise StudioError(f"safetensors header is not UTF-8 text (byte {exc.start})", src) from None
-    except (ValueError, RecursionError) as exc:
-        raise StudioError(f"safetensors header is not valid JSON ({exc})", src) from None
+    header = loads_json_limited(raw, src, what="safetensors header")
     if not isinstance(header, dict):
         raise StudioError("safetensors header must be a JSON object of tensors", src)
     return header, size - 8 - n
@@ -245,16 +240,7 @@ def _from_headers(files: list[Path], source: Path, bits: int | None) -> SizeHint
 
 def _from_index(index: Path, folder: Path) -> SizeHint | None:
     src = str(index)
-    try:
-        if index.stat().st_size > MAX_INDEX_BYTES:
-            raise StudioError(f"index is larger than {MAX_INDEX_BYTES // 2**20} MiB", src)
-        data = json.loads(index.read_bytes().decode("utf-8"))
-    except StudioError:
-        raise
-    except OSError as exc:
-        raise StudioError(f"cannot read index ({exc.strerror or exc})", src) from None
-    except (ValueError, RecursionError) as exc:
-        raise StudioError(f"index is not valid JSON ({exc})", src) from None
+    data = load_json_file(index, MAX_INDEX_BYTES, what="index")
     if not isinstance(data, dict):
         raise StudioError("index must be a JSON object with 'metadata' and 'weight_map'", src)
     weight_map = data.get("weight_map")

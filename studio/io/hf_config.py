@@ -11,9 +11,7 @@ problem becomes a :class:`~studio.core.errors.StudioError` that names the file a
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -24,6 +22,8 @@ from pydantic import ValidationError
 from studio.core.architecture import LLMArchitecture, MLAConfig, ModulePrecision, MoEConfig
 from studio.core.errors import StudioError, first_error_message
 from studio.core.precision import DType
+from studio.io.safe import load_json_file
+from studio.io.safe_regex import SafePattern, UnsafePattern
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
@@ -63,6 +63,59 @@ _GROUP_MODULES = {
 }
 
 
+def _upper_limits() -> dict[str, int]:
+    """The largest value the domain accepts for each config.json field read as an integer, taken
+    from the :class:`LLMArchitecture` / :class:`MoEConfig` / :class:`MLAConfig` field limits, so a
+    value is refused here — with the limit in the message — before anything is built from it
+    (``num_hidden_layers: 1e12`` must not become a tuple of 10^12 layer types)."""
+    def le(model: Any, name: str) -> int:
+        for meta in model.model_fields[name].metadata:
+            bound = getattr(meta, "le", None)
+            if bound is not None:
+                return int(bound)
+        raise KeyError(name)  # pragma: no cover - every mapped field has a limit
+
+    arch, moe, mla = LLMArchitecture, MoEConfig, MLAConfig
+    return {
+        "hidden_size": le(arch, "hidden_size"),
+        "num_hidden_layers": le(arch, "num_layers"),
+        "num_attention_heads": le(arch, "num_attention_heads"),
+        "num_key_value_heads": le(arch, "num_kv_heads"),
+        "head_dim": le(arch, "head_dim"),
+        "intermediate_size": le(arch, "intermediate_size"),
+        "intermediate_size_mlp": le(arch, "intermediate_size"),
+        "vocab_size": le(arch, "vocab_size"),
+        "max_position_embeddings": le(arch, "max_context"),
+        "sliding_window": le(arch, "sliding_window"),
+        "attention_chunk_size": le(arch, "sliding_window"),
+        "max_window_layers": le(arch, "num_layers"),
+        "no_rope_layer_interval": le(arch, "num_layers"),
+        "num_local_experts": le(moe, "num_experts"),
+        "num_experts": le(moe, "num_experts"),
+        "n_routed_experts": le(moe, "num_experts"),
+        "num_experts_per_tok": le(moe, "experts_per_token"),
+        "experts_per_token": le(moe, "experts_per_token"),
+        "moe_intermediate_size": le(moe, "expert_intermediate_size"),
+        "shared_expert_intermediate_size": le(moe, "shared_intermediate_size"),
+        "n_shared_experts": le(moe, "num_shared_experts"),
+        "first_k_dense_replace": le(moe, "first_dense_layers"),
+        "moe_layer_freq": le(moe, "layer_freq"),
+        "decoder_sparse_step": le(moe, "layer_freq"),
+        "interleave_moe_layer_step": le(moe, "layer_freq"),
+        "q_lora_rank": le(mla, "q_lora_rank"),
+        "kv_lora_rank": le(mla, "kv_lora_rank"),
+        "qk_nope_head_dim": le(mla, "qk_nope_head_dim"),
+        "qk_rope_head_dim": le(mla, "qk_rope_head_dim"),
+        "v_head_dim": le(mla, "v_head_dim"),
+    }
+
+
+#: Largest accepted value per integer field; fields not listed are capped at 2**40.
+UPPER_LIMITS = _upper_limits()
+#: Longest integer list read from a config (``no_rope_layers``, ``mlp_only_layers``).
+MAX_INT_LIST = 10_000
+
+
 class _Fields:
     """Typed reads from one config dict that collect every problem before failing."""
 
@@ -89,6 +142,11 @@ class _Fields:
         if value < minimum:
             self.problems.append(f"'{key}' must be ≥ {minimum} (got {value})")
             return minimum
+        maximum = UPPER_LIMITS.get(key, 2**40)
+        if value > maximum:
+            shown = f"{value:,}" if value < 10**15 else f"{float(value):.3e}"
+            self.problems.append(f"'{key}' must be ≤ {maximum:,} (got {shown})")
+            return minimum
         return value
 
     def bool(self, key: str, default: bool = False) -> bool:
@@ -108,6 +166,9 @@ class _Fields:
             isinstance(v, int) and not isinstance(v, bool) for v in value
         ):
             self.problems.append(f"'{key}' must be a list of integers")
+            return []
+        if len(value) > MAX_INT_LIST:
+            self.problems.append(f"'{key}' holds {len(value):,} entries; at most {MAX_INT_LIST:,}")
             return []
         return list(value)
 
@@ -361,19 +422,32 @@ def _base_dtype(cfg: dict[str, Any]) -> DType:
     return _TORCH_DTYPES.get(raw, DType.BF16) if isinstance(raw, str) else DType.BF16
 
 
+#: Longest module-name pattern considered (longer ones cannot name a module and are skipped).
+MAX_MODULE_PATTERN_CHARS = 1000
+#: Most module-name patterns read from one config (real lists name a few thousand modules).
+MAX_MODULE_PATTERNS = 100_000
+
+
 def _matches(patterns: Iterable[Any], group: str) -> bool:
-    """Whether any module-name pattern (glob, substring or ``re:`` regex) names ``group``."""
+    """Whether any module-name pattern (glob, substring or ``re:`` regex) names ``group``.
+
+    ``re:`` patterns are matched by :class:`~studio.io.safe_regex.SafePattern` (polynomial time,
+    so ``re:(.*)*X`` cannot hang); patterns it cannot match safely (look-arounds,
+    back-references) are skipped like invalid ones. Over-long patterns are skipped.
+    """
     for pat in patterns:
-        if not isinstance(pat, str) or not pat:
+        if not isinstance(pat, str) or not pat or len(pat) > MAX_MODULE_PATTERN_CHARS:
+            continue
+        if pat.startswith("re:"):
+            try:
+                compiled = SafePattern(pat[3:])
+            except UnsafePattern:
+                continue
+            if any(compiled.search(module) for module in _GROUP_MODULES[group]):
+                return True
             continue
         for module in _GROUP_MODULES[group]:
-            if pat.startswith("re:"):
-                try:
-                    if re.fullmatch(pat[3:], module) or re.search(pat[3:], module):
-                        return True
-                except re.error:
-                    continue
-            elif any(fnmatchcase(module, p) for p in (pat, pat + ".*", "*." + pat, "*." + pat + ".*")):
+            if any(fnmatchcase(module, p) for p in (pat, pat + ".*", "*." + pat, "*." + pat + ".*")):
                 return True
     return False
 
@@ -389,11 +463,17 @@ def _apply(dtype: DType, base: DType, excluded: list[Any], quantize_embeddings: 
     return ModulePrecision(**groups)
 
 
-def _patterns(qc: dict[str, Any], *keys: str) -> list[Any]:
+def _patterns(qc: dict[str, Any], *keys: str, source: str | None = None) -> list[Any]:
     out: list[Any] = []
     for k in keys:
         v = qc.get(k)
         if isinstance(v, list):
+            if len(out) + len(v) > MAX_MODULE_PATTERNS:
+                raise StudioError(
+                    f"quantization_config.{k} holds {len(v):,} module patterns; at most "
+                    f"{MAX_MODULE_PATTERNS:,} are read",
+                    source,
+                )
             out.extend(v)
     return out
 
@@ -409,7 +489,7 @@ def _precision(cfg: dict[str, Any], modelopt: dict[str, Any] | None, source: str
     if not isinstance(qc, dict):
         raise StudioError("field 'quantization_config' must be an object", source)
     method = qc.get("quant_method")
-    skip = _patterns(qc, "modules_to_not_convert", "ignored_layers", "ignore")
+    skip = _patterns(qc, "modules_to_not_convert", "ignored_layers", "ignore", source=source)
     if method == "fp8":
         return _apply(DType.FP8, base, skip)
     if method == "mxfp4":
@@ -468,29 +548,14 @@ def _modelopt(q: dict[str, Any], base: DType, source: str) -> ModulePrecision:
             + ", ".join(sorted(table)),
             source,
         )
-    return _apply(table[algo], base, _patterns(q, "exclude_modules"), quantize_lm_head=True)
+    return _apply(table[algo], base, _patterns(q, "exclude_modules", source=source), quantize_lm_head=True)
 
 
 # --------------------------------------------------------------------------- files
 def _read_json(path: Path, what: str) -> Any:
-    try:
-        size = path.stat().st_size
-        if size > MAX_CONFIG_BYTES:
-            raise StudioError(
-                f"{what} is {size / 2**20:.1f} MiB; at most {MAX_CONFIG_BYTES // 2**20} MiB is read",
-                str(path),
-            )
-        raw = path.read_bytes()
-    except StudioError:
-        raise
-    except OSError as exc:
-        raise StudioError(f"cannot read {what} ({exc.strerror or exc})", str(path)) from None
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise StudioError(f"{what} is not UTF-8 text (byte {exc.start})", str(path)) from None
-    except (ValueError, RecursionError) as exc:  # RecursionError: nesting bombs
-        raise StudioError(f"{what} is not valid JSON ({exc})", str(path)) from None
+    """A JSON file through the bounded reader (regular files only, size cap before reading,
+    UTF-8 with or without a byte-order mark or UTF-16, nesting and number limits)."""
+    return load_json_file(path, MAX_CONFIG_BYTES, what=what)
 
 
 def load_model_config(path: str | os.PathLike[str]) -> LLMArchitecture:
@@ -507,7 +572,7 @@ def load_model_config(path: str | os.PathLike[str]) -> LLMArchitecture:
         folder, file = p, p / "config.json"
         if not file.is_file():
             raise StudioError("folder holds no config.json", str(p))
-    elif p.is_file():
+    elif p.exists():  # a file, or a FIFO/device the bounded reader refuses with its kind named
         folder, file = p.parent, p
     else:
         raise StudioError("no such file or folder", str(p))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from studio.core.errors import StudioError
 
@@ -37,11 +37,19 @@ BUS_FACTORS = {
 }
 
 _TAG = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:")
-_RANK = re.compile(r"^#\s*Rank\s+(\d+)\b.*?\bdevice\s+\d+\s+\[[^\]]*\]\s+(.+?)\s*$")
+# "#  Rank  0 Group  0 Pid 1234 on host1 device  0 [0x1b] NVIDIA H100 80GB HBM3": the head and the
+# device part are separate anchored regexes without nested quantifiers, the "device" word is found
+# with str.find, so long runs of spaces or repeated words cost linear time.
+_RANK = re.compile(r"^#\s*Rank\s+(\d{1,9})(?!\w)")
+_DEVICE = re.compile(r"\s+\d{1,9}\s+\[[^\]\s]{0,64}\]\s+(\S.*)$")
 _TEST = re.compile(r"^#\s*Collective test starting:\s*(\w+)")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
 _NGPUS = re.compile(r"\bnGpus\s+(\d+)")
 _NTHREAD = re.compile(r"\bnThread\s+(\d+)")
+# The units line under the table header: "#  (B)  (elements)  (us)  (GB/s)  (GB/s) ...".
+_UNIT = re.compile(r"\((ns|us|µs|ms|s)\)")
+#: Microseconds per unit of the time columns.
+TIME_UNITS_US = {"ns": 1e-3, "us": 1.0, "µs": 1.0, "ms": 1e3, "s": 1e6}
 
 
 @dataclass(frozen=True)
@@ -190,6 +198,23 @@ def _row(line: str, line_no: int, source: str, offset: int = 0) -> NcclRow:
     return NcclRow(size, int(toks[1][1]), toks[2][1][:20], redop, root, *vals, line=line_no)  # type: ignore[arg-type]
 
 
+def _rank_line(line: str) -> tuple[int, str] | None:
+    """(rank, device name) of a "# Rank N ... device D [BUS] NAME" line, else ``None``."""
+    m = _RANK.match(line)
+    if m is None:
+        return None
+    rest = line[m.end():]
+    at = 0
+    while (k := rest.find("device", at)) >= 0:
+        at = k + len("device")
+        if k and (rest[k - 1].isalnum() or rest[k - 1] == "_"):
+            continue  # "cudadevice": not the word
+        d = _DEVICE.match(rest, at)
+        if d is not None:
+            return int(m.group(1)), d.group(1).rstrip()[:120]
+    return None
+
+
 def parse_nccl_log(text: str, source: str = "<nccl>") -> NcclLog:
     """Parse nccl-tests stdout.
 
@@ -207,14 +232,15 @@ def parse_nccl_log(text: str, source: str = "<nccl>") -> NcclLog:
     test = None
     avg = None
     n_gpus = n_thread = None
+    time_scale = 1.0  # the header's time unit in µs (nccl-tests prints "(us)")
     for i, raw in enumerate(text.replace("\r", "\n").split("\n")):
         body = _TAG.sub("", raw)
         line = body.strip()
         if not line:
             continue
         if line.startswith("#"):
-            if m := _RANK.match(line):
-                ranks[int(m.group(1))] = m.group(2)[:120]
+            if rank := _rank_line(line):
+                ranks[rank[0]] = rank[1]
             elif m := _TEST.match(line):
                 test = m.group(1)[:60]
             elif m := _AVG.match(line):
@@ -222,6 +248,15 @@ def parse_nccl_log(text: str, source: str = "<nccl>") -> NcclLog:
                     avg = float(m.group(1))
                 except ValueError:
                     avg = None
+            elif "(elements)" in line or "(B)" in line:
+                found = set(_UNIT.findall(line))
+                if len(found) > 1:
+                    raise StudioError(
+                        f"line {i + 1}: the table header gives times in {' and '.join(sorted(found))}; "
+                        "expected one unit", source
+                    )
+                if found:
+                    time_scale = TIME_UNITS_US[found.pop()]
             else:
                 if m := _NGPUS.search(line):
                     n_gpus = int(m.group(1)[:6])
@@ -240,6 +275,12 @@ def parse_nccl_log(text: str, source: str = "<nccl>") -> NcclLog:
         raise StudioError(
             "no nccl-tests table rows found (lines of size, count, type, ..., time, algbw, busbw)", source
         )
+    if time_scale != 1.0:
+        rows = [
+            replace(r, time_us=r.time_us * time_scale,
+                    in_time_us=None if r.in_time_us is None else r.in_time_us * time_scale)
+            for r in rows
+        ]
     n_ranks = len(ranks) if ranks else None
     if n_ranks is None and n_gpus and (n_thread or 1) * n_gpus > 1:
         n_ranks = n_gpus * (n_thread or 1)  # one process; under MPI the rank lines say more
@@ -254,18 +295,9 @@ def parse_nccl_log(text: str, source: str = "<nccl>") -> NcclLog:
 
 
 def read_nccl_log(path: str) -> NcclLog:
-    """Read and parse an nccl-tests log file (size-limited, UTF-8 or Latin-1)."""
-    from pathlib import Path
+    """Read and parse an nccl-tests log file through the bounded reader (regular files only, size
+    checked before reading; UTF-8, UTF-16 or, failing both, Latin-1)."""
+    from studio.io.safe import read_text_limited
 
-    p = Path(path)
-    try:
-        if p.stat().st_size > MAX_LOG_BYTES:
-            raise StudioError(f"log is larger than {MAX_LOG_BYTES // 2**20} MiB", str(p))
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise StudioError(f"cannot read file ({exc.strerror or exc})", str(p)) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        text = raw.decode("latin-1")
-    return parse_nccl_log(text, str(p))
+    text = read_text_limited(path, MAX_LOG_BYTES, "nccl-tests log", fallback="latin-1")
+    return parse_nccl_log(text, str(path))

@@ -14,11 +14,7 @@ version is kept as ``NAME.bak`` (a hard link, or a copy where links are not supp
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
-import stat
-import tempfile
 import types
 import typing
 from pathlib import Path
@@ -28,7 +24,22 @@ from pydantic import BaseModel, ValidationError
 
 from studio.core.errors import StudioError
 from studio.core.project import Project, migrate
-from studio.io.safe import decode_utf8, loads_json_limited, read_bytes_limited
+from studio.io.atomic import backup_path, write_text_atomic
+from studio.io.safe import decode_text, find_bad_text, loads_json_limited, read_bytes_limited
+
+__all__ = [
+    "MAX_PROJECT_BYTES",
+    "MAX_PROJECT_DEPTH",
+    "backup_path",
+    "load_project",
+    "project_from_bytes",
+    "project_from_data",
+    "project_from_json",
+    "project_to_json",
+    "save_project",
+    "validation_message",
+    "write_text_atomic",
+]
 
 MAX_PROJECT_BYTES = 64 * 1024 * 1024
 #: Deepest JSON nesting in a project file (real files nest about 8 levels).
@@ -36,8 +47,20 @@ MAX_PROJECT_DEPTH = 40
 
 
 def project_to_json(project: Project) -> str:
-    """Serialise a project (stable key order, indented)."""
-    return project.model_dump_json(indent=2, exclude_defaults=False) + "\n"
+    """Serialise a project (stable key order, indented).
+
+    Raises
+    ------
+    StudioError
+        The project holds text that is not valid Unicode (a lone surrogate); the message names the
+        field.
+    """
+    try:
+        return project.model_dump_json(indent=2, exclude_defaults=False) + "\n"
+    except ValueError as exc:  # pydantic_core.PydanticSerializationError, e.g. "\udfff" in a name
+        where = find_bad_text(project.model_dump(mode="python"))
+        field = f"field '{where}' " if where else ""
+        raise StudioError(f"cannot save: {field}holds text that is not valid Unicode ({exc})") from None
 
 
 # ----------------------------------------------------------------------------- messages
@@ -111,6 +134,13 @@ def validation_message(exc: ValidationError, root: type[BaseModel] = Project) ->
 def project_from_data(data: Any, source: str = "<project>") -> Project:
     """Migrate and validate an already decoded project (a ``dict``)."""
     data = migrate(data, source)
+    bad = find_bad_text(data)
+    if bad is not None:
+        raise StudioError(
+            f"field '{bad}': holds a lone UTF-16 surrogate (\\ud800-\\udfff escape), which is not "
+            "valid Unicode text and could not be saved again",
+            source,
+        )
     try:
         return Project.model_validate(data)
     except ValidationError as exc:
@@ -132,7 +162,7 @@ def project_from_bytes(raw: bytes, source: str = "<project>") -> Project:
             f"project file is {len(raw) / 2**20:.1f} MiB; at most {MAX_PROJECT_BYTES // 2**20} MiB",
             source,
         )
-    return project_from_json(decode_utf8(raw, source, "project file"), source)
+    return project_from_json(decode_text(raw, source, "project file"), source)
 
 
 def load_project(path: str | os.PathLike[str]) -> Project:
@@ -148,12 +178,6 @@ def load_project(path: str | os.PathLike[str]) -> Project:
 
 
 # ----------------------------------------------------------------------------- saving
-def backup_path(path: str | os.PathLike[str]) -> Path:
-    """Where :func:`save_project` keeps the previous version of ``path``."""
-    p = Path(path)
-    return p.with_name(p.name + ".bak")
-
-
 def save_project(project: Project, path: str | os.PathLike[str], keep_backup: bool = True) -> Path:
     """Write ``project`` to ``path`` atomically; keep the previous file as ``.bak``.
 
@@ -165,90 +189,7 @@ def save_project(project: Project, path: str | os.PathLike[str], keep_backup: bo
     Raises
     ------
     StudioError
-        The folder is not writable or the disk is full; the old file is then left untouched.
+        The target is a folder or a special file, its folder is missing or not writable, the disk
+        is full, or the project holds text that cannot be saved; the old file is then left untouched.
     """
-    return write_text_atomic(project_to_json(project), path, keep_backup=keep_backup)
-
-
-def write_text_atomic(text: str, path: str | os.PathLike[str], keep_backup: bool = False) -> Path:
-    """Write UTF-8 ``text`` to ``path`` so that a crash leaves the old or the new file, never a
-    mix; optionally keep the previous file as ``.bak`` (see :func:`save_project`)."""
-    p = Path(path)
-    if p.is_symlink():
-        p = p.resolve()
-    directory = p.parent if str(p.parent) else Path(".")
-    old_mode = _mode_of(p)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise StudioError(f"cannot write in folder ({exc.strerror or exc})", str(directory)) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, old_mode if old_mode is not None else _default_mode())
-        if keep_backup and old_mode is not None:
-            with contextlib.suppress(OSError):  # no backup is better than no save
-                _make_backup(p)
-        os.replace(tmp, p)  # the only step that touches the target: atomic
-        _fsync_dir(directory)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise StudioError(f"cannot save ({exc.strerror or exc}); the previous file is unchanged", str(p)) from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return p
-
-
-def _mode_of(p: Path) -> int | None:
-    try:
-        st = p.stat()
-    except OSError:
-        return None
-    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
-
-
-def _default_mode() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-def _make_backup(p: Path) -> None:
-    """Point ``NAME.bak`` at the current file without ever touching ``NAME`` itself.
-
-    A hard link is instant and costs no space (after the rename the target is a new inode, the
-    link keeps the old one); where links fail (some network or FAT file systems) a copy is made.
-    The backup itself is replaced atomically, so a crash here leaves the old backup.
-    """
-    bak = backup_path(p)
-    tmp_bak = p.with_name(f".{p.name}.bak.{os.getpid()}.tmp")
-    with contextlib.suppress(OSError):
-        os.unlink(tmp_bak)
-    try:
-        try:
-            os.link(p, tmp_bak)
-        except OSError:
-            shutil.copy2(p, tmp_bak)
-        os.replace(tmp_bak, bak)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_bak)
-        raise
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    return write_text_atomic(project_to_json(project), path, keep_backup=keep_backup, what="project file")

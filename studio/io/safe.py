@@ -21,8 +21,9 @@ import json
 import math
 import os
 import re
+import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -40,8 +41,50 @@ def _oserror_text(exc: OSError) -> str:
     return exc.strerror or exc.__class__.__name__
 
 
+def open_regular(path: str | os.PathLike[str], what: str) -> BinaryIO:
+    """Open a file for reading in binary mode, refusing anything but a regular file.
+
+    The file is opened without blocking (a FIFO with no writer cannot hang the open) and checked
+    with ``fstat`` on the open descriptor (so a link to ``/dev/zero`` is refused too, and the file
+    cannot be swapped between the check and the read); the returned file blocks as usual.
+
+    Raises
+    ------
+    StudioError
+        Missing, unreadable, a folder, or a FIFO, socket or device node.
+    """
+    p = Path(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise StudioError(f"{what} not found", str(p)) from None
+    except IsADirectoryError:
+        raise StudioError(f"this is a folder, not a {what}", str(p)) from None
+    except OSError as exc:
+        raise StudioError(f"cannot read {what} ({_oserror_text(exc)})", str(p)) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise StudioError(f"this is a folder, not a {what}", str(p))
+        if not stat.S_ISREG(mode):
+            raise StudioError(
+                f"{what} is a {_kind_of(mode)}, not a regular file; only regular files are read", str(p)
+            )
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_bytes_limited(path: str | os.PathLike[str], max_bytes: int, what: str) -> bytes:
-    """Read a file's bytes, refusing it if it is larger than ``max_bytes``.
+    """Read a regular file's bytes, refusing it if it is larger than ``max_bytes``.
+
+    The file is opened with :func:`open_regular` (FIFOs, sockets and device nodes such as
+    ``/dev/zero`` are refused, also through a link, and a FIFO cannot hang the open), sized with
+    ``fstat`` before reading, and then read with a hard cap of ``max_bytes + 1`` bytes, so a file
+    that grows while it is read is refused too.
 
     Parameters
     ----------
@@ -58,25 +101,32 @@ def read_bytes_limited(path: str | os.PathLike[str], max_bytes: int, what: str) 
         Missing, unreadable, not a regular file, or too large.
     """
     p = Path(path)
-    try:
-        if p.is_dir():
-            raise StudioError(f"this is a folder, not a {what}", str(p))
-        with open(p, "rb") as fh:
+    with open_regular(p, what) as fh:
+        try:
             size = os.fstat(fh.fileno()).st_size
             if size > max_bytes:
                 raise StudioError(_too_big(size, max_bytes, what), str(p))
-            # Read one byte more than allowed: files that grow or lie about their size (pipes,
-            # /proc) are still refused instead of read without bound.
             raw = fh.read(max_bytes + 1)
-    except StudioError:
-        raise
-    except FileNotFoundError:
-        raise StudioError(f"{what} not found", str(p)) from None
-    except OSError as exc:
-        raise StudioError(f"cannot read {what} ({_oserror_text(exc)})", str(p)) from None
+        except OSError as exc:
+            raise StudioError(f"cannot read {what} ({_oserror_text(exc)})", str(p)) from None
     if len(raw) > max_bytes:
         raise StudioError(_too_big(len(raw), max_bytes, what), str(p))
     return raw
+
+
+def _kind_of(mode: int) -> str:
+    """A file type in words (for "only regular files are read" messages)."""
+    if stat.S_ISFIFO(mode):
+        return "pipe (FIFO)"
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISDIR(mode):
+        return "folder"
+    return "special file"
 
 
 def _too_big(size: int, max_bytes: int, what: str) -> str:
@@ -105,16 +155,61 @@ def decode_utf8(raw: bytes, source: str, what: str = "file") -> str:
     return text.removeprefix("\ufeff")
 
 
-def read_text_limited(path: str | os.PathLike[str], max_bytes: int, what: str) -> str:
-    """Read a UTF-8 text file of at most ``max_bytes`` bytes.
+def decode_text(raw: bytes, source: str, what: str = "file", fallback: str | None = None) -> str:
+    """Decode text whose encoding is found from its start: a UTF-16 or UTF-8 byte-order mark, else
+    UTF-16 recognised by its zero bytes (what Windows PowerShell's ``>`` writes), else UTF-8.
+
+    Parameters
+    ----------
+    raw:
+        The bytes.
+    source:
+        File name for messages.
+    what:
+        What the file is, for messages.
+    fallback:
+        An 8-bit codec (``"latin-1"``) used when the text is not UTF-8; ``None`` refuses such text.
 
     Raises
     ------
     StudioError
-        Missing, unreadable, too large, or not UTF-8.
+        Not decodable (bad UTF-16 or, without ``fallback``, bad UTF-8).
+    """
+    codec = None
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        codec = "utf-16"  # the BOM says which byte order; the codec drops it
+    elif len(raw) >= 4 and raw[1:4:2] == b"\0\0" and raw[0:4:2].count(0) == 0:
+        codec = "utf-16-le"
+    elif len(raw) >= 4 and raw[0:4:2] == b"\0\0" and raw[1:4:2].count(0) == 0:
+        codec = "utf-16-be"
+    if codec is not None:
+        try:
+            return raw.decode(codec).removeprefix("\ufeff")
+        except UnicodeDecodeError as exc:
+            raise StudioError(
+                f"{what} looks like UTF-16 text but byte offset {exc.start} is not ({exc.reason})", source
+            ) from None
+    if fallback is None:
+        return decode_utf8(raw, source, what)
+    try:
+        return raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError:
+        return raw.decode(fallback)
+
+
+def read_text_limited(
+    path: str | os.PathLike[str], max_bytes: int, what: str, fallback: str | None = None
+) -> str:
+    """Read a text file of at most ``max_bytes`` bytes: UTF-8 (with or without a byte-order mark)
+    or UTF-16 (see :func:`decode_text`).
+
+    Raises
+    ------
+    StudioError
+        Missing, unreadable, not a regular file, too large, or not decodable.
     """
     raw = read_bytes_limited(path, max_bytes, what)
-    return decode_utf8(raw, str(path), what)
+    return decode_text(raw, str(path), what, fallback=fallback)
 
 
 def json_depth(text: str | bytes) -> int:
@@ -316,3 +411,37 @@ def _check_finite(data: Any, source: str, what: str) -> None:
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
+
+
+def find_bad_text(data: Any, limit: int = 5_000_000) -> str | None:
+    """The dotted path of the first string (key or value) in decoded JSON data that is not valid
+    Unicode — a lone UTF-16 surrogate such as ``"\\udfff"``, which JSON allows as an escape but
+    UTF-8 cannot store — or ``None`` when every string is fine.
+
+    Iterative (no recursion); visits at most ``limit`` items.
+    """
+    stack: list[tuple[Any, str]] = [(data, "")]
+    seen = 0
+    while stack and seen < limit:
+        item, where = stack.pop()
+        seen += 1
+        if isinstance(item, str):
+            if not item.isascii() and _has_surrogate(item):
+                return where or "(top level)"
+        elif isinstance(item, dict):
+            for key, value in item.items():
+                path = f"{where}.{key}" if where else str(key)
+                if isinstance(key, str) and not key.isascii() and _has_surrogate(key):
+                    return path
+                stack.append((value, path))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((value, f"{where}.{i}" if where else str(i)) for i, value in enumerate(item))
+    return None
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False

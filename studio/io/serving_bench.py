@@ -34,7 +34,7 @@ from typing import Any
 
 from studio.core.errors import StudioError
 from studio.engine.calibration import ServingPoint
-from studio.io.safe import decode_utf8, loads_json_limited, read_bytes_limited
+from studio.io.safe import decode_text, loads_json_limited, read_bytes_limited
 
 MAX_BYTES = 32 * 1024 * 1024
 MAX_RUNS = 10_000
@@ -376,7 +376,7 @@ def _json_lines(text: str, source: str) -> list[ServingRun]:
 def read_serving_file(path: str | Path) -> list[ServingRun]:
     """Read a result file (size-limited UTF-8) and parse it with :func:`parse_serving_text`."""
     raw = read_bytes_limited(path, MAX_BYTES, "serving-benchmark result")
-    return parse_serving_text(decode_utf8(raw, str(path), "serving-benchmark result"), str(path))
+    return parse_serving_text(decode_text(raw, str(path), "serving-benchmark result"), str(path))
 
 
 def with_defaults(run: ServingRun, **values: Any) -> ServingRun:
@@ -404,14 +404,20 @@ def fit_files(project, files, *, params=None, **defaults: int | None):
 
 def serving_profile(fit, name: str, project, files=()):
     """The :class:`~studio.core.project.CalibrationProfile` of a serving fit."""
+    from pydantic import ValidationError
+
+    from studio.core.errors import first_error_message
     from studio.core.project import CalibrationProfile
 
     gpu = project.cluster.gpu_types()[0]
-    return CalibrationProfile(
-        name=name,
-        description=f"efficiency factors of {project.model.id} on {gpu} ({project.serving.runtime}) fitted to "
-        f"{len(fit.points)} serving runs",
-        efficiency=fit.efficiency,
-        fit_error=fit.fit_error(),
-        source_files=tuple(str(f) for f in files),
-    )
+    try:
+        return CalibrationProfile(
+            name=name[:120],
+            description=f"efficiency factors of {project.model.id} on {gpu} ({project.serving.runtime}) fitted to "
+            f"{len(fit.points)} serving runs",
+            efficiency=fit.efficiency,
+            fit_error=fit.fit_error(),
+            source_files=tuple(str(f) for f in files),
+        )
+    except ValidationError as exc:
+        raise StudioError(f"cannot store the profile: {first_error_message(exc, quote_field=True)}") from None

@@ -28,6 +28,9 @@ from dataclasses import dataclass, field
 from studio.core.edits import connect_nodes_to_fabric, fresh_id
 from studio.core.errors import StudioError, nearest
 from studio.core.hardware import (
+    MAX_CLUSTER_GPUS,
+    MAX_CLUSTER_LINKS,
+    MAX_CLUSTER_NODES,
     Cluster,
     GpuInstance,
     GpuSpec,
@@ -48,13 +51,15 @@ PCIE_CODES: tuple[str, ...] = ("PIX", "PXB", "PHB", "NODE", "SYS")
 ALIASES: dict[str, str] = {"SOC": "SYS"}
 ALLOWED = "X, NV<n>, PIX, PXB, PHB, NODE, SYS"
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_ANSI = re.compile(r"\x1b\[[0-9;]{0,32}[A-Za-z]")
 _TOKEN = re.compile(r"\S+")
 _NV = re.compile(r"^NV(\d{1,3})$")
 _MULTIWORD = (("CPU", "Affinity"), ("NUMA", "Affinity"), ("GPU", "NUMA", "ID"))
 _AFFINITY_LABELS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
-_GPU_NAME = re.compile(r"^\s*GPU\s*(\d+)\s*:\s*(.+?)\s*(?:\(UUID:.*)?$")
+# Only the head is a regex (anchored, no nested or overlapping quantifiers); the name is cut at
+# "(UUID:" and stripped in Python, so a long run of spaces costs linear time.
+_GPU_NAME = re.compile(r"^\s*GPU\s*(\d{1,9})\s*:")
 _GPU_LABEL = re.compile(r"^GPU\d+$")
 
 
@@ -287,8 +292,13 @@ def _gpu_names(lines: list[str], gpus: tuple[str, ...]) -> dict[str, str]:
     out: dict[str, str] = {}
     for line in lines:
         m = _GPU_NAME.match(line)
-        if m and f"GPU{m.group(1)}" in gpus and "=" not in line:
-            out[f"GPU{m.group(1)}"] = m.group(2)[:120]
+        if m is None or f"GPU{m.group(1)}" not in gpus or "=" in line:
+            continue
+        name = line[m.end():]
+        cut = name.find("(UUID:")
+        name = (name[:cut] if cut >= 0 else name).strip()
+        if name:
+            out[f"GPU{m.group(1)}"] = name[:120]
     return out
 
 
@@ -626,11 +636,21 @@ def import_topology(
         nic_kind = "ib-ndr" if "ib-ndr" in link_kinds else next(
             (k for k, v in sorted(link_kinds.items()) if v.family is LinkFamily.INFINIBAND), "ib-ndr"
         )
+    network_kinds = ", ".join(k for k, v in sorted(link_kinds.items()) if v.family.is_network)
     if m.nics and nic_kind not in link_kinds:
         raise StudioError(
-            f"NIC link kind '{nic_kind}' is not in the catalogue (network kinds: "
-            + ", ".join(k for k, v in sorted(link_kinds.items()) if v.family.is_network)
-            + ")",
+            f"NIC link kind '{nic_kind}' is not in the catalogue (network kinds: {network_kinds})", source
+        )
+    if nic_kind in link_kinds and not link_kinds[nic_kind].family.is_network:
+        raise StudioError(
+            f"--nic-kind '{nic_kind}' is a {link_kinds[nic_kind].family.value} link, not a network; "
+            f"allowed: {network_kinds}",
+            source,
+        )
+    if nodes > MAX_CLUSTER_NODES or nodes * len(m.gpus) > MAX_CLUSTER_GPUS:
+        raise StudioError(
+            f"{nodes:,} nodes × {len(m.gpus)} GPUs is {nodes * len(m.gpus):,} GPUs; at most "
+            f"{MAX_CLUSTER_GPUS:,} GPUs in {MAX_CLUSTER_NODES:,} nodes",
             source,
         )
     if nodes > 1 and not m.nics:
@@ -657,6 +677,12 @@ def import_topology(
             x=(i % cols) * NODE_SPACING_X,
             y=(i // cols) * 420.0,
         )
+        if i == 0 and len(node_links) * nodes > MAX_CLUSTER_LINKS:
+            raise StudioError(
+                f"{nodes:,} nodes of {len(node_links)} links each is {len(node_links) * nodes:,} links; "
+                f"at most {MAX_CLUSTER_LINKS:,}",
+                source,
+            )
         all_nodes.append(node)
         all_links.extend(node_links)
     try:

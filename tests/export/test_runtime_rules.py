@@ -299,3 +299,23 @@ def test_a_broken_rules_file_names_the_missing_field():
     del vllm["kv_cache_dtype"]["allowed"]
     with pytest.raises(StudioError, match=r"field 'engines.vllm.kv_cache_dtype.allowed' is missing"):
         rules._parse("vllm", vllm)
+
+
+# ---------------------------------------------------------------- token budget of the plan
+@pytest.mark.parametrize("engine,name,key", [("trtllm", "trtllm-serve.yaml", "max_num_tokens"),
+                                             ("vllm", "vllm-serve.yaml", "max-num-batched-tokens")])
+def test_exported_token_budget_is_the_one_the_plan_was_costed_with(engine, name, key):
+    """The engine's per-iteration token budget is the plan's (``plan.load.token_budget``), so it
+    chunks prompts as the plan's TTFT and TPOT assume; a plan without a load keeps the old rule."""
+    from dataclasses import replace
+
+    from studio.engine.results import LoadSummary
+
+    proj = project(LLAMA_70B, 1, Layout(tp=8), serving=ServingConfig(kv_dtype="fp8", max_num_batched_tokens=4096))
+    load = LoadSummary(mode="concurrency", definition="closed loop", users=64, running=64, decode_seqs=63.5,
+                       prefill_tokens_per_iteration=254.0, iteration_ms=20.0, token_budget=4096,
+                       budget_bound=False, request_rate_per_s=5.0, saturation_rate_per_s=5.0, saturated=False)
+    cfg = _yaml(export_plan(proj, replace(plan(proj), load=load), engine=engine, fmt="yaml"), name)
+    assert cfg[key] == 4096
+    old = _yaml(export_plan(proj, plan(proj), engine=engine, fmt="yaml"), name)
+    assert old[key] == 2048 + 63

@@ -134,10 +134,25 @@ def test_saving_through_a_symlink_updates_the_linked_file(two_versions, tmp_path
     assert load_project(target) == new
 
 
+def test_missing_folder_is_a_clear_error(two_versions, tmp_path):
+    old, _, _ = two_versions
+    with pytest.raises(StudioError, match="the folder '.*missing-folder' does not exist"):
+        save_project(old, tmp_path / "missing-folder" / "plan.json")
+    assert not (tmp_path / "missing-folder").exists()
+
+
 def test_unwritable_folder_is_a_clear_error(two_versions, tmp_path):
     old, _, _ = two_versions
-    with pytest.raises(StudioError, match="cannot write in folder"):
-        save_project(old, tmp_path / "missing-folder" / "plan.json")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("running as root: a read-only folder is still writable")
+        with pytest.raises(StudioError, match="cannot write in folder"):
+            save_project(old, locked / "plan.json")
+    finally:
+        locked.chmod(0o700)
 
 
 def test_process_killed_mid_save_leaves_old_file(two_versions, tmp_path):

@@ -79,8 +79,12 @@ def max_model_len(project: Project, plan: PlanResult) -> int:
 
 
 def batched_tokens(project: Project, plan: PlanResult) -> int:
-    """Tokens per engine step: one whole prompt next to a decode token of every other running
-    sequence, so a prompt is prefilled in one step as the plan's TTFT assumes."""
+    """Tokens per engine step: the token budget the plan's iterations were costed with
+    (``serving.max_num_batched_tokens`` or the engine default, ``plan.load.token_budget``), so the
+    engine chunks prompts as the plan's TTFT and TPOT assume. A plan without a load summary
+    (older results) gets one whole prompt next to a decode token of every other running sequence."""
+    if plan.load is not None:
+        return int(plan.load.token_budget)
     return project.workload.isl + max(plan.batch - 1, 0)
 
 

@@ -1,0 +1,83 @@
+"""The documented maximum cluster (65,536 GPUs) on the command line, and hostile-input timings.
+
+Runs ``layout-studio plan --gpu h100-sxm --gpus-per-node 1024 --nodes 64`` (65,536 GPUs) in a
+fresh process ``--repeat`` times and prints the median wall time and the peak resident memory;
+the target is ≤ 60 s and ≤ 4 GB (issue 16). Then times the parsers on 200,000-character lines that
+used to backtrack (medians of ``--repeat`` runs).
+
+Run: ``python benchmarks/max_cluster.py [--repeat 3] [--nodes 64] [--skip-plan]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def plan_once(nodes: int) -> tuple[float, float]:
+    """(seconds, peak RSS in MiB) of one ``plan`` run in a child process."""
+    cmd = [sys.executable, "-m", "studio.cli", "plan", "--gpu", "h100-sxm", "--gpus-per-node", "1024",
+           "--nodes", str(nodes)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"plan failed ({proc.returncode}): {proc.stderr.strip()}")
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return wall, max(peak, before) / 1024  # ru_maxrss is in KiB on Linux
+
+
+def median_ms(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--nodes", type=int, default=64, help="nodes of 1,024 H100s (64 = 65,536 GPUs)")
+    ap.add_argument("--skip-plan", action="store_true", help="only the parser timings")
+    args = ap.parse_args()
+    if not args.skip_plan:
+        runs = [plan_once(args.nodes) for _ in range(args.repeat)]
+        print(f"plan, {args.nodes * 1024:,} GPUs: median {statistics.median(r[0] for r in runs):.1f} s, "
+              f"peak RSS {max(r[1] for r in runs):,.0f} MiB (target ≤ 60 s, ≤ 4,096 MiB)")
+
+    from studio.core.errors import StudioError
+    from studio.io.nccl_log import parse_nccl_log
+    from studio.io.safe_regex import SafePattern
+    from studio.io.topo import parse_topo
+
+    n = 200_000
+    cases = {
+        "topology GPU name, 200k spaces": (parse_topo, "\tGPU0\tGPU1\nGPU0\t X \tNV18\nGPU1\tNV18\t X \nGPU 0: a" + " " * n + "(UUID\n"),
+        "nccl rank line, 200k spaces": (parse_nccl_log, "# Rank 0 Group 0 Pid 1 on h device 0 [0x1] a" + " " * n + "b\n"),
+    }
+    for label, (fn, text) in cases.items():
+        def run(fn=fn, text=text):
+            try:
+                fn(text, "bench")
+            except StudioError:
+                pass
+        print(f"{label}: median {median_ms(run, args.repeat):.1f} ms")
+    pat = SafePattern("(.*)*X")
+    print(f"re:(.*)*X on a 60-character module name: median "
+          f"{median_ms(lambda: pat.search('a' * 60), args.repeat):.3f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""The command line's argument parser: argument errors are one line, not a usage dump.
+
+:class:`OneLineParser` replaces :meth:`argparse.ArgumentParser.error` so that a bad or missing
+argument prints ``layout-studio plan: error: argument --tp: ... (see --help)`` on stderr and exits
+with code 2; sub-command parsers inherit the class. :func:`data_error_message` turns a validation
+error that escaped a command (pydantic's ``ValidationError``) into the same kind of one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import NoReturn
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An :class:`argparse.ArgumentParser` whose errors are one line on stderr and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``PROG: error: MESSAGE (see PROG --help)`` and exit with code 2."""
+        text = " ".join(message.split())  # argparse messages may wrap; keep one line
+        sys.stderr.write(f"{self.prog}: error: {text} (see `{self.prog} --help`)\n")
+        raise SystemExit(2)
+
+
+def data_error_message(exc: BaseException) -> str | None:
+    """One line for a validation error of user data (a pydantic ``ValidationError``: its first
+    error's field and message), or ``None`` for any other exception."""
+    errors = getattr(exc, "errors", None)
+    if not isinstance(exc, ValueError) or not callable(errors) or type(exc).__name__ != "ValidationError":
+        return None
+    from studio.core.errors import first_error_message
+
+    title = getattr(exc, "title", "")
+    where = f"{title} " if title else ""
+    return f"invalid {where}value: {first_error_message(exc, quote_field=True)}"
+
+
+def bounded_int(low: int, high: int):  # noqa: ANN201 - an argparse type callable
+    """argparse type factory: a whole number in ``[low, high]``; the message names both limits."""
+
+    def parse(text: str) -> int:
+        try:
+            value: int | None = int(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected a whole number from {low:,} to {high:,}, got {text[:40]!r}")
+        return value
+
+    parse.__name__ = "whole number"
+    return parse

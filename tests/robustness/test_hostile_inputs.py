@@ -1,0 +1,404 @@
+"""Fuzz corpus of hostile inputs (issue 16): special files, pathological regexes, 200k-character
+lines, huge counts, lone surrogates, odd encodings. Every case runs under a hang guard and, where
+the danger is memory, a measured allocation limit (see :mod:`tests.robustness.hostile`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from studio.cli import main
+from studio.commands.import_topo import read_text as read_topo_text
+from studio.core.errors import StudioError
+from studio.io.checkpoint_size import read_safetensors_header
+from studio.io.hf_config import architecture_from_config, load_model_config
+from studio.io.nccl_log import parse_nccl_log, read_nccl_log
+from studio.io.project_file import load_project, project_from_json, project_to_json, save_project
+from studio.io.safe import loads_json_limited
+from studio.io.serving_bench import parse_serving_text, read_serving_file
+from studio.io.topo import MAX_TOPO_BYTES, parse_topo
+from tests.robustness.golden_files import GOLDEN
+from tests.robustness.hostile import bounded
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+NCCL = DATA / "nccl" / "a100-8gpu-nvswitch-allreduce.txt"
+TOPO = DATA / "topo" / "h100-8gpu-nvswitch-8nic.txt"
+HF = DATA / "hf" / "meta-llama--Meta-Llama-3.1-70B.config.json"
+GOOD_PROJECT = GOLDEN / "v1" / "dgx-h100-2node.json"
+
+READERS = {
+    "project": load_project,
+    "config.json": load_model_config,
+    "nccl log": read_nccl_log,
+    "serving result": read_serving_file,
+    "topology": lambda p: read_topo_text(str(p), MAX_TOPO_BYTES),
+    "safetensors": lambda p: read_safetensors_header(Path(p)),
+}
+
+
+def _special(kind: str, tmp_path: Path) -> Path:
+    p = tmp_path / f"{kind}.json"
+    if kind == "fifo":
+        os.mkfifo(p)  # no writer: a blocking open would wait forever
+    elif kind in ("zero", "urandom"):
+        p.symlink_to(f"/dev/{kind}")
+    elif kind == "folder":
+        p.mkdir()
+    return p
+
+
+# ----------------------------------------------------------------------------- special files
+@pytest.mark.parametrize("kind", ["fifo", "zero", "urandom", "folder"])
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_every_reader_refuses_special_files_without_reading(reader, kind, tmp_path):
+    path = _special(kind, tmp_path)
+    _, err, peak = bounded(lambda: READERS[reader](path))
+    assert isinstance(err, StudioError), err
+    assert str(path) in str(err)
+    assert ("not a regular file" in str(err)) or ("folder" in str(err))
+    assert peak < 8 * 2**20  # nothing was read from /dev/zero
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["import-topo", "{p}", "-o", "{out}"],
+        ["calibrate", "nccl", "{p}", "--link-kind", "nvlink3-nvswitch"],
+        ["calibrate", "nccl", str(NCCL), "--link-kind", "nvlink3-nvswitch", "--project", "{p}"],
+        ["calibrate", "serving", "{p}", "--gpu", "h100-sxm", "--model", "llama-3.1-8b"],
+        ["plan", "--model-config", "{p}"],
+        ["plan", "{p}"],
+    ],
+)
+def test_cli_entry_points_refuse_a_fifo_with_exit_2(argv, tmp_path, capsys):
+    fifo = _special("fifo", tmp_path)
+    out = tmp_path / "out.json"
+    args = [a.format(p=fifo, out=out) for a in argv]
+    code, err, _ = bounded(lambda: main(args))
+    assert err is None and code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "pipe (FIFO), not a regular file" in lines[0]
+    assert not out.exists()
+
+
+# ----------------------------------------------------------------------------- writing
+def _project():
+    return load_project(GOOD_PROJECT)
+
+
+def test_save_refuses_a_fifo_and_leaves_it_a_fifo(tmp_path):
+    import stat
+
+    fifo = _special("fifo", tmp_path)
+    link = tmp_path / "link.json"
+    link.symlink_to(fifo)
+    for target in (fifo, link):
+        _, err, _ = bounded(lambda t=target: save_project(_project(), t))
+        assert isinstance(err, StudioError) and "not a regular file" in str(err)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo.json", "link.json"]
+
+
+def test_save_onto_a_folder_or_into_a_missing_folder(tmp_path):
+    with pytest.raises(StudioError, match="this is a folder"):
+        save_project(_project(), tmp_path)
+    with pytest.raises(StudioError, match="does not exist"):
+        save_project(_project(), tmp_path / "a" / "b.json")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_writer_creates_folders_only_when_asked(tmp_path):
+    from studio.io.atomic import write_text_atomic
+
+    target = tmp_path / "a" / "b" / "c.txt"
+    assert write_text_atomic("hi\n", target, make_dirs=True) == target
+    assert target.read_text(encoding="utf-8") == "hi\n"
+
+
+def test_failed_write_leaves_no_temporary_file(tmp_path, monkeypatch):
+    from studio.io import atomic
+
+    target = tmp_path / "plan.json"
+    save_project(_project(), target)
+    before = target.read_bytes()
+
+    def refuse(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(atomic.os, "replace", refuse)
+    with pytest.raises(StudioError, match="No space left on device"):
+        save_project(_project().replace(name="new"), target, keep_backup=False)
+    monkeypatch.undo()
+    assert target.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]
+
+
+def test_temporary_files_of_killed_saves_are_cleaned_by_the_next_save(tmp_path):
+    target = tmp_path / "plan.json"
+    dead = tmp_path / ".plan.json.4194304999.abc123.tmp"  # above any pid_max: that process is gone
+    mine = tmp_path / f".plan.json.{os.getpid()}.zzz.tmp"  # a save of this process still running
+    other = tmp_path / ".other.json.4194304999.abc.tmp"  # another file's temporary: not ours
+    for p in (dead, mine, other):
+        p.write_text("partial", encoding="utf-8")
+    save_project(_project(), target)
+    assert not dead.exists() and mine.exists() and other.exists()
+
+
+def test_a_set_of_files_is_written_all_or_nothing(tmp_path):
+    from studio.io.atomic import write_files_atomic
+
+    a, b = tmp_path / "a.sh", tmp_path / "b.yaml"
+    a.write_text("old a", encoding="utf-8")
+    b.mkdir()  # the second target is a folder: found before anything is replaced
+    with pytest.raises(StudioError, match="this is a folder"):
+        write_files_atomic({a: "new a", b: "new b"})
+    assert a.read_text(encoding="utf-8") == "old a"
+    b.rmdir()
+    assert write_files_atomic({a: "new a", b: b"new b"}) == [a, b]
+    assert a.read_text(encoding="utf-8") == "new a" and b.read_bytes() == b"new b"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.sh", "b.yaml"]  # staging folder gone
+
+
+# ----------------------------------------------------------------------------- surrogates
+def test_lone_surrogate_is_refused_at_load_naming_the_field(tmp_path):
+    data = json.loads(GOOD_PROJECT.read_text(encoding="utf-8"))
+    text = json.dumps(data).replace('"description": "', '"description": "\\udfff', 1)
+    with pytest.raises(StudioError, match=r"field 'description': holds a lone UTF-16 surrogate"):
+        project_from_json(text, "p.json")
+
+
+def test_lone_surrogate_in_memory_cannot_be_saved_and_the_file_is_kept(tmp_path):
+    from studio.io.autosave import AutosaveStore
+
+    target = tmp_path / "plan.json"
+    save_project(_project(), target)
+    before = target.read_bytes()
+    bad = _project().replace(description="x\udfff")
+    with pytest.raises(StudioError, match=r"field 'description'.*not valid Unicode"):
+        project_to_json(bad)
+    with pytest.raises(StudioError, match="not valid Unicode"):
+        save_project(bad, target)
+    assert target.read_bytes() == before
+    with pytest.raises(StudioError, match="not valid Unicode"):
+        AutosaveStore(tmp_path / "auto").save(bad, "abc")
+
+
+# ----------------------------------------------------------------------------- regexes
+HOSTILE_PATTERNS = ["re:(.*)*X", "re:(a+)+$", "re:" + "(x*)*" * 50 + "y", "re:" + "(.*)" * 200 + "Q", "re:(?=a)", "re:(a)\\1"]
+
+
+def test_engine_re_patterns_cannot_hang_plan_model_config():
+    cfg = json.loads(HF.read_text(encoding="utf-8"))
+    cfg["quantization_config"] = {"quant_method": "fp8", "ignored_layers": HOSTILE_PATTERNS + ["re:.*lm_head"]}
+    arch, err, _ = bounded(lambda: architecture_from_config(cfg, model_id="m", name="m", source="config.json"))
+    assert err is None
+    # (x*)*…y finds the "y" of "model.layers..." (as Python's re would, given time): attention, MLP
+    # and experts are excluded from quantisation, and .*lm_head the head: everything stays bf16.
+    assert arch.precision.describe() == "bf16"
+    cfg["quantization_config"]["ignored_layers"] = ["re:(.*)*X", "re:(.*)*lm_head$"]
+    arch, err, _ = bounded(lambda: architecture_from_config(cfg, model_id="m", name="m", source="config.json"))
+    assert err is None and arch.precision.lm_head.value == "bf16" and arch.precision.mlp.value == "fp8"
+
+
+# ----------------------------------------------------------------------------- 200k-character lines
+N = 200_000
+LINES = {
+    "spaces": " " * N,
+    "tabs": "\t" * N,
+    "digits": "9" * N,
+    "gpu-name": "GPU 0: NVIDIA H100" + " " * N + "x",
+    "gpu-uuid": "GPU 0: a" + " " * N + "(UUID",
+    "rank-spaces": "# Rank 0 Group 0 Pid 1 on h device 0 [0x1] a" + " " * N + "b",
+    "rank-repeat": "# Rank 0 " + "device 0 [" * (N // 10),
+    "rank-device": "# Rank 0 device" + " " * N + "x",
+    "nic": "NIC0:" + " " * N + "x",
+    "trt": "Request throughput" + " " * N + ": 5 x",
+    "ansi": "\x1b[1;" * (N // 4),
+    "quotes": '"' + "\\" * N,
+    "brackets": "[" * N,
+}
+PARSERS = {
+    "topology": parse_topo,
+    "nccl": parse_nccl_log,
+    "serving": parse_serving_text,
+    "json": lambda text, source: loads_json_limited(text, source),
+    "project": project_from_json,
+}
+
+
+@pytest.mark.parametrize("shape", sorted(LINES))
+@pytest.mark.parametrize("parser", sorted(PARSERS))
+def test_each_parser_on_200k_character_lines(parser, shape):
+    header = "\tGPU0\tGPU1\nGPU0\t X \tNV18\nGPU1\tNV18\t X \n"
+    for text in (LINES[shape], header + LINES[shape] + "\n"):
+        _, err, peak = bounded(lambda t=text: PARSERS[parser](t, "f.txt"))
+        assert err is None or isinstance(err, StudioError), repr(err)[:300]
+        assert peak < 64 * 2**20
+
+
+# ----------------------------------------------------------------------------- huge counts
+MISTRAL = {
+    "model_type": "mistral", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "intermediate_size": 14336, "vocab_size": 32000, "max_position_embeddings": 32768, "sliding_window": 4096,
+}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "limit"),
+    [
+        ("num_hidden_layers", 10**12, "10,000"),
+        ("num_hidden_layers", 1e12, "10,000"),
+        ("num_hidden_layers", 10**8, "10,000"),
+        ("sliding_window", 10**15, "100,000,000"),
+        ("intermediate_size", 10**30, "10,000,000"),
+    ],
+)
+def test_config_counts_are_checked_before_anything_is_expanded(field, value, limit):
+    cfg = {**MISTRAL, "num_hidden_layers": 32, field: value}
+    _, err, peak = bounded(lambda: architecture_from_config(cfg, model_id="m", name="m", source="config.json"))
+    assert isinstance(err, StudioError)
+    assert f"'{field}' must be ≤ {limit}" in str(err)
+    assert peak < 8 * 2**20
+
+
+def test_cluster_limits_are_checked_before_nodes_are_built(capsys):
+    code, err, peak = bounded(lambda: main(["plan", "--gpu", "h100-sxm", "--gpus-per-node", "1024", "--nodes", "4096"]))
+    assert err is None and code == 2
+    assert "4,194,304 GPUs; a cluster holds at most 65,536 GPUs (at most 64 such nodes)" in capsys.readouterr().err
+    assert peak < 64 * 2**20
+
+
+def test_topology_import_checks_counts_before_copying_nodes():
+    from studio.io.presets import load_catalog
+
+    catalog_full = load_catalog()
+    from studio.io.topo import import_topology
+
+    names = [f"GPU{i}" for i in range(32)]
+    rows = ["\t" + "\t".join(names)]
+    rows += [g + "\t" + "\t".join(" X " if g == h else "NV18" for h in names) for g in names]
+    text = "\n".join(rows) + "\n"
+    _, err, peak = bounded(lambda: import_topology(text, gpu_id="h100-sxm", nodes=4096, catalog=catalog_full))
+    assert isinstance(err, StudioError)
+    assert "4,096 nodes × 32 GPUs is 131,072 GPUs; at most 65,536 GPUs" in str(err)
+    assert peak < 16 * 2**20
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["calibrate", "serving", "x.json", "--gpu", "h100-sxm", "--model", "m", "--isl", "1e12"], "--isl"),
+        (["calibrate", "serving", "x.json", "--gpu", "h100-sxm", "--model", "m", "--osl", "10000001"], "--osl"),
+        (["calibrate", "nccl", "x.txt", "--link-kind", "ib-ndr", "--ranks", "1000000"], "--ranks"),
+        (["plan", "--tp", "x"], "--tp"),
+        (["plan", "--no-such-flag"], "--no-such-flag"),
+    ],
+)
+def test_argument_errors_are_one_line_with_the_flag(argv, flag, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert flag in err and "usage:" not in err
+
+
+def test_profile_name_too_long_is_one_line(tmp_path, capsys):
+    code = main(["calibrate", "nccl", str(NCCL), "--link-kind", "nvlink3-nvswitch", "--save-as", "x" * 121])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["layout-studio: error: --save-as: a profile name has 1 to 120 characters (got 121)"]
+
+
+@pytest.mark.parametrize("where", ["missing", "folder"])
+def test_profile_output_errors_are_one_line(where, tmp_path, capsys):
+    out = tmp_path / "nope" / "p.json" if where == "missing" else tmp_path
+    code = main(["calibrate", "nccl", str(NCCL), "--link-kind", "nvlink3-nvswitch", "-o", str(out)])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(out) in err[0]
+    assert ("does not exist" in err[0]) if where == "missing" else ("this is a folder" in err[0])
+
+
+# ----------------------------------------------------------------------------- encodings and units
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-le", "utf-8-sig"])
+def test_topology_in_utf16_or_with_a_bom_reads_like_utf8(codec, tmp_path):
+    text = TOPO.read_text(encoding="utf-8")
+    f = tmp_path / "topo.txt"
+    f.write_bytes(text.encode(codec))
+    assert read_topo_text(str(f), MAX_TOPO_BYTES).replace("\r\n", "\n") == text.replace("\r\n", "\n")
+
+
+@pytest.mark.parametrize("codec", ["utf-8-sig", "utf-16"])
+def test_config_json_with_a_bom_or_in_utf16(codec, tmp_path):
+    f = tmp_path / "config.json"
+    f.write_bytes(HF.read_text(encoding="utf-8").encode(codec))
+    assert load_model_config(f).num_layers == load_model_config(HF).num_layers
+
+
+def test_nccl_times_in_ms_are_converted_to_us():
+    text = NCCL.read_text(encoding="utf-8")
+    us = parse_nccl_log(text, "us.txt")
+    ms = parse_nccl_log(text.replace("(us)", "(ms)"), "ms.txt")
+    assert [r.time_us * 1000 for r in us.rows] == pytest.approx([r.time_us for r in ms.rows])
+    with pytest.raises(StudioError, match="times in ms and us"):
+        parse_nccl_log(text.replace("(us)", "(ms)", 1), "mixed.txt")
+
+
+def test_import_topo_refuses_a_scale_up_link_as_nic_kind(tmp_path, capsys):
+    code = main(["import-topo", str(TOPO), "--gpu", "h100-sxm", "--nic-kind", "nvlink4-nvswitch",
+                 "-o", str(tmp_path / "p.json")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--nic-kind 'nvlink4-nvswitch' is a nvlink link, not a network; allowed: " in err
+    assert "ib-ndr" in err
+
+
+# ----------------------------------------------------------------------------- autosave PID reuse
+def test_autosave_of_a_reused_pid_is_offered_for_recovery(tmp_path):
+    from studio.io.autosave import AutosaveStore, process_start
+
+    if process_start(os.getpid()) is None:
+        pytest.skip("process start times are not readable here (no /proc)")
+    store = AutosaveStore(tmp_path)
+    store.save(_project(), "abc")
+    assert store.sessions() == []  # written by this (running) process: hidden
+    path = store.path_of("abc")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["pid_started"] += 1  # same PID, different process: the writer is gone
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert [s.session_id for s in store.sessions()] == ["abc"]
+
+
+def test_autosave_with_an_impossible_pid_is_listed_not_a_crash(tmp_path):
+    from studio.io.autosave import AutosaveStore
+
+    store = AutosaveStore(tmp_path)
+    store.save(_project(), "abc")
+    path = store.path_of("abc")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["pid"] = 10**30
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert [s.session_id for s in store.sessions()] == ["abc"]
+
+
+def test_open_without_a_display_is_one_line_not_a_core_dump(monkeypatch, capsys):
+    import studio.gui.app
+
+    monkeypatch.setattr("sys.platform", "linux")
+    for var in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(studio.gui.app, "run", lambda path: pytest.fail("the window was started"))
+    assert main(["open"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no display to open the window on" in err[0]
+
+
+@pytest.mark.parametrize(("command", "name"), [("snapshot", "shot.png"), ("report", "r.html")])
+def test_image_and_report_outputs_refuse_a_fifo_target(command, name, tmp_path, capsys):
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    code, err, _ = bounded(lambda: main([command, "-o", str(fifo)]))
+    assert err is None and code == 2
+    assert "not a regular file" in capsys.readouterr().err

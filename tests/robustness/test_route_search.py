@@ -1,0 +1,104 @@
+"""The switch-settling route search returns exactly the routes of a plain widest-path search that
+queues every vertex (the reference below), on every bundled example and node template."""
+
+from __future__ import annotations
+
+import heapq
+import random
+from pathlib import Path
+
+import pytest
+
+from studio.core.builders import build_cluster
+from studio.engine.topology import Topology
+from studio.io.presets import load_catalog
+from studio.io.project_file import load_project
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _reference_search(adj, bw_of, lat_of, src, stop, hubs, stop_hubs):
+    best = {src: (float("inf"), 0.0, 0)}
+    prev = {}
+    heap = [(-float("inf"), 0.0, 0, src)]
+    done = set()
+    while heap:
+        nbw, lat, hops, v = heapq.heappop(heap)
+        if v in done:
+            continue
+        done.add(v)
+        if v != src and (v in stop or (stop_hubs and v in hubs)):
+            continue
+        for w, li, fwd in adj.get(v, ()):
+            if w in done:
+                continue
+            bw = min(-nbw, bw_of[li])
+            nl = lat + lat_of[li]
+            old = best.get(w)
+            if old is None or (-bw, nl, hops + 1) < (-old[0], old[1], old[2]):
+                best[w] = (bw, nl, hops + 1)
+                prev[w] = (v, li, fwd)
+                heapq.heappush(heap, (-bw, nl, hops + 1, w))
+    return best, prev
+
+
+def _walk(prev, src, dst):
+    idx, fwd, v = [], [], dst
+    while v != src:
+        u, li, f = prev[v]
+        idx.append(li)
+        fwd.append(f)
+        v = u
+    return idx[::-1], fwd[::-1]
+
+
+def reference_route(topo: Topology, hubs: frozenset[str], a: str, b: str):
+    """Local search that stops at GPUs and hubs, then source -> hub -> target for every hub."""
+    args = (topo.adj, topo.link_bw, topo.link_lat)
+    lbest, lprev = _reference_search(*args, a, topo.gpu_set, hubs, True)
+    pick = None
+    if b in lbest:
+        bw, lat, hops = lbest[b]
+        pick = ((-bw, lat, hops), None)
+    trees = {}
+    for h in hubs:
+        if h not in lbest:
+            continue
+        trees[h] = tree = _reference_search(*args, h, topo.gpu_set, hubs, False)
+        if b not in tree[0]:
+            continue
+        bw1, lat1, hop1 = lbest[h]
+        bw2, lat2, hop2 = tree[0][b]
+        cand = (-min(bw1, bw2), lat1 + lat2, hop1 + hop2)
+        if pick is None or cand < pick[0]:
+            pick = (cand, h)
+    if pick is None:
+        return None
+    if pick[1] is None:
+        idx, fwd = _walk(lprev, a, b)
+    else:
+        idx, fwd = _walk(lprev, a, pick[1])
+        i2, f2 = _walk(trees[pick[1]][1], pick[1], b)
+        idx, fwd = idx + i2, fwd + f2
+    return tuple(idx), tuple(fwd)
+
+
+def _clusters():
+    cat = load_catalog()
+    out = [(f.stem, load_project(f).cluster) for f in sorted((ROOT / "presets" / "examples").glob("*.json"))]
+    for tid, t in sorted(cat.nodes.items()):
+        out.append((f"{tid}x3", build_cluster(t, 3, cat.gpu(t.gpu_type), cat.links)))
+    return out
+
+
+@pytest.mark.parametrize(("name", "cluster"), _clusters(), ids=lambda v: v if isinstance(v, str) else "")
+def test_routes_match_the_reference_search(name, cluster):
+    topo = Topology(cluster)
+    hubs = frozenset(s.id for s in cluster.switches)
+    gpus = topo.gpu_ids
+    pairs = [(a, b) for a in gpus for b in gpus if a != b]
+    rnd = random.Random(name)
+    if len(pairs) > 400:
+        pairs = rnd.sample(pairs, 400)
+    for a, b in pairs:
+        assert topo._store.route(a, b) == reference_route(topo, hubs, a, b), (a, b)
