@@ -30,6 +30,20 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
 
 
 @pytest.fixture(autouse=True)
+def _fresh_settings():
+    """Every test starts from default window settings: the throw-away settings file
+    (``LAYOUT_STUDIO_NO_SETTINGS=1``) is shared by the whole run, so a test that saved a dock
+    layout (closing a window does) would otherwise narrow the docks of every later window."""
+    if "studio.gui.settings" in sys.modules:
+        from studio.gui.settings import make_settings
+
+        s = make_settings()
+        s.clear()
+        s.sync()
+    yield
+
+
+@pytest.fixture(autouse=True)
 def _delete_leftover_windows():
     """Delete the top-level widgets a test leaves behind (windows not handed to ``qtbot``, message
     boxes, menus): they pile up by the hundred over the suite and make every later offscreen

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, Qt, QTimer
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -496,12 +496,30 @@ class MainWindow(QMainWindow):
         event.accept()
 
 
+class _WidthFollowingScrollArea(QScrollArea):
+    """A vertical scroll area whose minimum width is always its panel's current one (values,
+    fonts and style sheet change it after construction), so a dock never squeezes the panel."""
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802, D102 - Qt API
+        hint = super().minimumSizeHint()
+        panel = self.widget()
+        if panel is None:
+            return hint
+        bar = self.verticalScrollBar().sizeHint().width() if self.verticalScrollBar().isVisible() else 0
+        return QSize(panel.minimumSizeHint().width() + bar, hint.height())
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802, D102 - Qt API
+        if obj is self.widget() and event.type() == QEvent.Type.LayoutRequest:
+            self.updateGeometry()
+        return super().eventFilter(obj, event)
+
+
 def _scrolled(panel: QWidget) -> QScrollArea:
     """``panel`` in a frameless vertical scroll area that takes its width."""
-    area = QScrollArea()
+    area = _WidthFollowingScrollArea()
     area.setWidgetResizable(True)
     area.setFrameShape(QFrame.Shape.NoFrame)
     area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
     area.setWidget(panel)
-    area.setMinimumWidth(panel.minimumSizeHint().width())
+    panel.installEventFilter(area)
     return area

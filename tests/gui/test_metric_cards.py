@@ -44,7 +44,9 @@ def test_a_narrow_value_shrinks_instead_of_eliding(qtbot):
 
 
 def _window(qtbot, project, size):
-    from studio.gui.app import build_window
+    from studio.gui.app import application, build_window
+
+    application()  # the style sheet the studio runs with (card paddings and fonts), whatever ran before
 
     win = build_window(project, threaded=False)
     win.ask_save = lambda: "discard"
@@ -80,6 +82,7 @@ def test_a_narrowed_metrics_dock_keeps_values_legible(qtbot):
     gb200 = next(p for p in EXAMPLES if "gb200" in p.stem)  # the widest values: 63.4k tok/s, 1.14M tok
     win = _window(qtbot, load_project(gb200), (1280, 800))
     dock = win.docks["Live metrics"]
+    qtbot.wait(10)  # the window lays out the new figures (as it has long before a user drags a dock)
     win.resizeDocks([dock], [120], Qt.Orientation.Horizontal)  # the user drags it as narrow as it goes
     qtbot.wait(10)
     assert dock.width() < 330
