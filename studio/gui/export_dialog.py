@@ -32,6 +32,7 @@ from studio.engine.results import PlanResult
 from studio.io.export import ENGINE_VERSIONS, ExportBundle, export_plan
 from studio.io.export.check import CheckReport, check
 from studio.io.export.write import write_files
+from studio.service.export_layout import verdict_for
 
 ENGINE_LABELS = {"vllm": "vLLM", "trtllm": "TensorRT-LLM", "sglang": "SGLang"}
 FORMAT_LABELS = {"command": "Commands", "yaml": "Config YAML", "script": "Launch script", "k8s": "Kubernetes"}
@@ -86,6 +87,7 @@ class ExportDialog(QDialog):
         self.project = project
         self.plan = plan
         self.bundle: ExportBundle | None = None
+        self.nearest_verdict = None  # ExportedLayoutVerdict of the layout the files run, when not the plan's
         self.choose_folder: Callable[[], str | None] = self._choose_folder_dialog
         self.confirm_overwrite: Callable[[Sequence[Path]], bool] = self._confirm_overwrite_dialog
 
@@ -256,10 +258,20 @@ class ExportDialog(QDialog):
         self.status.setText(f"{len(bundle.files)} file(s) for {ENGINE_VERSIONS[engine]}")
 
     def _show_notes(self, bundle: ExportBundle) -> None:
+        self.nearest_verdict = None
         lines = [f"• {_esc(n)}" for n in bundle.notes]
         if bundle.nearest_layout is not None:
-            lines.append(f"• The files run <b>{_esc(bundle.nearest_layout.label)}</b>, the nearest layout this "
-                         "engine can express.")
+            v = verdict_for(self.project, bundle.nearest_layout)
+            if v.fits:
+                lines.append(f"• The files run <b>{_esc(v.layout.label)}</b>, the nearest layout this "
+                             f"engine can express; it fits ({_esc(v.reason)}).")
+            else:
+                way_out = (f" A layout that fits: <b>{_esc(v.proposal)}</b> (Best layout for my targets)."
+                           if v.proposal else "")
+                lines.append(f"• The files run <b>{_esc(v.layout.label)}</b>, the nearest layout this engine "
+                             f"can express, and it <span style='color:#a00'>does not fit</span>: "
+                             f"{_esc(v.reason)}.{way_out}")
+            self.nearest_verdict = v
         self.notes.setText("<b>Notes: what the engine cannot express, and what to check</b><br>" + "<br>".join(lines) if lines else "")
         self.notes.setVisible(bool(lines))
 

@@ -245,3 +245,31 @@ def test_check_button_reports_what_the_installed_engine_refuses(qtbot, dialog, m
     assert "needs more GPUs than this node has" in text
     assert "checked with the installed engine: sglang.srt.server_args.ServerArgs" in text
     assert dialog.status.text() == "Check found problems"
+
+
+def test_the_layout_the_files_run_is_costed_again(qtbot):
+    """Mixtral TP2×DP4 with EP2 on one DGX H100: vLLM can only run EP = TP × DP = 8, so its files
+    run that layout; the notes name it and say whether it fits (issue 11: never 'fits' for a
+    layout the plan did not cost)."""
+    from studio.core.builders import build_cluster
+    from studio.core.layout import Layout
+    from studio.core.project import Project
+    from studio.gui.export_dialog import ExportDialog
+    from studio.io.presets import load_catalog
+
+    evaluate = engine_evaluate()
+    cat = load_catalog()
+    cluster = build_cluster(cat.node("dgx-h100"), 1, cat.gpu("h100-sxm"), cat.links)
+    project = Project(cluster=cluster, model=cat.model("mixtral-8x7b").architecture,
+                      layout=Layout(tp=2, dp=4, ep=2))
+    dlg = ExportDialog(project, evaluate(project))
+    qtbot.addWidget(dlg)
+    dlg.set_choice("vllm", "command")
+    assert dlg.bundle.nearest_layout is not None and dlg.bundle.nearest_layout.ep == 8
+    v = dlg.nearest_verdict
+    assert v is not None and v.layout == dlg.bundle.nearest_layout
+    text = dlg.notes.text()
+    assert v.layout.label in text
+    assert ("it fits" in text) if v.fits else ("does not fit" in text and (v.proposal or "") in text)
+    dlg.set_choice("trtllm", "command")  # TensorRT-LLM runs the plan's own layout: no verdict
+    assert dlg.bundle.nearest_layout is None and dlg.nearest_verdict is None
