@@ -48,8 +48,8 @@ EXAMPLES = (
         title="Llama-3.1-405B on 2× DGX H100",
         description=(
             "Two DGX H100 nodes joined by InfiniBand NDR (8 rails) through one fabric, serving "
-            "Llama-3.1-405B in BF16 with TP=8 inside each node and PP=2 across the nodes: the "
-            "concept card's example of a model that fits 16 H100 but not 8."
+            "Llama-3.1-405B in BF16 with TP=8 inside each node and PP=2 across the nodes: a model "
+            "that fits on 16 H100 but not on 8."
         ),
         template="dgx-h100",
         nodes=2,
@@ -61,8 +61,8 @@ EXAMPLES = (
         title="Llama-3.1-70B FP8 on 8× L40S (PCIe only)",
         description=(
             "One 8× L40S PCIe server serving Llama-3.1-70B with FP8 weights at TP=8: every "
-            "AllReduce crosses PCIe switches, host bridges and the socket link. The concept "
-            "card's anti-pattern; compare with TP=2 × PP=4 or DP replicas."
+            "AllReduce crosses PCIe switches, host bridges and the socket link, the classic "
+            "anti-pattern; compare with TP=2 × PP=4 or DP replicas."
         ),
         template="l40s-8x-pcie",
         nodes=1,
