@@ -215,16 +215,19 @@ def write_csv(result, path: Path) -> None:
     seen = set(order)
     n_rows = len(next(iter(cols.values()))) if cols else 0
     ranked = order + [r for r in range(n_rows) if r not in seen]
-    try:
-        with path.open("w", newline="", encoding="utf-8") as fh:
-            w = csv.writer(fh)
-            w.writerow(["rank", "row", "layout", *names, "pareto", "recommended", "reason_unfit"])
-            for i, r in enumerate(ranked):
-                values = [_csv_value(cols[n][r]) for n in names]
-                reason = result.reasons_unfit[r] if r < len(result.reasons_unfit) else ""
-                w.writerow([i + 1, r, _label(cols, r), *values, r in pareto, r == result.recommended, reason])
-    except OSError as exc:
-        raise StudioError(f"cannot write --csv file ({exc.strerror or exc})", str(path)) from None
+    import io
+
+    from studio.io.atomic import write_text_atomic
+
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)
+    w.writerow(["rank", "row", "layout", *names, "pareto", "recommended", "reason_unfit"])
+    for i, r in enumerate(ranked):
+        values = [_csv_value(cols[n][r]) for n in names]
+        reason = result.reasons_unfit[r] if r < len(result.reasons_unfit) else ""
+        w.writerow([i + 1, r, _label(cols, r), *values, r in pareto, r == result.recommended, reason])
+    # one atomic write: a device, FIFO or folder target is refused, a failure leaves no half file
+    write_text_atomic(buf.getvalue(), path, what="--csv file")
 
 
 def _csv_value(v):

@@ -87,3 +87,15 @@ def test_sweep_table(cli):
 def test_sweep_rejects_layout_flags(cli):
     r = cli("sweep", *ARGS, "--pp", "2")
     assert r.code == 2 and "--pp" in r.err
+
+
+def test_sweep_csv_onto_a_device_is_refused_and_writes_nothing(cli, tmp_path):
+    """The CSV goes through the atomic writer: a device target is refused in one line (exit 2),
+    and an existing file is replaced whole, never left half written."""
+    r = cli("sweep", *ARGS, "--top", "1", "--csv", "/dev/full")
+    assert r.code == 2 and "not a regular file" in r.err and len(r.err.strip().splitlines()) == 1
+    out = tmp_path / "rows.csv"
+    out.write_text("old\n", encoding="utf-8")
+    assert cli("sweep", *ARGS, "--top", "1", "--csv", str(out)).code == 0
+    assert out.read_text(encoding="utf-8").startswith("rank,row,layout")
+    assert not list(tmp_path.glob(".*tmp"))

@@ -7,7 +7,6 @@ from studio.core.layout import Layout
 from studio.io.project_file import load_project
 from studio.service.export_layout import verdict_for
 
-
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
 
