@@ -13,7 +13,10 @@ The scheduler follows what vLLM, TensorRT-LLM and SGLang do at iteration level:
   200 ms); spans with only decoding sequences and no arrival are advanced in one step.
 
 Requests are spread evenly over the ``dp`` replicas, so one replica is simulated with its share
-of the requests and of the rate. Definitions of the figures follow the benchmark tools: TTFT from
+of the requests and of the rate. A closed loop's users join one after another over one request's
+decode time (not as one synchronised wave, which fixed lengths would repeat all run long); when the
+run has at least twice as many requests as users, their first requests are warm-up and are left out
+of the latency figures (throughput counts the whole run). Definitions of the figures follow the benchmark tools: TTFT from
 arrival to the first token, TPOT = (end − first token) / (output tokens − 1), ITL = the gaps
 between tokens of a sequence, throughput = all output tokens / time from the first arrival to
 the last completion (trtllm-bench, vLLM ``bench serve``).
@@ -192,6 +195,12 @@ def simulate(
     first = [0.0] * n
     end = [0.0] * n
     if closed:
+        # users join one after another over the time one request takes at that load, so the run
+        # starts near the steady state instead of as one synchronised wave of prompts (with fixed
+        # lengths such a wave would repeat for the whole run)
+        span = grid(0.0, float(min(users, cap))) * max(mean_out - 1.0, 1.0)
+        for i in range(issued):
+            arr[i] = span * i / issued
         for i in range(issued, n):
             arr[i] = math.inf
     n_open = issued if closed else n  # requests whose arrival time is known in advance
@@ -281,11 +290,15 @@ def simulate(
     first_np = np.array(first)
     end_np = np.array(end)
     out_np = lens_out.astype(float)
+    duration = float(end_np.max() - arr_np.min()) if n else 0.0
+    tokens = int(out_np.sum())
+    # the users' first requests meet a system still filling up: warm-up (as GenAI-Perf's warm-up
+    # requests), left out of the latency figures when the run is long enough to have others
+    warm = users if closed and n >= 2 * users else 0
+    arr_np, first_np, end_np, out_np = arr_np[warm:], first_np[warm:], end_np[warm:], out_np[warm:]
     ttft = first_np - arr_np
     multi = out_np > 1
     tpot = (end_np[multi] - first_np[multi]) / (out_np[multi] - 1)
-    duration = float(end_np.max() - arr_np.min()) if n else 0.0
-    tokens = int(out_np.sum())
     tps = tokens / duration * 1e3 * replicas if duration > 0 else 0.0
     return SimulationResult(
         requests=n * replicas, duration_ms=duration, output_tokens=tokens * replicas,

@@ -42,12 +42,15 @@ def test_report_pages_are_full_and_nothing_is_split(qtbot, name):
 
 
 def test_report_explains_the_prefill_in_ttft_and_prints_no_inf():
+    """TTFT is explained by the iterations that prefill the new prompt, the load is named, the
+    percentiles come from a simulation of the project's load; a plan serving nothing prints no inf."""
     from studio.gui.report.content import gather
     from studio.gui.report.document import Images, build_html
 
     p = load_project(EXAMPLES / "dgx-h100-2node-llama-405b.json")
     html = build_html(gather(p), Images(src=lambda n: n, width=600))
-    assert "prefill through every stage" in html
+    assert "prefill the new prompt" in html and "Serving under load" in html
+    assert "p99" in html and "requests simulated" in html
     huge = p.replace(workload=p.workload.replace(batch=100_000))
     html = build_html(gather(huge), Images(src=lambda n: n, width=600))
     assert "$inf" not in html and "inf per million" not in html

@@ -11,6 +11,7 @@ from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.engine import SweepResult, evaluate, sweep
 from studio.engine.results import PlanResult
+from studio.engine.simulate import SimulationResult
 
 #: Engines whose launch commands go into the appendix, with their display names.
 EXPORT_ENGINES: tuple[tuple[str, str], ...] = (
@@ -46,6 +47,8 @@ class ReportData:
         The sweep of the cluster for ``objective`` (the Pareto plot's points).
     exports:
         ``(engine display name, command text or the reason it could not be exported)``.
+    simulation:
+        The project's load run through the request simulation (p50/p90/p99), when the layout fits.
     """
 
     project: Project
@@ -55,6 +58,8 @@ class ReportData:
     sweep: SweepResult
     exports: tuple[tuple[str, str], ...]
     created: _dt.datetime
+    simulation: SimulationResult | None = None  # the project's load, simulated (percentiles)
+    simulation_note: str = ""  # why there is no simulation, or how it was sized
 
     @property
     def options(self) -> tuple[Option, ...]:
@@ -154,6 +159,7 @@ def gather(project: Project, objective: str | None = None, now: _dt.datetime | N
     result = sweep(project, objective=objective)  # type: ignore[arg-type]
     alternatives = _pinned_options(project, project.layout) or _sweep_options(result, plan.layout)
     chosen = Option(option_name(plan.layout), "chosen", plan)
+    simulation, note = _simulate(project, plan)
     return ReportData(
         project=project,
         objective=objective,
@@ -162,4 +168,27 @@ def gather(project: Project, objective: str | None = None, now: _dt.datetime | N
         sweep=result,
         exports=_exports(project, plan),
         created=now or _dt.datetime.now(),
+        simulation=simulation,
+        simulation_note=note,
     )
+
+
+#: Most requests the report simulates (the percentiles settle well before; keeps the report quick).
+REPORT_REQUESTS = 1000
+
+
+def _simulate(project: Project, plan: PlanResult) -> tuple[SimulationResult | None, str]:
+    """The project's load through the request simulation, for the report's percentiles."""
+    from studio.engine.serving import simulate_plan
+
+    if not plan.fits:
+        return None, "the layout does not fit, so nothing is served"
+    if plan.load is not None and plan.load.saturated:
+        return None, plan.load.note
+    load = project.workload.load
+    n = min(load.num_requests, REPORT_REQUESTS)
+    try:
+        sim = simulate_plan(project, load=load.replace(num_requests=n))
+    except StudioError as exc:
+        return None, str(exc)
+    return sim, f"{n:,} requests simulated (seed {load.seed})"

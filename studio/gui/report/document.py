@@ -151,6 +151,50 @@ def _assumptions(data: ReportData) -> str:
     return f"<ul>{items}</ul><p>{cal}</p>"
 
 
+def _p99(data: ReportData, figure: str) -> str:
+    sim = data.simulation
+    if sim is None:
+        return ""
+    d = getattr(sim, figure)
+    return f"; p99 {num(d.p99)} ms ({escape(data.simulation_note)})"
+
+
+def _load_text(plan) -> str:  # noqa: ANN001 - PlanResult
+    ld = plan.load
+    if ld is None:
+        return "—"
+    what = {"concurrency": f"{ld.users:,.0f} concurrent requests per replica (closed loop)",
+            "rate": f"{ld.request_rate_per_s:,.3g} requests/s (open loop)",
+            "offline": "all requests queued at once (offline)"}[ld.mode]
+    sat = f"; saturation {ld.saturation_rate_per_s:,.3g} requests/s"
+    return what + sat + (" — SATURATED: the queue grows without bound" if ld.saturated else "")
+
+
+def _load_section(data: ReportData) -> list[str]:
+    """Latency percentiles under the project's load (the request simulation)."""
+    plan = data.chosen.plan
+    out = ["<h2>Serving under load</h2>"]
+    if plan.load is not None:
+        out.append(f"<p>{escape(_load_text(plan))}. Definitions: {escape(plan.load.definition)}.</p>")
+    sim = data.simulation
+    if sim is None:
+        out.append(f"<p>No percentiles: {escape(data.simulation_note or 'no simulation')}.</p>")
+        return out
+    rows = "".join(
+        f"<tr><td>{name}</td><td>{num(d.mean)}</td><td>{num(d.p50)}</td><td>{num(d.p90)}</td><td>{num(d.p99)}</td></tr>"
+        for name, d in (("TTFT (ms)", sim.ttft), ("TPOT (ms)", sim.tpot), ("ITL (ms)", sim.itl),
+                        ("End to end (ms)", sim.e2e))
+    )
+    out.append("<table><tr><th>figure</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th></tr>" + rows + "</table>")
+    out.append(f'<p class="caption">Request simulation of the project\'s load ({escape(data.simulation_note)}): '
+               f"{num(sim.output_tokens_per_s)} output tokens/s, {num(sim.requests_per_s)} requests/s. "
+               "The summary's means are the closed-form steady state (requests spread evenly); the percentiles come "
+               "from this run, where requests of equal lengths that start together also finish together, so prompts "
+               "arrive in clumps and TTFT can exceed the smooth steady state (a length spread in the workload's "
+               "load evens them out).</p>")
+    return out
+
+
 def build_html(data: ReportData, images: Images, page_breaks: bool = False) -> str:
     """The whole report as one HTML string.
 
@@ -179,10 +223,14 @@ def build_html(data: ReportData, images: Images, page_breaks: bool = False) -> s
             ("Layout", f"{plan.layout.label}, {plan.micro_batches} micro-batches, layers per stage "
                        + ",".join(str(s.layers) for s in plan.stages)),
             ("Fits", ("yes — " if plan.fits else "NO — ") + plan.fit_reason),
-            ("Time to first token", f"{num(plan.ttft_ms)} ms = the new prompt's prefill through every stage "
-                                    f"({num(plan.ttft_ms - plan.tpot_ms)} ms) + one decode step of the running batch it "
-                                    f"joins ({num(plan.tpot_ms)} ms)"),
-            ("Time per output token", f"{num(plan.tpot_ms)} ms (one decode step of every running request)"),
+            ("Time to first token", f"{num(plan.ttft_ms)} ms on average: waiting for token budget (and, under a "
+                                    "request rate, for a free slot) + the scheduler iterations that prefill the "
+                                    "new prompt beside the running requests' decode tokens"
+                                    + _p99(data, "ttft")),
+            ("Time per output token", f"{num(plan.tpot_ms)} ms on average: one scheduler iteration with every running "
+                                      "request's next token and the prompt chunks of new requests (prefill "
+                                      "interference included)" + _p99(data, "tpot")),
+            ("Load", _load_text(plan)),
             ("Throughput", f"{num(plan.output_tokens_per_s)} output tokens/s ({num(plan.output_tokens_per_s_per_gpu)} per GPU), "
                            "sustained, prefills included"),
             ("Cost", f"{units.usd(plan.usd_per_million_output_tokens)} per million output tokens"),
@@ -194,6 +242,7 @@ def build_html(data: ReportData, images: Images, page_breaks: bool = False) -> s
         "(S0, S1, …); lines are the links the engine costs collectives over.</p>",
         f"<h2{brk}>Model and workload</h2>",
         _pairs(_model_rows(data)),
+        *_load_section(data),
         "<h2>Chosen layout and alternatives</h2>",
         "<p>Alternatives: "
         + ("the layouts pinned in the project." if any(o.origin == "pinned" for o in data.alternatives)
