@@ -77,6 +77,6 @@ def test_throughput_and_tpot_say_what_they_assume(qtbot, project, evaluate):
     qtbot.addWidget(panel)
     panel.set_result(r)
     assert "prefill time is included" in panel.cards["throughput"].toolTip()
-    assert "Decode only" in panel.cards["tpot"].toolTip()
+    assert "prefill interference" in panel.cards["tpot"].toolTip()
     panel.show_why("throughput")
     assert panel.why.toPlainText().startswith("Sustained throughput")

@@ -113,12 +113,15 @@ def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
 def assumption(r: PlanResult, key: str) -> str:
     """What a figure assumes, first in its tooltip and breakdown, so that throughput and
     batch × tok/s per user are not read as the same quantity."""
+    ld = r.load
     if key == "throughput":
-        return (f"Sustained throughput: {r.layout.dp} replica(s) × batch {r.batch:,}, each sequence prefilled and "
-                "then decoded, so prefill time is included; it is below batch × tok/s per user.")
+        at = f" at {ld.request_rate_per_s:,.3g} requests/s" if ld is not None else ""
+        return (f"Sustained throughput{at}: {r.layout.dp} replica(s) × {r.batch:,} running sequences, each prompt "
+                "prefilled and then decoded, so prefill time is included; it is below batch × tok/s per user.")
     if key == "tpot":
-        return (f"Decode only: one token per sequence per step for the {r.batch:,} running sequences; "
-                f"{r.tokens_per_s_per_user:,.1f} tok/s per user is 1000 / TPOT.")
+        return (f"The mean scheduler iteration under the load: the next token of each of the {r.batch:,} running "
+                "sequences plus the prompt chunks of new requests (prefill interference), so it is longer than "
+                f"the decode-only step the timeline draws; {r.tokens_per_s_per_user:,.1f} tok/s per user is 1000 / TPOT.")
     return ""
 
 
