@@ -193,21 +193,8 @@ class LinkKindFit:
         return (self.default_us - self.times_us) / self.times_us
 
 
-def engine_times(
-    cluster,
-    group: list[str],
-    sizes,
-    *,
-    collective: str = "all_reduce",
-    constants=None,
-    link_fits: dict[str, LinkFit] | None = None,
-    nccl_only: bool = True,
-) -> np.ndarray:
-    """The engine's time (µs) of ``collective`` on ``group`` for each message size.
-
-    ``nccl_only`` drops the custom one-shot all-reduce of the serving runtimes, which nccl-tests
-    does not run. ``sendrecv`` is a transfer from the first GPU of the group to the second.
-    """
+def _collective(cluster, group: list[str], collective: str, constants, link_fits, nccl_only: bool):  # noqa: ANN001, ANN202
+    """The engine's :class:`~studio.engine.comm.Collective` of ``collective`` on ``group``."""
     from studio.engine.comm import Collective, allreduce, p2p
     from studio.engine.constants import default_constants
     from studio.engine.topology import Topology
@@ -224,6 +211,25 @@ def engine_times(
         raise StudioError(f"collective '{collective}' cannot be fitted; allowed: all_reduce, sendrecv")
     if nccl_only:
         coll = Collective(coll.kind, coll.group, tuple(a for a in coll.algos if a.name != "one-shot"))
+    return coll
+
+
+def engine_times(
+    cluster,
+    group: list[str],
+    sizes,
+    *,
+    collective: str = "all_reduce",
+    constants=None,
+    link_fits: dict[str, LinkFit] | None = None,
+    nccl_only: bool = True,
+) -> np.ndarray:
+    """The engine's time (µs) of ``collective`` on ``group`` for each message size.
+
+    ``nccl_only`` drops the custom one-shot all-reduce of the serving runtimes, which nccl-tests
+    does not run. ``sendrecv`` is a transfer from the first GPU of the group to the second.
+    """
+    coll = _collective(cluster, group, collective, constants, link_fits, nccl_only)
     return coll.time_us(np.asarray(sizes, dtype=float))
 
 
@@ -257,9 +263,39 @@ def fit_link_kind(
     s, t = _check(sizes, times_us)
     kind = cluster.link_kinds[kind_id]
 
+    # Routes and per-byte costs depend on the kind's bandwidth only; every algorithm's start-up time
+    # is linear in the kind's per-hop latency. So one bandwidth needs two costings (latency 0 and 1)
+    # instead of one per latency tried — the search builds ~2 topologies per bandwidth, not ~25.
+    # (checked: when a third costing at latency 200 µs is off the line — the slowest path changes
+    # with the latency — every latency is costed exactly instead)
+    per_bw: dict[float, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None] = {}
+
+    def coll_at(lat: float, bw: float):  # noqa: ANN202 - Collective
+        return _collective(cluster, group, collective, constants,
+                           {kind_id: LinkFit(latency_us=lat, bandwidth_gbps=bw)}, True)
+
+    def algos_at(bw: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        if bw not in per_bw:
+            c0, c1, c200 = coll_at(0.0, bw), coll_at(1.0, bw), coll_at(200.0, bw)
+            a0 = np.array([a.alpha_us for a in c0.algos])
+            a1 = np.array([a.alpha_us for a in c1.algos])
+            a200 = np.array([a.alpha_us for a in c200.algos])
+            linear = (len(c0.algos) == len(c1.algos) == len(c200.algos)
+                      and np.allclose(a0 + 200.0 * (a1 - a0), a200, rtol=1e-9, atol=1e-9))
+            per_bw[bw] = (a0, a1 - a0, np.array([a.us_per_byte for a in c0.algos]),
+                          np.array([a.max_bytes for a in c0.algos])) if linear else None
+        return per_bw[bw]
+
     def predict(lat: float, bw: float) -> np.ndarray:
-        fit = LinkFit(latency_us=lat, bandwidth_gbps=bw)
-        return engine_times(cluster, group, s, collective=collective, constants=constants, link_fits={kind_id: fit})
+        line = algos_at(float(bw))
+        if line is None:
+            return coll_at(lat, bw).time_us(s)
+        a0, da, upb, cap = line
+        if a0.size == 0:
+            return np.zeros_like(s)
+        times = (a0 + lat * da)[:, None] + upb[:, None] * s[None, :]
+        times = np.where(s[None, :] <= cap[:, None], times, np.inf)
+        return times.min(axis=0)
 
     def score(lat: float, bw: float) -> float:
         return rms((predict(lat, bw) - t) / t)
