@@ -78,7 +78,7 @@ def test_every_link_number_cites_a_source(catalog) -> None:
 def test_sources_cite_originals_not_the_reference_folder(catalog) -> None:
     texts = [s for g in catalog.gpus.values() for s in g.sources.values()]
     texts += [s for k in catalog.links.values() for s in k.sources.values()]
-    assert not [t for t in texts if "/work/shared" in t or "shared/reference" in t]
+    assert not [t for t in texts if "shared/reference" in t or "shared/seeds" in t]
 
 
 def test_link_colours_one_palette_per_family(catalog) -> None:

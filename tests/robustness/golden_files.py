@@ -1,4 +1,4 @@
-"""Paths of the golden project files the robustness tests read (no /work/shared at run time)."""
+"""Paths of the golden project files the robustness tests read (nothing from shared/ at run time)."""
 
 from __future__ import annotations
 
