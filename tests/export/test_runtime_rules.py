@@ -319,3 +319,22 @@ def test_exported_token_budget_is_the_one_the_plan_was_costed_with(engine, name,
     assert cfg[key] == 4096
     old = _yaml(export_plan(proj, plan(proj), engine=engine, fmt="yaml"), name)
     assert old[key] == 2048 + 63
+
+
+def test_exported_token_budget_holds_a_decode_token_of_every_running_sequence():
+    """vLLM refuses to start when max-num-batched-tokens < max-num-seqs: a plan costed with a
+    budget below its batch exports the batch as the budget, and says so."""
+    from dataclasses import replace
+
+    from studio.engine.results import LoadSummary
+
+    proj = project(LLAMA_70B, 1, Layout(tp=8), serving=ServingConfig(kv_dtype="fp8", max_num_batched_tokens=32))
+    load = LoadSummary(mode="concurrency", definition="closed loop", users=64, running=64, decode_seqs=31.0,
+                       prefill_tokens_per_iteration=1.0, iteration_ms=20.0, token_budget=32,
+                       budget_bound=True, request_rate_per_s=5.0, saturation_rate_per_s=5.0, saturated=False)
+    for engine, name, key, batch_key in (("vllm", "vllm-serve.yaml", "max-num-batched-tokens", "max-num-seqs"),
+                                         ("trtllm", "trtllm-serve.yaml", "max_num_tokens", "max_batch_size")):
+        bundle = export_plan(proj, replace(plan(proj), load=load), engine=engine, fmt="yaml")
+        cfg = _yaml(bundle, name)
+        assert cfg[key] == cfg[batch_key] == 64
+        assert any("raised to 64" in n for n in bundle.notes)

@@ -42,6 +42,7 @@ from studio.io.export.recipes import (
 )
 from studio.io.export.serving import (
     batched_tokens,
+    budget_note,
     kv_cache_value,
     kv_dtype,
     kv_memory_fractions,
@@ -67,7 +68,7 @@ from studio.io.export.yaml_text import dump_yaml
 
 __all__ = [
     "ENGINES", "ENGINE_VERSIONS", "FORMATS", "Deployment", "EngineRecipe", "ExportBundle", "Group",
-    "NodeUse", "Raw", "Recipe", "Reserve", "Step", "Word", "address_notes", "batched_tokens",
+    "NodeUse", "Raw", "Recipe", "Reserve", "Step", "Word", "address_notes", "batched_tokens", "budget_note",
     "comment", "deployment", "devices_env", "dump_yaml", "flag_groups", "gib", "group_node_index",
     "header", "host_variables", "host_word", "hosts_word", "kv_cache_value", "kv_dtype",
     "kv_memory_fractions", "max_model_len", "model_dtype", "model_path", "node_label", "one_group",

@@ -84,8 +84,19 @@ def batched_tokens(project: Project, plan: PlanResult) -> int:
     engine chunks prompts as the plan's TTFT and TPOT assume. A plan without a load summary
     (older results) gets one whole prompt next to a decode token of every other running sequence."""
     if plan.load is not None:
-        return int(plan.load.token_budget)
+        # an iteration must hold one decode token of every running sequence: vLLM refuses to
+        # start when max_num_batched_tokens < max_num_seqs (SchedulerConfig's check)
+        return max(int(plan.load.token_budget), sequences_per_rank(plan))
     return project.workload.isl + max(plan.batch - 1, 0)
+
+
+def budget_note(project: Project, plan: PlanResult) -> str | None:
+    """Why the exported token budget differs from the plan's, when it does."""
+    if plan.load is None or batched_tokens(project, plan) == plan.load.token_budget:
+        return None
+    return (f"The plan's token budget ({plan.load.token_budget:,}) is below its {sequences_per_rank(plan):,} "
+            "running sequences; the engine needs room for one decode token of each per step, so the budget "
+            f"is raised to {batched_tokens(project, plan):,}.")
 
 
 def kv_memory_fractions(plan: PlanResult) -> tuple[float, float]:

@@ -79,11 +79,14 @@ def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[
     seq = c.max_model_len(project, plan)
     cfg[rules.chunk.tokens_key] = tokens
     cfg[rules.chunk.context_key] = seq
+    if (note := c.budget_note(project, plan)) is not None:
+        notes.append(note)
     if tokens < seq and rules.chunk.switch_key:
         cfg[rules.chunk.switch_key] = True
+        what = ("the token budget the plan's steps were costed with" if plan.load is not None else
+                f"one prompt of {project.workload.isl} tokens next to a decode token of every other sequence")
         notes.append(
-            f"{rules.chunk.tokens_key} {tokens} (one prompt of {project.workload.isl} tokens next to a "
-            f"decode token of every other sequence) is below {rules.chunk.context_key} {seq}: "
+            f"{rules.chunk.tokens_key} {tokens} ({what}) is below {rules.chunk.context_key} {seq}: "
             f"{rules.chunk.switch_key} is on, so longer prompts are prefilled in chunks instead of "
             "refused."
         )

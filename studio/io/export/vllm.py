@@ -122,6 +122,8 @@ def _config(project: Project, plan: PlanResult, m: _Mapping) -> tuple[dict[str, 
             )
     cfg[rules.batch.key] = c.sequences_per_rank(plan)
     cfg[rules.chunk.tokens_key] = c.batched_tokens(project, plan)
+    if (note := c.budget_note(project, plan)) is not None:
+        notes.append(note)
     return cfg, notes
 
 
