@@ -304,8 +304,12 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
     dp = layout.dp
     cap = float(max(1, min(wl.max_batch, max_seqs)))
     im = IterationModel(lc, c)
-    sat = closed_loop(im, np.array([cap]), np.array([float(m_eff)]), wl.isl, wl.osl, budget)
-    sat_rate = float(sat.requests_per_s[0]) * dp
+    sat = None
+    if ld.mode == "rate" or batch != cap:
+        sat = closed_loop(im, np.array([cap]), np.array([float(m_eff)]), wl.isl, wl.osl, budget)
+        sat_rate = float(sat.requests_per_s[0]) * dp
+    else:  # the plan's own closed loop (serve_times) already runs at the saturating batch
+        sat_rate = float(sv_t.tokens_per_s_replica[0]) / wl.osl * dp
     figures = None
     note = ""
     if ld.mode == "rate":
