@@ -49,6 +49,7 @@ from studio.io.export.serving import (
     max_model_len,
     model_dtype,
     model_path,
+    partition_env,
     quantized_to,
     sequences_per_rank,
     served_layout,
@@ -68,7 +69,7 @@ from studio.io.export.yaml_text import dump_yaml
 
 __all__ = [
     "ENGINES", "ENGINE_VERSIONS", "FORMATS", "Deployment", "EngineRecipe", "ExportBundle", "Group",
-    "NodeUse", "Raw", "Recipe", "Reserve", "Step", "Word", "address_notes", "batched_tokens", "budget_note",
+    "NodeUse", "Raw", "Recipe", "Reserve", "Step", "Word", "address_notes", "batched_tokens", "budget_note", "partition_env",
     "comment", "deployment", "devices_env", "dump_yaml", "flag_groups", "gib", "group_node_index",
     "header", "host_variables", "host_word", "hosts_word", "kv_cache_value", "kv_dtype",
     "kv_memory_fractions", "max_model_len", "model_dtype", "model_path", "node_label", "one_group",

@@ -123,6 +123,15 @@ def uneven_split(project: Project, plan: PlanResult) -> tuple[int, ...] | None:
     return tuple(split) if len(set(split)) > 1 else None
 
 
+def partition_env(project: Project, plan: PlanResult, env_name: str | None) -> list[tuple[str, str]]:
+    """``[(env_name, "30,33,...")]`` for an uneven layer split when the engine reads one from the
+    environment (vLLM ``VLLM_PP_LAYER_PARTITION``, SGLang ``SGLANG_PP_LAYER_PARTITION``), else ``[]``."""
+    split = uneven_split(project, plan)
+    if not (split and env_name):
+        return []
+    return [(env_name, ",".join(str(n) for n in split))]
+
+
 _TORCH_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 

@@ -104,10 +104,7 @@ def build(
     notes = notes + map_notes + _config(project, plan, cfg)
     groups = c.replica_groups(dep, lay) if mode == "replicas" else c.one_group(dep)
     rules = rules_for("sglang")
-    env: list[tuple[str, c.Word]] = []
-    split = c.uneven_split(project, plan)
-    if split and rules.partition_env:
-        env.append((rules.partition_env, ",".join(str(n) for n in split)))
+    env: list[tuple[str, c.Word]] = list(c.partition_env(project, plan, rules.partition_env))
     if any(len(g.nodes) > 1 for g in groups) and fmt != "k8s":
         notes += c.address_notes(dep)
     reserve = c.Reserve("mem-fraction-static", float(cfg["mem-fraction-static"]), "capacity",  # type: ignore[arg-type]

@@ -266,10 +266,7 @@ def build(
     notes = notes + list(m.notes) + cfg_notes
     groups = c.replica_groups(dep, m.layout) if m.mode == "replicas" else c.one_group(dep)
     rules = rules_for("vllm")
-    env: list[tuple[str, c.Word]] = []
-    split = c.uneven_split(project, plan)
-    if split and rules.partition_env:
-        env.append((rules.partition_env, ",".join(str(n) for n in split)))
+    env: list[tuple[str, c.Word]] = list(c.partition_env(project, plan, rules.partition_env))
     if any(len(g.nodes) > 1 for g in groups) and fmt != "k8s":
         notes += c.address_notes(dep)
     reserve = c.Reserve("gpu-memory-utilization", float(cfg["gpu-memory-utilization"]), "capacity",
