@@ -52,6 +52,9 @@ PARAMS: dict[str, tuple[float, float, float | None]] = {
     "hbm_efficiency:rtx-pro-6000": (0.4, 1.0, None),
     "attention_efficiency": (0.1, 3.0, None),
     "moe_imbalance_factor": (1.0, 4.0, None),
+    "moe_permute_passes": (0.1, 64.0, None),
+    "moe_overhead_half_tokens": (0.5, 4096.0, None),
+    "request_overhead_ms": (0.1, 50.0, None),
 }
 #: Where every held-out fit starts: round, unfitted values (the engine's first guesses before any
 #: fit), so no held-out point influences its own prediction through the starting point.
@@ -61,6 +64,7 @@ PRIOR: dict[str, float] = {
     "expert_gemm_half_tokens": 64.0, "roofline_blend": 0.0, "matmul_efficiency_fp4:default": 0.7,
     "matmul_efficiency_fp4:rtx-pro-6000": 0.7, "hbm_efficiency:l40s": 0.85,
     "hbm_efficiency:rtx-pro-6000": 0.85, "attention_efficiency": 1.0, "moe_imbalance_factor": 2.0,
+    "moe_permute_passes": 4.0, "request_overhead_ms": 2.0, "moe_overhead_half_tokens": 16.0,
 }
 #: Step factors of the held-out fits (the all-data fit refines further with 1.07).
 HELD_OUT_FACTORS = (1.5, 1.2)

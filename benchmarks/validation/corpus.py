@@ -18,11 +18,13 @@ from typing import Any
 
 from studio.core.builders import build_cluster
 from studio.core.layout import Layout
+from studio.core.precision import DType
 from studio.core.project import Project
 from studio.core.workload import Load, ServingConfig, Workload
 from studio.engine import evaluate
 from studio.engine.constants import Constants
 from studio.engine.serving import simulate_plan
+from studio.engine.trtllm_bench import bench_limits
 from studio.io.presets import load_catalog
 
 HERE = Path(__file__).resolve().parent
@@ -86,6 +88,11 @@ TRITON_MAX_BATCH = 256
 OFFLINE_MAX_BATCH = 2048
 
 
+def _trtllm_bench(rec: dict[str, Any]) -> bool:
+    """Whether a record was measured with ``trtllm-bench`` (TensorRT-LLM's perf-overview tables)."""
+    return rec["framework"] in ("trtllm-0.17", "trtllm-0.19", "trtllm-0.20", "trtllm-1.0")
+
+
 @lru_cache(maxsize=1024)
 def project_for(p: Point) -> tuple[Project, Layout]:
     """The project and layout a point describes."""
@@ -109,6 +116,15 @@ def project_for(p: Point) -> tuple[Project, Layout]:
     model = cat.model(r["model"]).architecture
     adp = bool(extra.get("enable_attention_dp")) and model.moe is not None
     max_batch = TRITON_MAX_BATCH if p.group == "trtllm-0.14-online" else OFFLINE_MAX_BATCH
+    if _trtllm_bench(r) and load.mode == "offline":
+        # trtllm-bench sizes max_batch_size per dataset (studio.engine.trtllm_bench): the nominal
+        # TP of the run, before attention-DP is mapped below
+        sv_dtype = DType(r["weight_dtype"])
+        kv = DType(r["kv_dtype"]) if r["kv_dtype"] in ("fp8", "bf16", "fp16") else DType.FP8
+        lim = bench_limits(model, sv_dtype, kv, int(r["tp"]), int(r["pp"]), int(r["isl"]), int(r["osl"]),
+                           cluster.gpu_specs[next(iter(cluster.gpu_specs))].memory_bytes / 2**30,
+                           float(extra.get("kv_cache_free_gpu_mem_fraction", 0.95)))
+        max_batch = lim.max_batch * int(r["pp"])  # per micro-batch in flight, one per stage
     max_batch = int(extra.get("max_batch", max_batch))
     if adp:  # the engine's batch limit is shared by the attention-DP ranks
         max_batch = max(1, max_batch // int(r["tp"]))

@@ -30,8 +30,11 @@ class Constants:
     prefill_efficiency: float
     decode_efficiency: float
     decode_step_overhead_us: float
+    request_overhead_ms: float
     layer_overhead_us: float
     moe_layer_overhead_us: float
+    moe_permute_passes: float
+    moe_overhead_half_tokens: float
     custom_allreduce_latency_us: float
     custom_allreduce_bw_fraction: float
     custom_allreduce_max_bytes: float

@@ -87,6 +87,7 @@ def layout_costs(
     max_batch: int,
     replicas: list[int] | None = None,
     fraction_of_free: bool = False,
+    token_budget: int | None = None,
 ) -> LayoutCosts:
     """Batch-independent costs; ``replicas`` limits the DP replicas whose links are costed
     (the sweep samples a few on large clusters; :func:`evaluate` costs all).
@@ -94,7 +95,8 @@ def layout_costs(
     ``gpu_memory_utilization`` is a fraction of the device memory (vLLM
     ``--gpu-memory-utilization``, SGLang ``--mem-fraction-static``), or with ``fraction_of_free`` of the
     memory left after weights, activations and runtime (TensorRT-LLM
-    ``kv_cache_free_gpu_mem_fraction``)."""
+    ``kv_cache_free_gpu_mem_fraction``). ``token_budget`` (default: the constants' engine default)
+    is the most tokens one iteration carries, which sizes the activation reserve."""
     cluster = topo.cluster
     groups = resolve_groups(layout, placement)
     reps = list(range(layout.dp)) if replicas is None else replicas
@@ -117,7 +119,7 @@ def layout_costs(
         width = max(width if moe.first_dense_layers or moe.layer_freq > 1 else 0,
                     moe.expert_intermediate_size * moe.experts_per_token
                     + (moe.shared_intermediate_size or moe.expert_intermediate_size) * moe.num_shared_experts)
-    t_act = c.max_num_batched_tokens
+    t_act = float(token_budget or c.max_num_batched_tokens)
     act = np.full(pp, c.activation_factor * t_act * (h + width / tp) * 2.0)
     act[-1] += min(t_act, max_batch) * model.vocab_size / tp * c.logits_bytes_per_token
     terms = {"cuda_context": c.cuda_context_gib * GIB, "cuda_graphs": c.cuda_graphs_gib * GIB,

@@ -29,6 +29,7 @@ from studio.engine.results import CommCost, GpuMemory, LoadSummary, PlanResult, 
 from studio.engine.rules import plan_warnings
 from studio.engine.shapes import LayerTable, layer_table
 from studio.engine.topology import topology_of
+from studio.engine.trtllm_bench import token_budget
 from studio.engine.validate import check_layout
 
 _TABLES: OrderedDict[int, tuple[LLMArchitecture, LayerTable]] = OrderedDict()
@@ -143,9 +144,10 @@ def evaluate(
         layout = layout.model_copy(update={"placement": placement})
     topo = topology_of(project.cluster, cal.link_fits if cal else None)
     precision = sv.effective_precision(model.precision)
+    budget = token_budget(project, layout.tp, layout.pp, int(c.max_num_batched_tokens))
     lc = layout_costs(model, cached_layer_table(model), precision, sv.kv_dtype, layout, placement, topo, c,
                       sv.gpu_memory_utilization, wl.max_batch,
-                      fraction_of_free=sv.runtime == "trtllm")
+                      fraction_of_free=sv.runtime == "trtllm", token_budget=budget)
     seq_len = wl.isl + wl.osl
     pool, seq_bytes, max_seqs, cap_tokens, kv_tok = memory_fit(lc, seq_len)
     auto = wl.batch == "auto"
@@ -176,7 +178,6 @@ def evaluate(
     fits = weights_fit and max_seqs >= 1 and batch <= max_seqs
     m_eff = max(1, min(layout.micro_batches, batch))
     mb = math.ceil(batch / m_eff)
-    budget = int(sv.max_num_batched_tokens or c.max_num_batched_tokens)
     sv_t = serve_times(lc, np.array([float(batch)]), np.array([float(m_eff)]), wl.isl, wl.osl, c, budget)
     st = _column(sv_t.steps, int(sv_t.index[0]))
     ttft, tpot = float(sv_t.ttft_ms[0]), float(sv_t.tpot_ms[0])
@@ -327,7 +328,10 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
     else:
         state = None
     if state is not None:
-        figures = (float(state.ttft_ms[0]), float(state.tpot_ms[0]), float(state.e2e_ms[0]),
+        # a served request also spends the front end's time (HTTP, tokenising, streaming) before its
+        # first token reaches the client
+        front = c.request_overhead_ms
+        figures = (float(state.ttft_ms[0]) + front, float(state.tpot_ms[0]), float(state.e2e_ms[0]) + front,
                    float(state.output_tokens_per_s[0]))
         users, running = float(state.concurrency[0]), float(min(state.concurrency[0], cap))
         dec, pre = float(state.decode_seqs[0]), float(state.prefill_tokens[0])

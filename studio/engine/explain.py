@@ -111,8 +111,11 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
     out["latency.ttft"] = Explanation(
         "latency.ttft", ctx.ttft_ms, "ms",
         "waiting for token budget (and, under a request rate, for a free sequence slot) + the scheduler "
-        "iterations that carry the new prompt's chunks beside the running sequences' decode tokens",
-        (Term("prompt", wl.isl, "tokens"),) + load_terms,
+        "iterations that carry the new prompt's chunks beside the running sequences' decode tokens "
+        "(+ the front end's request overhead when requests are served at a rate or concurrency)",
+        (Term("prompt", wl.isl, "tokens"),) + load_terms
+        + ((Term("request overhead", ctx.constants.request_overhead_ms, "ms", "HTTP, tokenising, streaming"),)
+           if ld is not None and ld.mode in ("rate", "concurrency") else ()),
         ("compute = max(FLOPs / (peak × MAMF × prefill_efficiency × GEMM fill), bytes / bandwidth) + fixed costs",)
         + load_notes,
     )

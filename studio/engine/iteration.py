@@ -115,6 +115,11 @@ class IterationModel:
                     + d * (ctx * lc.sec_attn_ctx[s]
                            + (np.minimum(ctx, lc.window) if lc.window else ctx) * lc.sec_attn_ctx_sliding[s]))
             cmp_s = dense + logit_seqs * lc.sec_lm_head[s] + attn / c.attention_efficiency
+            if lc.num_experts:
+                # routing moves every token's hidden state to its k experts and back (permute, combine):
+                # memory-bound kernels between the GEMMs, in proportion to tokens × k
+                cmp_s = cmp_s + (tokens * sh.moe_layers * lc.experts_per_token * h * act_b
+                                 * c.moe_permute_passes / lc.hbm_bps[s])
             dense_w = sh.weights - sh.expert_bytes
             if lc.num_experts:
                 miss = 1.0 - lc.experts_per_token / lc.num_experts
@@ -124,8 +129,11 @@ class IterationModel:
             kv_read = d * np.asarray(sh.kv_bytes_for(ctx, lc.window), dtype=float)
             mem_s = (dense_w + sh.expert_bytes * touched + kv_read) / (lc.hbm_bps[s] * c.decode_efficiency)
             busy = np.maximum(cmp_s, mem_s) + c.roofline_blend * np.minimum(cmp_s, mem_s)
+            # the MoE layer's routing, dispatch and combine synchronisation grows with the tokens routed
+            # until the kernels are full: T / (T + moe_overhead_half_tokens) of its full cost
+            moe_fill = tokens / (tokens + c.moe_overhead_half_tokens)
             fixed_us = (c.decode_step_overhead_us + sh.layers * c.layer_overhead_us
-                        + sh.moe_layers * c.moe_layer_overhead_us)
+                        + sh.moe_layers * c.moe_layer_overhead_us * moe_fill)
             comp[s] = np.where(tokens > 0, busy * 1e3 + fixed_us / 1e3, 0.0)
             t_ar = coll_time_us(lc.allreduce[s], ar_size)
             ar_worst = np.maximum(ar_worst, t_ar)

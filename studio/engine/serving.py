@@ -29,6 +29,7 @@ from studio.engine.iteration import IterationModel
 from studio.engine.load import open_loop
 from studio.engine.simulate import SimulationResult, simulate
 from studio.engine.topology import topology_of
+from studio.engine.trtllm_bench import token_budget
 from studio.engine.validate import check_layout
 
 
@@ -69,9 +70,10 @@ def serving_setup(
     placement = check_layout(layout, project.cluster, model)
     topo = topology_of(project.cluster, cal.link_fits if cal else None)
     precision = sv.effective_precision(model.precision)
+    budget = token_budget(project, layout.tp, layout.pp, int(c.max_num_batched_tokens))
     lc = layout_costs(model, cached_layer_table(model), precision, sv.kv_dtype, layout, placement, topo, c,
                       sv.gpu_memory_utilization, wl.max_batch,
-                      fraction_of_free=sv.runtime == "trtllm")
+                      fraction_of_free=sv.runtime == "trtllm", token_budget=budget)
     _, _, max_seqs, cap_tokens, _ = memory_fit(lc, wl.isl + wl.osl)
     if max_seqs < 1:
         raise StudioError(
@@ -84,7 +86,7 @@ def serving_setup(
     im = IterationModel(lc, c)
     return ServingSetup(
         model=im, replicas=layout.dp, micro_batches=m_eff,
-        budget=int(sv.max_num_batched_tokens or c.max_num_batched_tokens), running_cap=cap,
+        budget=budget, running_cap=cap,
         kv_tokens=float(cap_tokens), isl=wl.isl, osl=wl.osl, batch=batch, gpus=layout.world_size,
     )
 

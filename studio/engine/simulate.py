@@ -296,14 +296,16 @@ def simulate(
     # requests), left out of the latency figures when the run is long enough to have others
     warm = users if closed and n >= 2 * users else 0
     arr_np, first_np, end_np, out_np = arr_np[warm:], first_np[warm:], end_np[warm:], out_np[warm:]
-    ttft = first_np - arr_np
+    # a served request also spends the front end's time before its first token reaches the client
+    front = im.c.request_overhead_ms if load.mode != "offline" else 0.0
+    ttft = first_np - arr_np + front
     multi = out_np > 1
     tpot = (end_np[multi] - first_np[multi]) / (out_np[multi] - 1)
     tps = tokens / duration * 1e3 * replicas if duration > 0 else 0.0
     return SimulationResult(
         requests=n * replicas, duration_ms=duration, output_tokens=tokens * replicas,
         ttft=Distribution.of(ttft), tpot=Distribution.of(tpot),
-        itl=Distribution.of(np.array(itl_t), np.array(itl_w)), e2e=Distribution.of(end_np - arr_np),
+        itl=Distribution.of(np.array(itl_t), np.array(itl_w)), e2e=Distribution.of(end_np - arr_np + front),
         output_tokens_per_s=tps, requests_per_s=n * replicas / duration * 1e3 if duration > 0 else 0.0,
         mean_running=running_area / duration if duration > 0 else 0.0, peak_waiting=peak_wait,
     )

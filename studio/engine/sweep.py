@@ -27,6 +27,7 @@ from studio.engine.evaluate import (
 )
 from studio.engine.results import PlanResult
 from studio.engine.topology import Topology, topology_of
+from studio.engine.trtllm_bench import token_budget
 
 OBJECTIVES = ("throughput", "cost", "latency")
 COLUMNS = (
@@ -176,7 +177,8 @@ def sweep(
         try:
             lc = layout_costs(model, table, precision, sv.kv_dtype, layout, placement, topo, c,
                               sv.gpu_memory_utilization, wl.max_batch, replicas=_sample(dp),
-                              fraction_of_free=sv.runtime == "trtllm")
+                              fraction_of_free=sv.runtime == "trtllm",
+                              token_budget=token_budget(project, tp, pp, int(c.max_num_batched_tokens)))
         except StudioError as exc:  # e.g. GPUs of a group not linked
             _append_unfit(cols, reasons_unfit, extra, tp, pp, dp, ep, str(exc))
             kinds.append("")
@@ -239,7 +241,8 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
                 M.append(m)
     B = np.asarray(B, dtype=float)
     M = np.asarray(M, dtype=float)
-    sv_t = serve_times(lc, B, M, wl.isl, wl.osl, c, project.serving.max_num_batched_tokens)
+    budget = token_budget(project, tp, pp, int(c.max_num_batched_tokens))
+    sv_t = serve_times(lc, B, M, wl.isl, wl.osl, c, budget)
     ttft, tpot = sv_t.ttft_ms, sv_t.tpot_ms
     heads_ok = _heads_ok(project, tp)
     fits = weights_fit & (B <= max_seqs) & heads_ok & (seq_len <= project.model.max_context)

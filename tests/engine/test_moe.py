@@ -13,8 +13,8 @@ from tests.engine.fixtures import FP8, H200, HGX_H200, LLAMA_70B, MIXTRAL, clust
 BOX = cluster(HGX_H200, 1, H200)
 
 
-def _run(model, batch, factor, tp=2, isl=1000, osl=1000):  # noqa: ANN001
-    c = default_constants().with_overrides({"moe_imbalance_factor": factor})
+def _run(model, batch, factor, tp=2, isl=1000, osl=1000, **overrides):  # noqa: ANN001, ANN003
+    c = default_constants().with_overrides({"moe_imbalance_factor": factor, **overrides})
     p = project(BOX, model, Layout(tp=tp, dp=8 // tp), workload=Workload(isl=isl, osl=osl, batch=batch), serving=FP8)
     return evaluate(p, constants=c)
 
@@ -40,7 +40,9 @@ def test_dense_model_ignores_the_factor():
 
 
 def test_batch_one_decode_reads_only_the_touched_experts():
-    r = _run(MIXTRAL, 1, 2.0, tp=8)
+    # GEMMs at full fill, so one token's compute stays far below its weight read and the step is
+    # the memory time of what it touches
+    r = _run(MIXTRAL, 1, 2.0, tp=8, gemm_half_tokens=1.0, expert_gemm_half_tokens=1.0)
     m = r.memory[0]
     experts = m.weights_by_module["experts"]
     dense = m.weights - experts
@@ -50,7 +52,9 @@ def test_batch_one_decode_reads_only_the_touched_experts():
     touched = (dense + experts * k_over_e) / hbm * 1e3
     everything = (dense + experts) / hbm * 1e3
     layers = MIXTRAL.num_layers
-    fixed = c.decode_step_overhead_us + layers * (c.layer_overhead_us + c.moe_layer_overhead_us)
+    # one decoding token: the MoE layer's fixed cost at its fill 1 / (1 + moe_overhead_half_tokens)
+    moe_fixed = c.moe_layer_overhead_us / (1.0 + c.moe_overhead_half_tokens)
+    fixed = c.decode_step_overhead_us + layers * (c.layer_overhead_us + moe_fixed)
     t = r.stages[0].decode_compute_ms - fixed / 1e3
     assert t == pytest.approx(touched, rel=0.1)
     assert t < 0.6 * everything
