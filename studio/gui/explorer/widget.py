@@ -1,8 +1,8 @@
 """The Layout Explorer dock: every layout of the drawn cluster, ranked, plotted and compared.
 
-The sweep runs in a worker thread on the frozen project (progress bar, Cancel); it re-runs
-debounced when the cluster, model, workload or serving settings change and drops results of an
-older run. Clicking a row or a point previews the layout (its first TP group is selected on the
+The sweep runs in a worker thread on the frozen project through the application's one scheduler
+(:class:`studio.gui.worker.ScheduledWork`; progress bar, Cancel); it re-runs debounced when the
+cluster, model, workload or serving settings change and drops results of an older run. Clicking a row or a point previews the layout (its first TP group is selected on the
 canvas, :attr:`ExplorerWidget.layoutPreview` fires) without changing the project; Pin, Unpin and
 Apply are undoable project edits.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -51,9 +51,11 @@ from studio.gui.explorer.multiples import SmallMultiples
 from studio.gui.explorer.pareto import ParetoPlot
 from studio.gui.explorer.placement_view import PlacementView
 from studio.gui.explorer.table_model import ROW_ROLE, SweepFilterProxy, SweepTableModel
-from studio.gui.explorer.task import Sweeper, SweepTask
+from studio.gui.explorer.task import Sweeper, sweep_work
 from studio.gui.timeline import TimelinePanel
+from studio.gui.worker import ScheduledWork
 from studio.service.recommend import sweep_kwargs, with_row
+from studio.service.scheduler import Response
 
 DEBOUNCE_MS = 300
 OBJECTIVE_TEXT = {
@@ -108,19 +110,17 @@ class ExplorerWidget(QWidget):
         self.threaded = threaded
         self._sweeper: Sweeper = sweeper or sweep
         self.result: SweepResult | None = None
-        self.task: SweepTask | None = None
-        self._revision = 0
         self._inputs: tuple | None = None
         self._pin_batch: dict[Layout, int] = {}
         self._dirty_tabs: set[str] = set()
         self._closed = False  # the dock or window was closed: no sweeps until it is shown again
         self._rerun_on_show = False
-        self._pool = QThreadPool(self)
-        self._pool.setMaxThreadCount(2)
-        self._timer = QTimer(self)
-        self._timer.setSingleShot(True)
-        self._timer.setInterval(debounce_ms)
-        self._timer.timeout.connect(self.run_sweep)
+        #: The sweeps: newest only, debounced, in a worker thread (or synchronous when not threaded).
+        self.jobs = ScheduledWork(sweep_work(self._sweeper), self._request, threaded=threaded,
+                                  debounce_ms=debounce_ms, max_threads=2, name="the sweep", parent=self)
+        self.jobs.started.connect(self._on_started)
+        self.jobs.progressed.connect(self._on_progress)
+        self.jobs.responded.connect(self._on_done)
         self._build()
         self._load_targets(document.project)
         document.projectChanged.connect(self._on_project)
@@ -273,7 +273,7 @@ class ExplorerWidget(QWidget):
         super().showEvent(event)
         self._closed = False
         rerun, self._rerun_on_show = self._rerun_on_show, False
-        if rerun or (self.result is None and self.task is None and not self._timer.isActive()):
+        if rerun or (self.result is None and not self.running and not self.jobs.pending):
             self.schedule()
 
     def hideEvent(self, event) -> None:  # noqa: N802, ANN001 - Qt API
@@ -298,11 +298,10 @@ class ExplorerWidget(QWidget):
         """The dock or window closed: stop the sweep in flight and the debounce timer; the
         sweep runs again when the Explorer is shown next."""
         self._closed = True
-        if self._timer.isActive() or self.running:
+        if self.jobs.pending or self.running:
             self._rerun_on_show = True
-        self._timer.stop()
-        if self.running:
-            self.cancel()
+        if self.jobs.stop():
+            self.status.setText("cancelling…")
 
     @staticmethod
     def _limit_box(tip: str) -> QDoubleSpinBox:
@@ -345,64 +344,57 @@ class ExplorerWidget(QWidget):
         return sweep_kwargs(self.doc.project)
 
     def schedule(self) -> None:
-        """Re-run the sweep after the debounce interval (restarted on every call); while the
-        Explorer is closed, only note that it must run when shown again."""
+        """Re-run the sweep after the debounce interval (restarted on every call; a sweep of the
+        old inputs in flight is cancelled and its result dropped); while the Explorer is closed,
+        only note that it must run when shown again."""
         if self._closed:
             self._rerun_on_show = True
             return
-        self._timer.start()
+        self.jobs.schedule()
 
     def run_sweep(self) -> None:
         """Start a sweep of the current project now (cancelling one in flight)."""
-        self._timer.stop()
-        if self.task is not None:
-            self.task.cancel()
-        self._revision += 1
+        self.jobs.start()
+
+    def _request(self) -> tuple[Project, dict]:
+        """The frozen request of a sweep: the current project and its objective and targets."""
         project = self.doc.project
         self._inputs = _sweep_inputs(project)
-        task = SweepTask(self._sweeper, project, self._revision, **self.sweep_kwargs())
-        task.relay.progress.connect(self._on_progress)
-        task.relay.done.connect(self._on_done)
-        self.task = task
+        return project, self.sweep_kwargs()
+
+    def _on_started(self, _revision: int) -> None:
         self.progress.setValue(0)
         self.cancel_button.setEnabled(True)
-        self.status.setText(f"sweeping {project.cluster.num_gpus} GPUs…")
-        if self.threaded:
-            self._pool.start(task)
-        else:
-            task.run()
+        self.status.setText(f"sweeping {self.doc.project.cluster.num_gpus} GPUs…")
 
     def cancel(self) -> None:
         """Stop the sweep in flight (its partial result is dropped)."""
-        if self.running:
-            self.task.cancel()
+        if self.jobs.cancel():
             self.status.setText("cancelling…")
 
     @property
     def running(self) -> bool:
-        return self.task is not None and not self.task.finished.is_set()
+        """A sweep of the current inputs is in flight."""
+        return self.jobs.running
 
     def wait_idle(self, msecs: int = 30_000) -> bool:
         """Block until sweeps in flight finish (tests, shutdown)."""
-        return self._pool.waitForDone(msecs)
+        return self.jobs.wait_idle(msecs)
 
-    def _on_progress(self, fraction: float, revision: int) -> None:
-        if revision == self._revision:
-            self.progress.setValue(int(fraction * 1000))
+    def _on_progress(self, fraction: float, _revision: int) -> None:
+        self.progress.setValue(int(fraction * 1000))
 
-    def _on_done(self, result: SweepResult | None, revision: int, error: str) -> None:
-        if revision != self._revision:
-            return  # an older run: a newer one is in flight or finished
-        self.task = None
+    def _on_done(self, response: Response) -> None:
+        """A current response (the scheduler drops those of older runs)."""
         self.cancel_button.setEnabled(False)
-        if result is None:
+        if not response.ok:
             self.progress.setValue(0)
-            self.status.setText("sweep cancelled" if error == "cancelled" else "")
-            if error != "cancelled":
-                self.reasons.setPlainText(f"The sweep could not run: {error}")
+            self.status.setText("sweep cancelled" if response.cancelled else "")
+            if not response.cancelled:
+                self.reasons.setPlainText(f"The sweep could not run: {response.error}")
             return
         self.progress.setValue(1000)
-        self.show_result(result)
+        self.show_result(response.result)
 
     def show_result(self, result: SweepResult) -> None:
         """Fill the table, the plot and the reasons from a finished sweep."""
