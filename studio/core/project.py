@@ -51,9 +51,17 @@ class CalibrationProfile(Frozen):
 class ExplorerSettings(Frozen):
     """How layouts are ranked. The TTFT / TPOT targets are the workload's
     (``Workload.ttft_ms`` / ``tpot_ms``), so the Explorer and "Best layout for my targets" rank
-    the same way."""
+    the same way. The percentile SLO under load (p99 TTFT / TPOT at a request rate) is checked by
+    :mod:`studio.service.slo`."""
 
     objective: Objective = Field("throughput", description="throughput per GPU, $ per M tokens, or latency")
+    # A latency SLO as percentiles under load (optional; files without them load as before):
+    ttft_p99_ms: float | None = Field(None, gt=0, le=1e9, description="p99 TTFT target, ms, at slo_rate_per_s")
+    tpot_p99_ms: float | None = Field(None, gt=0, le=1e9, description="p99 TPOT target, ms, at slo_rate_per_s")
+    slo_rate_per_s: float | None = Field(
+        None, gt=0, le=1e7, description="request rate (req/s, all replicas, Poisson) the p99 targets hold at; "
+        "None = the workload's load rate"
+    )
 
 
 class Project(Frozen):

@@ -44,10 +44,8 @@ class _Task(QRunnable):
             if relay is not None and isValid(relay):
                 getattr(relay, name).emit(*args)
                 return True
-        except (
-            RuntimeError
-        ):  # deleted between the check and the emit ("Signal source has been deleted")
-            pass
+        except RuntimeError:
+            pass  # deleted between the check and the emit ("Signal source has been deleted")
         self.job.cancel()
         return False
 
