@@ -42,6 +42,7 @@ from studio.gui.document import ProjectDocument
 from studio.gui.explorer.analysis import (
     COLUMNS,
     PLOT_MODES,
+    SLO_KEYS,
     factorizations,
     first_tp_group,
     why_loses,
@@ -51,11 +52,12 @@ from studio.gui.explorer.multiples import SmallMultiples
 from studio.gui.explorer.pareto import ParetoPlot
 from studio.gui.explorer.placement_view import PlacementView
 from studio.gui.explorer.table_model import ROW_ROLE, SweepFilterProxy, SweepTableModel
-from studio.gui.explorer.task import Sweeper, sweep_work
+from studio.gui.explorer.task import Sweeper, explore_work
 from studio.gui.timeline import TimelinePanel
 from studio.gui.worker import ScheduledWork
 from studio.service.recommend import sweep_kwargs, with_row
 from studio.service.scheduler import Response
+from studio.service.slo import Explored, SloReport, SloTargets, resolve_targets
 
 DEBOUNCE_MS = 300
 OBJECTIVE_TEXT = {
@@ -110,13 +112,16 @@ class ExplorerWidget(QWidget):
         self.threaded = threaded
         self._sweeper: Sweeper = sweeper or sweep
         self.result: SweepResult | None = None
+        #: The percentile SLO check of the shown sweep (None without an SLO).
+        self.slo: SloReport | None = None
+        self.slo_error = ""
         self._inputs: tuple | None = None
         self._pin_batch: dict[Layout, int] = {}
         self._dirty_tabs: set[str] = set()
         self._closed = False  # the dock or window was closed: no sweeps until it is shown again
         self._rerun_on_show = False
         #: The sweeps: newest only, debounced, in a worker thread (or synchronous when not threaded).
-        self.jobs = ScheduledWork(sweep_work(self._sweeper), self._request, threaded=threaded,
+        self.jobs = ScheduledWork(explore_work(self._sweeper), self._request, threaded=threaded,
                                   debounce_ms=debounce_ms, max_threads=2, name="the sweep", parent=self)
         self.jobs.started.connect(self._on_started)
         self.jobs.progressed.connect(self._on_progress)
@@ -135,6 +140,22 @@ class ExplorerWidget(QWidget):
         self.ttft = self._limit_box("TTFT limit in ms (0 = none)")
         self.tpot = self._limit_box("TPOT limit in ms (0 = none)")
         self.hide_unfit = QCheckBox("Hide unfit")
+        # the latency SLO as percentiles under load (the project's, saved and undoable)
+        self.ttft_p99 = self._limit_box("p99 TTFT target in ms at the SLO's request rate (0 = none)")
+        self.tpot_p99 = self._limit_box("p99 TPOT target in ms at the SLO's request rate (0 = none)")
+        self.tpot_p99.setDecimals(1)
+        self.slo_rate = QDoubleSpinBox()
+        self.slo_rate.setRange(0, 1e7)
+        self.slo_rate.setDecimals(2)
+        self.slo_rate.setSingleStep(0.5)
+        self.slo_rate.setSpecialValueText("load's")
+        self.slo_rate.setSuffix(" req/s")
+        self.slo_rate.setToolTip("request rate (all replicas, Poisson) the p99 targets hold at; "
+                                 "\"load's\" = the workload's request rate")
+        self.slo_rate.setMaximumWidth(110)
+        self.slo_rate.setKeyboardTracking(False)
+        self.slo_only = QCheckBox("Meets SLO only")
+        self.slo_only.setToolTip("show only the layouts whose simulated p99s meet the SLO")
         self.filter = QLineEdit()
         self.filter.setPlaceholderText("filter: tp8 pp2 …")
         self.filter.setClearButtonEnabled(True)
@@ -163,6 +184,12 @@ class ExplorerWidget(QWidget):
                   self.hide_unfit, self.filter):
             targets.addWidget(w)
         targets.addStretch(1)
+        slo_bar = QHBoxLayout()
+        slo_bar.setContentsMargins(4, 0, 4, 2)
+        for w in (QLabel("SLO under load: p99 TTFT ≤"), self.ttft_p99, QLabel("p99 TPOT ≤"), self.tpot_p99,
+                  QLabel("at"), self.slo_rate, self.slo_only):
+            slo_bar.addWidget(w)
+        slo_bar.addStretch(1)
         self.reasons = QTextBrowser()
         self.reasons.setObjectName("explorer-reasons")
         self.reasons.setMaximumHeight(96)
@@ -246,12 +273,17 @@ class ExplorerWidget(QWidget):
         lay.setSpacing(2)
         lay.addLayout(bar)
         lay.addLayout(targets)
+        lay.addLayout(slo_bar)
         lay.addWidget(self.reasons)
         lay.addWidget(split, 1)
 
         self.objective.currentIndexChanged.connect(lambda _i: self._set_objective(self.objective.currentData()))
         self.ttft.valueChanged.connect(lambda v: self._set_target("TTFT target", ttft_ms=v or None))
         self.tpot.valueChanged.connect(lambda v: self._set_target("TPOT target", tpot_ms=v or None))
+        self.ttft_p99.valueChanged.connect(lambda v: self._set_slo("p99 TTFT target", ttft_p99_ms=v or None))
+        self.tpot_p99.valueChanged.connect(lambda v: self._set_slo("p99 TPOT target", tpot_p99_ms=v or None))
+        self.slo_rate.valueChanged.connect(lambda v: self._set_slo("SLO request rate", slo_rate_per_s=v or None))
+        self.slo_only.toggled.connect(self.proxy.set_slo_only)
         self.hide_unfit.toggled.connect(self.proxy.set_hide_unfit)
         self.filter.textChanged.connect(self.proxy.set_text)
         self.run_button.clicked.connect(self.run_sweep)
@@ -318,7 +350,10 @@ class ExplorerWidget(QWidget):
 
     def _load_targets(self, p: Project) -> None:
         """Show the project's objective and targets (they are the project's, saved and undoable)."""
-        for box, v in ((self.ttft, p.workload.ttft_ms), (self.tpot, p.workload.tpot_ms)):
+        ex = p.explorer
+        for box, v in ((self.ttft, p.workload.ttft_ms), (self.tpot, p.workload.tpot_ms),
+                       (self.ttft_p99, ex.ttft_p99_ms), (self.tpot_p99, ex.tpot_p99_ms),
+                       (self.slo_rate, ex.slo_rate_per_s)):
             if box.value() != float(v or 0):
                 box.blockSignals(True)
                 box.setValue(float(v or 0))
@@ -338,6 +373,22 @@ class ExplorerWidget(QWidget):
     def _set_target(self, text: str, **changes: float | None) -> None:
         self.doc.edit(text, "workload", lambda p: p.replace(workload=p.workload.replace(**changes)))
 
+    def _set_slo(self, text: str, **changes: float | None) -> None:
+        """Change the project's percentile SLO (one undo step, saved with the project)."""
+        self.doc.edit(text, "explorer", lambda p: p.replace(explorer=p.explorer.replace(**changes)))
+
+    def slo_targets(self) -> SloTargets | None:
+        """The project's percentile SLO, or None; a target without a rate sets :attr:`slo_error`."""
+        p = self.doc.project
+        ex = p.explorer
+        self.slo_error = ""
+        try:
+            return resolve_targets(p, ex.ttft_p99_ms, ex.tpot_p99_ms, ex.slo_rate_per_s,
+                                   names=("p99 TTFT", "p99 TPOT", "the SLO's rate (at … req/s)"))
+        except StudioError as exc:
+            self.slo_error = exc.message
+            return None
+
     # ------------------------------------------------------------------ sweeping
     def sweep_kwargs(self) -> dict:
         """The sweep's objective and targets: the project's (:func:`studio.service.recommend.sweep_kwargs`)."""
@@ -356,11 +407,12 @@ class ExplorerWidget(QWidget):
         """Start a sweep of the current project now (cancelling one in flight)."""
         self.jobs.start()
 
-    def _request(self) -> tuple[Project, dict]:
-        """The frozen request of a sweep: the current project and its objective and targets."""
+    def _request(self) -> tuple[Project, dict, SloTargets | None]:
+        """The frozen request of a sweep: the current project, its objective and targets, and its
+        percentile SLO."""
         project = self.doc.project
         self._inputs = _sweep_inputs(project)
-        return project, self.sweep_kwargs()
+        return project, self.sweep_kwargs(), self.slo_targets()
 
     def _on_started(self, _revision: int) -> None:
         self.progress.setValue(0)
@@ -394,20 +446,27 @@ class ExplorerWidget(QWidget):
                 self.reasons.setPlainText(f"The sweep could not run: {response.error}")
             return
         self.progress.setValue(1000)
-        self.show_result(response.result)
+        out: Explored = response.result
+        self.show_result(out.sweep, out.slo, out.slo_error or self.slo_error)
 
-    def show_result(self, result: SweepResult) -> None:
-        """Fill the table, the plot and the reasons from a finished sweep."""
+    def show_result(self, result: SweepResult, slo: SloReport | None = None, slo_error: str = "") -> None:
+        """Fill the table, the plot and the reasons from a finished sweep (and its SLO check)."""
         self.result = result
-        self.model.set_result(result)
+        self.slo = slo
+        self.model.set_result(result, slo)
+        for key in SLO_KEYS:
+            self.table.setColumnHidden([c.key for c in COLUMNS].index(key), slo is None)
         self._objective_column_first(result.objective)
         self.plot.set_result(result)
         fits = int(result.columns["fits"].sum()) if result.candidates else 0
         self.status.setText(f"{result.candidates:,} candidates, {fits:,} fit")
-        self._show_reasons(result)
+        if slo is not None:
+            meets = sum(e.meets for e in slo.checked)
+            self.status.setText(self.status.text() + f"; {meets} of {len(slo.checked)} layouts checked meet the SLO")
+        self._show_reasons(result, slo, slo_error)
         self._dirty_tabs = {"multiples", "placement"}
-        if result.recommended is not None:
-            self.select_row(int(result.recommended))
+        if self.model.recommended is not None:
+            self.select_row(self.model.recommended)
         self._refresh_visible_tab()
         self.resultShown.emit(result)
 
@@ -420,9 +479,13 @@ class ExplorerWidget(QWidget):
         lead = keys.index(OBJECTIVE_COLUMN[objective])
         hh.moveSection(hh.visualIndex(lead), 0)
 
-    def _show_reasons(self, r: SweepResult) -> None:
+    def _show_reasons(self, r: SweepResult, slo: SloReport | None = None, slo_error: str = "") -> None:
         head = (f"<b>Recommended for {html.escape(OBJECTIVE_TEXT[r.objective].lower())}:</b> "
                 + (html.escape(r.label(r.recommended)) if r.recommended is not None else "none"))
+        if slo is not None:
+            head = f"{slo_line(slo)}<br>{head}"
+        elif slo_error:
+            head = f"<b>SLO not checked:</b> {html.escape(slo_error)}<br>{head}"
         items = "".join(f"<li>{html.escape(t)}</li>" for t in r.reasons)
         self.reasons.setHtml(f"{head}<ul style='margin-top:2px; margin-left:-20px'>{items}</ul>")
 
@@ -459,8 +522,8 @@ class ExplorerWidget(QWidget):
         self.table.scrollTo(idx, QAbstractItemView.ScrollHint.EnsureVisible)
 
     def show_recommended(self) -> None:
-        if self.result is not None and self.result.recommended is not None:
-            self.select_row(int(self.result.recommended))
+        if self.result is not None and self.model.recommended is not None:
+            self.select_row(self.model.recommended)
 
     def _on_row_selected(self) -> None:
         row = self.selected_row()
@@ -484,7 +547,7 @@ class ExplorerWidget(QWidget):
             self.timeline.clear(exc.message)
             return
         self.timeline.set_timelines(plan.timelines, plan.micro_batches)
-        ref = res.recommended if res.recommended is not None else int(res.order[0])
+        ref = self.model.recommended if self.model.recommended is not None else int(res.order[0])
         self.why.setText(why_loses(res, row, int(ref)))
         self.doc.set_selection(first_tp_group(plan))
         self.layoutPreview.emit(plan)
@@ -607,3 +670,14 @@ class ExplorerWidget(QWidget):
         """Proxy index of sweep row ``row`` (tests)."""
         m = self.model.model_row(row)
         return self.proxy.mapFromSource(self.model.index(m, 0)) if m is not None else QModelIndex()
+
+
+def slo_line(slo: SloReport) -> str:
+    """The reasons' first line under an SLO: the best layout meeting it, with its figures, or none."""
+    head = f"<b>Best meeting the SLO ({html.escape(slo.targets.text)}):</b> "
+    if slo.best is None:
+        return head + (f"none of the {len(slo.checked)} layouts checked (lower the rate, raise the targets or "
+                       "add GPUs)")
+    e = slo.checked[slo.best]
+    return head + html.escape(f"{e.layout} M={e.micro_batches}: p99 TTFT {e.ttft_p99_ms:,.0f} ms, p99 TPOT "
+                              f"{e.tpot_p99_ms:,.1f} ms, saturation {e.saturation_rate_per_s:.3g} req/s")
