@@ -11,7 +11,7 @@ import copy
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from studio.core.architecture import LLMArchitecture
 from studio.core.base import Frozen
@@ -62,6 +62,19 @@ class ExplorerSettings(Frozen):
         None, gt=0, le=1e7, description="request rate (req/s, all replicas, Poisson) the p99 targets hold at; "
         "None = the workload's load rate"
     )
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_slo(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """An SLO field that is not set is left out of the file, so a project without an SLO is
+        written exactly as before the fields existed."""
+        data = handler(self)
+        for name in _SLO_FIELDS:
+            if data.get(name, 0) is None:
+                del data[name]
+        return data
+
+
+_SLO_FIELDS = ("ttft_p99_ms", "tpot_p99_ms", "slo_rate_per_s")
 
 
 class Project(Frozen):

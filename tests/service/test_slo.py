@@ -148,3 +148,22 @@ def test_sweep_with_slo_splits_the_progress(bridge70):
     assert max(f for f in seen) < 1.0 and any(f >= 0.5 for f in seen) and any(f < 0.5 for f in seen)
     plain = sweep_with_slo(bridge70, sweep, {}, None, simulate=3)
     assert plain.slo is None and plain.sweep.candidates == out.sweep.candidates
+
+
+def test_a_project_without_an_slo_is_written_as_before(bridge70, tmp_path):
+    from studio.io.project_file import project_to_json
+
+    text = project_to_json(bridge70)
+    assert "ttft_p99_ms" not in text and "slo_rate_per_s" not in text  # old readers see the same file
+    assert '"tpot_p99_ms": 60.0' in project_to_json(_with_slo(bridge70, tpot_p99_ms=60.0))
+
+
+def test_a_bad_slo_in_a_file_names_the_field(bridge70, tmp_path):
+    import json
+
+    data = json.loads(save_project(bridge70, tmp_path / "ok.json").read_text("utf-8"))
+    data["explorer"]["slo_rate_per_s"] = -2
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data), "utf-8")
+    with pytest.raises(StudioError, match="slo_rate_per_s"):
+        load_project(bad)
