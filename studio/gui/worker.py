@@ -188,11 +188,10 @@ class ScheduledWork(QObject):
         return self.scheduler.submit(payload, rev, runner=SyncRunner())
 
     def stop(self) -> bool:
-        """Stop the pending debounce and cancel the job in flight (its cancellation is delivered).
-        Returns whether a job or a debounce was stopped."""
-        pending = self.timer.isActive()
+        """Stop the pending debounce and cancel the job in flight (its cancellation is then
+        delivered). Returns whether a job was cancelled."""
         self.timer.stop()
-        return self.scheduler.cancel() or pending
+        return self.scheduler.cancel()
 
     def cancel(self) -> bool:
         """Cancel the job in flight; ``responded`` then carries its cancellation."""
