@@ -71,7 +71,7 @@ class JobRunner(QObject):
         self.pool.setMaxThreadCount(max_threads)
         self._tasks: set[_Task] = set()  # keep the Python wrappers alive until they report
 
-    def start(self, job: Job, done: Callable[[Response], None]) -> None:
+    def start(self, job: Job, done: Callable[[Response], object]) -> None:
         relay = _Relay(self)
         task = _Task(job, relay)
         self._tasks.add(task)

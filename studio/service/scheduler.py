@@ -137,7 +137,7 @@ class Runner(Protocol):
     """Where jobs run. ``start`` runs ``job`` and calls ``done(response)`` once, on the thread the
     scheduler's owner expects responses on."""
 
-    def start(self, job: Job, done: Callable[[Response], None]) -> None: ...
+    def start(self, job: Job, done: Callable[[Response], object]) -> None: ...
 
     def wait(self, timeout_s: float | None = None) -> bool: ...
 
@@ -145,7 +145,7 @@ class Runner(Protocol):
 class SyncRunner:
     """The synchronous switch: the job runs inside :meth:`Scheduler.submit` (tests, benchmarks)."""
 
-    def start(self, job: Job, done: Callable[[Response], None]) -> None:
+    def start(self, job: Job, done: Callable[[Response], object]) -> None:
         done(job.run())
 
     def wait(self, timeout_s: float | None = None) -> bool:
@@ -161,7 +161,7 @@ class ThreadRunner:
         self._handled: dict[Job, threading.Event] = {}
         self._lock = threading.Lock()
 
-    def start(self, job: Job, done: Callable[[Response], None]) -> None:
+    def start(self, job: Job, done: Callable[[Response], object]) -> None:
         handled = threading.Event()
         with self._lock:
             self._handled[job] = handled

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from studio.core.errors import StudioError
@@ -121,6 +121,7 @@ def rate_load(project: Project, rate_per_s: float) -> Load:
         mode="rate",
         rate_per_s=rate_per_s,
         arrival=load.arrival if load.mode == "rate" else "poisson",
+        concurrency=None,
         num_requests=load.num_requests,
         isl_dist=load.isl_dist,
         osl_dist=load.osl_dist,
@@ -266,56 +267,61 @@ def _check_one(
     p: Project, layout: Layout, row: int, t: SloTargets, evaluate: Callable, simulate_plan: Callable
 ) -> tuple[LayoutSlo, int]:
     """One layout: its entry, and 1 if it was simulated."""
-    base = {"layout": layout.label, "micro_batches": layout.micro_batches, "row": row}
-    nothing = {"ttft_p50_ms": None, "ttft_p99_ms": None, "tpot_p99_ms": None}
+    nan = math.nan
+    entry = LayoutSlo(
+        layout=layout.label,
+        micro_batches=layout.micro_batches,
+        row=row,
+        saturation_rate_per_s=nan,
+        ttft_mean_ms=nan,
+        tpot_mean_ms=nan,
+        ttft_p50_ms=None,
+        ttft_p99_ms=None,
+        tpot_p99_ms=None,
+        tokens_per_s_per_gpu=nan,
+        meets=False,
+        verdict="",
+    )
     try:
         plan = evaluate(p, layout)
     except StudioError as exc:
-        nan = math.nan
-        return LayoutSlo(
-            **base,
-            saturation_rate_per_s=nan,
-            ttft_mean_ms=nan,
-            tpot_mean_ms=nan,
-            **nothing,
-            tokens_per_s_per_gpu=nan,
-            meets=False,
-            verdict=exc.message,
-        ), 0
+        return replace(entry, verdict=exc.message), 0
     s = plan.load
-    closed = {
-        "saturation_rate_per_s": s.saturation_rate_per_s,
-        "ttft_mean_ms": plan.ttft_ms,
-        "tpot_mean_ms": plan.tpot_ms,
-        "tokens_per_s_per_gpu": plan.output_tokens_per_s_per_gpu,
-    }
-    out = None
+    entry = replace(
+        entry,
+        saturation_rate_per_s=s.saturation_rate_per_s,
+        ttft_mean_ms=plan.ttft_ms,
+        tpot_mean_ms=plan.tpot_ms,
+        tokens_per_s_per_gpu=plan.output_tokens_per_s_per_gpu,
+    )
     if s.saturated:
-        out = f"saturated (saturation {s.saturation_rate_per_s:.3g} req/s)"
-    elif t.ttft_p99_ms is not None and plan.ttft_ms > t.ttft_p99_ms:
-        out = f"mean TTFT {plan.ttft_ms:,.0f} ms already above the target"
-    elif t.tpot_p99_ms is not None and plan.tpot_ms > t.tpot_p99_ms:
-        out = f"mean TPOT {plan.tpot_ms:,.1f} ms already above the target"
-    if out is not None:
-        return LayoutSlo(**base, **closed, **nothing, meets=False, verdict=out), 0
+        return replace(
+            entry, verdict=f"saturated (saturation {s.saturation_rate_per_s:.3g} req/s)"
+        ), 0
+    if t.ttft_p99_ms is not None and plan.ttft_ms > t.ttft_p99_ms:
+        return replace(
+            entry, verdict=f"mean TTFT {plan.ttft_ms:,.0f} ms already above the target"
+        ), 0
+    if t.tpot_p99_ms is not None and plan.tpot_ms > t.tpot_p99_ms:
+        return replace(
+            entry, verdict=f"mean TPOT {plan.tpot_ms:,.1f} ms already above the target"
+        ), 0
     try:
         sim = simulate_plan(p, layout)
     except StudioError as exc:
-        return LayoutSlo(**base, **closed, **nothing, meets=False, verdict=exc.message), 1
+        return replace(entry, verdict=exc.message), 1
     misses = []
     if t.ttft_p99_ms is not None and sim.ttft.p99 > t.ttft_p99_ms:
         misses.append(f"p99 TTFT {sim.ttft.p99:,.0f} ms")
     if t.tpot_p99_ms is not None and sim.tpot.p99 > t.tpot_p99_ms:
         misses.append(f"p99 TPOT {sim.tpot.p99:,.1f} ms")
-    verdict = f"{' and '.join(misses)} misses" if misses else "meets"
-    entry = LayoutSlo(
-        **base,
-        **closed,
+    entry = replace(
+        entry,
         ttft_p50_ms=sim.ttft.p50,
         ttft_p99_ms=sim.ttft.p99,
         tpot_p99_ms=sim.tpot.p99,
         meets=not misses,
-        verdict=verdict,
+        verdict=f"{' and '.join(misses)} misses" if misses else "meets",
     )
     return entry, 1
 
