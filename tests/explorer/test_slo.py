@@ -103,8 +103,12 @@ def test_slo_ranks_shows_and_filters_layouts(qtbot, bridge70):
     n_meet = sum(model.slo_meets(model.sweep_row(k)) for k in range(model.rowCount()))
     assert all(model.slo_meets(model.sweep_row(k)) for k in range(n_meet))
     assert w.selected_row() == rep.best_row == model.recommended
+    assert w.plot.recommended_row == rep.best_row  # the plot's star is the same layout
     assert "Best meeting the SLO (p99 TTFT ≤ 2,000 ms, p99 TPOT ≤ 60 ms at 1 req/s)" in w.reasons.toPlainText()
-    # the SLO columns show the check's figures
+    # the SLO columns show the check's figures, right after the objective's column
+    hh = w.table.horizontalHeader()
+    assert [hh.logicalIndex(k) for k in range(5)] == [_col(k) for k in (
+        "tokens_per_s_per_gpu", "slo", "slo_ttft_p99_ms", "slo_tpot_p99_ms", "slo_saturation_rate_per_s")]
     assert not w.table.isColumnHidden(_col("slo"))
     best = rep.checked[rep.best]
     idx = w.index_of_row(rep.best_row)

@@ -456,8 +456,8 @@ class ExplorerWidget(QWidget):
         self.model.set_result(result, slo)
         for key in SLO_KEYS:
             self.table.setColumnHidden([c.key for c in COLUMNS].index(key), slo is None)
-        self._objective_column_first(result.objective)
-        self.plot.set_result(result)
+        self._objective_column_first(result.objective, slo is not None)
+        self.plot.set_result(result, self.model.recommended)
         fits = int(result.columns["fits"].sum()) if result.candidates else 0
         self.status.setText(f"{result.candidates:,} candidates, {fits:,} fit")
         if slo is not None:
@@ -470,14 +470,18 @@ class ExplorerWidget(QWidget):
         self._refresh_visible_tab()
         self.resultShown.emit(result)
 
-    def _objective_column_first(self, objective: str) -> None:
-        """Move the column the objective ranks by to the front (after the layout's TP/PP/EP/DP)."""
+    def _objective_column_first(self, objective: str, slo: bool = False) -> None:
+        """Move the column the objective ranks by to the front, and with an SLO its four columns
+        right after it (the SLO verdict, p99 TTFT, p99 TPOT, saturation rate)."""
         keys = [c.key for c in COLUMNS]
         hh = self.table.horizontalHeader()
-        for key in OBJECTIVE_COLUMN.values():  # put the others back where they were
-            hh.moveSection(hh.visualIndex(keys.index(key)), keys.index(key))
+        for logical in range(len(keys)):  # every column back where it was
+            hh.moveSection(hh.visualIndex(logical), logical)
         lead = keys.index(OBJECTIVE_COLUMN[objective])
         hh.moveSection(hh.visualIndex(lead), 0)
+        if slo:
+            for k, key in enumerate(SLO_KEYS, start=1):
+                hh.moveSection(hh.visualIndex(keys.index(key)), k)
 
     def _show_reasons(self, r: SweepResult, slo: SloReport | None = None, slo_error: str = "") -> None:
         head = (f"<b>Recommended for {html.escape(OBJECTIVE_TEXT[r.objective].lower())}:</b> "
