@@ -49,7 +49,13 @@ def slo_targets(args: argparse.Namespace, project) -> SloTargets | None:  # noqa
     """
     ttft, tpot, rate = (getattr(args, n, None) for n in ("ttft_p99", "tpot_p99", "at_rate"))
     if ttft is None and tpot is None and rate is None:
-        return project_targets(project)
+        path = getattr(args, "project", None)
+        if path is None:  # the bundled example has no SLO
+            return None
+        # the SLO saved in the PROJECT file (the Explorer's); the rate may come from --rate
+        from studio.commands.common import load_base_project
+
+        return project_targets(project.replace(explorer=load_base_project(path).explorer))
     return resolve_targets(
         project, ttft, tpot, rate, names=("--ttft-p99", "--tpot-p99", "--at-rate")
     )
