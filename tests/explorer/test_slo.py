@@ -144,3 +144,40 @@ def test_changing_the_slo_resweeps_and_an_impossible_rate_meets_nothing(qtbot, b
     assert "none of the" in w.reasons.toPlainText()
     assert w.model.recommended == int(w.result.recommended)  # the sweep's own recommendation stays
     assert w.wait_idle(30_000)
+
+
+def test_cancel_stops_the_slo_check_at_its_next_layout(qtbot, bridge70):
+    """The worker is held inside the SLO check (after the sweep); Cancel stops it there."""
+    project = bridge70.replace(explorer=bridge70.explorer.replace(ttft_p99_ms=2000.0, slo_rate_per_s=1.0))
+    entered, release = threading.Event(), threading.Event()
+    answers = []
+    real = slo_service.check_slo
+
+    def held(*a, progress=None, **kw):
+        def step(f):
+            if not entered.is_set():
+                entered.set()
+                assert release.wait(30)
+            go_on = progress(f)
+            answers.append(go_on)
+            return go_on
+
+        return real(*a, progress=step, **kw)
+
+    doc = ProjectDocument(project, threaded=False)
+    w = ExplorerWidget(doc, debounce_ms=1)
+    qtbot.addWidget(w)
+    mp = pytest.MonkeyPatch()
+    mp.setattr(slo_service, "check_slo", held)
+    try:
+        w.run_sweep()
+        qtbot.waitUntil(entered.is_set, timeout=60_000)  # the sweep is done, the check has begun
+        assert w.running and w.progress.value() <= 500
+        with qtbot.waitSignal(w.jobs.responded, timeout=60_000) as done:
+            w.cancel()
+            release.set()
+    finally:
+        mp.undo()
+    assert done.args[0].cancelled
+    assert answers == [False]  # stopped before simulating a single layout
+    assert w.result is None and w.slo is None and w.status.text() == "sweep cancelled"
