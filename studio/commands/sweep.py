@@ -61,10 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Build the project, sweep it, print the ranking."""
     project = project_from_args(args)
-    from studio.commands.sweep_slo import check_slo, format_slo, slo_rate
+    from studio.commands.sweep_slo import check_slo, format_slo, slo_targets
     from studio.engine import sweep
 
-    at_rate = slo_rate(args, project)
+    targets = slo_targets(args, project)
 
     if args.csv:
         _check_writable(Path(args.csv))
@@ -75,13 +75,13 @@ def run(args: argparse.Namespace) -> int:
         tpot_ms=project.workload.tpot_ms,
     )
     rows = shown_rows(result, args.top)
-    slo = check_slo(project, result, args.ttft_p99, at_rate, args.slo_check) if at_rate is not None else None
+    slo = check_slo(project, result, targets, simulate=args.slo_check) if targets is not None else None
     if args.csv:
         write_csv(result, Path(args.csv))
     if args.json:
         data = sweep_json(result, rows, args.objective)
         if slo is not None:
-            data["slo"] = slo
+            data["slo"] = slo.to_json()
         print_json(data)
     else:
         print(format_sweep(project, result, rows, args.objective))

@@ -11,7 +11,7 @@ import copy
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from studio.core.architecture import LLMArchitecture
 from studio.core.base import Frozen
@@ -51,9 +51,30 @@ class CalibrationProfile(Frozen):
 class ExplorerSettings(Frozen):
     """How layouts are ranked. The TTFT / TPOT targets are the workload's
     (``Workload.ttft_ms`` / ``tpot_ms``), so the Explorer and "Best layout for my targets" rank
-    the same way."""
+    the same way. The percentile SLO under load (p99 TTFT / TPOT at a request rate) is checked by
+    :mod:`studio.service.slo`."""
 
     objective: Objective = Field("throughput", description="throughput per GPU, $ per M tokens, or latency")
+    # A latency SLO as percentiles under load (optional; files without them load as before):
+    ttft_p99_ms: float | None = Field(None, gt=0, le=1e9, description="p99 TTFT target, ms, at slo_rate_per_s")
+    tpot_p99_ms: float | None = Field(None, gt=0, le=1e9, description="p99 TPOT target, ms, at slo_rate_per_s")
+    slo_rate_per_s: float | None = Field(
+        None, gt=0, le=1e7, description="request rate (req/s, all replicas, Poisson) the p99 targets hold at; "
+        "None = the workload's load rate"
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_slo(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """An SLO field that is not set is left out of the file, so a project without an SLO is
+        written exactly as before the fields existed."""
+        data = handler(self)
+        for name in _SLO_FIELDS:
+            if data.get(name, 0) is None:
+                del data[name]
+        return data
+
+
+_SLO_FIELDS = ("ttft_p99_ms", "tpot_p99_ms", "slo_rate_per_s")
 
 
 class Project(Frozen):

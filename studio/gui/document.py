@@ -3,7 +3,8 @@
 Every edit is one :class:`QUndoCommand` that swaps the project for a new value made by a pure
 function (``studio.core.edits`` or ``Project.replace``); undo swaps the exact previous value back.
 After each change a recompute is scheduled (debounced) and run in a worker thread on the frozen
-project; results for an older revision are dropped.
+project by the application's one scheduler (:mod:`studio.service.scheduler`, bound to Qt by
+:class:`studio.gui.worker.ScheduledWork`); results for an older revision are dropped.
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from studio.core.errors import StudioError, first_error_message
 from studio.core.project import Project
-from studio.gui.worker import EvaluateTask, Evaluator, default_evaluator, run_evaluate
+from studio.gui.worker import Evaluator, ScheduledWork, default_evaluator, evaluate_work
 from studio.io.project_file import load_project, save_project
 from studio.service.hardware_edits import follow_cluster
+from studio.service.scheduler import Response
 
 DEBOUNCE_MS = 30
 
@@ -92,25 +94,21 @@ class ProjectDocument(QObject):
         super().__init__(parent)
         self._project = project
         self._path = Path(path) if path else None
-        self._evaluate = evaluate or default_evaluator()
-        self._threaded = threaded
         self._revision = 0
         self._result: object | None = None
         self._result_revision = -1
         self._error = ""
         self._selection: tuple[str, ...] = ()
-        self._pending: set[EvaluateTask] = set()
         self.undo_stack = QUndoStack(self)
         # Signal to signal: Qt itself relays it and cuts the connection when the document dies.
         # (QUndoStack emits cleanChanged from its destructor; a Python slot there would run on a
         # half-destroyed document: "Signal source has been deleted".)
         self.undo_stack.cleanChanged.connect(self.fileChanged)
-        self._timer = QTimer(self)
-        self._timer.setSingleShot(True)
-        self._timer.setInterval(DEBOUNCE_MS)
-        self._timer.timeout.connect(self._start_recompute)
-        self._pool = QThreadPool(self)
-        self._pool.setMaxThreadCount(1)
+        #: The recompute: the current project at the current revision, newest only.
+        self._evaluate = evaluate or default_evaluator()  # looked up per run (benchmarks wrap it)
+        self.recompute = ScheduledWork(evaluate_work(lambda p: self._evaluate(p)), lambda: self._project,
+                                       threaded=threaded, debounce_ms=DEBOUNCE_MS, name="the engine", parent=self)
+        self.recompute.responded.connect(self._publish)
         self.schedule_recompute()
 
     # ------------------------------------------------------------------ state
@@ -227,41 +225,32 @@ class ProjectDocument(QObject):
 
     # -------------------------------------------------------------- recompute
     def schedule_recompute(self) -> None:
-        """Start the engine after the debounce interval (restarting it on every call)."""
-        self._timer.start()
+        """Start the engine after the debounce interval (restarting it on every call); a result of
+        an older revision still in flight is dropped from now on."""
+        self.recompute.schedule(self._revision)
 
     def recompute_now(self) -> None:
         """Evaluate synchronously on this thread and publish the result (benchmarks, snapshot)."""
-        self._timer.stop()
-        result, error = run_evaluate(self._evaluate, self._project)
-        self._publish(result, self._revision, error)
+        self.recompute.run_now(self._revision)
 
-    def _start_recompute(self) -> None:
-        if not self._threaded:
-            self.recompute_now()
+    def _publish(self, response: Response) -> None:
+        """Show a current response (the scheduler already dropped stale ones)."""
+        if response.cancelled:
             return
-        task = EvaluateTask(self._evaluate, self._project, self._revision)
-        task.relay.done.connect(self._publish)
-        self._pending.add(task)
-        task.relay.done.connect(lambda *_a, t=task: self._pending.discard(t))
-        self._pool.start(task)
-
-    def _publish(self, result: object | None, revision: int, error: str) -> None:
-        if revision != self._revision:
-            return  # stale: the project changed while the engine ran
+        error = response.error
         if error != self._error or error:  # every refused revision is reported (views settle)
             self._error = error
             self.errorChanged.emit(error)
-        if result is None:
+        if response.result is None:
             self._result = None
             return
-        self._result = result
-        self._result_revision = revision
-        self.resultReady.emit(result, revision)
+        self._result = response.result
+        self._result_revision = response.revision
+        self.resultReady.emit(response.result, response.revision)
 
     def wait_idle(self, msecs: int = 30_000) -> bool:
         """Block until queued engine runs finish (tests, shutdown)."""
-        return self._pool.waitForDone(msecs)
+        return self.recompute.wait_idle(msecs)
 
     # ------------------------------------------------------------------ files
     def replace_document(self, project: Project, path: str | Path | None) -> None:

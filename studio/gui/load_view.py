@@ -4,9 +4,9 @@ traffic grows.
 Left, mean and p99 TTFT against the request rate with the saturation rate marked; right, output
 tokens/s per GPU against tokens/s per user (the latency–throughput trade-off). The plan's own
 operating point (the project's load) is highlighted on both. The curve — closed form for the means,
-a request simulation at each rate for p99 — runs in a worker thread
-(:class:`studio.gui.worker.EvaluateTask`, the same task the document's recompute uses) and only
-while the view is shown; a curve for an older revision of the project is dropped.
+a request simulation at each rate for p99 — runs in a worker thread through the application's one
+scheduler (:class:`studio.gui.worker.ScheduledWork`, as the document's recompute and the Explorer's
+sweep do) and only while the view is shown; a curve for an older revision of the project is dropped.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QThreadPool, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from studio.core.project import Project
 from studio.gui.document import ProjectDocument
-from studio.gui.worker import EvaluateTask
+from studio.gui.worker import ScheduledWork, evaluate_work
 
 MEAN_COLOR = "#4c6ef5"
 P99_COLOR = "#e8590c"
@@ -80,13 +80,12 @@ class LoadView(QWidget):
     def __init__(self, doc: ProjectDocument, curve: CurveFn | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.doc = doc
-        self._curve_fn = curve or default_curve
         self.curve: object | None = None
         self.curve_revision = -1
         self._asked_revision = -1
-        self._pending: set[EvaluateTask] = set()
-        self._pool = QThreadPool(self)
-        self._pool.setMaxThreadCount(1)
+        self.jobs = ScheduledWork(evaluate_work(curve or default_curve), lambda: self.doc.project,
+                                  name="the load curve", parent=self)
+        self.jobs.responded.connect(lambda r: self._on_curve(r.result, r.revision, r.error))
 
         self.status = QLabel("")
         self.status.setWordWrap(True)
@@ -147,15 +146,11 @@ class LoadView(QWidget):
             return
         self._asked_revision = revision
         self.busy.show()
-        task = EvaluateTask(self._curve_fn, self.doc.project, revision)
-        task.relay.done.connect(self._on_curve)
-        self._pending.add(task)
-        task.relay.done.connect(lambda *_a, t=task: self._pending.discard(t))
-        self._pool.start(task)
+        self.jobs.start(revision)
 
     def wait_idle(self, msecs: int = 30_000) -> bool:
         """Block until the curve being computed is done (tests, shutdown)."""
-        return self._pool.waitForDone(msecs)
+        return self.jobs.wait_idle(msecs)
 
     def _on_curve(self, curve: object | None, revision: int, error: str) -> None:
         if revision != self.doc.revision:

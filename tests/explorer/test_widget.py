@@ -186,15 +186,15 @@ def test_cancel_stops_the_worker(qtbot, dgx405):
     qtbot.addWidget(w)
     w.run_sweep()
     assert sweeper.started.wait(30)  # the worker is inside the sweep, held at its first layout
-    assert w.running
-    with qtbot.waitSignal(w.task.relay.done, timeout=30_000) as done:
+    assert w.running and w.cancel_button.isEnabled()
+    with qtbot.waitSignal(w.jobs.responded, timeout=30_000) as done:
         w.cancel()
         assert w.status.text() == "cancelling…"
         sweeper.release.set()
-    assert done.args[0] is None and done.args[2] == "cancelled"
+    response = done.args[0]
+    assert response.cancelled and response.result is None and response.revision == w.jobs.revision
     assert sweeper.answers == [False]  # stopped at the next layout, not after the whole sweep
-    assert w.wait_idle(30_000)
-    assert w.status.text() == "sweep cancelled"
+    assert w.status.text() == "sweep cancelled" and not w.cancel_button.isEnabled()
     assert w.result is None and not w.running
 
 
@@ -203,13 +203,17 @@ def test_stale_results_are_dropped(qtbot, dgx405, l40s70):
     doc = ProjectDocument(dgx405, threaded=False)
     w = ExplorerWidget(doc, sweeper=_slow_sweeper(gate), debounce_ms=1)
     qtbot.addWidget(w)
+    shown = []
+    w.resultShown.connect(shown.append)
     w.run_sweep()
-    first = w.task
-    doc.replace_document(l40s70, None)  # a new project while the first sweep runs
-    qtbot.waitUntil(lambda: w.task is not first, timeout=2000)
-    gate.set()
-    assert w.wait_idle(10_000)
-    qtbot.waitUntil(lambda: w.result is not None, timeout=5000)
+    first = w.jobs.scheduler.job
+    with qtbot.waitSignal(w.resultShown, timeout=30_000):
+        doc.replace_document(l40s70, None)  # a new project while the first sweep runs
+        assert first.cancelled  # superseded at once, before the debounce starts the next one
+        gate.set()
+    assert first.finished.wait(30)
+    qtbot.waitUntil(lambda: w.jobs.scheduler.dropped == 1, timeout=30_000)  # the first one's answer
+    assert [r.project for r in shown] == [l40s70]
     assert w.result.project is l40s70
 
 
@@ -244,16 +248,16 @@ def test_closing_the_dock_or_window_cancels_the_sweep(qtbot, dgx405, closer):
     qtbot.waitUntil(sweeper.started.is_set, timeout=30_000)  # the sweep started on show, held at its first layout
     other.raise_()  # tabbed away behind the timeline (moved off-screen or hidden): the sweep goes on
     qtbot.wait(20)
-    assert w.running and not w.task.cancelled
+    job = w.jobs.scheduler.job
+    assert w.running and not job.cancelled
     dock.raise_()
-    task = w.task
-    with qtbot.waitSignal(task.relay.done, timeout=30_000):
+    with qtbot.waitSignal(w.jobs.responded, timeout=30_000) as done:
         (dock if closer == "dock" else win).close()
-        assert task.cancelled
+        assert job.cancelled
         sweeper.release.set()
+    assert done.args[0].cancelled
     assert sweeper.answers == [False]  # stopped at the next layout, not after 500+ of them
-    assert w.wait_idle(30_000)
-    assert w.task is None
+    assert not w.running
     assert w.result is None and w.status.text() == "sweep cancelled"
     doc.edit("Rename plan", "project", lambda p: p.replace(name="Renamed"))
     doc.edit("Longer prompts", "workload", lambda p: p.replace(workload=p.workload.replace(isl=2048)))

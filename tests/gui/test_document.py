@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from studio.core import edits
 from studio.core.errors import StudioError
 from studio.gui.document import ProjectDocument
@@ -40,21 +42,33 @@ def test_refused_edit_leaves_project_and_history_alone(doc, qtbot):
 
 
 def test_stale_results_are_dropped(qtbot, project):
-    calls = []
+    """An engine run for the previous revision that finishes after an edit is never shown."""
+    entered, gate = threading.Event(), threading.Event()
 
     def evaluate(p):
-        calls.append(p)
+        if p.name != "Renamed":
+            entered.set()
+            assert gate.wait(30)  # held until the test has edited the project
         return ("result for", p.name)
 
-    d = ProjectDocument(project, evaluate=evaluate, threaded=False)
+    d = ProjectDocument(project, evaluate=evaluate, threaded=True)
     seen = []
     d.resultReady.connect(lambda r, rev: seen.append((r, rev)))
-    d._publish(("old",), d.revision, "")
-    d.edit("Rename plan", "project", lambda p: p.replace(name="Renamed"))
-    d._publish(("stale",), d.revision - 1, "")  # an engine run for the previous revision finishing late
-    assert seen == [(("old",), 0)]
-    qtbot.waitUntil(lambda: len(seen) == 2, timeout=2000)
-    assert seen[-1] == (("result for", "Renamed"), 1)
+    qtbot.waitUntil(entered.is_set, timeout=30_000)  # after the debounce, the first recompute is in the engine
+    with qtbot.waitSignal(d.resultReady, timeout=30_000):
+        d.edit("Rename plan", "project", lambda p: p.replace(name="Renamed"))
+        gate.set()
+    assert seen == [(("result for", "Renamed"), 1)]
+    assert d.recompute.scheduler.dropped == 1  # the late answer for revision 0
+    assert d.result_is_current
+
+
+def test_recompute_now_publishes_on_this_thread(qtbot, project):
+    d = ProjectDocument(project, evaluate=lambda p: p.workload.isl, threaded=True)
+    d.edit("ISL", "workload", lambda p: p.replace(workload=p.workload.replace(isl=123)))
+    d.recompute_now()  # no event loop turn: the result is there on return
+    assert d.result == 123 and d.result_is_current and not d.recompute.pending
+    assert d.wait_idle()
 
 
 def test_threaded_recompute_delivers_the_latest_revision_only(qtbot, project):

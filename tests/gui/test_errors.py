@@ -204,7 +204,9 @@ def test_document_destroyed_with_unsaved_changes_emits_nothing_afterwards(qtbot,
 
 
 def test_sweep_task_stops_quietly_when_its_window_is_gone(project):
-    from studio.gui.explorer.task import SweepTask
+    from studio.gui.explorer.task import explore_work
+    from studio.gui.worker import _Relay, _Task
+    from studio.service.scheduler import Job, Request
 
     calls = []
 
@@ -215,7 +217,8 @@ def test_sweep_task_stops_quietly_when_its_window_is_gone(project):
                 return None
         return "done"
 
-    task = SweepTask(sweeper, project, 1)
+    job = Job(Request(1, (project, {}, None), 1), explore_work(sweeper), "the sweep")
+    task = _Task(job, _Relay())
     shiboken6.delete(task.relay)  # the window (and the relay) went away during the sweep
     task.run()
-    assert calls == [0] and task.cancelled and task.finished.is_set()
+    assert calls == [0] and job.cancelled and job.finished.is_set()

@@ -43,8 +43,16 @@ COLUMNS: tuple[Column, ...] = (
     Column("usd_per_million", "$/M tok", ",.2f", "dollars per million output tokens"),
     Column("bubble", "Bubble", ".0%", "pipeline bubble: idle share of the step"),
     Column("warnings_count", "Warn", "d", "rules that would warn about this layout"),
+    Column("slo", "SLO", "s", "the percentile SLO at its request rate: pass, fail (and why) or — (not checked)"),
+    Column("slo_ttft_p99_ms", "p99 TTFT", ",.0f", "simulated p99 TTFT at the SLO's request rate, ms"),
+    Column("slo_tpot_p99_ms", "p99 TPOT", ",.1f", "simulated p99 TPOT at the SLO's request rate, ms"),
+    Column("slo_saturation_rate_per_s", "sat. req/s", ",.3g",
+           "saturation rate of the layout (req/s, all replicas): above it the queue grows without bound"),
     Column("reason", "Why not", "s", "why the layout does not fit"),
 )
+
+#: Columns filled from the SLO check (:mod:`studio.service.slo`), hidden without an SLO.
+SLO_KEYS = ("slo", "slo_ttft_p99_ms", "slo_tpot_p99_ms", "slo_saturation_rate_per_s")
 
 #: Plot modes: key -> (title, x column, y column, x higher-is-better, y higher-is-better).
 PLOT_MODES: dict[str, tuple[str, str, str, bool, bool]] = {

@@ -32,6 +32,7 @@ class ParetoPlot(pg.PlotWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent, background="w")
         self.result: SweepResult | None = None
+        self.recommended_row: int | None = None
         self.mode = "gpu_vs_user"
         self.rows = np.zeros(0, dtype=np.int64)
         self.front = np.zeros(0, dtype=np.int64)
@@ -64,8 +65,12 @@ class ParetoPlot(pg.PlotWidget):
         self.scene().sigMouseMoved.connect(self._on_mouse)
 
     # ------------------------------------------------------------------ data
-    def set_result(self, result: SweepResult | None) -> None:
+    def set_result(self, result: SweepResult | None, recommended: int | None = None) -> None:
+        """Plot ``result``; the star marks ``recommended`` (default the sweep's recommendation; the
+        Explorer passes the best row meeting its percentile SLO when there is one)."""
         self.result = result
+        self.recommended_row = recommended if recommended is not None else (
+            int(result.recommended) if result is not None and result.recommended is not None else None)
         self.selected = None
         self._redraw()
 
@@ -110,7 +115,7 @@ class ParetoPlot(pg.PlotWidget):
             self.front = frontier(x, y, self.rows, xh, yh)
         self.front_line.setData(x=x[self.front], y=y[self.front])
         self.front_points.setData(x=x[self.front], y=y[self.front], data=self.front)
-        rec = res.recommended
+        rec = self.recommended_row
         if rec is not None and fits[rec]:
             self.recommended.setData(x=[x[rec]], y=[y[rec]], data=[int(rec)])
         else:
@@ -169,7 +174,7 @@ class ParetoPlot(pg.PlotWidget):
         assert res is not None
         c = res.columns
         tags = []
-        if res.recommended is not None and row == int(res.recommended):
+        if row == self.recommended_row:
             tags.append("recommended")
         if row in set(self.front.tolist()):
             tags.append("frontier")

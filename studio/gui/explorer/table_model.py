@@ -1,4 +1,5 @@
-"""The sweep as a Qt table: one row per candidate layout, numeric sorting, unfit rows greyed."""
+"""The sweep as a Qt table: one row per candidate layout, numeric sorting, unfit rows greyed; with
+a percentile SLO, the layouts meeting it first and its figures in the SLO columns."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from PySide6.QtGui import QBrush, QColor, QFont
 
 from studio.engine.sweep import SweepResult
 from studio.gui.explorer.analysis import COLUMNS, format_value
+from studio.service.slo import LayoutSlo, SloReport
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 ROW_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -23,8 +25,16 @@ RECOMMENDED_COLOR = QColor("#d3f9d8")
 Index = QModelIndex | QPersistentModelIndex
 
 
+def slo_text(entry: LayoutSlo | None) -> str:
+    """The SLO cell: ``pass``, ``fail: <why>`` or ``—`` (not checked)."""
+    if entry is None:
+        return "—"
+    return "pass" if entry.meets else f"fail: {entry.verdict}"
+
+
 class SweepTableModel(QAbstractTableModel):
-    """Rows in :attr:`SweepResult.order` (best first); cells formatted on demand."""
+    """Rows in :attr:`SweepResult.order` (best first; with an SLO, the rows meeting it first, in
+    that order); cells formatted on demand."""
 
     def __init__(self, parent=None) -> None:  # noqa: ANN001
         super().__init__(parent)
@@ -32,13 +42,27 @@ class SweepTableModel(QAbstractTableModel):
         self._rows = np.zeros(0, dtype=np.int64)
         self._rank: dict[int, int] = {}
         self._pareto: set[int] = set()
+        self.slo: SloReport | None = None
+        self._slo_of: dict[int, LayoutSlo] = {}
+        #: The highlighted row: the best meeting the SLO when there is one, else the sweep's.
+        self.recommended: int | None = None
         self._bold = QFont()
         self._bold.setBold(True)
 
-    def set_result(self, result: SweepResult | None) -> None:
+    def set_result(self, result: SweepResult | None, slo: SloReport | None = None) -> None:
         self.beginResetModel()
         self.result = result
+        self.slo = slo if result is not None else None
+        self._slo_of = _slo_by_row(result, self.slo)
         self._rows = np.asarray(result.order, dtype=np.int64) if result is not None else np.zeros(0, dtype=np.int64)
+        if self.slo is not None:  # the layouts meeting the SLO lead, each group in the sweep's order
+            meets = np.array([self.slo_meets(int(r)) for r in self._rows], dtype=bool)
+            self._rows = np.concatenate([self._rows[meets], self._rows[~meets]])
+        self.recommended = None
+        if result is not None:
+            best = self.slo.best_row if self.slo is not None else None
+            self.recommended = best if best is not None else (
+                int(result.recommended) if result.recommended is not None else None)
         self._rank = {int(r): k for k, r in enumerate(self._rows)}
         self._pareto = {int(i) for i in result.pareto} if result is not None else set()
         self.endResetModel()
@@ -49,6 +73,14 @@ class SweepTableModel(QAbstractTableModel):
 
     def model_row(self, sweep_row: int) -> int | None:
         return self._rank.get(int(sweep_row))
+
+    def slo_entry(self, sweep_row: int) -> LayoutSlo | None:
+        """The SLO check of the row's layout, or None (no SLO, not checked, or unfit)."""
+        return self._slo_of.get(int(sweep_row))
+
+    def slo_meets(self, sweep_row: int) -> bool:
+        e = self._slo_of.get(int(sweep_row))
+        return e is not None and e.meets
 
     # Qt API ------------------------------------------------------------------
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
@@ -71,6 +103,11 @@ class SweepTableModel(QAbstractTableModel):
         assert self.result is not None
         if key == "reason":
             return self.result.reasons_unfit[i] if i < len(self.result.reasons_unfit) else ""
+        if key == "slo":
+            return slo_text(self._slo_of.get(i))
+        if key.startswith("slo_"):
+            v = getattr(self._slo_of.get(i), key[4:], None)
+            return float("nan") if v is None else v
         return self.result.columns[key][i]
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole):  # noqa: C901
@@ -83,7 +120,7 @@ class SweepTableModel(QAbstractTableModel):
             return format_value(col, self._raw(i, col.key))
         if role == SORT_ROLE:
             v = self._raw(i, col.key)
-            if col.key == "reason":
+            if col.fmt == "s":
                 return str(v)
             f = float(v)
             return f if np.isfinite(f) else (1e300 if f > 0 else -1e300)
@@ -92,18 +129,21 @@ class SweepTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ForegroundRole and not fits:
             return QBrush(UNFIT_COLOR)
         if role == Qt.ItemDataRole.BackgroundRole:
-            if self.result.recommended is not None and i == int(self.result.recommended):
+            if i == self.recommended:
                 return QBrush(RECOMMENDED_COLOR)
             if i in self._pareto:
                 return QBrush(PARETO_COLOR)
-        if role == Qt.ItemDataRole.FontRole and self.result.recommended is not None and i == int(self.result.recommended):
+        if role == Qt.ItemDataRole.FontRole and i == self.recommended:
             return self._bold
         if role == Qt.ItemDataRole.ToolTipRole:
             if not fits:
                 return f"{self.result.label(i)} — {self._raw(i, 'reason')}"
             tags = []
-            if self.result.recommended is not None and i == int(self.result.recommended):
+            if i == self.recommended:
                 tags.append("recommended")
+            entry = self._slo_of.get(i)
+            if entry is not None:
+                tags.append("meets the SLO" if entry.meets else f"misses the SLO: {entry.verdict}")
             if i in self._pareto:
                 tags.append("on the Pareto frontier")
             return self.result.label(i) + (f" ({', '.join(tags)})" if tags else "")
@@ -120,10 +160,15 @@ class SweepFilterProxy(QSortFilterProxyModel):
         super().__init__(parent)
         self.setSortRole(SORT_ROLE)
         self.hide_unfit = False
+        self.slo_only = False
         self.words: tuple[str, ...] = ()
 
     def set_hide_unfit(self, on: bool) -> None:
         self._refilter(lambda: setattr(self, "hide_unfit", bool(on)))
+
+    def set_slo_only(self, on: bool) -> None:
+        """Show only the rows whose layout meets the percentile SLO."""
+        self._refilter(lambda: setattr(self, "slo_only", bool(on)))
 
     def set_text(self, text: str) -> None:
         words = tuple(w for w in text.lower().replace("×", " ").split() if w)
@@ -147,7 +192,25 @@ class SweepFilterProxy(QSortFilterProxyModel):
         i = src.sweep_row(source_row)
         if self.hide_unfit and not bool(res.columns["fits"][i]):
             return False
+        if self.slo_only and not src.slo_meets(i):
+            return False
         if self.words:
             label = res.label(i).lower().replace("×", " ").replace("=", "").split()
             return all(any(tok == w or tok.startswith(w) for tok in label) for w in self.words)
         return True
+
+
+def _slo_by_row(result: SweepResult | None, slo: SloReport | None) -> dict[int, LayoutSlo]:
+    """Sweep row -> the SLO check of its layout (TP, PP, EP, DP, M), for every fitting row."""
+    if result is None or slo is None:
+        return {}
+    by_key = dict(zip(slo.keys, slo.checked, strict=True))
+    cols = result.columns
+    ep = cols["ep"] if "ep" in cols else np.ones_like(cols["tp"])
+    out = {}
+    for i in np.flatnonzero(np.asarray(cols["fits"], dtype=bool)):
+        key = (int(cols["tp"][i]), int(cols["pp"][i]), int(ep[i]), int(cols["dp"][i]), int(cols["micro_batches"][i]))
+        entry = by_key.get(key)
+        if entry is not None:
+            out[int(i)] = entry
+    return out

@@ -1,8 +1,8 @@
 """The Layout Explorer dock: every layout of the drawn cluster, ranked, plotted and compared.
 
-The sweep runs in a worker thread on the frozen project (progress bar, Cancel); it re-runs
-debounced when the cluster, model, workload or serving settings change and drops results of an
-older run. Clicking a row or a point previews the layout (its first TP group is selected on the
+The sweep runs in a worker thread on the frozen project through the application's one scheduler
+(:class:`studio.gui.worker.ScheduledWork`; progress bar, Cancel); it re-runs debounced when the
+cluster, model, workload or serving settings change and drops results of an older run. Clicking a row or a point previews the layout (its first TP group is selected on the
 canvas, :attr:`ExplorerWidget.layoutPreview` fires) without changing the project; Pin, Unpin and
 Apply are undoable project edits.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -42,6 +42,7 @@ from studio.gui.document import ProjectDocument
 from studio.gui.explorer.analysis import (
     COLUMNS,
     PLOT_MODES,
+    SLO_KEYS,
     factorizations,
     first_tp_group,
     why_loses,
@@ -51,9 +52,12 @@ from studio.gui.explorer.multiples import SmallMultiples
 from studio.gui.explorer.pareto import ParetoPlot
 from studio.gui.explorer.placement_view import PlacementView
 from studio.gui.explorer.table_model import ROW_ROLE, SweepFilterProxy, SweepTableModel
-from studio.gui.explorer.task import Sweeper, SweepTask
+from studio.gui.explorer.task import Sweeper, explore_work
 from studio.gui.timeline import TimelinePanel
+from studio.gui.worker import ScheduledWork
 from studio.service.recommend import sweep_kwargs, with_row
+from studio.service.scheduler import Response
+from studio.service.slo import Explored, SloReport, SloTargets, resolve_targets
 
 DEBOUNCE_MS = 300
 OBJECTIVE_TEXT = {
@@ -108,19 +112,20 @@ class ExplorerWidget(QWidget):
         self.threaded = threaded
         self._sweeper: Sweeper = sweeper or sweep
         self.result: SweepResult | None = None
-        self.task: SweepTask | None = None
-        self._revision = 0
+        #: The percentile SLO check of the shown sweep (None without an SLO).
+        self.slo: SloReport | None = None
+        self.slo_error = ""
         self._inputs: tuple | None = None
         self._pin_batch: dict[Layout, int] = {}
         self._dirty_tabs: set[str] = set()
         self._closed = False  # the dock or window was closed: no sweeps until it is shown again
         self._rerun_on_show = False
-        self._pool = QThreadPool(self)
-        self._pool.setMaxThreadCount(2)
-        self._timer = QTimer(self)
-        self._timer.setSingleShot(True)
-        self._timer.setInterval(debounce_ms)
-        self._timer.timeout.connect(self.run_sweep)
+        #: The sweeps: newest only, debounced, in a worker thread (or synchronous when not threaded).
+        self.jobs = ScheduledWork(explore_work(self._sweeper), self._request, threaded=threaded,
+                                  debounce_ms=debounce_ms, max_threads=2, name="the sweep", parent=self)
+        self.jobs.started.connect(self._on_started)
+        self.jobs.progressed.connect(self._on_progress)
+        self.jobs.responded.connect(self._on_done)
         self._build()
         self._load_targets(document.project)
         document.projectChanged.connect(self._on_project)
@@ -135,6 +140,22 @@ class ExplorerWidget(QWidget):
         self.ttft = self._limit_box("TTFT limit in ms (0 = none)")
         self.tpot = self._limit_box("TPOT limit in ms (0 = none)")
         self.hide_unfit = QCheckBox("Hide unfit")
+        # the latency SLO as percentiles under load (the project's, saved and undoable)
+        self.ttft_p99 = self._limit_box("p99 TTFT target in ms at the SLO's request rate (0 = none)")
+        self.tpot_p99 = self._limit_box("p99 TPOT target in ms at the SLO's request rate (0 = none)")
+        self.tpot_p99.setDecimals(1)
+        self.slo_rate = QDoubleSpinBox()
+        self.slo_rate.setRange(0, 1e7)
+        self.slo_rate.setDecimals(2)
+        self.slo_rate.setSingleStep(0.5)
+        self.slo_rate.setSpecialValueText("load's")
+        self.slo_rate.setSuffix(" req/s")
+        self.slo_rate.setToolTip("request rate (all replicas, Poisson) the p99 targets hold at; "
+                                 "\"load's\" = the workload's request rate")
+        self.slo_rate.setMaximumWidth(110)
+        self.slo_rate.setKeyboardTracking(False)
+        self.slo_only = QCheckBox("Meets SLO only")
+        self.slo_only.setToolTip("show only the layouts whose simulated p99s meet the SLO")
         self.filter = QLineEdit()
         self.filter.setPlaceholderText("filter: tp8 pp2 …")
         self.filter.setClearButtonEnabled(True)
@@ -163,6 +184,12 @@ class ExplorerWidget(QWidget):
                   self.hide_unfit, self.filter):
             targets.addWidget(w)
         targets.addStretch(1)
+        slo_bar = QHBoxLayout()
+        slo_bar.setContentsMargins(4, 0, 4, 2)
+        for w in (QLabel("SLO under load: p99 TTFT ≤"), self.ttft_p99, QLabel("p99 TPOT ≤"), self.tpot_p99,
+                  QLabel("at"), self.slo_rate, self.slo_only):
+            slo_bar.addWidget(w)
+        slo_bar.addStretch(1)
         self.reasons = QTextBrowser()
         self.reasons.setObjectName("explorer-reasons")
         self.reasons.setMaximumHeight(96)
@@ -246,12 +273,17 @@ class ExplorerWidget(QWidget):
         lay.setSpacing(2)
         lay.addLayout(bar)
         lay.addLayout(targets)
+        lay.addLayout(slo_bar)
         lay.addWidget(self.reasons)
         lay.addWidget(split, 1)
 
         self.objective.currentIndexChanged.connect(lambda _i: self._set_objective(self.objective.currentData()))
         self.ttft.valueChanged.connect(lambda v: self._set_target("TTFT target", ttft_ms=v or None))
         self.tpot.valueChanged.connect(lambda v: self._set_target("TPOT target", tpot_ms=v or None))
+        self.ttft_p99.valueChanged.connect(lambda v: self._set_slo("p99 TTFT target", ttft_p99_ms=v or None))
+        self.tpot_p99.valueChanged.connect(lambda v: self._set_slo("p99 TPOT target", tpot_p99_ms=v or None))
+        self.slo_rate.valueChanged.connect(lambda v: self._set_slo("SLO request rate", slo_rate_per_s=v or None))
+        self.slo_only.toggled.connect(self.proxy.set_slo_only)
         self.hide_unfit.toggled.connect(self.proxy.set_hide_unfit)
         self.filter.textChanged.connect(self.proxy.set_text)
         self.run_button.clicked.connect(self.run_sweep)
@@ -273,7 +305,7 @@ class ExplorerWidget(QWidget):
         super().showEvent(event)
         self._closed = False
         rerun, self._rerun_on_show = self._rerun_on_show, False
-        if rerun or (self.result is None and self.task is None and not self._timer.isActive()):
+        if rerun or (self.result is None and not self.running and not self.jobs.pending):
             self.schedule()
 
     def hideEvent(self, event) -> None:  # noqa: N802, ANN001 - Qt API
@@ -298,11 +330,10 @@ class ExplorerWidget(QWidget):
         """The dock or window closed: stop the sweep in flight and the debounce timer; the
         sweep runs again when the Explorer is shown next."""
         self._closed = True
-        if self._timer.isActive() or self.running:
+        if self.jobs.pending or self.running:
             self._rerun_on_show = True
-        self._timer.stop()
-        if self.running:
-            self.cancel()
+        if self.jobs.stop():
+            self.status.setText("cancelling…")
 
     @staticmethod
     def _limit_box(tip: str) -> QDoubleSpinBox:
@@ -319,7 +350,10 @@ class ExplorerWidget(QWidget):
 
     def _load_targets(self, p: Project) -> None:
         """Show the project's objective and targets (they are the project's, saved and undoable)."""
-        for box, v in ((self.ttft, p.workload.ttft_ms), (self.tpot, p.workload.tpot_ms)):
+        ex = p.explorer
+        for box, v in ((self.ttft, p.workload.ttft_ms), (self.tpot, p.workload.tpot_ms),
+                       (self.ttft_p99, ex.ttft_p99_ms), (self.tpot_p99, ex.tpot_p99_ms),
+                       (self.slo_rate, ex.slo_rate_per_s)):
             if box.value() != float(v or 0):
                 box.blockSignals(True)
                 box.setValue(float(v or 0))
@@ -339,98 +373,123 @@ class ExplorerWidget(QWidget):
     def _set_target(self, text: str, **changes: float | None) -> None:
         self.doc.edit(text, "workload", lambda p: p.replace(workload=p.workload.replace(**changes)))
 
+    def _set_slo(self, text: str, **changes: float | None) -> None:
+        """Change the project's percentile SLO (one undo step, saved with the project)."""
+        self.doc.edit(text, "explorer", lambda p: p.replace(explorer=p.explorer.replace(**changes)))
+
+    def slo_targets(self) -> SloTargets | None:
+        """The project's percentile SLO, or None; a target without a rate sets :attr:`slo_error`."""
+        p = self.doc.project
+        ex = p.explorer
+        self.slo_error = ""
+        try:
+            return resolve_targets(p, ex.ttft_p99_ms, ex.tpot_p99_ms, ex.slo_rate_per_s,
+                                   names=("p99 TTFT", "p99 TPOT", "the SLO's rate (at … req/s)"))
+        except StudioError as exc:
+            self.slo_error = exc.message
+            return None
+
     # ------------------------------------------------------------------ sweeping
     def sweep_kwargs(self) -> dict:
         """The sweep's objective and targets: the project's (:func:`studio.service.recommend.sweep_kwargs`)."""
         return sweep_kwargs(self.doc.project)
 
     def schedule(self) -> None:
-        """Re-run the sweep after the debounce interval (restarted on every call); while the
-        Explorer is closed, only note that it must run when shown again."""
+        """Re-run the sweep after the debounce interval (restarted on every call; a sweep of the
+        old inputs in flight is cancelled and its result dropped); while the Explorer is closed,
+        only note that it must run when shown again."""
         if self._closed:
             self._rerun_on_show = True
             return
-        self._timer.start()
+        self.jobs.schedule()
 
     def run_sweep(self) -> None:
         """Start a sweep of the current project now (cancelling one in flight)."""
-        self._timer.stop()
-        if self.task is not None:
-            self.task.cancel()
-        self._revision += 1
+        self.jobs.start()
+
+    def _request(self) -> tuple[Project, dict, SloTargets | None]:
+        """The frozen request of a sweep: the current project, its objective and targets, and its
+        percentile SLO."""
         project = self.doc.project
         self._inputs = _sweep_inputs(project)
-        task = SweepTask(self._sweeper, project, self._revision, **self.sweep_kwargs())
-        task.relay.progress.connect(self._on_progress)
-        task.relay.done.connect(self._on_done)
-        self.task = task
+        return project, self.sweep_kwargs(), self.slo_targets()
+
+    def _on_started(self, _revision: int) -> None:
         self.progress.setValue(0)
         self.cancel_button.setEnabled(True)
-        self.status.setText(f"sweeping {project.cluster.num_gpus} GPUs…")
-        if self.threaded:
-            self._pool.start(task)
-        else:
-            task.run()
+        self.status.setText(f"sweeping {self.doc.project.cluster.num_gpus} GPUs…")
 
     def cancel(self) -> None:
         """Stop the sweep in flight (its partial result is dropped)."""
-        if self.running:
-            self.task.cancel()
+        if self.jobs.cancel():
             self.status.setText("cancelling…")
 
     @property
     def running(self) -> bool:
-        return self.task is not None and not self.task.finished.is_set()
+        """A sweep of the current inputs is in flight."""
+        return self.jobs.running
 
     def wait_idle(self, msecs: int = 30_000) -> bool:
         """Block until sweeps in flight finish (tests, shutdown)."""
-        return self._pool.waitForDone(msecs)
+        return self.jobs.wait_idle(msecs)
 
-    def _on_progress(self, fraction: float, revision: int) -> None:
-        if revision == self._revision:
-            self.progress.setValue(int(fraction * 1000))
+    def _on_progress(self, fraction: float, _revision: int) -> None:
+        self.progress.setValue(int(fraction * 1000))
 
-    def _on_done(self, result: SweepResult | None, revision: int, error: str) -> None:
-        if revision != self._revision:
-            return  # an older run: a newer one is in flight or finished
-        self.task = None
+    def _on_done(self, response: Response) -> None:
+        """A current response (the scheduler drops those of older runs)."""
         self.cancel_button.setEnabled(False)
-        if result is None:
+        if not response.ok:
             self.progress.setValue(0)
-            self.status.setText("sweep cancelled" if error == "cancelled" else "")
-            if error != "cancelled":
-                self.reasons.setPlainText(f"The sweep could not run: {error}")
+            self.status.setText("sweep cancelled" if response.cancelled else "")
+            if not response.cancelled:
+                self.reasons.setPlainText(f"The sweep could not run: {response.error}")
             return
         self.progress.setValue(1000)
-        self.show_result(result)
+        out: Explored = response.result
+        self.show_result(out.sweep, out.slo, out.slo_error or self.slo_error)
 
-    def show_result(self, result: SweepResult) -> None:
-        """Fill the table, the plot and the reasons from a finished sweep."""
+    def show_result(self, result: SweepResult, slo: SloReport | None = None, slo_error: str = "") -> None:
+        """Fill the table, the plot and the reasons from a finished sweep (and its SLO check)."""
         self.result = result
-        self.model.set_result(result)
-        self._objective_column_first(result.objective)
-        self.plot.set_result(result)
+        self.slo = slo
+        self.model.set_result(result, slo)
+        for key in SLO_KEYS:
+            self.table.setColumnHidden([c.key for c in COLUMNS].index(key), slo is None)
+        self._objective_column_first(result.objective, slo is not None)
+        self.plot.set_result(result, self.model.recommended)
         fits = int(result.columns["fits"].sum()) if result.candidates else 0
         self.status.setText(f"{result.candidates:,} candidates, {fits:,} fit")
-        self._show_reasons(result)
+        if slo is not None:
+            meets = sum(e.meets for e in slo.checked)
+            self.status.setText(self.status.text() + f"; {meets} of {len(slo.checked)} layouts checked meet the SLO")
+        self._show_reasons(result, slo, slo_error)
         self._dirty_tabs = {"multiples", "placement"}
-        if result.recommended is not None:
-            self.select_row(int(result.recommended))
+        if self.model.recommended is not None:
+            self.select_row(self.model.recommended)
         self._refresh_visible_tab()
         self.resultShown.emit(result)
 
-    def _objective_column_first(self, objective: str) -> None:
-        """Move the column the objective ranks by to the front (after the layout's TP/PP/EP/DP)."""
+    def _objective_column_first(self, objective: str, slo: bool = False) -> None:
+        """Move the column the objective ranks by to the front, and with an SLO its four columns
+        right after it (the SLO verdict, p99 TTFT, p99 TPOT, saturation rate)."""
         keys = [c.key for c in COLUMNS]
         hh = self.table.horizontalHeader()
-        for key in OBJECTIVE_COLUMN.values():  # put the others back where they were
-            hh.moveSection(hh.visualIndex(keys.index(key)), keys.index(key))
+        for logical in range(len(keys)):  # every column back where it was
+            hh.moveSection(hh.visualIndex(logical), logical)
         lead = keys.index(OBJECTIVE_COLUMN[objective])
         hh.moveSection(hh.visualIndex(lead), 0)
+        if slo:
+            for k, key in enumerate(SLO_KEYS, start=1):
+                hh.moveSection(hh.visualIndex(keys.index(key)), k)
 
-    def _show_reasons(self, r: SweepResult) -> None:
+    def _show_reasons(self, r: SweepResult, slo: SloReport | None = None, slo_error: str = "") -> None:
         head = (f"<b>Recommended for {html.escape(OBJECTIVE_TEXT[r.objective].lower())}:</b> "
                 + (html.escape(r.label(r.recommended)) if r.recommended is not None else "none"))
+        if slo is not None:
+            head = f"{slo_line(slo)}<br>{head}"
+        elif slo_error:
+            head = f"<b>SLO not checked:</b> {html.escape(slo_error)}<br>{head}"
         items = "".join(f"<li>{html.escape(t)}</li>" for t in r.reasons)
         self.reasons.setHtml(f"{head}<ul style='margin-top:2px; margin-left:-20px'>{items}</ul>")
 
@@ -467,8 +526,8 @@ class ExplorerWidget(QWidget):
         self.table.scrollTo(idx, QAbstractItemView.ScrollHint.EnsureVisible)
 
     def show_recommended(self) -> None:
-        if self.result is not None and self.result.recommended is not None:
-            self.select_row(int(self.result.recommended))
+        if self.result is not None and self.model.recommended is not None:
+            self.select_row(self.model.recommended)
 
     def _on_row_selected(self) -> None:
         row = self.selected_row()
@@ -492,7 +551,7 @@ class ExplorerWidget(QWidget):
             self.timeline.clear(exc.message)
             return
         self.timeline.set_timelines(plan.timelines, plan.micro_batches)
-        ref = res.recommended if res.recommended is not None else int(res.order[0])
+        ref = self.model.recommended if self.model.recommended is not None else int(res.order[0])
         self.why.setText(why_loses(res, row, int(ref)))
         self.doc.set_selection(first_tp_group(plan))
         self.layoutPreview.emit(plan)
@@ -615,3 +674,14 @@ class ExplorerWidget(QWidget):
         """Proxy index of sweep row ``row`` (tests)."""
         m = self.model.model_row(row)
         return self.proxy.mapFromSource(self.model.index(m, 0)) if m is not None else QModelIndex()
+
+
+def slo_line(slo: SloReport) -> str:
+    """The reasons' first line under an SLO: the best layout meeting it, with its figures, or none."""
+    head = f"<b>Best meeting the SLO ({html.escape(slo.targets.text)}):</b> "
+    if slo.best is None:
+        return head + (f"none of the {len(slo.checked)} layouts checked (lower the rate, raise the targets or "
+                       "add GPUs)")
+    e = slo.checked[slo.best]
+    return head + html.escape(f"{e.layout} M={e.micro_batches}: p99 TTFT {e.ttft_p99_ms:,.0f} ms, p99 TPOT "
+                              f"{e.tpot_p99_ms:,.1f} ms, saturation {e.saturation_rate_per_s:.3g} req/s")
