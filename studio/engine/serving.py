@@ -71,7 +71,7 @@ def serving_setup(
     precision = sv.effective_precision(model.precision)
     lc = layout_costs(model, cached_layer_table(model), precision, sv.kv_dtype, layout, placement, topo, c,
                       sv.gpu_memory_utilization, wl.max_batch,
-                      fraction_of_free=sv.runtime == "trtllm")
+                      fraction_of_free=sv.runtime == "trtllm", speculative=sv.speculative)
     _, _, max_seqs, cap_tokens, _ = memory_fit(lc, wl.isl + wl.osl)
     if max_seqs < 1:
         raise StudioError(
