@@ -219,7 +219,6 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None) 
     memory: list[GpuMemory] = []
     for d, reps in enumerate(lc.groups):
         for s, group in enumerate(reps):
-            sh = lc.shapes[s]
             for t, g in enumerate(group):
                 cap = cluster.gpu_specs[ctx.topo.gpu_type[g]].memory_bytes
                 memory.append(GpuMemory(

@@ -63,7 +63,9 @@ def _presets_json() -> str:
     checkout = Path(__file__).resolve().parents[2] / "presets" / "speculative.json"
     if checkout.is_file():
         return checkout.read_text(encoding="utf-8")
-    raise StudioError("presets/speculative.json is missing from this installation; reinstall layout-studio")
+    raise StudioError(
+        "presets/speculative.json is missing from this installation; reinstall layout-studio"
+    )
 
 
 @lru_cache(maxsize=1)
@@ -72,7 +74,9 @@ def speculative_presets() -> dict[str, Any]:
     try:
         data = json.loads(_presets_json())
     except ValueError as exc:
-        raise StudioError(f"cannot read speculative-decoding defaults: {exc}", "presets/speculative.json") from None
+        raise StudioError(
+            f"cannot read speculative-decoding defaults: {exc}", "presets/speculative.json"
+        ) from None
     if not isinstance(data, dict) or not isinstance(data.get("methods"), dict):
         raise StudioError("field 'methods' is missing", "presets/speculative.json")
     return data
@@ -131,15 +135,20 @@ def acceptance(spec: SpeculativeConfig) -> Acceptance:
     """
     k = spec.num_tokens
     if spec.acceptance is not None:
-        return Acceptance(tokens_from_alpha(spec.acceptance, k), spec.acceptance,
-                          f"acceptance {spec.acceptance:.2f} per token (given)")
+        return Acceptance(
+            tokens_from_alpha(spec.acceptance, k),
+            spec.acceptance,
+            f"acceptance {spec.acceptance:.2f} per token (given)",
+        )
     if spec.acceptance_by_position is not None:
         rates = position_rates(spec.acceptance_by_position, k)
         shown = ", ".join(f"{r:.2f}" for r in rates)
         return Acceptance(1.0 + sum(rates), None, f"per-position acceptance {shown} (given)")
     if spec.accepted_length is not None:
         a = alpha_from_length(spec.accepted_length, k)
-        return Acceptance(spec.accepted_length, a, f"mean accepted length {spec.accepted_length:.2f} (given)")
+        return Acceptance(
+            spec.accepted_length, a, f"mean accepted length {spec.accepted_length:.2f} (given)"
+        )
     entry = speculative_presets()["methods"].get(spec.method)
     if entry is None:
         raise StudioError(
@@ -151,7 +160,9 @@ def acceptance(spec: SpeculativeConfig) -> Acceptance:
         basis = f"{a:.2f} per token"
     else:
         a = alpha_from_length(float(entry["accepted_length"]), int(entry["num_tokens"]))
-        basis = f"α {a:.3f} from accepted length {entry['accepted_length']} at k={entry['num_tokens']}"
+        basis = (
+            f"α {a:.3f} from accepted length {entry['accepted_length']} at k={entry['num_tokens']}"
+        )
     return Acceptance(tokens_from_alpha(a, k), a, f"published default: {basis} ({entry['source']})")
 
 
@@ -163,7 +174,11 @@ def check_speculative(model: LLMArchitecture, spec: SpeculativeConfig) -> None:
     StudioError
         A draft model whose vocabulary differs from the model's, or MTP on a model without MTP layers.
     """
-    if spec.method == "draft" and spec.draft is not None and spec.draft.vocab_size != model.vocab_size:
+    if (
+        spec.method == "draft"
+        and spec.draft is not None
+        and spec.draft.vocab_size != model.vocab_size
+    ):
         raise StudioError(
             f"serving.speculative.draft_model: '{spec.draft_model or spec.draft.id}' has a {spec.draft.vocab_size:,}-token "
             f"vocabulary, the model '{model.id}' {model.vocab_size:,}; a draft model must share the model's tokenizer"
@@ -182,9 +197,13 @@ class Drafting:
     spec: SpeculativeConfig
     accept: Acceptance
     draft: Any | None  # LayoutCosts of one draft pass on the last stage's GPUs; None for n-gram
-    weight_bytes: float  # draft weights per GPU of the last stage (shared embedding / LM head excluded)
+    weight_bytes: (
+        float  # draft weights per GPU of the last stage (shared embedding / LM head excluded)
+    )
     kv_per_token: float  # draft KV bytes per token per GPU of the last stage
-    extra_bytes: float  # projection weights per GPU read on every pass (not in ``draft``'s layer table)
+    extra_bytes: (
+        float  # projection weights per GPU read on every pass (not in ``draft``'s layer table)
+    )
     hbm_bps: float  # achievable memory bandwidth of the last stage's GPU
 
     @property
@@ -200,8 +219,14 @@ class Drafting:
         """Tokens the model verifies per decoding sequence (chain drafting: k + 1)."""
         return self.spec.num_tokens + 1
 
-    def draft_ms(self, c: Any, prefill_tokens: np.ndarray, decode_seqs: np.ndarray, ctx: np.ndarray,
-                 prompt_len: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def draft_ms(
+        self,
+        c: Any,
+        prefill_tokens: np.ndarray,
+        decode_seqs: np.ndarray,
+        ctx: np.ndarray,
+        prompt_len: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(compute, collectives) of the ``k`` draft passes of one micro-batch, ms, arrays (N,).
 
         The first pass also prefills the micro-batch's prompt tokens into the drafter's KV cache;
@@ -212,8 +237,12 @@ class Drafting:
         from studio.engine.iteration import IterationModel
 
         im = IterationModel(self.draft, c)
-        both = im.micro_batch_times(np.concatenate((prefill_tokens, np.zeros(n))), np.tile(decode_seqs, 2),
-                                    np.tile(ctx, 2), np.tile(prompt_len, 2))
+        both = im.micro_batch_times(
+            np.concatenate((prefill_tokens, np.zeros(n))),
+            np.tile(decode_seqs, 2),
+            np.tile(ctx, 2),
+            np.tile(prompt_len, 2),
+        )
         comp = both.compute[0]
         coll = (both.allreduce + both.alltoall)[0]
         tokens = np.concatenate((prefill_tokens + decode_seqs, decode_seqs))
@@ -224,11 +253,15 @@ class Drafting:
 
     def describe(self) -> str:
         """One line: method, k, tokens per step and the acceptance's source."""
-        return (f"{METHOD_NAMES[self.spec.method]}, k={self.k}: {self.tokens_per_step:.2f} tokens per step "
-                f"(verifies {self.verify_tokens} per sequence); {self.accept.source}")
+        return (
+            f"{METHOD_NAMES[self.spec.method]}, k={self.k}: {self.tokens_per_step:.2f} tokens per step "
+            f"(verifies {self.verify_tokens} per sequence); {self.accept.source}"
+        )
 
 
-def _head(model: LLMArchitecture, spec: SpeculativeConfig) -> tuple[LLMArchitecture, float, list[str], int]:
+def _head(
+    model: LLMArchitecture, spec: SpeculativeConfig
+) -> tuple[LLMArchitecture, float, list[str], int]:
     """(architecture of one draft pass, projection parameters, modules shared with the model,
     copies of the pass's layer held in memory)."""
     h = model.hidden_size
@@ -236,20 +269,41 @@ def _head(model: LLMArchitecture, spec: SpeculativeConfig) -> tuple[LLMArchitect
         assert spec.draft is not None
         return spec.draft, 0.0, [], 1
     if spec.method == "mtp":
-        moe = model.moe.replace(first_dense_layers=0, dense_layers=()) if model.moe is not None else None
-        arch = model.replace(num_layers=1, moe=moe, layer_types=None, sliding_window=None, mtp_layers=0,
-                             id=f"{model.id}-mtp", name=f"{model.name} MTP layer")
+        moe = (
+            model.moe.replace(first_dense_layers=0, dense_layers=())
+            if model.moe is not None
+            else None
+        )
+        arch = model.replace(
+            num_layers=1,
+            moe=moe,
+            layer_types=None,
+            sliding_window=None,
+            mtp_layers=0,
+            id=f"{model.id}-mtp",
+            name=f"{model.name} MTP layer",
+        )
         return arch, 2.0 * h * h, ["embeddings", "lm_head"], max(1, model.mtp_layers)
     vocab = model.vocab_size
     shared = ["embeddings", "lm_head"]
     fc = 2.0 * h * h
     if spec.method == "eagle3":
-        vocab = int(speculative_presets().get("eagle3_draft_vocab", {}).get("value", model.vocab_size))
+        vocab = int(
+            speculative_presets().get("eagle3_draft_vocab", {}).get("value", model.vocab_size)
+        )
         shared = ["embeddings"]
         fc = 3.0 * h * h
-    arch = model.replace(num_layers=1, moe=None, layer_types=None, sliding_window=None, mtp_layers=0,
-                         vocab_size=vocab, tie_word_embeddings=False,
-                         id=f"{model.id}-{spec.method}", name=f"{model.name} {METHOD_NAMES[spec.method]}")
+    arch = model.replace(
+        num_layers=1,
+        moe=None,
+        layer_types=None,
+        sliding_window=None,
+        mtp_layers=0,
+        vocab_size=vocab,
+        tie_word_embeddings=False,
+        id=f"{model.id}-{spec.method}",
+        name=f"{model.name} {METHOD_NAMES[spec.method]}",
+    )
     return arch, fc, shared, 1
 
 
@@ -281,8 +335,15 @@ def drafting(
     check_speculative(model, spec)
     acc = acceptance(spec)
     if spec.method == "ngram":
-        return Drafting(spec=spec, accept=acc, draft=None, weight_bytes=0.0, kv_per_token=0.0, extra_bytes=0.0,
-                        hbm_bps=hbm_bps)
+        return Drafting(
+            spec=spec,
+            accept=acc,
+            draft=None,
+            weight_bytes=0.0,
+            kv_per_token=0.0,
+            extra_bytes=0.0,
+            hbm_bps=hbm_bps,
+        )
     arch, fc_params, shared, copies = _head(model, spec)
     if spec.method == "draft":
         d_prec = arch.precision
@@ -294,8 +355,19 @@ def drafting(
     placement = tuple(g for d in range(layout.dp) for g in groups[d][last])
     ep = layout.ep if arch.moe is not None else 1
     d_layout = Layout(tp=layout.tp, pp=1, dp=layout.dp, ep=ep, micro_batches=1)
-    lc = layout_costs(arch, layer_table(arch), d_prec, kv_dtype, d_layout, placement, topo, c,
-                      gpu_memory_utilization, max_batch, replicas=replicas)
+    lc = layout_costs(
+        arch,
+        layer_table(arch),
+        d_prec,
+        kv_dtype,
+        d_layout,
+        placement,
+        topo,
+        c,
+        gpu_memory_utilization,
+        max_batch,
+        replicas=replicas,
+    )
     sh = lc.shapes[0]
     heads = ("embeddings", "lm_head")
     layer_bytes = sum(v for k, v in sh.weights_by_module.items() if k not in heads)
@@ -304,5 +376,12 @@ def drafting(
     fc_bytes = fc_params / layout.tp * DType(fc_dtype).bytes
     weights = copies * (layer_bytes + fc_bytes) + own_heads
     kv_tok = copies * float(lc.kv_seq_bytes(1.0)[0])
-    return Drafting(spec=spec, accept=acc, draft=lc, weight_bytes=weights, kv_per_token=kv_tok, extra_bytes=fc_bytes,
-                    hbm_bps=hbm_bps)
+    return Drafting(
+        spec=spec,
+        accept=acc,
+        draft=lc,
+        weight_bytes=weights,
+        kv_per_token=kv_tok,
+        extra_bytes=fc_bytes,
+        hbm_bps=hbm_bps,
+    )
