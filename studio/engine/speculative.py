@@ -385,3 +385,19 @@ def drafting(
         extra_bytes=fc_bytes,
         hbm_bps=hbm_bps,
     )
+
+
+def plan_line(plan: Any) -> str | None:
+    """One line for reports: drafter, k, tokens per step, decode step and TPOT both ways; None
+    when the plan decodes without speculation."""
+    ex = plan.explanations.get("speculative")
+    if ex is None:
+        return None
+    t = {term.name: term for term in ex.terms}
+    step = t["decode step"].value
+    return (
+        f"{ex.notes[0].removeprefix('drafter: ')}, k={int(t['k (tokens proposed per step)'].value)}: "
+        f"{ex.value:.2f} tokens per step; decode step {step:.2f} ms (drafter + verification of "
+        f"{int(t['verified per sequence'].value)} tokens per sequence) / {ex.value:.2f} = "
+        f"{t['TPOT without load'].value:.2f} ms per token; TPOT under the load {plan.tpot_ms:.2f} ms"
+    )
