@@ -120,8 +120,9 @@ class SpeculativeConfig(Frozen):
     verifies them in one forward pass over ``num_tokens + 1`` tokens per sequence.
 
     The acceptance is given one way at most: ``acceptance`` (the chance that each drafted token is
-    accepted given the one before it was), ``acceptance_by_position`` (that chance per draft
-    position; positions past the list repeat its last value) or ``accepted_length`` (mean tokens
+    accepted given the one before it was), ``acceptance_by_position`` (the share of steps whose
+    i-th drafted token is accepted, as vLLM reports "acceptance at token i"; positions past the
+    list continue with the ratio of its last two) or ``accepted_length`` (mean tokens
     emitted per verification step, the bonus token included, as vLLM and SGLang report it). None of
     them = the published default of the method (``presets/speculative.json``).
     """
@@ -150,6 +151,11 @@ class SpeculativeConfig(Frozen):
             for i, a in enumerate(v):
                 if not (0.0 < a <= 1.0):
                     raise ValueError(f"position {i + 1}: acceptance {a:g} is outside (0, 1]")
+                if i and a > v[i - 1]:
+                    raise ValueError(
+                        f"position {i + 1}: acceptance {a:g} exceeds position {i}'s {v[i - 1]:g} (a token is "
+                        "only accepted when the ones before it were, so the rates cannot grow)"
+                    )
         return v
 
     @model_validator(mode="after")
