@@ -174,6 +174,8 @@ def _speculative(out: dict[str, Explanation], ctx: PlanContext, dc) -> None:  # 
         Term("tokens per step E", sp.tokens_per_step, "tokens", sp.accept.source),
         Term("decode step", step, "ms", f"drafter + verification, micro-batches of {ctx.micro_batch_size} sequences"),
         Term("TPOT without load", step / sp.tokens_per_step, "ms", "decode step / E"),
+        *((Term("iteration under the load", ctx.load.iteration_ms, "ms", "TPOT = this / E"),)
+          if ctx.load is not None else ()),
         Term("draft weights per GPU", sp.weight_bytes / GIB, "GiB", "last stage"),
         Term("draft KV per token per GPU", sp.kv_per_token, "B"),
     ]

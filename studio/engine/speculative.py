@@ -388,16 +388,16 @@ def drafting(
 
 
 def plan_line(plan: Any) -> str | None:
-    """One line for reports: drafter, k, tokens per step, decode step and TPOT both ways; None
-    when the plan decodes without speculation."""
+    """One line for reports: drafter, k, tokens per step E, and TPOT = the iteration (drafter +
+    verification) / E, under the plan's load when it has one; None without speculation."""
     ex = plan.explanations.get("speculative")
     if ex is None:
         return None
     t = {term.name: term for term in ex.terms}
-    step = t["decode step"].value
+    it = t.get("iteration under the load")
+    step, where = (it.value, "iteration under the load") if it is not None else (t["decode step"].value, "decode step")
     return (
         f"{ex.notes[0].removeprefix('drafter: ')}, k={int(t['k (tokens proposed per step)'].value)}: "
-        f"{ex.value:.2f} tokens per step; decode step {step:.2f} ms (drafter + verification of "
-        f"{int(t['verified per sequence'].value)} tokens per sequence) / {ex.value:.2f} = "
-        f"{t['TPOT without load'].value:.2f} ms per token; TPOT under the load {plan.tpot_ms:.2f} ms"
+        f"{ex.value:.2f} tokens per step; {where} {step:.2f} ms (drafter + verification of "
+        f"{int(t['verified per sequence'].value)} tokens per sequence) / {ex.value:.2f} = TPOT {plan.tpot_ms:.2f} ms"
     )
