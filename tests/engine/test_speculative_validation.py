@@ -63,3 +63,20 @@ def test_eagle_head_size_matches_the_published_heads(model, published):
     draft_bytes = evaluate(proj).memory[0].weights_by_module["draft"]
     params = draft_bytes * tp / 2.0  # BF16
     assert params == pytest.approx(published, rel=0.03)
+
+
+def test_mtp_layers_come_from_num_nextn_predict_layers():
+    from studio.core.errors import StudioError
+    from studio.io.hf_config import architecture_from_config
+
+    cat = load_catalog()
+    assert cat.model("deepseek-v3").architecture.mtp_layers == 1
+    assert cat.model("llama-3.1-8b").architecture.mtp_layers == 0
+    import json
+    from pathlib import Path
+
+    preset = Path(__file__).resolve().parents[2] / "presets" / "models" / "llama-3.1-8b.json"
+    cfg = dict(json.loads(preset.read_text(encoding="utf-8"))["config"], num_nextn_predict_layers=2)
+    assert architecture_from_config(cfg, model_id="x", name="x", source="test").mtp_layers == 2
+    with pytest.raises(StudioError, match="'num_nextn_predict_layers' must be ≥ 0"):
+        architecture_from_config(dict(cfg, num_nextn_predict_layers=-1), model_id="x", name="x", source="test")
