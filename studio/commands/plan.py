@@ -43,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
 
         data = plan.to_json()
         data["load"] = summary_json(plan.load, project.workload.load)
+        if "speculative" in plan.explanations:  # only with serving.speculative: E, k, step, TPOT
+            data["speculative"] = explanation_json(plan.explanations["speculative"])
         if args.explain:
             data["explanations"] = {k: explanation_json(e) for k, e in plan.explanations.items()}
         print_json(data)

@@ -175,3 +175,29 @@ def test_sweep_rows_use_the_speculative_step():
     i = int(np.argmin(plain.columns["batch"] + 1000 * (plain.columns["tp"] != 1)))
     j = int(np.argmin(fast.columns["batch"] + 1000 * (fast.columns["tp"] != 1)))
     assert fast.columns["tpot_ms"][j] < 0.7 * plain.columns["tpot_ms"][i]
+
+
+# ------------------------------------------------------------------ project files
+def test_project_file_keeps_the_setting_and_older_files_load(tmp_path):
+    import json
+
+    from studio.io.project_file import (
+        load_project,
+        project_from_json,
+        project_to_json,
+        save_project,
+    )
+
+    spec = SpeculativeConfig(method="draft", num_tokens=4, acceptance_by_position=(0.8, 0.6, 0.45),
+                             draft_model="llama-3.2-1b", draft=DRAFT_1B, draft_checkpoint="meta-llama/Llama-3.2-1B")
+    p = _proj(model=LLAMA_70B, tp=8, spec=spec)
+    path = tmp_path / "plan.json"
+    save_project(p, path)
+    back = load_project(path)
+    assert back.serving.speculative == spec
+    assert evaluate(back).tpot_ms == pytest.approx(evaluate(p).tpot_ms)
+    old = json.loads(project_to_json(_proj()))
+    del old["serving"]["speculative"]
+    del old["model"]["mtp_layers"]
+    loaded = project_from_json(json.dumps(old), "old file")
+    assert loaded.serving.speculative is None and loaded.model.mtp_layers == 0

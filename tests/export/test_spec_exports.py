@@ -123,6 +123,11 @@ def test_cli_plan_with_spec_flags(capsys):
     assert main(["plan", *ARGS, "--spec", "eagle3", "--spec-tokens", "3", "--spec-acceptance", "0.7", "--json"]) == 0
     fast = json.loads(capsys.readouterr().out)
     assert fast["latency_ms"]["tpot"] < 0.6 * plain["latency_ms"]["tpot"]
+    assert "speculative" not in plain
+    spec = fast["speculative"]
+    assert spec["value"] == pytest.approx((1 - 0.7**4) / 0.3)  # tokens per step at α 0.7, k 3
+    terms = {t["name"]: t["value"] for t in spec["terms"]}
+    assert terms["iteration under the load"] / spec["value"] == pytest.approx(fast["latency_ms"]["tpot"], rel=1e-6)
     assert main(["plan", *ARGS, "--spec", "eagle3"]) == 0
     assert "speculative  EAGLE-3 head, k=3" in capsys.readouterr().out
 
