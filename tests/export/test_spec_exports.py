@@ -151,3 +151,13 @@ def test_cli_export_check_passes_with_spec(capsys):
     for engine in ("vllm", "sglang", "trtllm"):
         assert main(["export", *ARGS, "--spec", "eagle3", "--engine", engine, "--check"]) == 0, engine
         assert "passes the engine's run-time rules" in capsys.readouterr().out
+
+
+def test_cli_simulate_with_spec_agrees_with_the_closed_form(capsys):
+    argv = ["simulate", *ARGS[:-2], "--concurrency", "4", "--num-requests", "200", "--spec", "eagle3", "--json"]
+    assert main(argv) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["speculative"].startswith("EAGLE-3 head, k=3")
+    assert d["latency_ms"]["tpot"]["mean"] == pytest.approx(d["closed_form_ms"]["tpot"], rel=0.05)
+    # tokens arrive E at a time: the gap between iterations exceeds the time per token
+    assert d["latency_ms"]["itl"]["mean"] > 2 * d["latency_ms"]["tpot"]["mean"]
