@@ -143,6 +143,9 @@ def add_project_args(parser: argparse.ArgumentParser, *, layout: bool) -> None:
     g.add_argument("--gpu-memory-utilization", type=positive_float, metavar="F", help="fraction of GPU memory the runtime may use (0.05..1]")
     g.add_argument("--price-per-gpu-hour", type=non_negative_float, metavar="USD", help="price of one GPU-hour (default: each GPU preset's)")
     g.add_argument("--calibration", metavar="NAME", help="calibration profile stored in the project")
+    from studio.commands.load_args import add_spec_args
+
+    add_spec_args(parser)
 
 
 def add_load_args(parser: argparse.ArgumentParser) -> None:
@@ -367,6 +370,11 @@ def _serving(args, project: Project):
             known = ", ".join(sorted(project.calibrations)) or "none (add one with `layout-studio calibrate`)"
             raise StudioError(f"--calibration '{name}' is not a profile of this project; known: {known}")
         changes["calibration"] = name
+    from studio.commands.load_args import apply_spec_args
+
+    spec = apply_spec_args(args, project.serving.speculative)
+    if spec is not project.serving.speculative:
+        changes["speculative"] = spec
     return _validated(project.serving, "serving", **changes) if changes else project.serving
 
 

@@ -1,5 +1,6 @@
 """Turn the load flags of :func:`studio.commands.common.add_load_args` into the workload's
-:class:`~studio.core.workload.Load`.
+:class:`~studio.core.workload.Load`, and the speculative-decoding flags (:func:`add_spec_args`)
+into the serving config's :class:`~studio.core.workload.SpeculativeConfig`.
 
 Precedence follows the other flags: the PROJECT file's load, with each flag given overriding its
 value. ``--rate``, ``--concurrency`` and ``--offline`` choose the mode; the other flags keep it.
@@ -12,7 +13,7 @@ import argparse
 from pydantic import ValidationError
 
 from studio.core.errors import StudioError
-from studio.core.workload import MAX_REQUESTS, LengthDistribution, Load, Workload
+from studio.core.workload import MAX_REQUESTS, LengthDistribution, Load, SpeculativeConfig, Workload
 
 #: Load field -> the flag that sets it (for messages).
 FLAGS = {
@@ -92,3 +93,126 @@ def apply_load_args(args: argparse.Namespace, workload: Workload) -> Workload:
     """``workload`` with its load replaced by :func:`load_from_args` (the same object if no flag)."""
     load = load_from_args(args, workload.load)
     return workload if load is workload.load else workload.replace(load=load)
+
+
+# ----------------------------------------------------------------------------- speculative decoding
+#: SpeculativeConfig field -> the flag that sets it (for messages).
+SPEC_FLAGS = {
+    "method": "--spec",
+    "num_tokens": "--spec-tokens",
+    "acceptance": "--spec-acceptance",
+    "acceptance_by_position": "--spec-acceptance-by-position",
+    "accepted_length": "--spec-accepted-length",
+    "draft_model": "--draft-model",
+    "draft": "--draft-model",
+    "draft_checkpoint": "--draft-checkpoint",
+    "ngram_max": "--spec-ngram-max",
+    "ngram_min": "--spec-ngram-min",
+}
+
+
+#: Allowed values of the numeric speculative fields, for messages.
+_ALLOWED = {
+    "num_tokens": "a whole number 1..16",
+    "acceptance": "a rate in (0, 1]",
+    "ngram_max": "a whole number 1..64",
+    "ngram_min": "a whole number 1..64",
+}
+
+
+def _rates(text: str) -> tuple[float, ...]:
+    """argparse type: comma-separated acceptance rates, each in (0, 1]."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    try:
+        values = tuple(float(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated rates in (0, 1], e.g. 0.8,0.6,0.45; got {text!r}") from None
+    if not values or any(not (0.0 < v <= 1.0) for v in values):
+        raise argparse.ArgumentTypeError(f"expected comma-separated rates in (0, 1], e.g. 0.8,0.6,0.45; got {text!r}")
+    return values
+
+
+def add_spec_args(parser: argparse.ArgumentParser) -> None:
+    """Add the speculative-decoding flags (every command that builds a project: ``plan``,
+    ``sweep``, ``simulate``, ``export``, ``report``). Applied by :func:`apply_spec_args`."""
+    from studio.core.workload import SPEC_METHODS
+
+    g = parser.add_argument_group("speculative decoding (see docs/engine.md)")
+    g.add_argument("--spec", choices=("off", *SPEC_METHODS),
+                   help="draft kind: a draft model, an EAGLE-1/2 or EAGLE-3 head, the model's MTP layers, n-gram lookup; off = none")
+    g.add_argument("--spec-tokens", type=int, metavar="K", help="tokens proposed per step (1..16, default 3)")
+    acc = g.add_mutually_exclusive_group()
+    acc.add_argument("--spec-acceptance", type=float, metavar="A",
+                     help="per-token acceptance rate in (0, 1] (default: the method's published figure)")
+    acc.add_argument("--spec-accepted-length", type=float, metavar="L",
+                     help="mean tokens per verification step, bonus token included (as vLLM/SGLang report it)")
+    acc.add_argument("--spec-acceptance-by-position", type=_rates, metavar="A1,A2,...",
+                     help="acceptance of each draft position (vLLM 'acceptance at token i')")
+    g.add_argument("--draft-model", metavar="ID", help="model preset id of the draft model (implies --spec draft)")
+    g.add_argument("--draft-checkpoint", metavar="REPO", help="Hugging Face id or path of the draft weights / EAGLE head, for exports")
+    g.add_argument("--spec-ngram-max", type=int, metavar="N", help="longest n-gram matched in the prompt (--spec ngram, default 4)")
+    g.add_argument("--spec-ngram-min", type=int, metavar="N", help="shortest n-gram matched (--spec ngram, default 1)")
+
+
+def apply_spec_args(args: argparse.Namespace, current: SpeculativeConfig | None) -> SpeculativeConfig | None:
+    """The serving config's speculative setting with every speculative flag in ``args`` applied.
+
+    Raises
+    ------
+    StudioError
+        A value out of range, an unknown draft model, or a flag without a method; names the flag.
+    """
+    method = getattr(args, "spec", None)
+    draft_id = getattr(args, "draft_model", None)
+    if method == "off":
+        return None
+    changes: dict = {}
+    if method is None and draft_id is not None:
+        method = "draft"
+    if method is not None and (current is None or method != current.method):
+        changes["method"] = method
+        if current is not None and method != "draft":
+            changes.update(draft_model=None, draft=None)
+    values = {
+        "num_tokens": getattr(args, "spec_tokens", None),
+        "acceptance": getattr(args, "spec_acceptance", None),
+        "accepted_length": getattr(args, "spec_accepted_length", None),
+        "acceptance_by_position": getattr(args, "spec_acceptance_by_position", None),
+        "draft_checkpoint": getattr(args, "draft_checkpoint", None),
+        "ngram_max": getattr(args, "spec_ngram_max", None),
+        "ngram_min": getattr(args, "spec_ngram_min", None),
+    }
+    changes.update({k: v for k, v in values.items() if v is not None})
+    acc_keys = ("acceptance", "accepted_length", "acceptance_by_position")
+    if any(values[k] is not None for k in acc_keys):  # a new acceptance replaces the stored one
+        changes.update({k: values[k] for k in acc_keys})
+    if draft_id is not None:
+        if changes.get("method", current.method if current else None) != "draft":
+            raise StudioError(f"--draft-model applies to --spec draft (the method is '{changes.get('method') or current.method}')")
+        from studio.io.presets import load_catalog
+
+        try:
+            arch = load_catalog().model(draft_id).architecture
+        except StudioError as exc:
+            raise StudioError(f"--draft-model: {exc}") from None
+        changes.update(draft_model=draft_id, draft=arch)
+    if not changes:
+        return current
+    if current is None and "method" not in changes:
+        used = next(SPEC_FLAGS[k] for k in changes if k in SPEC_FLAGS)
+        raise StudioError(f"{used} needs a speculative method: add --spec draft|eagle|eagle3|mtp|ngram")
+    try:
+        if current is None:
+            return SpeculativeConfig(**changes)
+        data = {name: getattr(current, name) for name in type(current).model_fields}
+        data.update(changes)
+        return SpeculativeConfig(**data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]) if err.get("loc") else ""
+        msg = str(err.get("msg", "")).removeprefix("Value error, ")
+        if field in _ALLOWED:
+            msg = f"must be {_ALLOWED[field]}, got {err.get('input')}"
+        elif "needs the draft model" in msg:
+            raise StudioError("--spec draft needs --draft-model ID (a model preset id sharing the model's tokenizer)") from None
+        raise StudioError(f"{SPEC_FLAGS.get(field, 'speculative decoding')}: {msg}") from None

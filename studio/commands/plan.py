@@ -43,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
 
         data = plan.to_json()
         data["load"] = summary_json(plan.load, project.workload.load)
+        if "speculative" in plan.explanations:  # only with serving.speculative: E, k, step, TPOT
+            data["speculative"] = explanation_json(plan.explanations["speculative"])
         if args.explain:
             data["explanations"] = {k: explanation_json(e) for k, e in plan.explanations.items()}
         print_json(data)
@@ -82,6 +84,7 @@ def format_plan(project: Project, plan, explain: bool = False, model_note: str |
 
     ``model_note`` (the checkpoint size check of ``--model-config``) is printed under the model."""
     from studio.engine.results import GIB
+    from studio.engine.speculative import plan_line
 
     lay = plan.layout
     wl = project.workload
@@ -94,6 +97,7 @@ def format_plan(project: Project, plan, explain: bool = False, model_note: str |
         ("model", f"{project.model.name} ({project.model_ref or project.model.id}), weights {precision}, "
                   f"KV {sv.kv_dtype.value}"),
         *([("checkpoint", model_note)] if model_note else []),
+        *([("speculative", line)] if (line := plan_line(plan)) else []),
         ("cluster", f"{project.cluster.name}: {project.cluster.num_gpus} GPUs "
                     f"({', '.join(project.cluster.gpu_types())}) in {_count(len(project.cluster.nodes), 'node')}"),
         ("layout", f"{lay.label}  (TP {lay.tp}, PP {lay.pp}, EP {lay.ep}, DP {lay.dp}, "

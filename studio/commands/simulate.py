@@ -70,6 +70,10 @@ def run(args: argparse.Namespace) -> int:
         "requests": load.num_requests,
         "saturation_rate_per_s": summary.saturation_rate_per_s if summary else None,
     }
+    from studio.engine.speculative import plan_line
+
+    if (spec := plan_line(plan)) is not None:  # tokens arrive E per iteration: ITL > TPOT
+        head["speculative"] = spec
     if not plan.fits:
         raise_not_fitting(plan)
     if summary is not None and summary.saturated:
@@ -138,6 +142,8 @@ def _head_pairs(head: dict):
     yield "requests", f"{head['requests']:,}"
     sat = head["saturation_rate_per_s"]
     yield "saturation", "-" if sat is None or not math.isfinite(sat) else f"{sat:.3g} req/s"
+    if head.get("speculative"):
+        yield "speculative", head["speculative"] + " (ITL is the gap between iterations, each bringing E tokens)"
 
 
 def format_simulation(head: dict, sim, plan) -> str:

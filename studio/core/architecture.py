@@ -112,6 +112,11 @@ class LLMArchitecture(Frozen):
     mla: MLAConfig | None = None
     layer_types: tuple[LayerType, ...] | None = Field(None, max_length=10_000)
     sliding_window: int | None = Field(None, ge=1, le=100_000_000)
+    mtp_layers: int = Field(
+        0, ge=0, le=64,
+        description="multi-token-prediction layers kept for speculative decoding (config.json "
+        "num_nextn_predict_layers); not counted in num_params",
+    )
     precision: ModulePrecision = ModulePrecision()
     hf_model_id: str | None = None
     sources: tuple[str, ...] = ()

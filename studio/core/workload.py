@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from studio.core.architecture import ModulePrecision
+from studio.core.architecture import LLMArchitecture, ModulePrecision
 from studio.core.base import Frozen
 from studio.core.precision import DType
 
@@ -109,6 +109,75 @@ class Workload(Frozen):
         return v
 
 
+#: Draft kinds of speculative decoding: a separate draft model, an EAGLE-1/2 or EAGLE-3 head, the
+#: model's own multi-token-prediction layers, or n-gram (prompt lookup) matching.
+SpecMethod = Literal["draft", "eagle", "eagle3", "mtp", "ngram"]
+SPEC_METHODS: tuple[str, ...] = ("draft", "eagle", "eagle3", "mtp", "ngram")
+
+
+class SpeculativeConfig(Frozen):
+    """Speculative decoding: a drafter proposes ``num_tokens`` tokens per step and the model
+    verifies them in one forward pass over ``num_tokens + 1`` tokens per sequence.
+
+    The acceptance is given one way at most: ``acceptance`` (the chance that each drafted token is
+    accepted given the one before it was), ``acceptance_by_position`` (the share of steps whose
+    i-th drafted token is accepted, as vLLM reports "acceptance at token i"; positions past the
+    list continue with the ratio of its last two) or ``accepted_length`` (mean tokens
+    emitted per verification step, the bonus token included, as vLLM and SGLang report it). None of
+    them = the published default of the method (``presets/speculative.json``).
+    """
+
+    method: SpecMethod
+    num_tokens: int = Field(3, ge=1, le=16, description="tokens the drafter proposes per step (k)")
+    acceptance: float | None = Field(None, gt=0, le=1, description="per-token acceptance rate α, in (0, 1]")
+    acceptance_by_position: tuple[float, ...] | None = Field(
+        None, min_length=1, max_length=16, description="acceptance rate of each draft position, each in (0, 1]"
+    )
+    accepted_length: float | None = Field(
+        None, ge=1, le=17, description="mean tokens per verification step, bonus token included"
+    )
+    draft_model: str | None = Field(None, max_length=200, description="preset id of the draft model (method 'draft')")
+    draft: LLMArchitecture | None = Field(None, description="architecture of the draft model (method 'draft')")
+    draft_checkpoint: str | None = Field(
+        None, max_length=500, description="Hugging Face id or path of the draft weights / EAGLE head, for exports"
+    )
+    ngram_max: int = Field(4, ge=1, le=64, description="longest n-gram matched in the prompt (method 'ngram')")
+    ngram_min: int = Field(1, ge=1, le=64, description="shortest n-gram matched (method 'ngram')")
+
+    @field_validator("acceptance_by_position")
+    @classmethod
+    def _positions(cls, v: tuple[float, ...] | None) -> tuple[float, ...] | None:
+        if v is not None:
+            for i, a in enumerate(v):
+                if not (0.0 < a <= 1.0):
+                    raise ValueError(f"position {i + 1}: acceptance {a:g} is outside (0, 1]")
+                if i and a > v[i - 1]:
+                    raise ValueError(
+                        f"position {i + 1}: acceptance {a:g} exceeds position {i}'s {v[i - 1]:g} (a token is "
+                        "only accepted when the ones before it were, so the rates cannot grow)"
+                    )
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> SpeculativeConfig:
+        given = [n for n in ("acceptance", "acceptance_by_position", "accepted_length") if getattr(self, n) is not None]
+        if len(given) > 1:
+            raise ValueError(f"give the acceptance one way, not {' and '.join(given)}")
+        if self.accepted_length is not None and self.accepted_length > self.num_tokens + 1:
+            raise ValueError(
+                f"accepted_length {self.accepted_length:g} exceeds num_tokens + 1 = {self.num_tokens + 1} "
+                "(at most every drafted token plus the bonus token)"
+            )
+        if self.method == "draft":
+            if self.draft is None:
+                raise ValueError("method 'draft' needs the draft model (draft_model: a model preset id)")
+        elif self.draft is not None or self.draft_model is not None:
+            raise ValueError(f"draft_model is only read by method 'draft' (method is '{self.method}')")
+        if self.ngram_min > self.ngram_max:
+            raise ValueError(f"ngram_min ({self.ngram_min}) exceeds ngram_max ({self.ngram_max})")
+        return self
+
+
 class ServingConfig(Frozen):
     """Engine-side choices: precision, memory fraction, runtime, price."""
 
@@ -130,6 +199,7 @@ class ServingConfig(Frozen):
         description="token budget of one scheduler iteration (vLLM max_num_batched_tokens, "
         "TensorRT-LLM max_num_tokens, SGLang chunked_prefill_size); None = the engine's default",
     )
+    speculative: SpeculativeConfig | None = Field(None, description="speculative decoding; None = off")
 
     @field_validator("kv_dtype")
     @classmethod

@@ -10,6 +10,7 @@ and micro-batch counts into per-stage prefill and decode times with numpy, so :f
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +22,10 @@ from studio.engine.comm import Collective, allreduce, alltoall, p2p
 from studio.engine.constants import Constants
 from studio.engine.shapes import LayerTable, StageShape, stage_shapes
 from studio.engine.topology import Topology
+
+if TYPE_CHECKING:
+    from studio.core.workload import SpeculativeConfig
+    from studio.engine.speculative import Drafting
 
 GIB = float(2**30)
 
@@ -52,18 +57,27 @@ class LayoutCosts:
     experts_per_token: int
     num_experts: int
     a2a_bytes_per_token: float = 0.0  # bytes one GPU sends per token it routes, per all-to-all
+    spec: Drafting | None = None  # speculative decoding (its drafter sits on the last stage)
 
     @property
     def weights(self) -> np.ndarray:
-        return np.array([s.weights for s in self.shapes])
+        """Weight bytes per GPU per stage, the drafter's included."""
+        out = np.array([s.weights for s in self.shapes])
+        if self.spec is not None:
+            out[-1] += self.spec.weight_bytes
+        return out
 
     @property
     def expert_bytes(self) -> np.ndarray:
         return np.array([s.expert_bytes for s in self.shapes])
 
     def kv_seq_bytes(self, tokens: float) -> np.ndarray:
-        """KV bytes per GPU of one sequence of ``tokens`` tokens, per stage."""
-        return np.array([float(s.kv_bytes_for(tokens, self.window)) for s in self.shapes])
+        """KV bytes per GPU of one sequence of ``tokens`` tokens, per stage (the drafter's KV cache
+        included)."""
+        out = np.array([float(s.kv_bytes_for(tokens, self.window)) for s in self.shapes])
+        if self.spec is not None:
+            out[-1] += self.spec.kv_per_token * float(tokens)
+        return out
 
 
 def resolve_groups(layout: Layout, placement: tuple[str, ...]) -> list[list[list[str]]]:
@@ -88,6 +102,7 @@ def layout_costs(
     replicas: list[int] | None = None,
     fraction_of_free: bool = False,
     token_budget: int | None = None,
+    speculative: SpeculativeConfig | None = None,
 ) -> LayoutCosts:
     """Batch-independent costs; ``replicas`` limits the DP replicas whose links are costed
     (the sweep samples a few on large clusters; :func:`evaluate` costs all).
@@ -96,7 +111,10 @@ def layout_costs(
     ``--gpu-memory-utilization``, SGLang ``--mem-fraction-static``), or with ``fraction_of_free`` of the
     memory left after weights, activations and runtime (TensorRT-LLM
     ``kv_cache_free_gpu_mem_fraction``). ``token_budget`` (default: the constants' engine default)
-    is the most tokens one iteration carries, which sizes the activation reserve."""
+    is the most tokens one iteration carries, which sizes the activation reserve.
+
+    ``speculative`` adds the drafter of speculative decoding to the last stage (its weights and KV
+    cache in memory, its passes in every iteration; see :mod:`studio.engine.speculative`)."""
     cluster = topo.cluster
     groups = resolve_groups(layout, placement)
     reps = list(range(layout.dp)) if replicas is None else replicas
@@ -168,7 +186,7 @@ def layout_costs(
         remote = distinct * (n_ep - 1) / n_ep
         elem = 1.0 if shapes[0].expert_class in ("fp8", "fp4") else c.activation_bytes
         a2a_bytes = remote * h * elem / tp
-    return LayoutCosts(
+    out = LayoutCosts(
         layout=layout, shapes=shapes, groups=groups, specs=specs, capacity=cap, usable=usable,
         activations=act, overhead=overhead, overhead_terms=terms, hbm_bps=hbm, sec_per_token=sec_tok,
         sec_lm_head=sec_lm, sec_attn_ctx=sec_att, sec_attn_ctx_sliding=sec_att_sl, sec_expert=sec_exp, allreduce=ar, p2p=pt,
@@ -176,6 +194,14 @@ def layout_costs(
         experts_per_token=moe.experts_per_token if moe else 0, num_experts=moe.num_experts if moe else 0,
         a2a_bytes_per_token=a2a_bytes,
     )
+    if speculative is not None:
+        from studio.engine.speculative import drafting
+
+        out.spec = drafting(model, speculative, precision, kv_dtype, layout, groups, topo, c,
+                            gpu_memory_utilization, max_batch, replicas, float(hbm[-1]))
+        if fraction_of_free:  # TensorRT-LLM sizes its KV cache from what the drafter leaves free
+            out.usable[-1] += out.spec.weight_bytes * (1.0 - gpu_memory_utilization)
+    return out
 
 
 def coll_time_us(colls: list[Collective], size: np.ndarray | float) -> np.ndarray:

@@ -147,7 +147,8 @@ def evaluate(
     budget = token_budget(project, layout.tp, layout.pp, int(c.max_num_batched_tokens))
     lc = layout_costs(model, cached_layer_table(model), precision, sv.kv_dtype, layout, placement, topo, c,
                       sv.gpu_memory_utilization, wl.max_batch,
-                      fraction_of_free=sv.runtime == "trtllm", token_budget=budget)
+                      fraction_of_free=sv.runtime == "trtllm", token_budget=budget,
+                      speculative=sv.speculative)
     seq_len = wl.isl + wl.osl
     pool, seq_bytes, max_seqs, cap_tokens, kv_tok = memory_fit(lc, seq_len)
     auto = wl.batch == "auto"
@@ -204,6 +205,14 @@ def evaluate(
     return _assemble(ctx, layout, cal)
 
 
+def _modules(lc: LayoutCosts, stage: int) -> dict[str, float]:
+    """Weight bytes per GPU by module of ``stage``, the speculative drafter as ``draft`` on the last."""
+    out = dict(lc.shapes[stage].weights_by_module)
+    if lc.spec is not None and stage == len(lc.shapes) - 1 and lc.spec.weight_bytes > 0:
+        out["draft"] = lc.spec.weight_bytes
+    return out
+
+
 def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None) -> PlanResult:
     lc, st, project = ctx.lc, ctx.st, ctx.project
     cluster = project.cluster
@@ -212,15 +221,14 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None) 
     memory: list[GpuMemory] = []
     for d, reps in enumerate(lc.groups):
         for s, group in enumerate(reps):
-            sh = lc.shapes[s]
             for t, g in enumerate(group):
                 cap = cluster.gpu_specs[ctx.topo.gpu_type[g]].memory_bytes
                 memory.append(GpuMemory(
                     gpu_id=g, rank=layout.rank(d, s, t), stage=s, tp_rank=t, dp_index=d, capacity=cap,
                     usable=float(lc.usable[s]) + (cap - float(lc.capacity[s])) * project.serving.gpu_memory_utilization,
-                    weights=sh.weights,
+                    weights=float(lc.weights[s]),
                     kv_cache=ctx.batch * float(ctx.seq_bytes[s]), activations=float(lc.activations[s]),
-                    overhead=float(lc.overhead[s]), weights_by_module=dict(sh.weights_by_module),
+                    overhead=float(lc.overhead[s]), weights_by_module=_modules(lc, s),
                 ))
     memory.sort(key=lambda m: m.rank)
     stages = tuple(

@@ -20,12 +20,14 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
     s = _peak_stage(ctx)
     sh = lc.shapes[s]
     out: dict[str, Explanation] = {}
+    draft_w = lc.spec.weight_bytes if lc.spec is not None and s == len(lc.shapes) - 1 else 0.0
     out["memory.weights"] = Explanation(
-        "memory.weights", sh.weights / GIB, "GiB",
+        "memory.weights", (sh.weights + draft_w) / GIB, "GiB",
         f"Σ modules of stage {s} (layers {sh.first_layer}..{sh.first_layer + sh.layers - 1}): parameters / "
         f"shards × bytes; attention, MLP and shared experts split over TP={lay.tp}, routed experts over "
         f"max(TP, EP)={max(lay.tp, lay.ep)}, embeddings on the first stage and LM head on the last",
-        tuple(Term(k, v / GIB, "GiB") for k, v in sh.weights_by_module.items() if v),
+        tuple(Term(k, v / GIB, "GiB") for k, v in sh.weights_by_module.items() if v)
+        + ((Term("draft", draft_w / GIB, "GiB", "speculative drafter, on the last stage"),) if draft_w else ()),
         (f"precision: {ctx.precision.describe()}",),
     )
     out["memory.kv_cache"] = Explanation(
@@ -132,6 +134,8 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
         ("decode step = max(FLOPs / compute rate, (weights + KV read) / (HBM × hbm_efficiency × decode_efficiency)) "
          "+ fixed costs per iteration, layer and MoE layer",) + load_notes,
     )
+    if lc.spec is not None:
+        _speculative(out, ctx, dc)
     out["throughput"] = Explanation(
         "throughput", ctx.tokens_per_s, "output tok/s",
         "DP × requests in the system × osl / request latency (Little's law); under a request rate below "
@@ -147,3 +151,45 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
         (Term("cluster price", ctx.usd_per_hour, "USD/h"), Term("output", ctx.tokens_per_s, "tok/s")),
     )
     return out
+
+
+def _speculative(out: dict[str, Explanation], ctx: PlanContext, dc) -> None:  # noqa: ANN001
+    """TPOT with speculative decoding: the step (drafter's k passes + verification of k + 1 tokens
+    per sequence) divided by the tokens it yields; the figures both ways are shown."""
+    from studio.engine.speculative import METHOD_NAMES
+
+    lc = ctx.lc
+    sp = lc.spec
+    assert sp is not None
+    step = float(max(dc.sum(), ctx.micro_batches * dc.max()))
+    tpot = out["latency.tpot"]
+    out["latency.tpot"] = Explanation(
+        tpot.figure, tpot.value, tpot.unit,
+        tpot.formula + f"; with speculative decoding ({METHOD_NAMES[sp.spec.method]}) divided by the "
+        f"{sp.tokens_per_step:.2f} tokens each step yields per sequence",
+        tpot.terms + (Term("tokens per step E", sp.tokens_per_step, "tokens", sp.accept.source),
+                      Term("decode step / E", step / sp.tokens_per_step, "ms", "the decode-only TPOT")),
+        tpot.notes,
+    )
+    terms = [
+        Term("k (tokens proposed per step)", sp.k, "tokens"),
+        Term("verified per sequence", sp.verify_tokens, "tokens", "k + 1, through the whole model"),
+        Term("tokens per step E", sp.tokens_per_step, "tokens", sp.accept.source),
+        Term("decode step", step, "ms", f"drafter + verification, micro-batches of {ctx.micro_batch_size} sequences"),
+        Term("TPOT without load", step / sp.tokens_per_step, "ms", "decode step / E"),
+        *((Term("iteration under the load", ctx.load.iteration_ms, "ms", "TPOT = this / E"),)
+          if ctx.load is not None else ()),
+        Term("draft weights per GPU", sp.weight_bytes / GIB, "GiB", "last stage"),
+        Term("draft KV per token per GPU", sp.kv_per_token, "B"),
+    ]
+    if sp.accept.alpha is not None:
+        terms.insert(3, Term("acceptance α", sp.accept.alpha, "per token"))
+    out["speculative"] = Explanation(
+        "speculative", sp.tokens_per_step, "tokens per step",
+        "E = (1 − α^(k+1)) / (1 − α) for a per-token acceptance α (1 + Σ p_i for per-position rates); each "
+        "step runs the drafter k times and verifies k + 1 tokens per sequence in one pass of the model",
+        tuple(terms),
+        (f"drafter: {METHOD_NAMES[sp.spec.method]}",
+         "verification reads the weights and each sequence's KV once: nearly free while decode is memory-bound "
+         "(small batch), k + 1 times the compute once it is compute-bound, so the gain shrinks with batch",),
+    )

@@ -16,6 +16,10 @@ prompts being prefilled, within a token budget (``max_num_batched_tokens`` / ``m
   expert dispatch) + its all-reduces / all-to-alls; stages pass hidden states to the next over the
   drawn links.
 * With ``M`` micro-batches the iteration (a "round") takes ``max(Σ_s t_s, M · max_s t_s)``.
+* With speculative decoding (``lc.spec``) each decoding sequence brings ``k + 1`` tokens to be
+  verified (GEMMs, attention, logits, all-reduces) while its KV cache is still read once, and the
+  last stage also runs the drafter's ``k`` passes (:mod:`studio.engine.speculative`); an iteration
+  then emits :attr:`IterationModel.tokens_per_step` tokens per decoding sequence.
 
 Everything is vectorised over arrays of (prefill tokens, decode sequences), so the closed-form
 steady state (:mod:`studio.engine.load`), the sweep and the request simulation
@@ -66,6 +70,16 @@ class IterationModel:
         self.c = c
         self.micro_batches = 1
 
+    @property
+    def tokens_per_step(self) -> float:
+        """Output tokens one decoding sequence gains per iteration (1 without speculation)."""
+        return self.lc.spec.tokens_per_step if self.lc.spec is not None else 1.0
+
+    @property
+    def budget_per_seq(self) -> int:
+        """Tokens of the iteration's token budget one decoding sequence takes (k + 1 with speculation)."""
+        return self.lc.spec.verify_tokens if self.lc.spec is not None else 1
+
     def micro_batch_times(
         self,
         prefill_tokens: np.ndarray | float,
@@ -82,7 +96,8 @@ class IterationModel:
         n = x.shape[0]
         ctx = np.broadcast_to(np.asarray(decode_ctx, dtype=float), (n,))
         plen = np.broadcast_to(np.maximum(np.asarray(prompt_len, dtype=float), 1.0), (n,))
-        tokens = x + d
+        dv = d * (lc.spec.verify_tokens if lc.spec is not None else 1)  # decode tokens through the model
+        tokens = x + dv
         pp = lc.layout.pp
         tp = lc.layout.tp
         act_b = c.activation_bytes
@@ -91,7 +106,7 @@ class IterationModel:
         route = max(1, lc.layout.ep // tp) if lc.num_experts else 1
         skew = c.moe_imbalance_factor - 1.0 if lc.num_experts else 0.0
         # logits: every decoding sequence, and each prompt whose last chunk is in this micro-batch
-        logit_seqs = d + x / plen
+        logit_seqs = dv + x / plen
         ar_size = tokens * h * act_b
         comp = np.zeros((pp, n))
         ar = np.zeros((pp, n))
@@ -109,10 +124,10 @@ class IterationModel:
             else:
                 gemm_e = gemm
             dense = (tokens * (lc.sec_per_token[s] - lc.sec_expert[s]) / gemm
-                     + tokens * lc.sec_expert[s] / gemm_e + d * skew * lc.sec_expert[s])
+                     + tokens * lc.sec_expert[s] / gemm_e + dv * skew * lc.sec_expert[s])
             attn = (x * (sliding_avg(plen, None) * lc.sec_attn_ctx[s]
                          + sliding_avg(plen, lc.window) * lc.sec_attn_ctx_sliding[s])
-                    + d * (ctx * lc.sec_attn_ctx[s]
+                    + dv * (ctx * lc.sec_attn_ctx[s]
                            + (np.minimum(ctx, lc.window) if lc.window else ctx) * lc.sec_attn_ctx_sliding[s]))
             cmp_s = dense + logit_seqs * lc.sec_lm_head[s] + attn / c.attention_efficiency
             if lc.num_experts:
@@ -142,6 +157,10 @@ class IterationModel:
                 t_a2a = coll_time_us(lc.alltoall[s], tokens * lc.a2a_bytes_per_token)
                 a2a_worst = np.maximum(a2a_worst, t_a2a)
                 a2a[s] = np.where(tokens > 0, 2 * sh.moe_layers * t_a2a / 1e3, 0.0)
+        if lc.spec is not None and lc.spec.draft is not None:
+            d_cmp, d_coll = lc.spec.draft_ms(c, x, d, ctx, plen)
+            comp[pp - 1] += d_cmp
+            ar[pp - 1] += d_coll
         for s, colls in enumerate(lc.p2p):
             t = coll_time_us(colls, ar_size)
             p2p[s] = np.where(tokens > 0, t / 1e3, 0.0)

@@ -15,6 +15,10 @@ and ``O`` output tokens per request (``O − 1`` decode iterations after the fir
   saturation rate (the closed loop at the largest concurrency the KV cache and ``max_batch`` allow).
   A rate at or above saturation has no steady state: :attr:`SteadyState.saturated` says so.
 
+With speculative decoding an iteration emits ``E`` tokens per decoding sequence and each takes
+``w = k + 1`` tokens of the budget: a request needs ``(O − 1) / E`` decode iterations, the budget
+holds ``w · D + P ≤ K``, and TPOT = the iteration time / ``E``.
+
 TTFT counts queueing + the prefill iterations (+ half an iteration for a random arrival);
 with one output token per request TPOT is the iteration time (no second token follows);
 TPOT = the iteration time (first token excluded, as vLLM ``bench serve`` defines it); throughput
@@ -114,7 +118,8 @@ def closed_loop(
     cap = c_users if running_cap is None else np.minimum(c_users, np.asarray(running_cap, dtype=float))
     b = np.maximum(cap, 1.0)
     L = float(isl)
-    o1 = _decode_iters(osl)
+    E, w = im.tokens_per_step, float(im.budget_per_seq)
+    o1 = _decode_iters(osl) / E  # decode iterations per request
     ctx = L + float(osl) / 2.0
     if o1 == 0.0:  # prefill only: every request is one prompt
         p = np.minimum(b * L, budget)
@@ -129,23 +134,23 @@ def closed_loop(
             ttft_ms=ttft + wait, tpot_ms=t, e2e_ms=e2e + wait, output_tokens_per_s=rps * osl,
             requests_per_s=rps, budget_bound=b * L > budget, saturated=np.zeros(b.shape, bool),
         )
-    d_max = budget * o1 / (L + o1)
+    d_max = budget * o1 / (L + w * o1)
     d = b * o1 / (o1 + 1.0)
     for _ in range(3):  # n_pf depends weakly on D through the budget left for prompts
-        room = np.maximum(budget - np.minimum(d, d_max), 1.0)
+        room = np.maximum(budget - w * np.minimum(d, d_max), 1.0)
         n_pf = np.maximum(1.0, np.ceil(L / room))
         d = b * o1 / (o1 + n_pf)
     bound = d > d_max
     d = np.minimum(d, d_max)
     p = d * L / o1
-    room = np.maximum(budget - d, 1.0)
+    room = np.maximum(budget - w * d, 1.0)
     n_pf = np.maximum(1.0, np.ceil(L / room))
     t, t_pf = mean_iteration(im, p, d, ctx, L, m, n_pf, room)
     # users in prefill (or waiting for budget) = completions per iteration × iterations to first token
     n_wait = np.maximum((b - d) * o1 / np.maximum(d, 1e-9), n_pf)
     ttft = (n_wait - n_pf) * t + n_pf * t_pf
-    tpot = t
-    e2e = ttft + o1 * tpot
+    tpot = t / E
+    e2e = ttft + o1 * t
     rps = b / e2e * 1e3
     queue = (c_users - b) / np.maximum(rps, 1e-12) * 1e3  # users beyond the running cap wait
     return SteadyState(
@@ -180,7 +185,8 @@ def open_loop(
     lam_max = float(sat.requests_per_s[0])
     lam = float(rate_per_s)
     L = float(isl)
-    o1 = _decode_iters(osl)
+    E, w = im.tokens_per_step, float(im.budget_per_seq)
+    o1 = _decode_iters(osl) / E
     ctx = L + float(osl) / 2.0
     m = np.array([float(micro_batches)])
     if lam >= lam_max * 0.999:
@@ -192,7 +198,7 @@ def open_loop(
     def residual(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         d = lam_ms * o1 * t
         p = lam_ms * t * L
-        room = np.maximum(budget - d, 1.0)
+        room = np.maximum(budget - w * d, 1.0)
         n_pf = np.maximum(1.0, np.ceil(L / room))
         mean, pf = mean_iteration(im, p, d, ctx, L, m, n_pf, room)
         return mean - t, pf, n_pf
@@ -216,8 +222,8 @@ def open_loop(
     conc = lam_ms * e2e
     state = SteadyState(
         concurrency=np.array([conc]), decode_seqs=np.array([d]), prefill_tokens=np.array([p]),
-        iteration_ms=np.array([t]), ttft_ms=np.array([ttft]), tpot_ms=np.array([t]), e2e_ms=np.array([e2e]),
+        iteration_ms=np.array([t]), ttft_ms=np.array([ttft]), tpot_ms=np.array([t / E]), e2e_ms=np.array([e2e]),
         output_tokens_per_s=np.array([lam * osl]), requests_per_s=np.array([lam]),
-        budget_bound=np.array([d + p > budget]), saturated=np.array([False]),
+        budget_bound=np.array([w * d + p > budget]), saturated=np.array([False]),
     )
     return state, lam_max

@@ -73,7 +73,8 @@ def serving_setup(
     budget = token_budget(project, layout.tp, layout.pp, int(c.max_num_batched_tokens))
     lc = layout_costs(model, cached_layer_table(model), precision, sv.kv_dtype, layout, placement, topo, c,
                       sv.gpu_memory_utilization, wl.max_batch,
-                      fraction_of_free=sv.runtime == "trtllm", token_budget=budget)
+                      fraction_of_free=sv.runtime == "trtllm", token_budget=budget,
+                      speculative=sv.speculative)
     _, _, max_seqs, cap_tokens, _ = memory_fit(lc, wl.isl + wl.osl)
     if max_seqs < 1:
         raise StudioError(

@@ -10,7 +10,9 @@ The scheduler follows what vLLM, TensorRT-LLM and SGLang do at iteration level:
   come first served, up to the token budget (chunked prefill);
 * the iteration takes :meth:`IterationModel.round_ms` for its prompt tokens and decoding
   sequences (interpolated on a grid computed once, so a 2,000-request run stays well under
-  200 ms); spans with only decoding sequences and no arrival are advanced in one step.
+  200 ms); spans with only decoding sequences and no arrival are advanced in one step;
+* with speculative decoding a sequence gains ``E`` tokens per iteration on average (it decodes for
+  ``⌈(O − 1) / E⌉`` iterations) and takes ``k + 1`` tokens of the budget.
 
 Requests are spread evenly over the ``dp`` replicas, so one replica is simulated with its share
 of the requests and of the rate. A closed loop's users join one after another over one request's
@@ -174,6 +176,7 @@ def simulate(
             f"{int(kv_tokens):,} tokens per replica; nothing can be simulated"
         )
     cap = max(1, int(running_cap))
+    per_step, w = im.tokens_per_step, im.budget_per_seq
     mean_in = float(lens_in.mean())
     mean_out = float(lens_out.mean())
     grid = _Grid(im, float(budget), float(cap), mean_in + mean_out / 2.0, mean_in, float(micro_batches))
@@ -198,7 +201,7 @@ def simulate(
         # users join one after another over the time one request takes at that load, so the run
         # starts near the steady state instead of as one synchronised wave of prompts (with fixed
         # lengths such a wave would repeat for the whole run)
-        span = grid(0.0, float(min(users, cap))) * max(mean_out - 1.0, 1.0)
+        span = grid(0.0, float(min(users, cap))) * max((mean_out - 1.0) / per_step, 1.0)
         for i in range(issued):
             arr[i] = span * i / issued
         for i in range(issued, n):
@@ -245,7 +248,7 @@ def simulate(
                 raise StudioError("a waiting request cannot be admitted (internal limit)")
             break
         if prefilling:
-            room = max(budget - d, 1)
+            room = max(budget - w * d, 1)
             p = 0
             started: list[int] = []
             for entry in prefilling:
@@ -268,7 +271,7 @@ def simulate(
                 if lo[i] <= 1:
                     finish(i)
                 else:
-                    heapq.heappush(decoding, (g + lo[i] - 1, i))
+                    heapq.heappush(decoding, (g + max(1, math.ceil((lo[i] - 1) / per_step - 1e-9)), i))
             if started:
                 prefilling = deque(e for e in prefilling if e[1] > 0)
         else:

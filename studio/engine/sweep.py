@@ -162,6 +162,11 @@ def sweep(
         else project.cluster.gpu_specs[topo.gpu_type[g]].price_per_gpu_hour for g in placement
     ])
     usd_per_hour = float(prices.sum())
+    if sv.speculative is not None:  # a setting the model cannot run fails once, not per layout
+        from studio.engine.speculative import acceptance, check_speculative
+
+        check_speculative(model, sv.speculative)
+        acceptance(sv.speculative)
     combos = layout_candidates(project, n_gpus)
     cols: dict[str, list[np.ndarray]] = {k: [] for k in COLUMNS}
     reasons_unfit: list[str] = []
@@ -178,7 +183,8 @@ def sweep(
             lc = layout_costs(model, table, precision, sv.kv_dtype, layout, placement, topo, c,
                               sv.gpu_memory_utilization, wl.max_batch, replicas=_sample(dp),
                               fraction_of_free=sv.runtime == "trtllm",
-                              token_budget=token_budget(project, tp, pp, int(c.max_num_batched_tokens)))
+                              token_budget=token_budget(project, tp, pp, int(c.max_num_batched_tokens)),
+                              speculative=sv.speculative)
         except StudioError as exc:  # e.g. GPUs of a group not linked
             _append_unfit(cols, reasons_unfit, extra, tp, pp, dp, ep, str(exc))
             kinds.append("")

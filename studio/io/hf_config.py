@@ -107,6 +107,7 @@ def _upper_limits() -> dict[str, int]:
         "qk_nope_head_dim": le(mla, "qk_nope_head_dim"),
         "qk_rope_head_dim": le(mla, "qk_rope_head_dim"),
         "v_head_dim": le(mla, "v_head_dim"),
+        "num_nextn_predict_layers": le(arch, "mtp_layers"),
     }
 
 
@@ -383,6 +384,7 @@ def architecture_from_config(
     layer_types, window = _layer_types(cfg, mt, layers, f)
     attention_bias = f.bool("attention_bias", default=mt in ("qwen2", "qwen2_moe"))
     tie = f.bool("tie_word_embeddings")
+    mtp = f.int("num_nextn_predict_layers", 0, minimum=0)
     f.check(source)
     precision = _precision(cfg, quant_config, source)
     out_bias = attention_bias and mt in ("llama", "mistral", "gpt_oss", "llama4_text")
@@ -408,6 +410,7 @@ def architecture_from_config(
             mla=mla,
             layer_types=layer_types,
             sliding_window=window,
+            mtp_layers=mtp,
             precision=precision,
             hf_model_id=hf_model_id,
             sources=sources,

@@ -104,6 +104,10 @@ class ModelPanel(QWidget):
 
         self.load_editor = LoadEditor(doc)
         form.addRow(self.load_editor)
+        from studio.gui.spec_editor import SpecEditor  # speculative decoding (issue 15)
+
+        self.spec_editor = SpecEditor(doc)
+        form.addRow(self.spec_editor)
         self.refresh(doc.project)
         doc.projectChanged.connect(self._on_project)
         doc.resultReady.connect(self._on_result)

@@ -191,8 +191,15 @@ def _partition(recipe: EngineRecipe, rules: EngineRules) -> list[Finding]:
     return []
 
 
+def _speculative(recipe: EngineRecipe, rules: EngineRules) -> list[Finding]:
+    from studio.io.export.spec import check_speculative
+
+    return [Finding("error", key, message, _cite(rules, source))
+            for key, message, source in check_speculative(recipe.engine, recipe.config)]
+
+
 _CHECKS: tuple[Callable[[EngineRecipe, EngineRules], list[Finding]], ...] = (
-    _kv, _chunking, _batch, _listen, _partition,
+    _kv, _chunking, _batch, _listen, _partition, _speculative,
 )
 
 

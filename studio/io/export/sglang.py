@@ -88,6 +88,9 @@ def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[
             f"SGLang divides {rules.batch.key} among the {divisor} attention data-parallel ranks; "
             f"{per_rank * divisor} gives each rank the plan's {per_rank} sequences."
         )
+    from studio.io.export import spec
+
+    notes += spec.apply("sglang", project, cfg)
     return notes
 
 

@@ -107,6 +107,9 @@ def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[
             f"TensorRT-LLM takes the weight format from the checkpoint: point MODEL at a "
             f"{quant.value} checkpoint (e.g. quantised with NVIDIA ModelOpt)."
         )
+    from studio.io.export import spec
+
+    notes += spec.apply("trtllm", project, cfg)
     return notes
 
 

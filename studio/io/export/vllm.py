@@ -124,6 +124,9 @@ def _config(project: Project, plan: PlanResult, m: _Mapping) -> tuple[dict[str, 
     cfg[rules.chunk.tokens_key] = c.batched_tokens(project, plan)
     if (note := c.budget_note(project, plan)) is not None:
         notes.append(note)
+    from studio.io.export import spec
+
+    notes += spec.apply("vllm", project, cfg)
     return cfg, notes
 
 
