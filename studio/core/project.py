@@ -18,6 +18,7 @@ from studio.core.base import Frozen
 from studio.core.errors import StudioError
 from studio.core.hardware import Cluster
 from studio.core.layout import Layout
+from studio.core.serving_mode import ServingMode
 from studio.core.workload import ServingConfig, Workload
 
 SCHEMA_VERSION = 2
@@ -71,6 +72,9 @@ class Project(Frozen):
     pinned: tuple[Layout, ...] = Field((), description="alternatives kept for comparison")
     explorer: ExplorerSettings = ExplorerSettings()
     calibrations: dict[str, CalibrationProfile] = Field(default_factory=dict)
+    serving_mode: ServingMode = Field(
+        default_factory=ServingMode, description="aggregated, or disaggregated prefill/decode pools"
+    )
 
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
