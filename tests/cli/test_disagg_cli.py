@@ -41,7 +41,7 @@ def test_a_disaggregated_project_file_is_planned_disaggregated(cli, tmp_path):
     p = load_base_project(None)
     path = tmp_path / "p.json"
     save_project(p.replace(serving_mode=parse_pools("1P:tp8,1D:tp8")), path)
-    r = cli("plan", str(path), "--json")
+    r = cli("plan", str(path), "--weight-dtype", "fp8", "--json")
     assert r.code == 0, r.err
     assert r.json()["spec"] == "1P:tp8,1D:tp8"
 
