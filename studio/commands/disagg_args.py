@@ -127,6 +127,41 @@ def _load_text(res) -> str:  # noqa: ANN001
     return head + f"; pools saturate at {fmt(res.saturation_rate_per_s)} req/s" + (" — SATURATED" if res.saturated else "")
 
 
+# ----------------------------------------------------------------------------- export
+def run_export(args: argparse.Namespace, project: Project, hosts: list[str] | None) -> int:
+    """``export --disagg``: one server per worker of each pool and the router, or ``--check`` them."""
+    from pathlib import Path
+
+    from studio.engine.disaggregated import evaluate_disaggregated
+    from studio.io.export.disagg import export_disaggregated
+    from studio.io.export.safety import escape_for_terminal
+
+    if args.fmt not in ("command", "yaml"):
+        raise StudioError(f"--format {args.fmt}: a disaggregated export writes commands and config files; "
+                          "use --format command or yaml")
+    if isinstance(args.check, str):
+        raise StudioError("--check CONFIG checks one engine config file; with --disagg use --check alone")
+    res = evaluate_disaggregated(project)
+    bundle, recipe = export_disaggregated(project, res, engine=args.engine, model_path=args.model_path, hosts=hosts)
+    if args.check is not None:
+        from studio.io.export.disagg_check import check_disaggregated
+
+        report = check_disaggregated(recipe)
+        for line in report.lines():
+            print(escape_for_terminal(line))
+        return 0 if report.ok else 2
+    if args.output:
+        from studio.io.export.write import write_files
+
+        for path in write_files(bundle.files, Path(args.output)):
+            print(escape_for_terminal(str(path)))
+        return 0
+    for name, text in bundle.files.items():
+        print(f"# ===== {name} =====")
+        print(escape_for_terminal(text, keep="\n\t"), end="" if text.endswith("\n") else "\n")
+    return 0
+
+
 # ----------------------------------------------------------------------------- sweep
 def disagg_sweep_section(project: Project, sw, agg_best: float | None, top: int) -> str:  # noqa: ANN001
     """The sweep's disaggregated table, and how the best compares with the best aggregated row."""

@@ -151,6 +151,7 @@ class PoolResult:
     iteration_ms: float  # decode: one decode iteration; prefill: one full prompt iteration
     capacity_rps: float  # whole pool, requests per second at saturation
     utilisation: float  # at the load
+    max_running: int = 1  # sequences one worker runs at most (decode: its cap; prefill: prompts per iteration)
 
     @property
     def gpus(self) -> int:
@@ -240,6 +241,7 @@ class DisaggResult:
                 "label": p.label, "weights_gib_per_gpu": p.weights_gib, "kv_pool_gib_per_gpu": p.kv_pool_gib,
                 "kv_sequences_per_worker": p.kv_sequences, "batch_per_worker": p.batch,
                 "iteration_ms": p.iteration_ms, "capacity_req_per_s": p.capacity_rps, "utilisation": p.utilisation,
+                "max_running_per_worker": p.max_running,
             }
 
         t = self.transfer
@@ -444,14 +446,14 @@ def assemble(project: Project, mode: ServingMode, topo: Topology, pw: Worker, dw
         gpu_types=tuple(sorted({topo.gpu_type[g] for g in prefill_pl})),
         weights_gib=float(pw.lc.weights.max()) / GIB, kv_pool_gib=pw.pool_gib, kv_sequences=pw.max_seqs,
         batch=float(pf.slots), iteration_ms=pf.full_ms, capacity_rps=x * pf.mu * 1e3,
-        utilisation=float(st.prefill_util[0]),
+        utilisation=float(st.prefill_util[0]), max_running=pf.slots,
     )
     dres = PoolResult(
         role="decode", pool=mode.decode, placement=decode_pl,
         gpu_types=tuple(sorted({topo.gpu_type[g] for g in decode_pl})),
         weights_gib=float(dw.lc.weights.max()) / GIB, kv_pool_gib=dw.pool_gib, kv_sequences=dw.max_seqs,
         batch=float(st.decode_seqs[0]), iteration_ms=tpot, capacity_rps=y * dc.mu * 1e3,
-        utilisation=float(st.decode_util[0]),
+        utilisation=float(st.decode_util[0]), max_running=dc.cap,
     )
     ttft = float(st.ttft[0])
     result = DisaggResult(
