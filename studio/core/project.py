@@ -11,7 +11,7 @@ import copy
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_serializer
 
 from studio.core.architecture import LLMArchitecture
 from studio.core.base import Frozen
@@ -76,6 +76,17 @@ class Project(Frozen):
         default_factory=ServingMode, description="aggregated, or disaggregated prefill/decode pools"
     )
 
+    @model_serializer(mode="wrap")
+    def _omit_default_serving_mode(self, handler):  # noqa: ANN001, ANN202 - pydantic API
+        """A project served the default way (aggregated) is written without ``serving_mode``, so
+        files of projects that never used disaggregated serving stay as they were."""
+        data = handler(self)
+        if isinstance(data, dict) and self.serving_mode == _AGGREGATED:
+            data.pop("serving_mode", None)
+        return data
+
+
+_AGGREGATED = ServingMode()
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 

@@ -64,6 +64,8 @@ def test_project_without_serving_mode_loads_aggregated_and_the_mode_round_trips(
     q = p.replace(serving_mode=parse_pools("2P:tp4,1D:tp8"))
     back = project_from_json(project_to_json(q))
     assert back.serving_mode == q.serving_mode
+    # an aggregated project is written as before (no serving_mode key), a disaggregated one with it
+    assert '"serving_mode"' not in project_to_json(p) and '"serving_mode"' in project_to_json(q)
 
 
 # ----------------------------------------------------------------------------- KV transfer
