@@ -26,6 +26,8 @@ from studio.engine.iteration import IterationModel
 from studio.engine.load import mdc_wait_ms
 
 _mdc = np.vectorize(mdc_wait_ms, otypes=[float])
+#: Fractions of saturation the closed loop is solved on: 0 … 0.9999, dense near 1.
+_U = (1.0 - np.logspace(-4, 0, 400)[::-1])[1:]
 
 
 @dataclass
@@ -161,8 +163,7 @@ def serve(pf: PrefillCurve, dc: DecodeCurve, x: int, y: int, transfer_ms: float,
     wait counts in TTFT. Open loop at or above saturation: figures at saturation, ``saturated`` set.
     """
     cap, limiter = capacity(pf, dc, x, y, transfer_ms)
-    u = 1.0 - np.logspace(-4, 0, 400)[::-1]  # 0 … 0.9999, dense near 1
-    grid = cap * np.concatenate(([1e-9], u[u > 0]))
+    grid = cap * np.concatenate(([1e-9], _U))
     own, wait, _ = pf.times(grid / x, poisson)
     d, tpot = dc.at(grid / y)
     ttft = own + wait + transfer_ms

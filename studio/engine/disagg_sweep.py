@@ -34,8 +34,8 @@ from studio.engine.evaluate import constants_for, resolve_calibration
 from studio.engine.kv_transfer import KvTransfer, kv_transfer
 from studio.engine.topology import Topology, topology_of
 
-#: Most (layout pair, x, y) combinations costed; beyond it the splits using the fewest GPUs go first.
-MAX_COMBINATIONS = 6000
+#: Most (layout pair, x, y) combinations costed; beyond it the most balanced splits are costed.
+MAX_COMBINATIONS = 3000
 OBJECTIVES = ("throughput", "cost", "latency")
 
 
@@ -148,25 +148,18 @@ def sweep_disaggregated(
     if len(types) == 1:
         types = [None]
     type_count = {t: sum(1 for g in project.cluster.gpus if t is None or g.type == t) for t in types}
-    all_gpus = project.cluster.num_gpus
     shapes = {t: worker_shapes(project, t) for t in types}
     combos: list[tuple[PoolLayout, PoolLayout, int, int]] = []
     for tp_ in types:
         for td in types:
-            shared = tp_ == td or tp_ is None or td is None
             for p in shapes[tp_]:
                 for d in shapes[td]:
-                    for x in range(1, type_count[tp_] // p.gpus_per_worker + 1):
-                        room = (all_gpus if not shared else type_count[td]) if td is not None else all_gpus
-                        left = room - (x * p.gpus_per_worker if shared else 0)
-                        for y in range(1, left // d.gpus_per_worker + 1):
-                            if (p.ep > 1 and (p.tp * x) % p.ep) or (d.ep > 1 and (d.tp * y) % d.ep):
-                                continue
-                            combos.append((p, d, x, y))
-    combos.sort(key=lambda k: k[2] * k[0].gpus_per_worker + k[3] * k[1].gpus_per_worker)
-    combos = combos[:MAX_COMBINATIONS]
+                    combos += _splits(p, d, type_count[tp_], type_count[td], tp_ == td)
     workers: dict[tuple, Worker | str] = {}
     skipped: dict[str, int] = {}
+    if len(combos) > MAX_COMBINATIONS:
+        combos = _most_balanced(project, topo, c, combos, workers, skipped)
+    kv_cache: dict = {}
     rows: list[DisaggRow] = []
     for p, d, x, y in combos:
         if cancel is not None and cancel():
@@ -185,7 +178,7 @@ def sweep_disaggregated(
         transfer = kv_transfer(topo, model, project.serving.kv_dtype, wl.isl,
                                resolve_groups(mode.prefill.layout(ppl), ppl), resolve_groups(mode.decode.layout(dpl), dpl),
                                mode.prefill.layout().stage_layers(model.num_layers),
-                               mode.decode.layout().stage_layers(model.num_layers))
+                               mode.decode.layout().stage_layers(model.num_layers), cache=kv_cache)
         price = gpu_price(project, topo, ppl + dpl)
         assert isinstance(pw.curve, PrefillCurve) and isinstance(dw.curve, DecodeCurve)
         for b in _batches(dw.curve.cap):
@@ -193,6 +186,63 @@ def sweep_disaggregated(
                              ttft_ms, tpot_ms))
     rows.sort(key=lambda r: (not r.meets_targets, _objective_key(r, objective)))
     return DisaggSweep(project=project, rows=tuple(rows), skipped=skipped, combinations=len(combos))
+
+
+def _most_balanced(project: Project, topo: Topology, c: Constants, combos: list[tuple], cache: dict,
+                   skipped: dict[str, int]) -> list[tuple]:
+    """The :data:`MAX_COMBINATIONS` splits whose pools are closest to balanced at the decode cap
+    (|log(x·μ_p / y·μ_d)|), each worker costed once at its first placement in the cluster."""
+    import math
+
+    from studio.engine.disaggregated import _aligned, pool_candidates
+
+    gpus = [(g.id, g.type) for g in project.cluster.gpus]
+    node_of = topo.gpu_node
+    mu: dict[tuple[str, PoolLayout], float] = {}
+
+    def capacity(role: str, pool: PoolLayout) -> float:
+        key = (role, pool)
+        if key not in mu:
+            one = pool.replace(workers=1)
+            place = _aligned(pool_candidates(gpus, one, f"serving_mode.{role}"), one, node_of)
+            w = _worker(project, topo, c, cache, skipped, role, one, place)
+            mu[key] = 0.0 if w is None else float(w.curve.mu)
+        return mu[key]
+
+    def score(k: tuple) -> float:
+        p, d, x, y = k
+        mp, md = capacity("prefill", p), capacity("decode", d)
+        return abs(math.log(x * mp / (y * md))) if mp > 0 and md > 0 and math.isfinite(md) else math.inf
+
+    ranked = sorted(((score(k), i) for i, k in enumerate(combos)))
+    return [combos[i] for s, i in ranked[:MAX_COMBINATIONS] if math.isfinite(s)]
+
+
+def _splits(p: PoolLayout, d: PoolLayout, budget_p: int, budget_d: int, shared: bool) -> list[tuple]:
+    """Every prefill:decode worker ratio a:b (coprime) that fits, each at the largest multiple
+    k·a : k·b the GPUs allow (per-GPU figures hardly change with the multiple; using more of the
+    drawn GPUs is what a deployment does). ``shared``: both pools draw on the same GPUs."""
+    from math import gcd
+
+    gp, gd = p.gpus_per_worker, d.gpus_per_worker
+
+    def fits(x: int, y: int) -> bool:
+        if (p.ep > 1 and (p.tp * x) % p.ep) or (d.ep > 1 and (d.tp * y) % d.ep):
+            return False
+        if shared:
+            return x * gp + y * gd <= budget_p
+        return x * gp <= budget_p and y * gd <= budget_d
+
+    out = []
+    for a in range(1, budget_p // gp + 1):
+        for b in range(1, budget_d // gd + 1):
+            if gcd(a, b) != 1 or not fits(a, b):
+                continue
+            k = 1
+            while fits((k + 1) * a, (k + 1) * b):
+                k += 1
+            out.append((p, d, k * a, k * b))
+    return out
 
 
 def _objective_key(r: DisaggRow, objective: str) -> float:

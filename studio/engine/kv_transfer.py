@@ -170,22 +170,30 @@ def kv_transfer(
     decode_groups: list[list[list[str]]],
     prefill_layers: tuple[int, ...],
     decode_layers: tuple[int, ...],
+    cache: dict | None = None,
 ) -> KvTransfer:
     """Cost the KV transfer of one request between the pools.
 
     ``*_groups[worker][stage] -> [gpu of tp rank 0, ...]`` (as
-    :func:`studio.engine.costing.resolve_groups` returns them).
+    :func:`studio.engine.costing.resolve_groups` returns them). ``cache`` (a dict the caller keeps
+    for one model, KV format and ISL) holds the flows and times of worker pairs already costed.
     """
     times: list[float] = []
     worst: tuple[float, float, float, int | None, str, str] | None = None
     first: dict[tuple[str, str], float] = {}
     pairs = _pairs(len(prefill_groups), len(decode_groups))
     for i, j in pairs:
-        flows = request_flows(model, kv_dtype, isl, prefill_groups[i], decode_groups[j], prefill_layers, decode_layers)
+        key = (tuple(map(tuple, prefill_groups[i])), tuple(map(tuple, decode_groups[j])))
+        hit = cache.get(key) if cache is not None else None
+        if hit is None:
+            flows = request_flows(model, kv_dtype, isl, prefill_groups[i], decode_groups[j], prefill_layers,
+                                  decode_layers)
+            hit = (flows, max(_flow_times(topo, flows), key=lambda f: f[0]))
+            if cache is not None:
+                cache[key] = hit
+        flows, slow = hit
         if not first:
             first = flows
-        ft = _flow_times(topo, flows)
-        slow = max(ft, key=lambda f: f[0])
         times.append(slow[0])
         if worst is None or slow[0] > worst[0]:
             worst = slow
