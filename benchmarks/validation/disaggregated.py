@@ -51,7 +51,9 @@ class Row:
 
 def load_disagg_points(path: Path | None = None) -> list[dict[str, Any]]:
     """The records of ``disaggregated-points.json``."""
-    return json.loads((path or HERE / "disaggregated-points.json").read_text(encoding="utf-8"))["points"]
+    return json.loads((path or HERE / "disaggregated-points.json").read_text(encoding="utf-8"))[
+        "points"
+    ]
 
 
 def base_project(rec: dict[str, Any], gpus: int | None = None) -> Project:
@@ -90,8 +92,12 @@ def _mode(rec: dict[str, Any], project: Project):  # noqa: ANN202
     for n in nodes:
         ids = [g.id for g in sorted(n.gpus, key=lambda g: g.slot)]
         ppl += ids[: per_p * pre.gpus_per_worker]
-        dpl += ids[per_p * pre.gpus_per_worker: per_p * pre.gpus_per_worker + per_d * dec.gpus_per_worker]
-    return mode.replace(prefill=pre.replace(placement=tuple(ppl)), decode=dec.replace(placement=tuple(dpl)))
+        dpl += ids[
+            per_p * pre.gpus_per_worker : per_p * pre.gpus_per_worker + per_d * dec.gpus_per_worker
+        ]
+    return mode.replace(
+        prefill=pre.replace(placement=tuple(ppl)), decode=dec.replace(placement=tuple(dpl))
+    )
 
 
 def predict_point(rec: dict[str, Any]) -> list[Row]:
@@ -108,31 +114,59 @@ def predict_point(rec: dict[str, Any]) -> list[Row]:
         dis = sweep_disaggregated(p)
         agg = sweep(p, objective="throughput", ttft_ms=slo["ttft_ms"], tpot_ms=slo["tpot_ms"])
         best = dis.best.tokens_per_s_per_gpu if dis.best else 0.0
-        rows.append(Row(pid, "disaggregated tok/s/GPU", rec["measured"]["tokens_per_s_per_gpu"], best))
+        rows.append(
+            Row(pid, "disaggregated tok/s/GPU", rec["measured"]["tokens_per_s_per_gpu"], best)
+        )
         if agg.recommended is not None and best:
             a = float(agg.columns["tokens_per_s_per_gpu"][int(agg.recommended)])
-            rows.append(Row(pid, "disaggregated / aggregated", rec["ratio_disagg_over_agg"], best / a))
+            rows.append(
+                Row(pid, "disaggregated / aggregated", rec["ratio_disagg_over_agg"], best / a)
+            )
         return rows
     p = base_project(rec)
     d = rec["disagg"]
-    p = p.replace(workload=p.workload.replace(load=Load(mode="concurrency", concurrency=int(d["concurrency"]))))
+    p = p.replace(
+        workload=p.workload.replace(
+            load=Load(mode="concurrency", concurrency=int(d["concurrency"]))
+        )
+    )
     res = evaluate_disaggregated(p, _mode(rec, p))
     m = rec["measured"]
-    got = {"tokens_per_s_per_gpu": res.output_tokens_per_s_per_gpu, "tokens_per_s_per_user": res.tokens_per_s_per_user,
-           "ttft_ms": res.ttft_ms, "tpot_ms": res.tpot_ms}
+    got = {
+        "tokens_per_s_per_gpu": res.output_tokens_per_s_per_gpu,
+        "tokens_per_s_per_user": res.tokens_per_s_per_user,
+        "ttft_ms": res.ttft_ms,
+        "tpot_ms": res.tpot_ms,
+    }
     rows += [Row(pid, f"disaggregated {k}", float(v), float(got[k])) for k, v in m.items()]
     a = rec.get("aggregated")
     if a:
         ap = base_project(rec, gpus=int(a["gpus"]))
-        ap = ap.replace(workload=ap.workload.replace(load=Load(mode="concurrency", concurrency=int(a["concurrency"]))))
+        ap = ap.replace(
+            workload=ap.workload.replace(
+                load=Load(mode="concurrency", concurrency=int(a["concurrency"]))
+            )
+        )
         lay = Layout(tp=int(a["tp"]), dp=int(a["gpus"]) // int(a["tp"]))
         plan = evaluate(ap, lay)
-        agot = {"tokens_per_s_per_gpu": plan.output_tokens_per_s_per_gpu,
-                "tokens_per_s_per_user": plan.tokens_per_s_per_user, "ttft_ms": plan.ttft_ms, "tpot_ms": plan.tpot_ms}
-        rows += [Row(pid, f"aggregated {k}", float(v), float(agot[k])) for k, v in a["measured"].items()]
+        agot = {
+            "tokens_per_s_per_gpu": plan.output_tokens_per_s_per_gpu,
+            "tokens_per_s_per_user": plan.tokens_per_s_per_user,
+            "ttft_ms": plan.ttft_ms,
+            "tpot_ms": plan.tpot_ms,
+        }
+        rows += [
+            Row(pid, f"aggregated {k}", float(v), float(agot[k])) for k, v in a["measured"].items()
+        ]
         ratio = a["measured"]["tokens_per_s_per_gpu"]
-        rows.append(Row(pid, "disaggregated / aggregated", m["tokens_per_s_per_gpu"] / ratio,
-                        res.output_tokens_per_s_per_gpu / plan.output_tokens_per_s_per_gpu))
+        rows.append(
+            Row(
+                pid,
+                "disaggregated / aggregated",
+                m["tokens_per_s_per_gpu"] / ratio,
+                res.output_tokens_per_s_per_gpu / plan.output_tokens_per_s_per_gpu,
+            )
+        )
     return rows
 
 
@@ -143,7 +177,9 @@ def main() -> int:
     width = max(len(r.point) for r in rows)
     print(f"{'point':<{width}}  {'figure':<38} {'published':>10} {'engine':>10} {'error':>8}")
     for r in rows:
-        print(f"{r.point:<{width}}  {r.figure:<38} {r.published:>10.4g} {r.engine:>10.4g} {r.error:>+8.1%}")
+        print(
+            f"{r.point:<{width}}  {r.figure:<38} {r.published:>10.4g} {r.engine:>10.4g} {r.error:>+8.1%}"
+        )
     return 0
 
 

@@ -25,13 +25,23 @@ def add_disagg_args(parser: argparse.ArgumentParser, *, sweep: bool = False) -> 
     """Add ``--disagg`` (a pool spec, or a flag on ``sweep``) and ``--kv-transfer-backend``."""
     g = parser.add_argument_group("disaggregated prefill/decode (see docs/cli.md)")
     if sweep:
-        g.add_argument("--disagg", action="store_true",
-                       help="also rank disaggregated candidates (x prefill + y decode workers, both layouts)")
+        g.add_argument(
+            "--disagg",
+            action="store_true",
+            help="also rank disaggregated candidates (x prefill + y decode workers, both layouts)",
+        )
     else:
-        g.add_argument("--disagg", metavar="SPEC", help=f"serve with separate pools: {SPEC_HELP}; 'aggregated' = "
-                       "one pool (ignores a mode stored in PROJECT)")
-        g.add_argument("--kv-transfer-backend", choices=("nixl", "mooncake", "ucx"),
-                       help="KV-transfer library the exports configure (default nixl)")
+        g.add_argument(
+            "--disagg",
+            metavar="SPEC",
+            help=f"serve with separate pools: {SPEC_HELP}; 'aggregated' = "
+            "one pool (ignores a mode stored in PROJECT)",
+        )
+        g.add_argument(
+            "--kv-transfer-backend",
+            choices=("nixl", "mooncake", "ucx"),
+            help="KV-transfer library the exports configure (default nixl)",
+        )
 
 
 def serving_mode(args: argparse.Namespace, project: Project) -> ServingMode:
@@ -43,7 +53,9 @@ def serving_mode(args: argparse.Namespace, project: Project) -> ServingMode:
     backend = getattr(args, "kv_transfer_backend", None)
     if backend is not None:
         if not mode.disaggregated:
-            raise StudioError("--kv-transfer-backend configures disaggregated serving; add --disagg SPEC")
+            raise StudioError(
+                "--kv-transfer-backend configures disaggregated serving; add --disagg SPEC"
+            )
         mode = mode.replace(transfer_backend=backend)
     return mode
 
@@ -54,64 +66,145 @@ def format_disagg(project: Project, res, explain: bool = False) -> str:  # noqa:
     wl, sv = project.workload, project.serving
     p, d, t = res.prefill, res.decode, res.transfer
     precision = sv.effective_precision(project.model.precision).describe()
-    sections = ["Plan (disaggregated prefill/decode)\n" + format_pairs([
-        ("project", project.name),
-        ("model", f"{project.model.name} ({project.model_ref or project.model.id}), weights {precision}, "
-                  f"KV {sv.kv_dtype.value}"),
-        ("cluster", f"{project.cluster.name}: {project.cluster.num_gpus} GPUs ({', '.join(project.cluster.gpu_types())})"),
-        ("serving mode", f"{res.label}  (--disagg {res.mode.spec()}), {res.gpus} GPUs"
-                         + (f", {res.unused_gpus} unused" if res.unused_gpus else "")),
-        ("workload", f"ISL {wl.isl}, OSL {wl.osl}"),
-        ("load", _load_text(res)),
-        ("fits", f"yes — {res.fit_reason}"),
-    ])]
+    sections = [
+        "Plan (disaggregated prefill/decode)\n"
+        + format_pairs(
+            [
+                ("project", project.name),
+                (
+                    "model",
+                    f"{project.model.name} ({project.model_ref or project.model.id}), weights {precision}, "
+                    f"KV {sv.kv_dtype.value}",
+                ),
+                (
+                    "cluster",
+                    f"{project.cluster.name}: {project.cluster.num_gpus} GPUs ({', '.join(project.cluster.gpu_types())})",
+                ),
+                (
+                    "serving mode",
+                    f"{res.label}  (--disagg {res.mode.spec()}), {res.gpus} GPUs"
+                    + (f", {res.unused_gpus} unused" if res.unused_gpus else ""),
+                ),
+                ("workload", f"ISL {wl.isl}, OSL {wl.osl}"),
+                ("load", _load_text(res)),
+                ("fits", f"yes — {res.fit_reason}"),
+            ]
+        )
+    ]
     for pool, what in ((p, "prompt-only iterations"), (d, "decode-only iterations")):
-        per = (f"{fmt(pool.batch)} prompts per full iteration of {fmt(pool.iteration_ms)} ms" if pool.role == "prefill"
-               else f"{fmt(pool.batch)} sequences decoding per worker, iteration {fmt(pool.iteration_ms)} ms")
-        sections.append(f"{pool.role.capitalize()} pool: {pool.label}\n" + format_pairs([
-            ("workers", f"{pool.pool.workers} × {pool.pool.worker_label()} on {', '.join(pool.gpu_types)} "
-                        f"({pool.gpus} GPUs: {_gpus(pool.placement)})"),
-            ("memory per GPU", f"weights {pool.weights_gib:.2f} GiB, KV pool {pool.kv_pool_gib:.2f} GiB "
-                               f"({fmt(pool.kv_sequences)} sequences per worker)"),
-            ("runs", f"{what}; {per}"),
-            ("capacity", f"{fmt(pool.capacity_rps)} req/s; {pool.utilisation:.0%} busy at the load"),
-        ]))
-    sections.append("KV transfer (prefill → decode)\n" + format_pairs([
-        ("per request", f"{t.bytes_per_request / 2**20:,.1f} MiB in {t.flows} rank-to-rank flows "
-                        f"(largest {t.bytes_per_flow / 2**20:,.1f} MiB)"),
-        ("time", f"{fmt(t.time_ms)} ms (mean of {t.pairs} worker pair(s); slowest {fmt(t.worst_ms)} ms)"),
-        ("slowest hop", f"{t.bottleneck_name or '-'}" + (f" (link {t.bottleneck_link})" if t.bottleneck_link else "")
-                        + f", {fmt(t.bandwidth_gbps)} GB/s per flow, {t.src_gpu} → {t.dst_gpu}"),
-    ]))
+        per = (
+            f"{fmt(pool.batch)} prompts per full iteration of {fmt(pool.iteration_ms)} ms"
+            if pool.role == "prefill"
+            else f"{fmt(pool.batch)} sequences decoding per worker, iteration {fmt(pool.iteration_ms)} ms"
+        )
+        sections.append(
+            f"{pool.role.capitalize()} pool: {pool.label}\n"
+            + format_pairs(
+                [
+                    (
+                        "workers",
+                        f"{pool.pool.workers} × {pool.pool.worker_label()} on {', '.join(pool.gpu_types)} "
+                        f"({pool.gpus} GPUs: {_gpus(pool.placement)})",
+                    ),
+                    (
+                        "memory per GPU",
+                        f"weights {pool.weights_gib:.2f} GiB, KV pool {pool.kv_pool_gib:.2f} GiB "
+                        f"({fmt(pool.kv_sequences)} sequences per worker)",
+                    ),
+                    ("runs", f"{what}; {per}"),
+                    (
+                        "capacity",
+                        f"{fmt(pool.capacity_rps)} req/s; {pool.utilisation:.0%} busy at the load",
+                    ),
+                ]
+            )
+        )
+    sections.append(
+        "KV transfer (prefill → decode)\n"
+        + format_pairs(
+            [
+                (
+                    "per request",
+                    f"{t.bytes_per_request / 2**20:,.1f} MiB in {t.flows} rank-to-rank flows "
+                    f"(largest {t.bytes_per_flow / 2**20:,.1f} MiB)",
+                ),
+                (
+                    "time",
+                    f"{fmt(t.time_ms)} ms (mean of {t.pairs} worker pair(s); slowest {fmt(t.worst_ms)} ms)",
+                ),
+                (
+                    "slowest hop",
+                    f"{t.bottleneck_name or '-'}"
+                    + (f" (link {t.bottleneck_link})" if t.bottleneck_link else "")
+                    + f", {fmt(t.bandwidth_gbps)} GB/s per flow, {t.src_gpu} → {t.dst_gpu}",
+                ),
+            ]
+        )
+    )
     lat = [
-        ("TTFT", f"{fmt(res.ttft_ms)} ms = queue {fmt(res.queue_ms)} + prefill {fmt(res.prefill_ms)} + "
-                 f"KV transfer {fmt(t.time_ms)}"),
+        (
+            "TTFT",
+            f"{fmt(res.ttft_ms)} ms = queue {fmt(res.queue_ms)} + prefill {fmt(res.prefill_ms)} + "
+            f"KV transfer {fmt(t.time_ms)}",
+        ),
         ("TPOT", f"{fmt(res.tpot_ms)} ms (decode-only iterations, no prefill interference)"),
         ("request", f"{fmt(res.request_latency_ms)} ms"),
     ]
     if wl.ttft_ms is not None:
-        lat.append(("TTFT target", f"{fmt(wl.ttft_ms)} ms — {'met' if res.ttft_ms <= wl.ttft_ms else 'MISSED'}"))
+        lat.append(
+            (
+                "TTFT target",
+                f"{fmt(wl.ttft_ms)} ms — {'met' if res.ttft_ms <= wl.ttft_ms else 'MISSED'}",
+            )
+        )
     if wl.tpot_ms is not None:
-        lat.append(("TPOT target", f"{fmt(wl.tpot_ms)} ms — {'met' if res.tpot_ms <= wl.tpot_ms else 'MISSED'}"))
+        lat.append(
+            (
+                "TPOT target",
+                f"{fmt(wl.tpot_ms)} ms — {'met' if res.tpot_ms <= wl.tpot_ms else 'MISSED'}",
+            )
+        )
     sections.append("Latency\n" + format_pairs(lat))
-    sections.append("Throughput (output tokens)\n" + format_pairs([
-        ("total", f"{fmt(res.output_tokens_per_s)} tok/s at {fmt(res.request_rate_per_s)} req/s"),
-        ("per GPU", f"{fmt(res.output_tokens_per_s_per_gpu)} tok/s"),
-        ("per user", f"{fmt(res.tokens_per_s_per_user)} tok/s"),
-        ("saturation", f"{fmt(res.saturation_rate_per_s)} req/s, limited by the {res.limited_by}"),
-    ]))
+    sections.append(
+        "Throughput (output tokens)\n"
+        + format_pairs(
+            [
+                (
+                    "total",
+                    f"{fmt(res.output_tokens_per_s)} tok/s at {fmt(res.request_rate_per_s)} req/s",
+                ),
+                ("per GPU", f"{fmt(res.output_tokens_per_s_per_gpu)} tok/s"),
+                ("per user", f"{fmt(res.tokens_per_s_per_user)} tok/s"),
+                (
+                    "saturation",
+                    f"{fmt(res.saturation_rate_per_s)} req/s, limited by the {res.limited_by}",
+                ),
+            ]
+        )
+    )
     sections.append("Balance\n  " + res.balance.describe(p.pool.workers, d.pool.workers))
-    sections.append("Cost\n" + format_pairs([
-        ("pools", f"${res.usd_per_hour:,.2f} per hour"),
-        ("per million output tokens", f"${res.usd_per_million_output_tokens:,.3f}"
-         if res.output_tokens_per_s > 0 else "-"),
-    ]))
+    sections.append(
+        "Cost\n"
+        + format_pairs(
+            [
+                ("pools", f"${res.usd_per_hour:,.2f} per hour"),
+                (
+                    "per million output tokens",
+                    f"${res.usd_per_million_output_tokens:,.3f}"
+                    if res.output_tokens_per_s > 0
+                    else "-",
+                ),
+            ]
+        )
+    )
     sections.append("Why\n" + "\n".join(f"  - {r}" for r in res.reasons))
     if res.load_note:
         sections.append("Note\n  " + res.load_note)
     sections.append("Assumptions\n" + "\n".join(f"  - {a}" for a in res.assumptions))
     if explain:
-        sections.append("Explanations\n" + "\n\n".join(e.as_text() for e in res.explanations.values()))
+        sections.append(
+            "Explanations\n" + "\n\n".join(e.as_text() for e in res.explanations.values())
+        )
     return "\n\n".join(sections)
 
 
@@ -124,7 +217,11 @@ def _load_text(res) -> str:  # noqa: ANN001
         head = f"open loop at {fmt(res.request_rate_per_s)} req/s"
     else:
         head = f"closed loop ({res.load_mode})"
-    return head + f"; pools saturate at {fmt(res.saturation_rate_per_s)} req/s" + (" — SATURATED" if res.saturated else "")
+    return (
+        head
+        + f"; pools saturate at {fmt(res.saturation_rate_per_s)} req/s"
+        + (" — SATURATED" if res.saturated else "")
+    )
 
 
 # ----------------------------------------------------------------------------- export
@@ -137,12 +234,18 @@ def run_export(args: argparse.Namespace, project: Project, hosts: list[str] | No
     from studio.io.export.safety import escape_for_terminal
 
     if args.fmt not in ("command", "yaml"):
-        raise StudioError(f"--format {args.fmt}: a disaggregated export writes commands and config files; "
-                          "use --format command or yaml")
+        raise StudioError(
+            f"--format {args.fmt}: a disaggregated export writes commands and config files; "
+            "use --format command or yaml"
+        )
     if isinstance(args.check, str):
-        raise StudioError("--check CONFIG checks one engine config file; with --disagg use --check alone")
+        raise StudioError(
+            "--check CONFIG checks one engine config file; with --disagg use --check alone"
+        )
     res = evaluate_disaggregated(project)
-    bundle, recipe = export_disaggregated(project, res, engine=args.engine, model_path=args.model_path, hosts=hosts)
+    bundle, recipe = export_disaggregated(
+        project, res, engine=args.engine, model_path=args.model_path, hosts=hosts
+    )
     if args.check is not None:
         from studio.io.export.disagg_check import check_disaggregated
 
@@ -167,26 +270,64 @@ def disagg_sweep_section(project: Project, sw, agg_best: float | None, top: int)
     """The sweep's disaggregated table, and how the best compares with the best aggregated row."""
     rows = list(sw.rows[:top])
     table = [
-        [str(i + 1), "*" if r is sw.best else "", r.label, str(r.gpus), fmt(r.batch), fmt(r.ttft_ms), fmt(r.tpot_ms),
-         fmt(r.transfer_ms), fmt(r.tokens_per_s_per_gpu), fmt(r.tokens_per_s_per_user), fmt(r.usd_per_million),
-         r.limited_by, "yes" if r.meets_targets else "no"]
+        [
+            str(i + 1),
+            "*" if r is sw.best else "",
+            r.label,
+            str(r.gpus),
+            fmt(r.batch),
+            fmt(r.ttft_ms),
+            fmt(r.tpot_ms),
+            fmt(r.transfer_ms),
+            fmt(r.tokens_per_s_per_gpu),
+            fmt(r.tokens_per_s_per_user),
+            fmt(r.usd_per_million),
+            r.limited_by,
+            "yes" if r.meets_targets else "no",
+        ]
         for i, r in enumerate(rows)
     ]
-    head = (f"Disaggregated candidates: {sw.combinations:,} pool splits × decode batches = {len(sw.rows):,} rows "
-            "(batch = sequences per decode worker)")
-    parts = [head, format_table(["#", "", "pools", "GPUs", "batch", "TTFT ms", "TPOT ms", "KV ms", "tok/s/GPU",
-                                 "tok/s/user", "$/M tok", "limit", "targets"], table, right={0, 3, 4, 5, 6, 7, 8, 9, 10})]
+    head = (
+        f"Disaggregated candidates: {sw.combinations:,} pool splits × decode batches = {len(sw.rows):,} rows "
+        "(batch = sequences per decode worker)"
+    )
+    parts = [
+        head,
+        format_table(
+            [
+                "#",
+                "",
+                "pools",
+                "GPUs",
+                "batch",
+                "TTFT ms",
+                "TPOT ms",
+                "KV ms",
+                "tok/s/GPU",
+                "tok/s/user",
+                "$/M tok",
+                "limit",
+                "targets",
+            ],
+            table,
+            right={0, 3, 4, 5, 6, 7, 8, 9, 10},
+        ),
+    ]
     best = sw.best
     if best is None:
         parts.append("Best disaggregated: none meets the targets")
     else:
         line = f"Best disaggregated: {best.label}, batch {best.batch}: {best.why()}"
         if agg_best:
-            line += (f"\n  {fmt(best.tokens_per_s_per_gpu)} tok/s per GPU = {best.tokens_per_s_per_gpu / agg_best:.2f}× "
-                     f"the best aggregated layout ({fmt(agg_best)} tok/s per GPU)")
+            line += (
+                f"\n  {fmt(best.tokens_per_s_per_gpu)} tok/s per GPU = {best.tokens_per_s_per_gpu / agg_best:.2f}× "
+                f"the best aggregated layout ({fmt(agg_best)} tok/s per GPU)"
+            )
         parts.append(line)
     if sw.skipped:
-        parts.append("Worker layouts left out:\n" + "\n".join(f"  - {k}" for k in sorted(sw.skipped)[:6]))
+        parts.append(
+            "Worker layouts left out:\n" + "\n".join(f"  - {k}" for k in sorted(sw.skipped)[:6])
+        )
     return "\n\n".join(parts)
 
 
@@ -197,15 +338,30 @@ def disagg_sweep_json(sw, top: int, agg_best: float | None) -> dict:  # noqa: AN
         "combinations": sw.combinations,
         "rows": len(sw.rows),
         "candidates": [
-            {"pools": r.label, "spec": r.mode.spec(), "gpus": r.gpus, "batch": r.batch, "ttft_ms": r.ttft_ms,
-             "tpot_ms": r.tpot_ms, "kv_transfer_ms": r.transfer_ms, "kv_transfer_over": r.transfer_over,
-             "tokens_per_s": r.tokens_per_s, "tokens_per_s_per_gpu": r.tokens_per_s_per_gpu,
-             "tokens_per_s_per_user": r.tokens_per_s_per_user, "usd_per_million": r.usd_per_million,
-             "limited_by": r.limited_by, "saturated": r.saturated, "meets_targets": r.meets_targets, "why": r.why()}
+            {
+                "pools": r.label,
+                "spec": r.mode.spec(),
+                "gpus": r.gpus,
+                "batch": r.batch,
+                "ttft_ms": r.ttft_ms,
+                "tpot_ms": r.tpot_ms,
+                "kv_transfer_ms": r.transfer_ms,
+                "kv_transfer_over": r.transfer_over,
+                "tokens_per_s": r.tokens_per_s,
+                "tokens_per_s_per_gpu": r.tokens_per_s_per_gpu,
+                "tokens_per_s_per_user": r.tokens_per_s_per_user,
+                "usd_per_million": r.usd_per_million,
+                "limited_by": r.limited_by,
+                "saturated": r.saturated,
+                "meets_targets": r.meets_targets,
+                "why": r.why(),
+            }
             for r in sw.rows[:top]
         ],
         "best": 0 if best is not None else None,
-        "vs_best_aggregated": (best.tokens_per_s_per_gpu / agg_best) if best is not None and agg_best else None,
+        "vs_best_aggregated": (best.tokens_per_s_per_gpu / agg_best)
+        if best is not None and agg_best
+        else None,
         "skipped": dict(sw.skipped),
     }
 

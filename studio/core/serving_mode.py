@@ -38,17 +38,26 @@ TransferBackend = Literal["nixl", "mooncake", "ucx"]
 class PoolLayout(Frozen):
     """One pool of identical workers: ``workers`` instances of TP × PP (× EP)."""
 
-    workers: int = Field(1, ge=1, le=MAX_POOL_WORKERS, description="instances of the model in the pool")
+    workers: int = Field(
+        1, ge=1, le=MAX_POOL_WORKERS, description="instances of the model in the pool"
+    )
     tp: int = Field(1, ge=1, le=MAX_TP, description="tensor-parallel size of one worker")
     pp: int = Field(1, ge=1, le=MAX_PP, description="pipeline stages of one worker")
     ep: int = Field(1, ge=1, le=100_000, description="expert-parallel size of one worker (MoE)")
     micro_batches: int | None = Field(
         None, ge=1, le=100_000, description="pipeline micro-batches; None = pp (every stage busy)"
     )
-    gpu_type: str | None = Field(None, max_length=80, description="place the pool on GPUs of this type only")
-    placement: tuple[str, ...] | None = Field(None, description="GPU id of each rank, worker by worker")
+    gpu_type: str | None = Field(
+        None, max_length=80, description="place the pool on GPUs of this type only"
+    )
+    placement: tuple[str, ...] | None = Field(
+        None, description="GPU id of each rank, worker by worker"
+    )
     max_batch: int | None = Field(
-        None, ge=1, le=1_000_000, description="most sequences one worker runs; None = the workload's max_batch"
+        None,
+        ge=1,
+        le=1_000_000,
+        description="most sequences one worker runs; None = the workload's max_batch",
     )
 
     @model_validator(mode="after")
@@ -95,9 +104,14 @@ class PoolLayout(Frozen):
 
     def layout(self, placement: tuple[str, ...] | None = None) -> Layout:
         """The pool as a :class:`Layout` of ``workers`` data-parallel replicas."""
-        return Layout(tp=self.tp, pp=self.pp, dp=self.workers, ep=self.ep,
-                      micro_batches=self.micro_batches_used,
-                      placement=placement if placement is not None else self.placement)
+        return Layout(
+            tp=self.tp,
+            pp=self.pp,
+            dp=self.workers,
+            ep=self.ep,
+            micro_batches=self.micro_batches_used,
+            placement=placement if placement is not None else self.placement,
+        )
 
     def spec(self, role: str) -> str:
         """The compact text form of this pool (see :func:`parse_pools`)."""
@@ -126,10 +140,17 @@ class ServingMode(Frozen):
         if self.mode == "disaggregated" and (self.prefill is None or self.decode is None):
             missing = " and ".join(n for n in ("prefill", "decode") if getattr(self, n) is None)
             raise ValueError(f"mode 'disaggregated' needs a {missing} pool")
-        if self.prefill is not None and self.decode is not None and self.prefill.placement and self.decode.placement:
+        if (
+            self.prefill is not None
+            and self.decode is not None
+            and self.prefill.placement
+            and self.decode.placement
+        ):
             both = sorted(set(self.prefill.placement) & set(self.decode.placement))
             if both:
-                raise ValueError(f"the prefill and decode pools both list GPU {both[0]!r}; a GPU serves one pool")
+                raise ValueError(
+                    f"the prefill and decode pools both list GPU {both[0]!r}; a GPU serves one pool"
+                )
         return self
 
     @property
@@ -155,7 +176,9 @@ _PART = re.compile(
     re.IGNORECASE,
 )
 
-SPEC_HELP = "<workers>P:tp<T>[pp<P>][ep<E>][@gpu],<workers>D:tp<T>[pp<P>][ep<E>][@gpu], e.g. 2P:tp4,1D:tp8"
+SPEC_HELP = (
+    "<workers>P:tp<T>[pp<P>][ep<E>][@gpu],<workers>D:tp<T>[pp<P>][ep<E>][@gpu], e.g. 2P:tp4,1D:tp8"
+)
 
 
 def parse_pools(text: str, what: str = "--disagg") -> ServingMode:
@@ -174,8 +197,15 @@ def parse_pools(text: str, what: str = "--disagg") -> ServingMode:
             raise StudioError(f"{what}: cannot read {part!r}; expected {SPEC_HELP}")
         role = m["role"].upper()
         if role in pools:
-            raise StudioError(f"{what}: two {'prefill' if role == 'P' else 'decode'} pools ({part!r}); give one P and one D part")
-        values = {"workers": int(m["n"]), "tp": int(m["tp"]), "pp": int(m["pp"] or 1), "ep": int(m["ep"] or 1)}
+            raise StudioError(
+                f"{what}: two {'prefill' if role == 'P' else 'decode'} pools ({part!r}); give one P and one D part"
+            )
+        values = {
+            "workers": int(m["n"]),
+            "tp": int(m["tp"]),
+            "pp": int(m["pp"] or 1),
+            "ep": int(m["ep"] or 1),
+        }
         for key, v in values.items():
             if v < 1:
                 raise StudioError(f"{what}: {key} in {part!r} must be ≥ 1")
@@ -186,6 +216,8 @@ def parse_pools(text: str, what: str = "--disagg") -> ServingMode:
 
             raise StudioError(f"{what}: {part!r}: {first_error_message(exc)}") from None
     if set(pools) != {"P", "D"}:
-        missing = " and ".join(n for r, n in (("P", "a prefill (P)"), ("D", "a decode (D)")) if r not in pools)
+        missing = " and ".join(
+            n for r, n in (("P", "a prefill (P)"), ("D", "a decode (D)")) if r not in pools
+        )
         raise StudioError(f"{what}: {text!r} lacks {missing} pool; expected {SPEC_HELP}")
     return ServingMode(mode="disaggregated", prefill=pools["P"], decode=pools["D"])

@@ -45,7 +45,9 @@ class PrefillCurve:
     mu: float  # capacity, requests per ms
 
     @classmethod
-    def build(cls, im: IterationModel, isl: float, budget: float, kv_prompts: int, micro_batches: float) -> PrefillCurve:
+    def build(
+        cls, im: IterationModel, isl: float, budget: float, kv_prompts: int, micro_batches: float
+    ) -> PrefillCurve:
         """``kv_prompts``: prompts of ISL tokens the worker's KV cache holds at once."""
         L = float(isl)
         chunks = max(1, math.ceil(L / budget))
@@ -55,8 +57,17 @@ class PrefillCurve:
         m = np.array([float(micro_batches)])
         full = float(im.round_ms(per_it, 0.0, ctx, L, m)[0])
         one = float(im.round_ms(min(L, budget), 0.0, ctx, L, m)[0]) * chunks
-        return cls(im=im, isl=L, budget=budget, slots=slots, chunks=chunks, micro_batches=float(micro_batches),
-                   full_ms=full, single_ms=one, mu=slots / (chunks * full))
+        return cls(
+            im=im,
+            isl=L,
+            budget=budget,
+            slots=slots,
+            chunks=chunks,
+            micro_batches=float(micro_batches),
+            full_ms=full,
+            single_ms=one,
+            mu=slots / (chunks * full),
+        )
 
     def __post_init__(self) -> None:
         # own prefill and queue wait tabulated once on a load grid dense near saturation; a sweep then
@@ -64,12 +75,16 @@ class PrefillCurve:
         self._rho = np.concatenate(([0.0], (1.0 - np.logspace(-6, 0, 600))[::-1][1:]))
         one = min(self.isl, self.budget)
         tokens = np.maximum(one, self._rho * self.slots * one)
-        it = self.im.round_ms(tokens, 0.0, self.isl, self.isl, np.full(self._rho.shape, self.micro_batches))
+        it = self.im.round_ms(
+            tokens, 0.0, self.isl, self.isl, np.full(self._rho.shape, self.micro_batches)
+        )
         self._it = it
         self._own = self.chunks * it
         self._wait = _mdc(self._rho, float(self.slots), self.chunks * self.full_ms)
 
-    def times(self, lam: np.ndarray, poisson: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def times(
+        self, lam: np.ndarray, poisson: bool = True
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(own prefill ms, queue wait ms, iteration ms) at ``lam`` requests per ms per worker."""
         lam = np.atleast_1d(np.asarray(lam, dtype=float))
         rho = np.clip(lam / self.mu, 0.0, self._rho[-1])
@@ -91,9 +106,13 @@ class DecodeCurve:
     decode_iters: float  # OSL − 1
 
     @classmethod
-    def build(cls, im: IterationModel, isl: float, osl: float, cap: int, micro_batches: float) -> DecodeCurve:
+    def build(
+        cls, im: IterationModel, isl: float, osl: float, cap: int, micro_batches: float
+    ) -> DecodeCurve:
         cap = max(1, int(cap))
-        grid = np.unique(np.concatenate((np.geomspace(1.0, cap, min(cap, 96)).round(), [1.0, float(cap)])))
+        grid = np.unique(
+            np.concatenate((np.geomspace(1.0, cap, min(cap, 96)).round(), [1.0, float(cap)]))
+        )
         ctx = float(isl) + float(osl) / 2.0
         t = im.round_ms(0.0, grid, ctx, float(isl), np.full(grid.shape, float(micro_batches)))
         o1 = max(float(osl) - 1.0, 0.0)
@@ -109,7 +128,9 @@ class DecodeCurve:
         tpot = np.concatenate((self.tpot[keep], [t_cap]))
         o1 = self.decode_iters
         rate = seqs / (max(o1, 1.0) * tpot) if o1 > 0 else np.full(seqs.shape, np.inf)
-        return DecodeCurve(seqs=seqs, tpot=tpot, rate=np.maximum.accumulate(rate), cap=cap, decode_iters=o1)
+        return DecodeCurve(
+            seqs=seqs, tpot=tpot, rate=np.maximum.accumulate(rate), cap=cap, decode_iters=o1
+        )
 
     @property
     def mu(self) -> float:
@@ -144,17 +165,32 @@ class ServeState:
     limiter: str  # "prefill", "decode" or "kv-transfer"
 
 
-def capacity(pf: PrefillCurve, dc: DecodeCurve, x: int, y: int, transfer_ms: float) -> tuple[float, str]:
+def capacity(
+    pf: PrefillCurve, dc: DecodeCurve, x: int, y: int, transfer_ms: float
+) -> tuple[float, str]:
     """Requests per ms the two pools sustain together and which one limits it.
 
     The transfer bound assumes each prefill worker sends one request's KV at a time."""
-    caps = {"prefill": x * pf.mu, "decode": y * dc.mu, "kv-transfer": x / transfer_ms if transfer_ms > 0 else np.inf}
+    caps = {
+        "prefill": x * pf.mu,
+        "decode": y * dc.mu,
+        "kv-transfer": x / transfer_ms if transfer_ms > 0 else np.inf,
+    }
     limiter = min(caps, key=lambda k: caps[k])
     return float(caps[limiter]), limiter
 
 
-def serve(pf: PrefillCurve, dc: DecodeCurve, x: int, y: int, transfer_ms: float, *,
-          users: np.ndarray | None = None, rate_per_ms: float | None = None, poisson: bool = True) -> ServeState:
+def serve(
+    pf: PrefillCurve,
+    dc: DecodeCurve,
+    x: int,
+    y: int,
+    transfer_ms: float,
+    *,
+    users: np.ndarray | None = None,
+    rate_per_ms: float | None = None,
+    poisson: bool = True,
+) -> ServeState:
     """Steady state of ``x`` prefill and ``y`` decode workers under a closed loop of ``users``
     (array; all workers) or an open loop at ``rate_per_ms`` (all workers).
 
@@ -184,9 +220,17 @@ def serve(pf: PrefillCurve, dc: DecodeCurve, x: int, y: int, transfer_ms: float,
     queue = wait_r + extra
     ttft_r = own_r + queue + transfer_ms
     return ServeState(
-        rate=r, ttft=ttft_r, prefill_ms=own_r, queue_ms=queue, tpot=tpot_r,
-        e2e=ttft_r + dc.decode_iters * tpot_r, decode_seqs=d_r, prefill_util=np.minimum(r / (x * pf.mu), 1.0),
-        decode_util=np.minimum(r / (y * dc.mu), 1.0), saturated=np.asarray(sat, dtype=bool), capacity=cap,
+        rate=r,
+        ttft=ttft_r,
+        prefill_ms=own_r,
+        queue_ms=queue,
+        tpot=tpot_r,
+        e2e=ttft_r + dc.decode_iters * tpot_r,
+        decode_seqs=d_r,
+        prefill_util=np.minimum(r / (x * pf.mu), 1.0),
+        decode_util=np.minimum(r / (y * dc.mu), 1.0),
+        saturated=np.asarray(sat, dtype=bool),
+        capacity=cap,
         limiter=limiter,
     )
 
@@ -196,8 +240,16 @@ def balanced_ratio(pf: PrefillCurve, dc: DecodeCurve) -> float:
     return dc.mu / pf.mu if pf.mu > 0 else float("inf")
 
 
-def best_split(pf: PrefillCurve, dc: DecodeCurve, gpus_p: int, gpus_d: int, budget_p: int, budget_d: int,
-               budget_total: int, transfer_ms: float) -> tuple[int, int, float]:
+def best_split(
+    pf: PrefillCurve,
+    dc: DecodeCurve,
+    gpus_p: int,
+    gpus_d: int,
+    budget_p: int,
+    budget_d: int,
+    budget_total: int,
+    transfer_ms: float,
+) -> tuple[int, int, float]:
     """The integer ``(x, y)`` with the most requests per ms per GPU at saturation within the GPU
     budgets (``x·gpus_p ≤ budget_p``, ``y·gpus_d ≤ budget_d``, ``x·gpus_p + y·gpus_d ≤ budget_total``),
     and that rate per GPU. Ties go to more workers (more throughput)."""
@@ -207,6 +259,8 @@ def best_split(pf: PrefillCurve, dc: DecodeCurve, gpus_p: int, gpus_d: int, budg
         for y in range(1, room // gpus_d + 1):
             r, _ = capacity(pf, dc, x, y, transfer_ms)
             per = r / (x * gpus_p + y * gpus_d)
-            if per > best[2] * (1 + 1e-9) or (abs(per - best[2]) <= best[2] * 1e-9 and x + y > best[0] + best[1]):
+            if per > best[2] * (1 + 1e-9) or (
+                abs(per - best[2]) <= best[2] * 1e-9 and x + y > best[0] + best[1]
+            ):
                 best = (x, y, per)
     return best

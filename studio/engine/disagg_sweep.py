@@ -65,8 +65,10 @@ class DisaggRow:
     def why(self) -> str:
         """``disaggregated 2P(TP4)+1D(TP8): TPOT 31 ms without prefill interference; KV transfer 3.1 ms
         over InfiniBand NDR``."""
-        return (f"disaggregated {self.label}: TPOT {self.tpot_ms:.3g} ms without prefill interference; "
-                f"KV transfer {self.transfer_ms:.3g} ms over {self.transfer_over or 'the same GPU'}")
+        return (
+            f"disaggregated {self.label}: TPOT {self.tpot_ms:.3g} ms without prefill interference; "
+            f"KV transfer {self.transfer_ms:.3g} ms over {self.transfer_over or 'the same GPU'}"
+        )
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,10 @@ class DisaggSweep:
 def worker_shapes(project: Project, gpu_type: str | None) -> list[PoolLayout]:
     """Worker layouts worth trying on ``gpu_type`` (every type when None)."""
     model = project.model
-    nodes = [sum(1 for g in n.gpus if gpu_type is None or g.type == gpu_type) for n in project.cluster.nodes]
+    nodes = [
+        sum(1 for g in n.gpus if gpu_type is None or g.type == gpu_type)
+        for n in project.cluster.nodes
+    ]
     per_node = max(nodes, default=0)
     total = sum(nodes)
     if per_node == 0:
@@ -147,7 +152,9 @@ def sweep_disaggregated(
     types: list[str | None] = list(project.cluster.gpu_types())
     if len(types) == 1:
         types = [None]
-    type_count = {t: sum(1 for g in project.cluster.gpus if t is None or g.type == t) for t in types}
+    type_count = {
+        t: sum(1 for g in project.cluster.gpus if t is None or g.type == t) for t in types
+    }
     shapes = {t: worker_shapes(project, t) for t in types}
     combos: list[tuple[PoolLayout, PoolLayout, int, int]] = []
     for tp_ in types:
@@ -164,7 +171,9 @@ def sweep_disaggregated(
     for p, d, x, y in combos:
         if cancel is not None and cancel():
             break
-        mode = ServingMode(mode="disaggregated", prefill=p.replace(workers=x), decode=d.replace(workers=y))
+        mode = ServingMode(
+            mode="disaggregated", prefill=p.replace(workers=x), decode=d.replace(workers=y)
+        )
         try:
             ppl, dpl = place_pools(project, mode)
         except StudioError:
@@ -175,21 +184,45 @@ def sweep_disaggregated(
             continue
         assert mode.prefill is not None and mode.decode is not None
         model = project.model
-        transfer = kv_transfer(topo, model, project.serving.kv_dtype, wl.isl,
-                               resolve_groups(mode.prefill.layout(ppl), ppl), resolve_groups(mode.decode.layout(dpl), dpl),
-                               mode.prefill.layout().stage_layers(model.num_layers),
-                               mode.decode.layout().stage_layers(model.num_layers), cache=kv_cache)
+        transfer = kv_transfer(
+            topo,
+            model,
+            project.serving.kv_dtype,
+            wl.isl,
+            resolve_groups(mode.prefill.layout(ppl), ppl),
+            resolve_groups(mode.decode.layout(dpl), dpl),
+            mode.prefill.layout().stage_layers(model.num_layers),
+            mode.decode.layout().stage_layers(model.num_layers),
+            cache=kv_cache,
+        )
         price = gpu_price(project, topo, ppl + dpl)
         assert isinstance(pw.curve, PrefillCurve) and isinstance(dw.curve, DecodeCurve)
         for b in _batches(dw.curve.cap):
-            rows.append(_row(project, mode, pw.curve, dw.curve.capped(b), transfer, price, len(ppl) + len(dpl),
-                             ttft_ms, tpot_ms))
+            rows.append(
+                _row(
+                    project,
+                    mode,
+                    pw.curve,
+                    dw.curve.capped(b),
+                    transfer,
+                    price,
+                    len(ppl) + len(dpl),
+                    ttft_ms,
+                    tpot_ms,
+                )
+            )
     rows.sort(key=lambda r: (not r.meets_targets, _objective_key(r, objective)))
     return DisaggSweep(project=project, rows=tuple(rows), skipped=skipped, combinations=len(combos))
 
 
-def _most_balanced(project: Project, topo: Topology, c: Constants, combos: list[tuple], cache: dict,
-                   skipped: dict[str, int]) -> list[tuple]:
+def _most_balanced(
+    project: Project,
+    topo: Topology,
+    c: Constants,
+    combos: list[tuple],
+    cache: dict,
+    skipped: dict[str, int],
+) -> list[tuple]:
     """The :data:`MAX_COMBINATIONS` splits whose pools are closest to balanced at the decode cap
     (|log(x·μ_p / y·μ_d)|), each worker costed once at its first placement in the cluster."""
     import math
@@ -212,13 +245,19 @@ def _most_balanced(project: Project, topo: Topology, c: Constants, combos: list[
     def score(k: tuple) -> float:
         p, d, x, y = k
         mp, md = capacity("prefill", p), capacity("decode", d)
-        return abs(math.log(x * mp / (y * md))) if mp > 0 and md > 0 and math.isfinite(md) else math.inf
+        return (
+            abs(math.log(x * mp / (y * md)))
+            if mp > 0 and md > 0 and math.isfinite(md)
+            else math.inf
+        )
 
     ranked = sorted(((score(k), i) for i, k in enumerate(combos)))
     return [combos[i] for s, i in ranked[:MAX_COMBINATIONS] if math.isfinite(s)]
 
 
-def _splits(p: PoolLayout, d: PoolLayout, budget_p: int, budget_d: int, shared: bool) -> list[tuple]:
+def _splits(
+    p: PoolLayout, d: PoolLayout, budget_p: int, budget_d: int, shared: bool
+) -> list[tuple]:
     """Every prefill:decode worker ratio a:b (coprime) that fits, each at the largest multiple
     k·a : k·b the GPUs allow (per-GPU figures hardly change with the multiple; using more of the
     drawn GPUs is what a deployment does). ``shared``: both pools draw on the same GPUs."""
@@ -253,8 +292,17 @@ def _objective_key(r: DisaggRow, objective: str) -> float:
     return -r.tokens_per_s_per_gpu
 
 
-def _row(project: Project, mode: ServingMode, pf: PrefillCurve, dc: DecodeCurve, transfer: KvTransfer, price: float,
-         gpus: int, ttft_target: float | None, tpot_target: float | None) -> DisaggRow:
+def _row(
+    project: Project,
+    mode: ServingMode,
+    pf: PrefillCurve,
+    dc: DecodeCurve,
+    transfer: KvTransfer,
+    price: float,
+    gpus: int,
+    ttft_target: float | None,
+    tpot_target: float | None,
+) -> DisaggRow:
     assert mode.prefill is not None and mode.decode is not None
     wl = project.workload
     x, y = mode.prefill.workers, mode.decode.workers
@@ -262,25 +310,53 @@ def _row(project: Project, mode: ServingMode, pf: PrefillCurve, dc: DecodeCurve,
     st = serve(pf, dc, x, y, transfer.time_ms, users=users, rate_per_ms=rate, poisson=poisson)
     tps = float(st.rate[0]) * 1e3 * wl.osl
     ttft, tpot = float(st.ttft[0]), float(st.tpot[0])
-    meets = ((ttft_target is None or ttft <= ttft_target) and (tpot_target is None or tpot <= tpot_target)
-             and not bool(st.saturated[0] and rate is not None))
+    meets = (
+        (ttft_target is None or ttft <= ttft_target)
+        and (tpot_target is None or tpot <= tpot_target)
+        and not bool(st.saturated[0] and rate is not None)
+    )
     return DisaggRow(
-        mode=mode, batch=dc.cap, gpus=gpus, ttft_ms=ttft, tpot_ms=tpot, tokens_per_s=tps,
-        tokens_per_s_per_gpu=tps / gpus, tokens_per_s_per_user=1e3 / tpot if tpot > 0 else 0.0,
-        usd_per_million=price / (tps * 3600.0) * 1e6 if tps > 0 else float("inf"), transfer_ms=transfer.time_ms,
-        transfer_over=transfer.bottleneck_name, limited_by=st.limiter, saturated=bool(st.saturated[0]),
+        mode=mode,
+        batch=dc.cap,
+        gpus=gpus,
+        ttft_ms=ttft,
+        tpot_ms=tpot,
+        tokens_per_s=tps,
+        tokens_per_s_per_gpu=tps / gpus,
+        tokens_per_s_per_user=1e3 / tpot if tpot > 0 else 0.0,
+        usd_per_million=price / (tps * 3600.0) * 1e6 if tps > 0 else float("inf"),
+        transfer_ms=transfer.time_ms,
+        transfer_over=transfer.bottleneck_name,
+        limited_by=st.limiter,
+        saturated=bool(st.saturated[0]),
         meets_targets=meets,
     )
 
 
 def _shape_key(topo: Topology, role: str, pool: PoolLayout, placement: tuple[str, ...]) -> tuple:
     first = placement[: pool.gpus_per_worker]
-    return (role, pool.tp, pool.pp, pool.ep, pool.gpu_type, tuple(sorted({topo.gpu_type[g] for g in first})),
-            len({topo.gpu_node[g] for g in first}), len({topo.gpu_island[g] for g in first}))
+    return (
+        role,
+        pool.tp,
+        pool.pp,
+        pool.ep,
+        pool.gpu_type,
+        tuple(sorted({topo.gpu_type[g] for g in first})),
+        len({topo.gpu_node[g] for g in first}),
+        len({topo.gpu_island[g] for g in first}),
+    )
 
 
-def _worker(project: Project, topo: Topology, c: Constants, cache: dict, skipped: dict[str, int], role: str,
-            pool: PoolLayout | None, placement: tuple[str, ...]) -> Worker | None:
+def _worker(
+    project: Project,
+    topo: Topology,
+    c: Constants,
+    cache: dict,
+    skipped: dict[str, int],
+    role: str,
+    pool: PoolLayout | None,
+    placement: tuple[str, ...],
+) -> Worker | None:
     assert pool is not None
     key = _shape_key(topo, role, pool, placement)
     hit = cache.get(key)
@@ -290,8 +366,13 @@ def _worker(project: Project, topo: Topology, c: Constants, cache: dict, skipped
         try:
             lc = pool_costs(project, one, first, topo, c)
             field = f"serving_mode.{role}"
-            hit = (prefill_worker(project, one, lc, c, field) if role == "prefill"
-                   else decode_worker(project, one, lc, c, field, batch=pool.max_batch or project.workload.max_batch))
+            hit = (
+                prefill_worker(project, one, lc, c, field)
+                if role == "prefill"
+                else decode_worker(
+                    project, one, lc, c, field, batch=pool.max_batch or project.workload.max_batch
+                )
+            )
         except StudioError as exc:
             hit = str(exc)
             skipped[hit] = skipped.get(hit, 0) + 1
@@ -303,4 +384,3 @@ def best_result(sw: DisaggSweep) -> DisaggResult | None:
     """Full evaluation of the best row meeting the targets."""
     best = sw.best
     return sw.result(best) if best is not None else None
-

@@ -61,8 +61,10 @@ def pool_candidates(cluster_gpus: list[tuple[str, str]], pool: PoolLayout, field
     if pool.gpu_type not in types:
         hint = nearest(pool.gpu_type, types)
         extra = f"; did you mean {', '.join(hint)}?" if hint else ""
-        raise StudioError(f"{field}.gpu_type '{pool.gpu_type}' is not a GPU type of this cluster "
-                          f"(it has {', '.join(types)}){extra}")
+        raise StudioError(
+            f"{field}.gpu_type '{pool.gpu_type}' is not a GPU type of this cluster "
+            f"(it has {', '.join(types)}){extra}"
+        )
     return [g for g, t in cluster_gpus if t == pool.gpu_type]
 
 
@@ -79,7 +81,9 @@ def place_pools(project: Project, mode: ServingMode) -> tuple[tuple[str, ...], t
         use, an unknown GPU id or type, a GPU in both pools.
     """
     if not mode.disaggregated or mode.prefill is None or mode.decode is None:
-        raise StudioError("serving_mode.mode is 'aggregated'; give prefill and decode pools (--disagg 2P:tp4,1D:tp8)")
+        raise StudioError(
+            "serving_mode.mode is 'aggregated'; give prefill and decode pools (--disagg 2P:tp4,1D:tp8)"
+        )
     gpus = [(g.id, g.type) for g in project.cluster.gpus]
     known = {g for g, _ in gpus}
     taken: set[str] = set()
@@ -91,9 +95,13 @@ def place_pools(project: Project, mode: ServingMode) -> tuple[tuple[str, ...], t
                 if g not in known:
                     hint = nearest(g, sorted(known))
                     extra = f"; did you mean {', '.join(hint)}?" if hint else ""
-                    raise StudioError(f"{field}.placement names GPU '{g}', which is not in the cluster{extra}")
+                    raise StudioError(
+                        f"{field}.placement names GPU '{g}', which is not in the cluster{extra}"
+                    )
                 if g in taken:
-                    raise StudioError(f"{field}.placement names GPU '{g}', which the prefill pool uses")
+                    raise StudioError(
+                        f"{field}.placement names GPU '{g}', which the prefill pool uses"
+                    )
             placement = pool.placement
         else:
             free = [g for g in pool_candidates(gpus, pool, field) if g not in taken]
@@ -105,7 +113,9 @@ def place_pools(project: Project, mode: ServingMode) -> tuple[tuple[str, ...], t
                     f"{len(free)} GPUs{where} are free{other} (the cluster has {len(gpus)}); use fewer workers "
                     "or smaller workers"
                 )
-            placement = _aligned(free, pool, {g.id: n.id for n in project.cluster.nodes for g in n.gpus})
+            placement = _aligned(
+                free, pool, {g.id: n.id for n in project.cluster.nodes for g in n.gpus}
+            )
         taken.update(placement)
         out.append(placement)
     return out[0], out[1]
@@ -128,7 +138,7 @@ def _aligned(free: list[str], pool: PoolLayout, node_of: dict[str, str]) -> tupl
             for n, gs in by_node.items():
                 take = gs[: per - len(pick)]
                 pick += take
-                by_node[n] = gs[len(take):]
+                by_node[n] = gs[len(take) :]
                 if len(pick) == per:
                     break
         out += pick
@@ -151,7 +161,9 @@ class PoolResult:
     iteration_ms: float  # decode: one decode iteration; prefill: one full prompt iteration
     capacity_rps: float  # whole pool, requests per second at saturation
     utilisation: float  # at the load
-    max_running: int = 1  # sequences one worker runs at most (decode: its cap; prefill: prompts per iteration)
+    max_running: int = (
+        1  # sequences one worker runs at most (decode: its cap; prefill: prompts per iteration)
+    )
 
     @property
     def gpus(self) -> int:
@@ -176,11 +188,16 @@ class Balance:
     def describe(self, x: int, y: int) -> str:
         cur = f"{x}P:{y}D"
         best = f"{self.best_prefill_workers}P:{self.best_decode_workers}D"
-        head = (f"balanced at x:y ≈ {self.ratio:.2f}:1 (a prefill worker serves {self.prefill_worker_rps:.3g} req/s, "
-                f"a decode worker {self.decode_worker_rps:.3g} req/s)")
+        head = (
+            f"balanced at x:y ≈ {self.ratio:.2f}:1 (a prefill worker serves {self.prefill_worker_rps:.3g} req/s, "
+            f"a decode worker {self.decode_worker_rps:.3g} req/s)"
+        )
         if (x, y) == (self.best_prefill_workers, self.best_decode_workers):
             return head + f"; {cur} is the best split on these GPUs"
-        return head + f"; on these GPUs {best} gives {self.best_tokens_per_s_per_gpu:,.0f} tok/s per GPU at saturation"
+        return (
+            head
+            + f"; on these GPUs {best} gives {self.best_tokens_per_s_per_gpu:,.0f} tok/s per GPU at saturation"
+        )
 
 
 @dataclass(frozen=True)
@@ -227,20 +244,32 @@ class DisaggResult:
     def why(self) -> str:
         """One line: ``disaggregated 2P(TP4)+1D(TP8): TPOT 31 ms without prefill interference; KV
         transfer 3.1 ms over InfiniBand NDR``."""
-        return (f"disaggregated {self.label}: TPOT {self.tpot_ms:.3g} ms without prefill interference; "
-                f"KV transfer {self.transfer.time_ms:.3g} ms over {self.transfer.bottleneck_name or 'the same GPU'}; "
-                f"{self.limited_by} pool limits at {self.saturation_rate_per_s:.3g} req/s")
+        return (
+            f"disaggregated {self.label}: TPOT {self.tpot_ms:.3g} ms without prefill interference; "
+            f"KV transfer {self.transfer.time_ms:.3g} ms over {self.transfer.bottleneck_name or 'the same GPU'}; "
+            f"{self.limited_by} pool limits at {self.saturation_rate_per_s:.3g} req/s"
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The ``plan --disagg --json`` object (a stable contract; keys only get added)."""
 
         def pool(p: PoolResult) -> dict[str, Any]:
             return {
-                "workers": p.pool.workers, "tp": p.pool.tp, "pp": p.pool.pp, "ep": p.pool.ep,
-                "gpus": p.gpus, "gpu_types": list(p.gpu_types), "placement": list(p.placement),
-                "label": p.label, "weights_gib_per_gpu": p.weights_gib, "kv_pool_gib_per_gpu": p.kv_pool_gib,
-                "kv_sequences_per_worker": p.kv_sequences, "batch_per_worker": p.batch,
-                "iteration_ms": p.iteration_ms, "capacity_req_per_s": p.capacity_rps, "utilisation": p.utilisation,
+                "workers": p.pool.workers,
+                "tp": p.pool.tp,
+                "pp": p.pool.pp,
+                "ep": p.pool.ep,
+                "gpus": p.gpus,
+                "gpu_types": list(p.gpu_types),
+                "placement": list(p.placement),
+                "label": p.label,
+                "weights_gib_per_gpu": p.weights_gib,
+                "kv_pool_gib_per_gpu": p.kv_pool_gib,
+                "kv_sequences_per_worker": p.kv_sequences,
+                "batch_per_worker": p.batch,
+                "iteration_ms": p.iteration_ms,
+                "capacity_req_per_s": p.capacity_rps,
+                "utilisation": p.utilisation,
                 "max_running_per_worker": p.max_running,
             }
 
@@ -254,29 +283,53 @@ class DisaggResult:
             "prefill": pool(self.prefill),
             "decode": pool(self.decode),
             "kv_transfer": {
-                "bytes_per_request": t.bytes_per_request, "flows": t.flows, "bytes_per_flow": t.bytes_per_flow,
-                "time_ms": t.time_ms, "worst_ms": t.worst_ms, "bandwidth_gbps": t.bandwidth_gbps,
-                "latency_us": t.latency_us, "bottleneck_link": t.bottleneck_link,
-                "bottleneck_kind": t.bottleneck_kind, "bottleneck_name": t.bottleneck_name,
-                "src_gpu": t.src_gpu, "dst_gpu": t.dst_gpu, "worker_pairs_costed": t.pairs,
+                "bytes_per_request": t.bytes_per_request,
+                "flows": t.flows,
+                "bytes_per_flow": t.bytes_per_flow,
+                "time_ms": t.time_ms,
+                "worst_ms": t.worst_ms,
+                "bandwidth_gbps": t.bandwidth_gbps,
+                "latency_us": t.latency_us,
+                "bottleneck_link": t.bottleneck_link,
+                "bottleneck_kind": t.bottleneck_kind,
+                "bottleneck_name": t.bottleneck_name,
+                "src_gpu": t.src_gpu,
+                "dst_gpu": t.dst_gpu,
+                "worker_pairs_costed": t.pairs,
             },
-            "latency_ms": {"ttft": self.ttft_ms, "tpot": self.tpot_ms, "request": self.request_latency_ms,
-                           "ttft_queue": self.queue_ms, "ttft_prefill": self.prefill_ms,
-                           "ttft_kv_transfer": t.time_ms},
-            "load": {"mode": self.load_mode, "request_rate_per_s": self.request_rate_per_s,
-                     "saturation_rate_per_s": self.saturation_rate_per_s, "limited_by": self.limited_by,
-                     "saturated": self.saturated, "note": self.load_note},
-            "throughput": {"output_tokens_per_s": self.output_tokens_per_s,
-                           "output_tokens_per_s_per_gpu": self.output_tokens_per_s_per_gpu,
-                           "tokens_per_s_per_user": self.tokens_per_s_per_user},
-            "cost": {"usd_per_hour": self.usd_per_hour,
-                     "usd_per_million_output_tokens": self.usd_per_million_output_tokens},
-            "balance": {"ratio_prefill_per_decode": self.balance.ratio,
-                        "prefill_worker_req_per_s": self.balance.prefill_worker_rps,
-                        "decode_worker_req_per_s": self.balance.decode_worker_rps,
-                        "best_prefill_workers": self.balance.best_prefill_workers,
-                        "best_decode_workers": self.balance.best_decode_workers,
-                        "best_tokens_per_s_per_gpu": self.balance.best_tokens_per_s_per_gpu},
+            "latency_ms": {
+                "ttft": self.ttft_ms,
+                "tpot": self.tpot_ms,
+                "request": self.request_latency_ms,
+                "ttft_queue": self.queue_ms,
+                "ttft_prefill": self.prefill_ms,
+                "ttft_kv_transfer": t.time_ms,
+            },
+            "load": {
+                "mode": self.load_mode,
+                "request_rate_per_s": self.request_rate_per_s,
+                "saturation_rate_per_s": self.saturation_rate_per_s,
+                "limited_by": self.limited_by,
+                "saturated": self.saturated,
+                "note": self.load_note,
+            },
+            "throughput": {
+                "output_tokens_per_s": self.output_tokens_per_s,
+                "output_tokens_per_s_per_gpu": self.output_tokens_per_s_per_gpu,
+                "tokens_per_s_per_user": self.tokens_per_s_per_user,
+            },
+            "cost": {
+                "usd_per_hour": self.usd_per_hour,
+                "usd_per_million_output_tokens": self.usd_per_million_output_tokens,
+            },
+            "balance": {
+                "ratio_prefill_per_decode": self.balance.ratio,
+                "prefill_worker_req_per_s": self.balance.prefill_worker_rps,
+                "decode_worker_req_per_s": self.balance.decode_worker_rps,
+                "best_prefill_workers": self.balance.best_prefill_workers,
+                "best_decode_workers": self.balance.best_decode_workers,
+                "best_tokens_per_s_per_gpu": self.balance.best_tokens_per_s_per_gpu,
+            },
             "gpus": self.gpus,
             "unused_gpus": self.unused_gpus,
             "reasons": list(self.reasons),
@@ -299,38 +352,74 @@ class Worker:
 def _check_pool(project: Project, pool: PoolLayout, field: str) -> None:
     model = project.model
     if pool.pp > model.num_layers:
-        raise StudioError(f"{field}.pp = {pool.pp} exceeds the model's {model.num_layers} layers; allowed: 1..{model.num_layers}")
+        raise StudioError(
+            f"{field}.pp = {pool.pp} exceeds the model's {model.num_layers} layers; allowed: 1..{model.num_layers}"
+        )
     if pool.ep > 1:
         if model.moe is None:
-            raise StudioError(f"{field}.ep = {pool.ep} but '{model.name}' has no experts; allowed: ep = 1")
+            raise StudioError(
+                f"{field}.ep = {pool.ep} but '{model.name}' has no experts; allowed: ep = 1"
+            )
         if model.moe.num_experts % pool.ep:
-            raise StudioError(f"{field}.ep = {pool.ep} does not divide the {model.moe.num_experts} routed experts")
+            raise StudioError(
+                f"{field}.ep = {pool.ep} does not divide the {model.moe.num_experts} routed experts"
+            )
 
 
-def pool_costs(project: Project, pool: PoolLayout, placement: tuple[str, ...], topo: Topology, c: Constants,
-               replicas: list[int] | None = None) -> LayoutCosts:
+def pool_costs(
+    project: Project,
+    pool: PoolLayout,
+    placement: tuple[str, ...],
+    topo: Topology,
+    c: Constants,
+    replicas: list[int] | None = None,
+) -> LayoutCosts:
     """Batch-independent costs of a pool's workers (the pool as ``workers`` DP replicas)."""
     model, sv, wl = project.model, project.serving, project.workload
     layout = pool.layout(placement)
-    return layout_costs(model, cached_layer_table(model), sv.effective_precision(model.precision), sv.kv_dtype,
-                        layout, placement, topo, c, sv.gpu_memory_utilization, pool.max_batch or wl.max_batch,
-                        replicas=replicas, fraction_of_free=sv.runtime == "trtllm")
+    return layout_costs(
+        model,
+        cached_layer_table(model),
+        sv.effective_precision(model.precision),
+        sv.kv_dtype,
+        layout,
+        placement,
+        topo,
+        c,
+        sv.gpu_memory_utilization,
+        pool.max_batch or wl.max_batch,
+        replicas=replicas,
+        fraction_of_free=sv.runtime == "trtllm",
+    )
 
 
-def _unfit(lc: LayoutCosts, pool: PoolLayout, field: str, seq_len: int, max_seqs: int, pool_bytes: np.ndarray) -> str | None:
+def _unfit(
+    lc: LayoutCosts,
+    pool: PoolLayout,
+    field: str,
+    seq_len: int,
+    max_seqs: int,
+    pool_bytes: np.ndarray,
+) -> str | None:
     if (pool_bytes <= 0).any():
         s = int(np.argmin(pool_bytes))
         need = (lc.weights[s] + lc.activations[s] + lc.overhead[s]) / GIB
-        return (f"{field}: a {pool.worker_label()} worker needs {need:.1f} GiB per GPU on stage {s} for weights, "
-                f"activations and runtime, above the {lc.usable[s] / GIB:.1f} GiB usable; use a larger TP or PP")
+        return (
+            f"{field}: a {pool.worker_label()} worker needs {need:.1f} GiB per GPU on stage {s} for weights, "
+            f"activations and runtime, above the {lc.usable[s] / GIB:.1f} GiB usable; use a larger TP or PP"
+        )
     if max_seqs < 1:
-        return (f"{field}: the KV cache of a {pool.worker_label()} worker holds less than one sequence of "
-                f"{seq_len:,} tokens ({float(pool_bytes.min()) / GIB:.2f} GiB free per GPU); use a larger TP or PP, "
-                "FP8 KV or shorter requests")
+        return (
+            f"{field}: the KV cache of a {pool.worker_label()} worker holds less than one sequence of "
+            f"{seq_len:,} tokens ({float(pool_bytes.min()) / GIB:.2f} GiB free per GPU); use a larger TP or PP, "
+            "FP8 KV or shorter requests"
+        )
     return None
 
 
-def prefill_worker(project: Project, pool: PoolLayout, lc: LayoutCosts, c: Constants, field: str) -> Worker:
+def prefill_worker(
+    project: Project, pool: PoolLayout, lc: LayoutCosts, c: Constants, field: str
+) -> Worker:
     """The prefill pool's worker; :class:`StudioError` when it cannot hold its weights or one prompt."""
     wl, sv = project.workload, project.serving
     pool_b, _, seqs, _, _ = memory_fit(lc, wl.isl)
@@ -342,8 +431,14 @@ def prefill_worker(project: Project, pool: PoolLayout, lc: LayoutCosts, c: Const
     return Worker(lc=lc, max_seqs=seqs, pool_gib=float(pool_b.min()) / GIB, curve=curve)
 
 
-def decode_worker(project: Project, pool: PoolLayout, lc: LayoutCosts, c: Constants, field: str,
-                  batch: int | None = None) -> Worker:
+def decode_worker(
+    project: Project,
+    pool: PoolLayout,
+    lc: LayoutCosts,
+    c: Constants,
+    field: str,
+    batch: int | None = None,
+) -> Worker:
     """The decode pool's worker; :class:`StudioError` when it cannot hold its weights or one
     sequence of ISL + OSL tokens. ``batch`` caps the sequences (``None``: the workload's batch, or
     with ``auto`` the KV cache's capacity capped by ``max_batch``)."""
@@ -360,21 +455,37 @@ def decode_worker(project: Project, pool: PoolLayout, lc: LayoutCosts, c: Consta
     return Worker(lc=lc, max_seqs=seqs, pool_gib=float(pool_b.min()) / GIB, curve=curve)
 
 
-def pools_transfer(project: Project, topo: Topology, plc: LayoutCosts, dlc: LayoutCosts) -> KvTransfer:
+def pools_transfer(
+    project: Project, topo: Topology, plc: LayoutCosts, dlc: LayoutCosts
+) -> KvTransfer:
     """The KV transfer of one request between the two pools' workers."""
     model = project.model
-    return kv_transfer(topo, model, project.serving.kv_dtype, project.workload.isl, plc.groups, dlc.groups,
-                       plc.layout.stage_layers(model.num_layers), dlc.layout.stage_layers(model.num_layers))
+    return kv_transfer(
+        topo,
+        model,
+        project.serving.kv_dtype,
+        project.workload.isl,
+        plc.groups,
+        dlc.groups,
+        plc.layout.stage_layers(model.num_layers),
+        dlc.layout.stage_layers(model.num_layers),
+    )
 
 
 def gpu_price(project: Project, topo: Topology, placement: tuple[str, ...]) -> float:
     sv = project.serving
     specs = project.cluster.gpu_specs
-    return sum(sv.price_per_gpu_hour if sv.price_per_gpu_hour is not None else specs[topo.gpu_type[g]].price_per_gpu_hour
-               for g in placement)
+    return sum(
+        sv.price_per_gpu_hour
+        if sv.price_per_gpu_hour is not None
+        else specs[topo.gpu_type[g]].price_per_gpu_hour
+        for g in placement
+    )
 
 
-def load_of(project: Project, y: int, cap: int) -> tuple[str, np.ndarray | None, float | None, bool, str]:
+def load_of(
+    project: Project, y: int, cap: int
+) -> tuple[str, np.ndarray | None, float | None, bool, str]:
     """(mode, users, rate per ms, Poisson, note) of the project's load for ``y`` decode workers of
     ``cap`` sequences each."""
     ld = project.workload.load
@@ -389,9 +500,13 @@ def load_of(project: Project, y: int, cap: int) -> tuple[str, np.ndarray | None,
 
 
 # ----------------------------------------------------------------------------- evaluation
-def evaluate_disaggregated(project: Project, mode: ServingMode | None = None, *,
-                           calibration: CalibrationProfile | None = None,
-                           constants: Constants | None = None) -> DisaggResult:
+def evaluate_disaggregated(
+    project: Project,
+    mode: ServingMode | None = None,
+    *,
+    calibration: CalibrationProfile | None = None,
+    constants: Constants | None = None,
+) -> DisaggResult:
     """Cost the disaggregated serving mode of ``project`` (``mode`` overrides ``project.serving_mode``).
 
     Raises
@@ -416,9 +531,18 @@ def evaluate_disaggregated(project: Project, mode: ServingMode | None = None, *,
     return assemble(project, mode, topo, pw, dw, transfer, prefill_pl, decode_pl, cal)
 
 
-def assemble(project: Project, mode: ServingMode, topo: Topology, pw: Worker, dw: Worker, transfer: KvTransfer,
-             prefill_pl: tuple[str, ...], decode_pl: tuple[str, ...], cal: CalibrationProfile | None,
-             with_balance: bool = True) -> DisaggResult:
+def assemble(
+    project: Project,
+    mode: ServingMode,
+    topo: Topology,
+    pw: Worker,
+    dw: Worker,
+    transfer: KvTransfer,
+    prefill_pl: tuple[str, ...],
+    decode_pl: tuple[str, ...],
+    cal: CalibrationProfile | None,
+    with_balance: bool = True,
+) -> DisaggResult:
     """Solve the load for costed pools and freeze the result."""
     assert mode.prefill is not None and mode.decode is not None
     wl = project.workload
@@ -430,59 +554,118 @@ def assemble(project: Project, mode: ServingMode, topo: Topology, pw: Worker, dw
     r = float(st.rate[0])
     saturated = bool(st.saturated[0])
     if saturated and load_mode == "rate":
-        note = (f"{wl.load.rate_per_s:g} req/s is at or above saturation ({st.capacity * 1e3:.3g} req/s, the "
-                f"{st.limiter} pool): the queue grows without bound; figures shown are at saturation")
+        note = (
+            f"{wl.load.rate_per_s:g} req/s is at or above saturation ({st.capacity * 1e3:.3g} req/s, the "
+            f"{st.limiter} pool): the queue grows without bound; figures shown are at saturation"
+        )
     elif saturated:
-        note = (note + "; " if note else "") + (f"{float(users[0]):,.0f} users exceed what the pools hold at "
-                                                f"saturation: the rest wait, which TTFT includes")
+        note = (note + "; " if note else "") + (
+            f"{float(users[0]):,.0f} users exceed what the pools hold at "
+            f"saturation: the rest wait, which TTFT includes"
+        )
     gpus = len(prefill_pl) + len(decode_pl)
     tps = r * 1e3 * wl.osl
     price = gpu_price(project, topo, prefill_pl + decode_pl)
     tpot = float(st.tpot[0])
-    balance = _balance(project, mode, pf, dc, transfer.time_ms) if with_balance else Balance(
-        balanced_ratio(pf, dc), pf.mu * 1e3, dc.mu * 1e3, x, y, 0.0)
+    balance = (
+        _balance(project, mode, pf, dc, transfer.time_ms)
+        if with_balance
+        else Balance(balanced_ratio(pf, dc), pf.mu * 1e3, dc.mu * 1e3, x, y, 0.0)
+    )
     pres = PoolResult(
-        role="prefill", pool=mode.prefill, placement=prefill_pl,
+        role="prefill",
+        pool=mode.prefill,
+        placement=prefill_pl,
         gpu_types=tuple(sorted({topo.gpu_type[g] for g in prefill_pl})),
-        weights_gib=float(pw.lc.weights.max()) / GIB, kv_pool_gib=pw.pool_gib, kv_sequences=pw.max_seqs,
-        batch=float(pf.slots), iteration_ms=pf.full_ms, capacity_rps=x * pf.mu * 1e3,
-        utilisation=float(st.prefill_util[0]), max_running=pf.slots,
+        weights_gib=float(pw.lc.weights.max()) / GIB,
+        kv_pool_gib=pw.pool_gib,
+        kv_sequences=pw.max_seqs,
+        batch=float(pf.slots),
+        iteration_ms=pf.full_ms,
+        capacity_rps=x * pf.mu * 1e3,
+        utilisation=float(st.prefill_util[0]),
+        max_running=pf.slots,
     )
     dres = PoolResult(
-        role="decode", pool=mode.decode, placement=decode_pl,
+        role="decode",
+        pool=mode.decode,
+        placement=decode_pl,
         gpu_types=tuple(sorted({topo.gpu_type[g] for g in decode_pl})),
-        weights_gib=float(dw.lc.weights.max()) / GIB, kv_pool_gib=dw.pool_gib, kv_sequences=dw.max_seqs,
-        batch=float(st.decode_seqs[0]), iteration_ms=tpot, capacity_rps=y * dc.mu * 1e3,
-        utilisation=float(st.decode_util[0]), max_running=dc.cap,
+        weights_gib=float(dw.lc.weights.max()) / GIB,
+        kv_pool_gib=dw.pool_gib,
+        kv_sequences=dw.max_seqs,
+        batch=float(st.decode_seqs[0]),
+        iteration_ms=tpot,
+        capacity_rps=y * dc.mu * 1e3,
+        utilisation=float(st.decode_util[0]),
+        max_running=dc.cap,
     )
     ttft = float(st.ttft[0])
     result = DisaggResult(
-        mode=mode, prefill=pres, decode=dres, transfer=transfer, fits=True,
-        fit_reason=(f"fits: a prefill worker holds {pw.max_seqs:,} prompts of {wl.isl:,} tokens, a decode worker "
-                    f"{dw.max_seqs:,} sequences of {wl.isl + wl.osl:,} tokens"),
-        ttft_ms=ttft, tpot_ms=tpot, request_latency_ms=float(st.e2e[0]), prefill_ms=float(st.prefill_ms[0]),
-        queue_ms=float(st.queue_ms[0]), request_rate_per_s=r * 1e3, saturation_rate_per_s=st.capacity * 1e3,
-        limited_by=st.limiter, saturated=saturated, output_tokens_per_s=tps,
-        output_tokens_per_s_per_gpu=tps / gpus, tokens_per_s_per_user=1e3 / tpot if tpot > 0 else 0.0,
-        usd_per_hour=price, usd_per_million_output_tokens=price / (tps * 3600.0) * 1e6 if tps > 0 else float("inf"),
-        balance=balance, load_mode=load_mode, load_note=note, reasons=(), explanations={}, assumptions=_ASSUMPTIONS,
-        unused_gpus=project.cluster.num_gpus - gpus, calibration=cal.name if cal else None,
+        mode=mode,
+        prefill=pres,
+        decode=dres,
+        transfer=transfer,
+        fits=True,
+        fit_reason=(
+            f"fits: a prefill worker holds {pw.max_seqs:,} prompts of {wl.isl:,} tokens, a decode worker "
+            f"{dw.max_seqs:,} sequences of {wl.isl + wl.osl:,} tokens"
+        ),
+        ttft_ms=ttft,
+        tpot_ms=tpot,
+        request_latency_ms=float(st.e2e[0]),
+        prefill_ms=float(st.prefill_ms[0]),
+        queue_ms=float(st.queue_ms[0]),
+        request_rate_per_s=r * 1e3,
+        saturation_rate_per_s=st.capacity * 1e3,
+        limited_by=st.limiter,
+        saturated=saturated,
+        output_tokens_per_s=tps,
+        output_tokens_per_s_per_gpu=tps / gpus,
+        tokens_per_s_per_user=1e3 / tpot if tpot > 0 else 0.0,
+        usd_per_hour=price,
+        usd_per_million_output_tokens=price / (tps * 3600.0) * 1e6 if tps > 0 else float("inf"),
+        balance=balance,
+        load_mode=load_mode,
+        load_note=note,
+        reasons=(),
+        explanations={},
+        assumptions=_ASSUMPTIONS,
+        unused_gpus=project.cluster.num_gpus - gpus,
+        calibration=cal.name if cal else None,
     )
     import dataclasses
 
-    return dataclasses.replace(result, reasons=_reasons(result, pf, dc), explanations=_explain(result, st, pf, dc))
+    return dataclasses.replace(
+        result, reasons=_reasons(result, pf, dc), explanations=_explain(result, st, pf, dc)
+    )
 
 
-def _balance(project: Project, mode: ServingMode, pf: PrefillCurve, dc: DecodeCurve, transfer_ms: float) -> Balance:
+def _balance(
+    project: Project, mode: ServingMode, pf: PrefillCurve, dc: DecodeCurve, transfer_ms: float
+) -> Balance:
     assert mode.prefill is not None and mode.decode is not None
     gpus = [(g.id, g.type) for g in project.cluster.gpus]
     cand_p = set(pool_candidates(gpus, mode.prefill, "serving_mode.prefill"))
     cand_d = set(pool_candidates(gpus, mode.decode, "serving_mode.decode"))
-    x, y, per = best_split(pf, dc, mode.prefill.gpus_per_worker, mode.decode.gpus_per_worker, len(cand_p),
-                           len(cand_d), len(cand_p | cand_d), transfer_ms)
-    return Balance(ratio=balanced_ratio(pf, dc), prefill_worker_rps=pf.mu * 1e3, decode_worker_rps=dc.mu * 1e3,
-                   best_prefill_workers=x, best_decode_workers=y,
-                   best_tokens_per_s_per_gpu=per * 1e3 * project.workload.osl)
+    x, y, per = best_split(
+        pf,
+        dc,
+        mode.prefill.gpus_per_worker,
+        mode.decode.gpus_per_worker,
+        len(cand_p),
+        len(cand_d),
+        len(cand_p | cand_d),
+        transfer_ms,
+    )
+    return Balance(
+        ratio=balanced_ratio(pf, dc),
+        prefill_worker_rps=pf.mu * 1e3,
+        decode_worker_rps=dc.mu * 1e3,
+        best_prefill_workers=x,
+        best_decode_workers=y,
+        best_tokens_per_s_per_gpu=per * 1e3 * project.workload.osl,
+    )
 
 
 _ASSUMPTIONS = (
@@ -501,51 +684,95 @@ _ASSUMPTIONS = (
 def _reasons(res: DisaggResult, pf: PrefillCurve, dc: DecodeCurve) -> tuple[str, ...]:
     p, d, t = res.prefill, res.decode, res.transfer
     out = [res.why()]
-    out.append(f"prefill pool {p.label} on {', '.join(p.gpu_types)}: {p.capacity_rps:.3g} req/s at saturation, "
-               f"{p.utilisation:.0%} busy at the load")
-    out.append(f"decode pool {d.label} on {', '.join(d.gpu_types)}: {d.capacity_rps:.3g} req/s at {dc.cap} sequences "
-               f"per worker, {d.utilisation:.0%} busy, {d.batch:.3g} sequences decoding per worker")
-    out.append(f"KV transfer: {t.bytes_per_request / 2**20:,.1f} MiB per request in {t.flows} rank-to-rank flows; "
-               f"slowest {t.src_gpu} → {t.dst_gpu} at {t.bandwidth_gbps:.3g} GB/s")
+    out.append(
+        f"prefill pool {p.label} on {', '.join(p.gpu_types)}: {p.capacity_rps:.3g} req/s at saturation, "
+        f"{p.utilisation:.0%} busy at the load"
+    )
+    out.append(
+        f"decode pool {d.label} on {', '.join(d.gpu_types)}: {d.capacity_rps:.3g} req/s at {dc.cap} sequences "
+        f"per worker, {d.utilisation:.0%} busy, {d.batch:.3g} sequences decoding per worker"
+    )
+    out.append(
+        f"KV transfer: {t.bytes_per_request / 2**20:,.1f} MiB per request in {t.flows} rank-to-rank flows; "
+        f"slowest {t.src_gpu} → {t.dst_gpu} at {t.bandwidth_gbps:.3g} GB/s"
+    )
     out.append(res.balance.describe(p.pool.workers, d.pool.workers))
     if res.unused_gpus:
         out.append(f"{res.unused_gpus} GPUs of the cluster are in neither pool")
     return tuple(out)
 
 
-def _explain(res: DisaggResult, st: ServeState, pf: PrefillCurve, dc: DecodeCurve) -> dict[str, Explanation]:
+def _explain(
+    res: DisaggResult, st: ServeState, pf: PrefillCurve, dc: DecodeCurve
+) -> dict[str, Explanation]:
     t = res.transfer
     out = {
         "latency.ttft": Explanation(
-            "latency.ttft", res.ttft_ms, "ms", "prefill queue + own prefill iterations + KV transfer",
-            (Term("queue", res.queue_ms, "ms", "M/D/c wait before a prefill iteration takes the prompt"),
-             Term("prefill", res.prefill_ms, "ms", f"{pf.chunks} iteration(s) on a {res.prefill.pool.worker_label()} "
-                  "worker, + half an iteration for a random arrival"),
-             Term("KV transfer", t.time_ms, "ms", t.describe())),
+            "latency.ttft",
+            res.ttft_ms,
+            "ms",
+            "prefill queue + own prefill iterations + KV transfer",
+            (
+                Term(
+                    "queue",
+                    res.queue_ms,
+                    "ms",
+                    "M/D/c wait before a prefill iteration takes the prompt",
+                ),
+                Term(
+                    "prefill",
+                    res.prefill_ms,
+                    "ms",
+                    f"{pf.chunks} iteration(s) on a {res.prefill.pool.worker_label()} "
+                    "worker, + half an iteration for a random arrival",
+                ),
+                Term("KV transfer", t.time_ms, "ms", t.describe()),
+            ),
         ),
         "latency.tpot": Explanation(
-            "latency.tpot", res.tpot_ms, "ms", "one decode-only iteration of the decode worker",
-            (Term("decoding sequences", res.decode.batch, "per worker"),
-             Term("cap", dc.cap, "sequences", "KV cache and max_batch")),
+            "latency.tpot",
+            res.tpot_ms,
+            "ms",
+            "one decode-only iteration of the decode worker",
+            (
+                Term("decoding sequences", res.decode.batch, "per worker"),
+                Term("cap", dc.cap, "sequences", "KV cache and max_batch"),
+            ),
             ("no prompt chunk joins a decode iteration: no prefill interference",),
         ),
         "throughput.output_tokens_per_s": Explanation(
-            "throughput.output_tokens_per_s", res.output_tokens_per_s, "tok/s", "request rate × OSL",
-            (Term("request rate", res.request_rate_per_s, "req/s"),
-             Term("prefill pool capacity", res.prefill.capacity_rps, "req/s"),
-             Term("decode pool capacity", res.decode.capacity_rps, "req/s"),
-             Term("transfer capacity", res.prefill.pool.workers / t.time_ms * 1e3 if t.time_ms > 0 else float("inf"),
-                  "req/s", "one KV transfer at a time per prefill worker")),
+            "throughput.output_tokens_per_s",
+            res.output_tokens_per_s,
+            "tok/s",
+            "request rate × OSL",
+            (
+                Term("request rate", res.request_rate_per_s, "req/s"),
+                Term("prefill pool capacity", res.prefill.capacity_rps, "req/s"),
+                Term("decode pool capacity", res.decode.capacity_rps, "req/s"),
+                Term(
+                    "transfer capacity",
+                    res.prefill.pool.workers / t.time_ms * 1e3 if t.time_ms > 0 else float("inf"),
+                    "req/s",
+                    "one KV transfer at a time per prefill worker",
+                ),
+            ),
             (f"limited by the {res.limited_by} at saturation",),
         ),
         "kv_transfer.time": Explanation(
-            "kv_transfer.time", t.time_ms, "ms", "latency of the route + largest flow bytes / its share of the slowest link",
-            (Term("bytes per request", t.bytes_per_request / 2**20, "MiB"),
-             Term("largest flow", t.bytes_per_flow / 2**20, "MiB"),
-             Term("flows", t.flows, ""),
-             Term("bandwidth per flow", t.bandwidth_gbps, "GB/s", t.bottleneck_name),
-             Term("latency", t.latency_us, "µs")),
-            (f"mean over {t.pairs} (prefill worker, decode worker) pair(s); slowest {t.worst_ms:.3g} ms",),
+            "kv_transfer.time",
+            t.time_ms,
+            "ms",
+            "latency of the route + largest flow bytes / its share of the slowest link",
+            (
+                Term("bytes per request", t.bytes_per_request / 2**20, "MiB"),
+                Term("largest flow", t.bytes_per_flow / 2**20, "MiB"),
+                Term("flows", t.flows, ""),
+                Term("bandwidth per flow", t.bandwidth_gbps, "GB/s", t.bottleneck_name),
+                Term("latency", t.latency_us, "µs"),
+            ),
+            (
+                f"mean over {t.pairs} (prefill worker, decode worker) pair(s); slowest {t.worst_ms:.3g} ms",
+            ),
         ),
     }
     return out

@@ -132,7 +132,9 @@ def request_flows(
     return flows
 
 
-def _flow_times(topo: Topology, flows: dict[tuple[str, str], float]) -> list[tuple[float, float, float, int | None, str, str]]:
+def _flow_times(
+    topo: Topology, flows: dict[tuple[str, str], float]
+) -> list[tuple[float, float, float, int | None, str, str]]:
     """(time ms, bandwidth GB/s, latency µs, bottleneck link index, src, dst) of every flow, links
     shared equally by the flows crossing them in the same direction."""
     paths = {k: topo.path(*k) for k in flows}
@@ -186,8 +188,15 @@ def kv_transfer(
         key = (tuple(map(tuple, prefill_groups[i])), tuple(map(tuple, decode_groups[j])))
         hit = cache.get(key) if cache is not None else None
         if hit is None:
-            flows = request_flows(model, kv_dtype, isl, prefill_groups[i], decode_groups[j], prefill_layers,
-                                  decode_layers)
+            flows = request_flows(
+                model,
+                kv_dtype,
+                isl,
+                prefill_groups[i],
+                decode_groups[j],
+                prefill_layers,
+                decode_layers,
+            )
             hit = (flows, max(_flow_times(topo, flows), key=lambda f: f[0]))
             if cache is not None:
                 cache[key] = hit
@@ -203,8 +212,17 @@ def kv_transfer(
     kind = topo.link_kind[li] if li is not None else None
     name = topo.cluster.link_kinds[kind].name if kind in topo.cluster.link_kinds else (kind or "")
     return KvTransfer(
-        bytes_per_request=sum(first.values()), flows=len(first), bytes_per_flow=max(first.values()),
-        time_ms=sum(times) / len(times), worst_ms=worst[0], bandwidth_gbps=worst[1], latency_us=worst[2],
-        bottleneck_link=link, bottleneck_kind=kind, bottleneck_name=name, src_gpu=worst[4], dst_gpu=worst[5],
+        bytes_per_request=sum(first.values()),
+        flows=len(first),
+        bytes_per_flow=max(first.values()),
+        time_ms=sum(times) / len(times),
+        worst_ms=worst[0],
+        bandwidth_gbps=worst[1],
+        latency_us=worst[2],
+        bottleneck_link=link,
+        bottleneck_kind=kind,
+        bottleneck_name=name,
+        src_gpu=worst[4],
+        dst_gpu=worst[5],
         pairs=len(pairs),
     )

@@ -4,14 +4,33 @@ from __future__ import annotations
 
 import json
 
-BASE = ("--model", "llama-3.1-8b", "--gpu", "h200-sxm", "--nodes", "2", "--isl", "2048", "--osl", "256")
+BASE = (
+    "--model",
+    "llama-3.1-8b",
+    "--gpu",
+    "h200-sxm",
+    "--nodes",
+    "2",
+    "--isl",
+    "2048",
+    "--osl",
+    "256",
+)
 
 
 def test_plan_disagg_shows_both_pools_the_transfer_and_the_balance(cli):
     r = cli("plan", *BASE, "--disagg", "2P:tp4,1D:tp8")
     assert r.code == 0, r.err
-    for text in ("Prefill pool: 2P(TP4)", "Decode pool: 1D(TP8)", "KV transfer (prefill → decode)", "slowest hop",
-                 "TTFT", "no prefill interference", "Balance", "balanced at x:y"):
+    for text in (
+        "Prefill pool: 2P(TP4)",
+        "Decode pool: 1D(TP8)",
+        "KV transfer (prefill → decode)",
+        "slowest hop",
+        "TTFT",
+        "no prefill interference",
+        "Balance",
+        "balanced at x:y",
+    ):
         assert text in r.out
     assert "InfiniBand" in r.out  # the decode pool is on the second node
 
@@ -23,7 +42,9 @@ def test_plan_disagg_json_is_one_object_with_pools_transfer_and_ttft_breakdown(c
     assert data["serving_mode"] == "disaggregated" and data["spec"] == "1P:tp2,1D:tp4"
     lat = data["latency_ms"]
     assert lat["ttft"] == lat["ttft_queue"] + lat["ttft_prefill"] + lat["ttft_kv_transfer"]
-    assert data["prefill"]["gpus"] == 2 and data["decode"]["gpus"] == 4 and data["unused_gpus"] == 10
+    assert (
+        data["prefill"]["gpus"] == 2 and data["decode"]["gpus"] == 4 and data["unused_gpus"] == 10
+    )
     assert data["kv_transfer"]["bytes_per_request"] == 32 * 8 * 128 * 2 * 2 * 2048
     assert "latency.ttft" in data["explanations"]
 
@@ -48,7 +69,9 @@ def test_a_disaggregated_project_file_is_planned_disaggregated(cli, tmp_path):
 
 def test_bad_disagg_input_is_one_line_exit_2(cli):
     r = cli("plan", *BASE, "--disagg", "2P:tp4")
-    assert r.code == 2 and "--disagg" in r.err and "decode (D)" in r.err and "Traceback" not in r.err
+    assert (
+        r.code == 2 and "--disagg" in r.err and "decode (D)" in r.err and "Traceback" not in r.err
+    )
     r = cli("plan", *BASE, "--disagg", "2P:tp8,2D:tp8")
     assert r.code == 2 and "serving_mode.decode" in r.err and "GPUs" in r.err
     r = cli("plan", *BASE, "--kv-transfer-backend", "mooncake")
@@ -56,8 +79,26 @@ def test_bad_disagg_input_is_one_line_exit_2(cli):
 
 
 def test_sweep_disagg_ranks_disaggregated_candidates_next_to_aggregated(cli):
-    args = ("sweep", "--model", "llama-3.1-8b", "--gpu", "h200-sxm", "--nodes", "1", "--isl", "2048", "--osl", "256",
-            "--ttft-ms", "1000", "--tpot-ms", "30", "--disagg", "--top", "3")
+    args = (
+        "sweep",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h200-sxm",
+        "--nodes",
+        "1",
+        "--isl",
+        "2048",
+        "--osl",
+        "256",
+        "--ttft-ms",
+        "1000",
+        "--tpot-ms",
+        "30",
+        "--disagg",
+        "--top",
+        "3",
+    )
     r = cli(*args)
     assert r.code == 0, r.err
     assert "Disaggregated candidates" in r.out and "Best disaggregated" in r.out

@@ -45,13 +45,16 @@ def test_parse_pools_reads_workers_layouts_and_gpu_types():
     assert parse_pools(m.spec()) == m
 
 
-@pytest.mark.parametrize("text, says", [
-    ("2P:tp4", "lacks a decode (D) pool"),
-    ("2P:tp4,1P:tp2,1D:tp8", "two prefill pools"),
-    ("2X:tp4,1D:tp8", "cannot read '2X:tp4'"),
-    ("0P:tp4,1D:tp8", "workers"),
-    ("1P:tp4ep3,1D:tp8", "ep (3)"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("2P:tp4", "lacks a decode (D) pool"),
+        ("2P:tp4,1P:tp2,1D:tp8", "two prefill pools"),
+        ("2X:tp4,1D:tp8", "cannot read '2X:tp4'"),
+        ("0P:tp4,1D:tp8", "workers"),
+        ("1P:tp4ep3,1D:tp8", "ep (3)"),
+    ],
+)
 def test_parse_pools_names_the_flag_and_the_form(text, says):
     with pytest.raises(StudioError) as e:
         parse_pools(text)
@@ -101,7 +104,9 @@ def test_transfer_inside_a_node_rides_nvlink_and_across_nodes_the_nic():
     assert t.bytes_per_request == pytest.approx(80 * 8 * 128 * 4 * 2048)
     assert t.flows == 8 and t.bytes_per_flow == pytest.approx(t.bytes_per_request / 8)
     assert t.bandwidth_gbps <= 50 * 0.94 / 2 + 1e-9
-    assert t.time_ms == pytest.approx(t.latency_us / 1e3 + t.bytes_per_flow / (t.bandwidth_gbps * 1e9) * 1e3)
+    assert t.time_ms == pytest.approx(
+        t.latency_us / 1e3 + t.bytes_per_flow / (t.bandwidth_gbps * 1e9) * 1e3
+    )
     assert "InfiniBand" in cross.why() and "TPOT" in cross.why()
 
 
@@ -116,9 +121,13 @@ def test_tpot_is_a_decode_only_iteration_and_beats_the_aggregated_one():
     c = constants_for(None)
     lc = pool_costs(p, res.decode.pool, res.decode.placement, top, c)
     d = res.decode.batch
-    expect = IterationModel(lc, c).round_ms(0.0, np.array([d]), 2048 + 128, 2048, np.array([1.0]))[0]
+    expect = IterationModel(lc, c).round_ms(0.0, np.array([d]), 2048 + 128, 2048, np.array([1.0]))[
+        0
+    ]
     assert res.tpot_ms == pytest.approx(float(expect), rel=0.02)
-    agg = evaluate(p.replace(cluster=cluster(HGX_H200, 1, H200)), Layout(tp=8))  # one node, same batch
+    agg = evaluate(
+        p.replace(cluster=cluster(HGX_H200, 1, H200)), Layout(tp=8)
+    )  # one node, same batch
     assert agg.tpot_ms > res.tpot_ms  # prompt chunks join the aggregated iterations
 
 
@@ -146,7 +155,9 @@ def test_an_open_loop_queues_more_as_the_rate_rises_and_saturates_above_capacity
         assert not r.saturated and r.request_rate_per_s == pytest.approx(f * cap)
         ttfts.append(r.ttft_ms)
     assert ttfts[0] < ttfts[1] < ttfts[2]
-    over = evaluate_disaggregated(p.replace(workload=WL.replace(load=Load(mode="rate", rate_per_s=2 * cap))), mode)
+    over = evaluate_disaggregated(
+        p.replace(workload=WL.replace(load=Load(mode="rate", rate_per_s=2 * cap))), mode
+    )
     assert over.saturated and "saturation" in over.load_note
 
 
@@ -158,7 +169,9 @@ def test_balance_ratio_matches_the_pool_capacities_and_the_best_split_balances_t
     x, y = b.best_prefill_workers, b.best_decode_workers
     assert x * 2 + y * 8 <= 16
     # at the best split neither pool has more than one worker's worth of spare capacity
-    assert abs(x * b.prefill_worker_rps - y * b.decode_worker_rps) <= max(b.prefill_worker_rps, b.decode_worker_rps)
+    assert abs(x * b.prefill_worker_rps - y * b.decode_worker_rps) <= max(
+        b.prefill_worker_rps, b.decode_worker_rps
+    )
 
 
 # ----------------------------------------------------------------------------- placement and mixed GPUs
@@ -182,7 +195,7 @@ def test_default_placement_keeps_every_worker_inside_one_node():
     top = topology_of(p.cluster)
     for pl, per in ((pre, 2), (dec, 4)):
         for w in range(len(pl) // per):
-            assert len({top.gpu_node[g] for g in pl[w * per:(w + 1) * per]}) == 1
+            assert len({top.gpu_node[g] for g in pl[w * per : (w + 1) * per]}) == 1
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -193,9 +206,14 @@ def test_a_pool_larger_than_the_gpus_is_refused_naming_the_field():
 
 def test_a_decode_pool_whose_kv_cannot_hold_one_sequence_is_refused():
     p = project(_mixed(), LLAMA_70B, workload=Workload(isl=900_000, osl=1000))
-    with pytest.raises(StudioError, match=r"^serving_mode.decode: the KV cache .* less than one sequence of 901,000"):
+    with pytest.raises(
+        StudioError,
+        match=r"^serving_mode.decode: the KV cache .* less than one sequence of 901,000",
+    ):
         evaluate_disaggregated(p, parse_pools("1P:tp8@h200-sxm,1D:tp8@l40s"))
-    with pytest.raises(StudioError, match=r"^serving_mode.decode: a TP2 worker needs .* GiB per GPU"):
+    with pytest.raises(
+        StudioError, match=r"^serving_mode.decode: a TP2 worker needs .* GiB per GPU"
+    ):
         evaluate_disaggregated(p, parse_pools("1P:tp8@h200-sxm,1D:tp2@l40s"))
 
 
@@ -203,5 +221,8 @@ def test_unknown_gpu_type_and_shared_gpus_are_refused():
     with pytest.raises(StudioError, match="gpu_type 'h100' is not a GPU type"):
         evaluate_disaggregated(_h200(1), parse_pools("1P:tp4@h100,1D:tp4"))
     with pytest.raises(ValueError, match="both list GPU"):
-        ServingMode(mode="disaggregated", prefill=PoolLayout(placement=("n0/gpu0",)),
-                    decode=PoolLayout(placement=("n0/gpu0",)))
+        ServingMode(
+            mode="disaggregated",
+            prefill=PoolLayout(placement=("n0/gpu0",)),
+            decode=PoolLayout(placement=("n0/gpu0",)),
+        )

@@ -16,7 +16,11 @@ def test_points_name_their_source_kind_and_tier():
     assert len(POINTS) >= 3
     assert any(p["kind"] == "measurement" for p in POINTS)
     for p in POINTS:
-        assert p["source"] and p["kind"] in ("measurement", "estimate") and p["tier"] in ("A", "B", "C"), p["id"]
+        assert (
+            p["source"]
+            and p["kind"] in ("measurement", "estimate")
+            and p["tier"] in ("A", "B", "C")
+        ), p["id"]
         assert p["measured"]["tokens_per_s_per_gpu"] > 0
 
 
@@ -24,6 +28,8 @@ def test_points_name_their_source_kind_and_tier():
 def test_each_layout_point_is_costed_next_to_its_published_figures(rec):
     rows = predict_point(rec)
     figures = {r.figure for r in rows}
-    assert "disaggregated tokens_per_s_per_gpu" in figures and "disaggregated / aggregated" in figures
+    assert (
+        "disaggregated tokens_per_s_per_gpu" in figures and "disaggregated / aggregated" in figures
+    )
     for r in rows:
         assert r.published > 0 and r.engine > 0 and math.isfinite(r.error), (r.figure, r.engine)

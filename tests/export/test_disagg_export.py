@@ -84,7 +84,11 @@ def test_sglang_prefill_servers_get_modes_bootstrap_ports_and_the_router_lists_t
     p, res = _plan()
     bundle, recipe = export_disaggregated(p, res, engine="sglang", hosts=["h0", "h1"])
     pre = [s for s in recipe.servers if s.role == "prefill"]
-    assert [s.args["--disaggregation-mode"] for s in recipe.servers] == ["prefill", "prefill", "decode"]
+    assert [s.args["--disaggregation-mode"] for s in recipe.servers] == [
+        "prefill",
+        "prefill",
+        "decode",
+    ]
     assert {s.args["--disaggregation-bootstrap-port"] for s in pre} == {8998, 8999}
     assert "--disaggregation-bootstrap-port" not in recipe.servers[2].args
     text = _commands(bundle, "sglang")
@@ -131,20 +135,32 @@ def _broken(recipe, i: int, **args):
 def test_check_refuses_what_the_engines_refuse():
     p, res = _plan()
     _, v = export_disaggregated(p, res, engine="vllm")
-    bad = _broken(v, 0, **{"--kv-transfer-config": '{"kv_connector":"NixlConnector","kv_role":"both"}'})
+    bad = _broken(
+        v, 0, **{"--kv-transfer-config": '{"kv_connector":"NixlConnector","kv_role":"both"}'}
+    )
     assert not check_disaggregated(bad).ok
     assert any("kv_role 'both'" in f.message for f in check_disaggregated(bad).findings)
     _, s = export_disaggregated(p, res, engine="sglang")
     bad = _broken(s, 1, **{"--disaggregation-bootstrap-port": 8998})
     assert any("bootstrap port 8998" in f.message for f in check_disaggregated(bad).findings)
     _, t = export_disaggregated(p, res, engine="trtllm")
-    cfgs = {**t.configs, "disagg-config.yaml": {**t.configs["disagg-config.yaml"],
-                                                "context_servers": {"num_instances": 3, "urls": ["a:1", "a:1"]}}}
+    cfgs = {
+        **t.configs,
+        "disagg-config.yaml": {
+            **t.configs["disagg-config.yaml"],
+            "context_servers": {"num_instances": 3, "urls": ["a:1", "a:1"]},
+        },
+    }
     report = check_disaggregated(dataclasses.replace(t, configs=cfgs))
-    assert {"2 urls for num_instances 3 (ValueError at start)", "a:1 is listed twice"} <= {f.message for f in report.findings}
+    assert {"2 urls for num_instances 3 (ValueError at start)", "a:1 is listed twice"} <= {
+        f.message for f in report.findings
+    }
     servers = list(v.servers)
     servers[1] = dataclasses.replace(servers[1], port=servers[0].port)
-    assert any("both listen on port" in f.message for f in check_disaggregated(dataclasses.replace(v, servers=tuple(servers))).findings)
+    assert any(
+        "both listen on port" in f.message
+        for f in check_disaggregated(dataclasses.replace(v, servers=tuple(servers))).findings
+    )
 
 
 def test_workers_spanning_nodes_and_wrong_host_counts_are_refused():
@@ -159,7 +175,17 @@ def test_workers_spanning_nodes_and_wrong_host_counts_are_refused():
 def test_cli_export_disagg_checks_and_refuses_scripts(capsys):
     from studio.cli import main
 
-    base = ["export", "--model", "llama-3.1-70b", "--gpu", "h200-sxm", "--nodes", "2", "--disagg", "2P:tp4,1D:tp8"]
+    base = [
+        "export",
+        "--model",
+        "llama-3.1-70b",
+        "--gpu",
+        "h200-sxm",
+        "--nodes",
+        "2",
+        "--disagg",
+        "2P:tp4,1D:tp8",
+    ]
     assert main(base + ["--engine", "sglang", "--check"]) == 0
     assert "passes" in capsys.readouterr().out
     assert main(base + ["--engine", "vllm", "--format", "script"]) == 2

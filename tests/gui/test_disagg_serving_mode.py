@@ -24,7 +24,10 @@ def test_switching_to_disaggregated_and_typing_pools_are_single_undo_steps(qtbot
     mode = doc.project.serving_mode
     assert mode.disaggregated and mode.spec() == "1P:tp8,1D:tp8"
     assert doc.undo_stack.count() == 1
-    assert "KV transfer" in panel.view.toPlainText() and "Prefill pool 1P(TP8)" in panel.view.toPlainText()
+    assert (
+        "KV transfer" in panel.view.toPlainText()
+        and "Prefill pool 1P(TP8)" in panel.view.toPlainText()
+    )
 
     panel.spec.selectAll()
     qtbot.keyClicks(panel.spec, "2P:tp4,1D:tp8")
@@ -34,7 +37,9 @@ def test_switching_to_disaggregated_and_typing_pools_are_single_undo_steps(qtbot
     assert "Prefill pool 2P(TP4)" in panel.view.toPlainText()
     doc.undo_stack.undo()
     assert doc.project.serving_mode.spec() == "1P:tp8,1D:tp8"
-    assert panel.spec.text() == "1P:tp8,1D:tp8" and "Prefill pool 1P(TP8)" in panel.view.toPlainText()
+    assert (
+        panel.spec.text() == "1P:tp8,1D:tp8" and "Prefill pool 1P(TP8)" in panel.view.toPlainText()
+    )
 
 
 def test_a_bad_spec_is_reported_and_changes_nothing(qtbot, doc):
@@ -65,5 +70,8 @@ def test_balance_applies_the_best_split_in_one_step(qtbot, doc):
     steps = doc.undo_stack.count()
     qtbot.mouseClick(panel.balance, Qt.MouseButton.LeftButton)
     m = doc.project.serving_mode
-    assert (m.prefill.workers, m.decode.workers) == (best.best_prefill_workers, best.best_decode_workers)
+    assert (m.prefill.workers, m.decode.workers) == (
+        best.best_prefill_workers,
+        best.best_decode_workers,
+    )
     assert doc.undo_stack.count() == steps + 1

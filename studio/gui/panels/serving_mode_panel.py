@@ -34,7 +34,8 @@ def summary_text(res) -> str:  # noqa: ANN001 - DisaggResult
     """Plain-text lines for the panel: both pools, the transfer, latency, throughput, balance."""
     p, d, t = res.prefill, res.decode, res.transfer
     lines = [
-        f"{res.label} — {res.gpus} GPUs" + (f" ({res.unused_gpus} unused)" if res.unused_gpus else ""),
+        f"{res.label} — {res.gpus} GPUs"
+        + (f" ({res.unused_gpus} unused)" if res.unused_gpus else ""),
         f"Prefill pool {p.label} on {', '.join(p.gpu_types)}: {p.capacity_rps:.3g} req/s at saturation, "
         f"{p.utilisation:.0%} busy",
         f"Decode pool {d.label} on {', '.join(d.gpu_types)}: {d.capacity_rps:.3g} req/s, {d.utilisation:.0%} busy, "
@@ -59,7 +60,9 @@ class ServingModePanel(QWidget):
     #: Emitted when a disaggregated plan (or its error) is shown: (text, is_error).
     shown = Signal(str, bool)
 
-    def __init__(self, doc: ProjectDocument, parent: QWidget | None = None, threaded: bool = True) -> None:
+    def __init__(
+        self, doc: ProjectDocument, parent: QWidget | None = None, threaded: bool = True
+    ) -> None:
         super().__init__(parent)
         self.doc = doc
         self._threaded = threaded
@@ -70,8 +73,10 @@ class ServingModePanel(QWidget):
         self.mode = QComboBox()
         self.mode.addItem("Aggregated (one pool)", "aggregated")
         self.mode.addItem("Disaggregated prefill / decode", "disaggregated")
-        self.mode.setToolTip("Aggregated: every replica prefills and decodes. Disaggregated: a prefill pool "
-                             "and a decode pool, the KV cache moving between them")
+        self.mode.setToolTip(
+            "Aggregated: every replica prefills and decodes. Disaggregated: a prefill pool "
+            "and a decode pool, the KV cache moving between them"
+        )
         self.mode.activated.connect(self._mode_chosen)
         form.addRow("Serving", self.mode)
         self.spec = QLineEdit()
@@ -86,7 +91,9 @@ class ServingModePanel(QWidget):
         self.backend.activated.connect(self._backend_chosen)
         form.addRow("KV transfer", self.backend)
         self.balance = QPushButton("Balance the pools")
-        self.balance.setToolTip("Apply the prefill:decode worker split with the most tokens/s per GPU (one undo step)")
+        self.balance.setToolTip(
+            "Apply the prefill:decode worker split with the most tokens/s per GPU (one undo step)"
+        )
         self.balance.clicked.connect(self.apply_balance)
         form.addRow(self.balance)
         self.view = QTextBrowser()
@@ -117,7 +124,9 @@ class ServingModePanel(QWidget):
         self._revision += 1
         if not m.disaggregated:
             self._result = None
-            self.view.setPlainText("One pool: every replica prefills and decodes (see Live metrics).")
+            self.view.setPlainText(
+                "One pool: every replica prefills and decodes (see Live metrics)."
+            )
             return
         if not self._threaded:
             result, error = run_evaluate(_evaluate, p)
@@ -153,7 +162,9 @@ class ServingModePanel(QWidget):
         if want == cur.mode:
             return
         if want == "aggregated":
-            self._set("Serving: aggregated", lambda m: ServingMode(transfer_backend=m.transfer_backend))
+            self._set(
+                "Serving: aggregated", lambda m: ServingMode(transfer_backend=m.transfer_backend)
+            )
             return
         spec = self.spec.text().strip() or self._default_spec()
         self.set_spec(spec)
@@ -200,6 +211,8 @@ class ServingModePanel(QWidget):
         if (x, y) == (m.prefill.workers, m.decode.workers) or not x or not y:
             self.doc.message.emit(f"{m.label} is already the best split on these GPUs")
             return True
-        new = m.replace(prefill=m.prefill.replace(workers=x, placement=None),
-                        decode=m.decode.replace(workers=y, placement=None))
+        new = m.replace(
+            prefill=m.prefill.replace(workers=x, placement=None),
+            decode=m.decode.replace(workers=y, placement=None),
+        )
         return self._set(f"Balance pools: {new.label}", lambda _m: new)

@@ -39,7 +39,9 @@ def disagg_rules(engine: str) -> dict:
     data = read_json(presets_root().joinpath(*RULES_FILE.split("/")), RULES_FILE)
     section = data.get("engines", {}).get(engine, {}).get("disaggregated")
     if not isinstance(section, dict):
-        raise StudioError(f"{RULES_FILE}: engines.{engine}.disaggregated is missing; no disaggregated recipe for {engine}")
+        raise StudioError(
+            f"{RULES_FILE}: engines.{engine}.disaggregated is missing; no disaggregated recipe for {engine}"
+        )
     return section
 
 
@@ -70,7 +72,9 @@ class DisaggRecipe:
     configs: dict[str, dict] = field(default_factory=dict)  # TensorRT-LLM config files by name
 
 
-def _servers(project: Project, result, hosts: Sequence[str] | None) -> tuple[list[tuple[str, PoolLayout, tuple[str, ...]]], dict[str, str]]:  # noqa: ANN001
+def _servers(
+    project: Project, result, hosts: Sequence[str] | None
+) -> tuple[list[tuple[str, PoolLayout, tuple[str, ...]]], dict[str, str]]:  # noqa: ANN001
     """The workers (role, pool, GPU ids) and the host of every node they use."""
     cluster = project.cluster
     node_of = {g.id: n.id for n in cluster.nodes for g in n.gpus}
@@ -78,7 +82,7 @@ def _servers(project: Project, result, hosts: Sequence[str] | None) -> tuple[lis
     for role, pr in (("prefill", result.prefill), ("decode", result.decode)):
         per = pr.pool.gpus_per_worker
         for w in range(pr.pool.workers):
-            gpus = pr.placement[w * per:(w + 1) * per]
+            gpus = pr.placement[w * per : (w + 1) * per]
             nodes = sorted({node_of[g] for g in gpus})
             if len(nodes) > 1:
                 raise StudioError(
@@ -93,15 +97,19 @@ def _servers(project: Project, result, hosts: Sequence[str] | None) -> tuple[lis
             used.append(n)
     if hosts is not None:
         if len(hosts) != len(used):
-            raise StudioError(f"--hosts lists {len(hosts)} hosts; the pools use {len(used)} nodes ({', '.join(used)}), "
-                              "give one host per node in that order")
+            raise StudioError(
+                f"--hosts lists {len(hosts)} hosts; the pools use {len(used)} nodes ({', '.join(used)}), "
+                "give one host per node in that order"
+            )
         names = {n: check_host(h) for n, h in zip(used, hosts, strict=True)}
     else:
         names = {n: f"<HOST_{i}>" for i, n in enumerate(used)}
     return workers, names
 
 
-def build_recipe(project: Project, result, engine: str, hosts: Sequence[str] | None = None) -> DisaggRecipe:  # noqa: ANN001
+def build_recipe(
+    project: Project, result, engine: str, hosts: Sequence[str] | None = None
+) -> DisaggRecipe:  # noqa: ANN001
     """The servers, their ports and arguments, and the router of a disaggregated plan."""
     rules = disagg_rules(engine)
     workers, names = _servers(project, result, hosts)
@@ -119,19 +127,41 @@ def build_recipe(project: Project, result, engine: str, hosts: Sequence[str] | N
         on_host[node] = j + 1
         port = (PREFILL_PORT if role == "prefill" else DECODE_PORT) + k
         side = boot = None
-        env: list[tuple[str, str]] = [("CUDA_VISIBLE_DEVICES", ",".join(str(slot_of[g]) for g in gpus))]
+        env: list[tuple[str, str]] = [
+            ("CUDA_VISIBLE_DEVICES", ",".join(str(slot_of[g]) for g in gpus))
+        ]
         if engine == "vllm":
             side = int(rules["side_channel_port_default"]) + SIDE_CHANNEL_STRIDE * j
-            env += [(rules["side_channel_host_env"], names[node]), (rules["side_channel_port_env"], str(side))]
+            env += [
+                (rules["side_channel_host_env"], names[node]),
+                (rules["side_channel_port_env"], str(side)),
+            ]
         if engine == "sglang" and role == "prefill":
             boot = int(rules["bootstrap_port_default"]) + k
         args = _engine_args(project, result, engine, role, pool, rules, backend, boot)
-        servers.append(Server(role=role, index=sum(1 for s in servers if s.role == role), host=names[node], node=node,
-                              slots=tuple(slot_of[g] for g in gpus), port=port, side_port=side, bootstrap_port=boot,
-                              args=args, env=tuple(env)))
+        servers.append(
+            Server(
+                role=role,
+                index=sum(1 for s in servers if s.role == role),
+                host=names[node],
+                node=node,
+                slots=tuple(slot_of[g] for g in gpus),
+                port=port,
+                side_port=side,
+                bootstrap_port=boot,
+                args=args,
+                env=tuple(env),
+            )
+        )
     router = _router(engine, rules, servers)
     configs = _trtllm_configs(project, result, rules, servers) if engine == "trtllm" else {}
-    return DisaggRecipe(engine=engine, isl=project.workload.isl, servers=tuple(servers), router=router, configs=configs)
+    return DisaggRecipe(
+        engine=engine,
+        isl=project.workload.isl,
+        servers=tuple(servers),
+        router=router,
+        configs=configs,
+    )
 
 
 def _batch(result, role: str) -> int:  # noqa: ANN001
@@ -139,8 +169,16 @@ def _batch(result, role: str) -> int:  # noqa: ANN001
     return max(1, int((result.prefill if role == "prefill" else result.decode).max_running))
 
 
-def _engine_args(project: Project, result, engine: str, role: str, pool: PoolLayout, rules: dict,  # noqa: ANN001
-                 backend: str, bootstrap: int | None) -> dict[str, object]:
+def _engine_args(
+    project: Project,
+    result,
+    engine: str,
+    role: str,
+    pool: PoolLayout,
+    rules: dict,  # noqa: ANN001
+    backend: str,
+    bootstrap: int | None,
+) -> dict[str, object]:
     sv, wl = project.serving, project.workload
     er = rules_for(engine)
     kv, _ = c.kv_cache_value(project, er.kv.emit, engine)
@@ -149,13 +187,20 @@ def _engine_args(project: Project, result, engine: str, role: str, pool: PoolLay
     seqs = _batch(result, role)
     if engine == "vllm":
         conn = rules["connectors"][backend]
-        cfg: dict[str, object] = {"kv_connector": conn["kv_connector"], "kv_role": conn[f"{role}_role"]}
+        cfg: dict[str, object] = {
+            "kv_connector": conn["kv_connector"],
+            "kv_role": conn[f"{role}_role"],
+        }
         if "kv_connector_module_path" in conn:
             cfg["kv_connector_module_path"] = conn["kv_connector_module_path"]
         args: dict[str, object] = {
-            "--tensor-parallel-size": pool.tp, "--pipeline-parallel-size": pool.pp, "--max-model-len": ctx,
-            "--gpu-memory-utilization": sv.gpu_memory_utilization, "--kv-cache-dtype": kv,
-            "--max-num-seqs": seqs, "--max-num-batched-tokens": max(budget, seqs),
+            "--tensor-parallel-size": pool.tp,
+            "--pipeline-parallel-size": pool.pp,
+            "--max-model-len": ctx,
+            "--gpu-memory-utilization": sv.gpu_memory_utilization,
+            "--kv-cache-dtype": kv,
+            "--max-num-seqs": seqs,
+            "--max-num-batched-tokens": max(budget, seqs),
         }
         if project.model.is_moe:
             args["--enable-expert-parallel"] = pool.ep > 1
@@ -163,16 +208,28 @@ def _engine_args(project: Project, result, engine: str, role: str, pool: PoolLay
         return args
     if engine == "sglang":
         if backend not in rules["backends"]:
-            raise StudioError(f"serving_mode.transfer_backend '{backend}' is not an SGLang disaggregation backend; "
-                              f"allowed: {', '.join(rules['backends'])}")
+            raise StudioError(
+                f"serving_mode.transfer_backend '{backend}' is not an SGLang disaggregation backend; "
+                f"allowed: {', '.join(rules['backends'])}"
+            )
         args = {
-            "--tp-size": pool.tp, "--pp-size": pool.pp, "--context-length": ctx,
-            "--mem-fraction-static": sv.gpu_memory_utilization, "--kv-cache-dtype": kv,
-            "--max-running-requests": seqs, "--chunked-prefill-size": budget,
+            "--tp-size": pool.tp,
+            "--pp-size": pool.pp,
+            "--context-length": ctx,
+            "--mem-fraction-static": sv.gpu_memory_utilization,
+            "--kv-cache-dtype": kv,
+            "--max-running-requests": seqs,
+            "--chunked-prefill-size": budget,
         }
         if pool.ep > 1:
             args["--ep-size"] = pool.ep
-        args.update({"--host": LISTEN, rules["mode_flag"]: role, rules["backend_flag"]: rules["backends"][backend]})
+        args.update(
+            {
+                "--host": LISTEN,
+                rules["mode_flag"]: role,
+                rules["backend_flag"]: rules["backends"][backend],
+            }
+        )
         if bootstrap is not None:
             args[rules["bootstrap_flag"]] = bootstrap
         return args
@@ -183,17 +240,29 @@ def _router(engine: str, rules: dict, servers: list[Server]) -> dict[str, object
     pre = [s for s in servers if s.role == "prefill"]
     dec = [s for s in servers if s.role == "decode"]
     if engine == "vllm":
-        return {"script": rules["proxy"], "--host": LISTEN, "--port": int(rules["proxy_port_default"]),
-                "--prefiller-hosts": [s.host for s in pre], "--prefiller-ports": [s.port for s in pre],
-                "--decoder-hosts": [s.host for s in dec], "--decoder-ports": [s.port for s in dec]}
+        return {
+            "script": rules["proxy"],
+            "--host": LISTEN,
+            "--port": int(rules["proxy_port_default"]),
+            "--prefiller-hosts": [s.host for s in pre],
+            "--prefiller-ports": [s.port for s in pre],
+            "--decoder-hosts": [s.host for s in dec],
+            "--decoder-ports": [s.port for s in dec],
+        }
     if engine == "sglang":
-        return {"module": rules["router"], "--prefill": [(f"http://{host_port(s.host, s.port)}", s.bootstrap_port) for s in pre],
-                "--decode": [f"http://{host_port(s.host, s.port)}" for s in dec], "--host": LISTEN,
-                "--port": int(rules["router_port_default"])}
+        return {
+            "module": rules["router"],
+            "--prefill": [(f"http://{host_port(s.host, s.port)}", s.bootstrap_port) for s in pre],
+            "--decode": [f"http://{host_port(s.host, s.port)}" for s in dec],
+            "--host": LISTEN,
+            "--port": int(rules["router_port_default"]),
+        }
     return {"config": "disagg-config.yaml"}
 
 
-def _trtllm_configs(project: Project, result, rules: dict, servers: list[Server]) -> dict[str, dict]:  # noqa: ANN001
+def _trtllm_configs(
+    project: Project, result, rules: dict, servers: list[Server]
+) -> dict[str, dict]:  # noqa: ANN001
     sv, wl = project.serving, project.workload
     er = rules_for("trtllm")
     kv, _ = c.kv_cache_value(project, er.kv.emit, "TensorRT-LLM")
@@ -202,15 +271,25 @@ def _trtllm_configs(project: Project, result, rules: dict, servers: list[Server]
     out: dict[str, dict] = {}
     for role, pr in (("prefill", result.prefill), ("decode", result.decode)):
         pool = pr.pool
-        cfg: dict[str, object] = {"tensor_parallel_size": pool.tp, "pipeline_parallel_size": pool.pp}
+        cfg: dict[str, object] = {
+            "tensor_parallel_size": pool.tp,
+            "pipeline_parallel_size": pool.pp,
+        }
         if project.model.is_moe:
             cfg["moe_expert_parallel_size"] = pool.ep
             cfg["moe_tensor_parallel_size"] = max(1, pool.tp // pool.ep)
-        cfg.update({
-            "max_batch_size": _batch(result, role), "max_num_tokens": budget, "max_seq_len": wl.isl + wl.osl,
-            "enable_chunked_prefill": True,
-            "kv_cache_config": {"free_gpu_memory_fraction": sv.gpu_memory_utilization, "dtype": kv},
-        })
+        cfg.update(
+            {
+                "max_batch_size": _batch(result, role),
+                "max_num_tokens": budget,
+                "max_seq_len": wl.isl + wl.osl,
+                "enable_chunked_prefill": True,
+                "kv_cache_config": {
+                    "free_gpu_memory_fraction": sv.gpu_memory_utilization,
+                    "dtype": kv,
+                },
+            }
+        )
         if role == "prefill" and rules.get("context_disable_overlap_scheduler"):
             cfg["disable_overlap_scheduler"] = True
         cfg["cache_transceiver_config"] = {"backend": backend, "max_tokens_in_buffer": wl.isl}
@@ -218,16 +297,27 @@ def _trtllm_configs(project: Project, result, rules: dict, servers: list[Server]
     pre = [s for s in servers if s.role == "prefill"]
     dec = [s for s in servers if s.role == "decode"]
     out["disagg-config.yaml"] = {
-        "hostname": LISTEN, "port": 8000, "backend": "pytorch",
+        "hostname": LISTEN,
+        "port": 8000,
+        "backend": "pytorch",
         "context_servers": {"num_instances": len(pre), "urls": [f"{s.host}:{s.port}" for s in pre]},
-        "generation_servers": {"num_instances": len(dec), "urls": [f"{s.host}:{s.port}" for s in dec]},
+        "generation_servers": {
+            "num_instances": len(dec),
+            "urls": [f"{s.host}:{s.port}" for s in dec],
+        },
     }
     return out
 
 
 # ----------------------------------------------------------------------------- text
-def export_disaggregated(project: Project, result, *, engine: str, model_path: str | None = None,  # noqa: ANN001
-                         hosts: Sequence[str] | None = None) -> tuple[ExportBundle, DisaggRecipe]:
+def export_disaggregated(
+    project: Project,
+    result,
+    *,
+    engine: str,
+    model_path: str | None = None,  # noqa: ANN001
+    hosts: Sequence[str] | None = None,
+) -> tuple[ExportBundle, DisaggRecipe]:
     """The files that launch a disaggregated plan on ``engine`` and the recipe they hold.
 
     Raises
@@ -239,21 +329,37 @@ def export_disaggregated(project: Project, result, *, engine: str, model_path: s
     if engine not in c.ENGINES:
         raise StudioError(f"engine '{engine}' is not supported; allowed: {', '.join(c.ENGINES)}")
     model, notes = c.model_path(project, model_path)
-    if engine == "trtllm" and any(s.vendor != "nvidia" for s in project.cluster.gpu_specs.values()
-                                  if s.id in set(result.prefill.gpu_types + result.decode.gpu_types)):
-        raise StudioError("TensorRT-LLM disaggregated serving runs on NVIDIA GPUs only; export for vllm or sglang")
+    if engine == "trtllm" and any(
+        s.vendor != "nvidia"
+        for s in project.cluster.gpu_specs.values()
+        if s.id in set(result.prefill.gpu_types + result.decode.gpu_types)
+    ):
+        raise StudioError(
+            "TensorRT-LLM disaggregated serving runs on NVIDIA GPUs only; export for vllm or sglang"
+        )
     if engine == "vllm" and result.mode.transfer_backend == "ucx":
-        notes.append("vLLM reaches UCX through NIXL: the servers use NixlConnector (UCX is NIXL's default transport).")
+        notes.append(
+            "vLLM reaches UCX through NIXL: the servers use NixlConnector (UCX is NIXL's default transport)."
+        )
     recipe = build_recipe(project, result, engine, hosts)
     lines = _header(project, result, engine, model, notes)
     files: dict[str, str] = {}
     if engine == "trtllm":
         for name, cfg in recipe.configs.items():
-            files[name] = c.comment([f"Layout Studio: {name} for {result.label}"]) + c.dump_yaml(cfg)
+            files[name] = c.comment([f"Layout Studio: {name} for {result.label}"]) + c.dump_yaml(
+                cfg
+            )
     body = [c.comment(lines)]
     for s in recipe.servers:
-        body.append("\n" + c.comment([f"{s.role} worker {s.index} on {s.host} (node {s.node}, GPUs "
-                                      f"{','.join(map(str, s.slots))}): run on that host"]))
+        body.append(
+            "\n"
+            + c.comment(
+                [
+                    f"{s.role} worker {s.index} on {s.host} (node {s.node}, GPUs "
+                    f"{','.join(map(str, s.slots))}): run on that host"
+                ]
+            )
+        )
         body.append(_server_command(engine, model, s))
     body.append("\n" + c.comment(["router: send requests here once every server is up"]))
     body.append(_router_command(engine, recipe))
