@@ -216,7 +216,8 @@ def _load_text(res) -> str:  # noqa: ANN001
     if res.load_mode == "rate":
         head = f"open loop at {fmt(res.request_rate_per_s)} req/s"
     else:
-        head = f"closed loop ({res.load_mode})"
+        what = "offline batch as" if res.load_mode == "offline" else "closed loop of"
+        head = f"{what} {fmt(res.users)} users over both pools"
     return (
         head
         + f"; pools saturate at {fmt(res.saturation_rate_per_s)} req/s"

@@ -96,6 +96,7 @@ class DisaggResult:
     explanations: dict[str, Explanation]
     assumptions: tuple[str, ...]
     unused_gpus: int = 0
+    users: float = 0.0  # closed loop: users over both pools (0 for an open loop)
     calibration: str | None = None
 
     @property
@@ -177,6 +178,7 @@ class DisaggResult:
                 "limited_by": self.limited_by,
                 "saturated": self.saturated,
                 "note": self.load_note,
+                "users": self.users,
             },
             "throughput": {
                 "output_tokens_per_s": self.output_tokens_per_s,

@@ -434,6 +434,7 @@ def assemble(
         usd_per_million_output_tokens=price / (tps * 3600.0) * 1e6 if tps > 0 else float("inf"),
         balance=balance,
         load_mode=load_mode,
+        users=float(users[0]) if users is not None else 0.0,
         load_note=note,
         reasons=(),
         explanations={},
