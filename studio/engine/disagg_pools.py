@@ -3,9 +3,12 @@
 * :class:`PrefillCurve`: one prefill worker runs prompt-only iterations of up to the token budget
   ``K`` (``⌊K / ISL⌋`` whole prompts, or one prompt in ``⌈ISL / K⌉`` chunks). Its capacity is
   ``μ_p = prompts per full iteration / (chunks × full-iteration time)``. At a rate ``λ`` per worker
-  (load ``ρ = λ / μ_p``) a prompt waits in an M/D/c queue (``c`` = prompts per iteration; the wait of
-  :func:`studio.engine.load.mdc_wait_ms`), then runs in an iteration carrying ``ρ`` of a full batch,
-  plus half an iteration for a random (Poisson) arrival, as :func:`studio.engine.load.open_loop`.
+  the prompts that arrive while a batch runs form the next one (``k = λ·T(k)`` prompts, between one
+  and a full iteration); a prompt runs in such a batch and waits the larger of half a batch (when it
+  finds the worker busy) and the M/D/c wait near saturation (:func:`studio.engine.load.mdc_wait_ms`,
+  ``c`` = prompts per iteration, ``ρ = λ / μ_p``), scaled by the variability of the worker's
+  arrivals (a round-robin router over ``x`` workers: ``1/x`` of Poisson's). The request simulation
+  (:mod:`studio.engine.disagg_simulate`) checks these means.
 * :class:`DecodeCurve`: one decode worker runs decode-only iterations of ``D`` sequences — no
   prompt chunk ever joins them (no prefill interference). ``TPOT = t(D)``; it sustains
   ``D / ((OSL − 1) · t(D))`` requests per ms; its capacity is that rate at ``D`` = the sequences its
@@ -70,29 +73,48 @@ class PrefillCurve:
         )
 
     def __post_init__(self) -> None:
-        # own prefill and queue wait tabulated once on a load grid dense near saturation; a sweep then
-        # reads them by interpolation
-        self._rho = np.concatenate(([0.0], (1.0 - np.logspace(-6, 0, 600))[::-1][1:]))
+        # batch size, own prefill and waits tabulated once on a load grid dense near saturation; a
+        # sweep then reads them by interpolation
+        rho = np.concatenate(([0.0], (1.0 - np.logspace(-6, 0, 600))[::-1][1:]))
+        lam = rho * self.mu
         one = min(self.isl, self.budget)
-        tokens = np.maximum(one, self._rho * self.slots * one)
-        it = self.im.round_ms(
-            tokens, 0.0, self.isl, self.isl, np.full(self._rho.shape, self.micro_batches)
-        )
-        self._it = it
-        self._own = self.chunks * it
-        self._wait = _mdc(self._rho, float(self.slots), self.chunks * self.full_ms)
+        m = np.full(rho.shape, self.micro_batches)
+
+        def batch_ms(k: np.ndarray) -> np.ndarray:  # k prompts (continuous), all their chunks
+            return self.chunks * self.im.round_ms(k * one, 0.0, self.isl, self.isl, m)
+
+        # gated batches: the prompts that arrive while a batch runs form the next one, k = λ·T(k)
+        k = np.ones_like(rho)
+        for _ in range(30):
+            k = np.clip(lam * batch_ms(k), 1.0, float(self.slots))
+        t = batch_ms(k)
+        busy = np.minimum(1.0, lam * t / k)
+        self._rho = rho
+        self._k = k
+        self._own = t
+        # a Poisson arrival finds the worker busy with probability `busy` and waits half a batch;
+        # near saturation prompts also queue beyond one batch (M/D/c, c = prompts per batch)
+        self._residual = busy * 0.5 * t
+        self._wait = _mdc(rho, float(self.slots), self.chunks * self.full_ms)
 
     def times(
-        self, lam: np.ndarray, poisson: bool = True
+        self, lam: np.ndarray, arrival_scv: float = 1.0
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(own prefill ms, queue wait ms, iteration ms) at ``lam`` requests per ms per worker."""
+        """(own prefill ms, queue wait ms, prompts per batch) at ``lam`` requests per ms per worker.
+
+        Own prefill = the batch the prompt runs in (``k`` prompts, ``k = λ·T(k)`` between one and the
+        prompts an iteration holds). The wait is the larger of half a batch when the worker is busy
+        on arrival and the M/D/c wait near saturation, scaled by the squared coefficient of variation
+        of the worker's arrivals (Kingman): 1 for Poisson arrivals at one worker, ``1/x`` when a
+        round-robin router spreads them over ``x`` workers, 0 for evenly spaced arrivals."""
         lam = np.atleast_1d(np.asarray(lam, dtype=float))
         rho = np.clip(lam / self.mu, 0.0, self._rho[-1])
-        it = np.interp(rho, self._rho, self._it)
         own = np.interp(rho, self._rho, self._own)
-        if not poisson:
-            return own, np.zeros_like(rho), it
-        return own + 0.5 * it, np.interp(rho, self._rho, self._wait), it
+        k = np.interp(rho, self._rho, self._k)
+        wait = np.maximum(
+            np.interp(rho, self._rho, self._residual), np.interp(rho, self._rho, self._wait)
+        )
+        return own, arrival_scv * wait, k
 
 
 @dataclass
@@ -153,7 +175,7 @@ class ServeState:
 
     rate: np.ndarray
     ttft: np.ndarray
-    prefill_ms: np.ndarray  # own prefill (+ half an iteration for a random arrival)
+    prefill_ms: np.ndarray  # the prefill batch the prompt runs in
     queue_ms: np.ndarray  # prefill queue + users waiting beyond saturation
     tpot: np.ndarray
     e2e: np.ndarray
@@ -200,7 +222,8 @@ def serve(
     """
     cap, limiter = capacity(pf, dc, x, y, transfer_ms)
     grid = cap * np.concatenate(([1e-9], _U))
-    own, wait, _ = pf.times(grid / x, poisson)
+    scv = 1.0 / x if poisson else 0.0  # round-robin over x workers: Erlang-x gaps at each
+    own, wait, _ = pf.times(grid / x, scv)
     d, tpot = dc.at(grid / y)
     ttft = own + wait + transfer_ms
     e2e = ttft + dc.decode_iters * tpot
@@ -215,7 +238,7 @@ def serve(
         r = np.interp(n_users, held, grid)
         sat = n_users > held[-1]
         extra = np.where(sat, (n_users - held[-1]) / grid[-1], 0.0)
-    own_r, wait_r, _ = pf.times(r / x, poisson)
+    own_r, wait_r, _ = pf.times(r / x, scv)
     d_r, tpot_r = dc.at(r / y)
     queue = wait_r + extra
     ttft_r = own_r + queue + transfer_ms

@@ -78,7 +78,7 @@ class DisaggResult:
     ttft_ms: float
     tpot_ms: float
     request_latency_ms: float
-    prefill_ms: float  # own prefill (+ half an iteration for a random arrival)
+    prefill_ms: float  # the prefill batch the prompt runs in
     queue_ms: float
     request_rate_per_s: float
     saturation_rate_per_s: float

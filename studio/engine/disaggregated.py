@@ -322,6 +322,43 @@ def evaluate_disaggregated(
         A pool larger than the GPUs it may use, an unknown GPU type, a worker whose weights do not
         fit, or a decode worker whose KV cache cannot hold one sequence — naming the field.
     """
+    costed = cost_pools(project, mode, calibration=calibration, constants=constants)
+    return assemble(
+        project,
+        costed.mode,
+        costed.topo,
+        costed.prefill,
+        costed.decode,
+        costed.transfer,
+        costed.prefill_placement,
+        costed.decode_placement,
+        costed.calibration,
+    )
+
+
+@dataclass
+class CostedPools:
+    """Both pools of a serving mode placed and costed (what :func:`assemble` and the request
+    simulation start from)."""
+
+    mode: ServingMode
+    topo: Topology
+    prefill: Worker
+    decode: Worker
+    transfer: KvTransfer
+    prefill_placement: tuple[str, ...]
+    decode_placement: tuple[str, ...]
+    calibration: CalibrationProfile | None
+
+
+def cost_pools(
+    project: Project,
+    mode: ServingMode | None = None,
+    *,
+    calibration: CalibrationProfile | None = None,
+    constants: Constants | None = None,
+) -> CostedPools:
+    """Place and cost both pools (see :func:`evaluate_disaggregated` for what is refused)."""
     mode = project.serving_mode if mode is None else mode
     prefill_pl, decode_pl = place_pools(project, mode)
     assert mode.prefill is not None and mode.decode is not None
@@ -335,7 +372,7 @@ def evaluate_disaggregated(
     pw = prefill_worker(project, mode.prefill, plc, c, "serving_mode.prefill")
     dw = decode_worker(project, mode.decode, dlc, c, "serving_mode.decode")
     transfer = pools_transfer(project, topo, plc, dlc)
-    return assemble(project, mode, topo, pw, dw, transfer, prefill_pl, decode_pl, cal)
+    return CostedPools(mode, topo, pw, dw, transfer, prefill_pl, decode_pl, cal)
 
 
 def assemble(
@@ -479,8 +516,9 @@ def _balance(
 _ASSUMPTIONS = (
     "prefill workers run prompt-only iterations of up to the token budget; decode workers run decode-only "
     "iterations (no prefill interference)",
-    "TTFT = prefill queue (M/D/c, c = prompts per iteration) + the prompt's own iterations + the KV transfer; the "
-    "transfer starts when the prefill ends (no layer-by-layer overlap)",
+    "TTFT = prefill wait (half a batch when the worker is busy, or the M/D/c wait near saturation, scaled by the "
+    "arrivals' variability at a worker) + the batch the prompt runs in + the KV transfer; the transfer starts when "
+    "the prefill ends (no layer-by-layer overlap)",
     "KV transfer: each decode rank pulls its layers' and heads' share from the prefill ranks holding them, all flows "
     "at once, links shared equally by the flows crossing them; no software overhead beyond the link latencies",
     "throughput = the request rate both pools sustain at the load × OSL; a prefill worker sends one request's KV at a "
@@ -525,14 +563,14 @@ def _explain(
                     "queue",
                     res.queue_ms,
                     "ms",
-                    "M/D/c wait before a prefill iteration takes the prompt",
+                    "until a prefill batch takes the prompt (half a batch, or M/D/c near saturation)",
                 ),
                 Term(
                     "prefill",
                     res.prefill_ms,
                     "ms",
-                    f"{pf.chunks} iteration(s) on a {res.prefill.pool.worker_label()} "
-                    "worker, + half an iteration for a random arrival",
+                    f"a batch of the prompts that arrived meanwhile, {pf.chunks} iteration(s) on a "
+                    f"{res.prefill.pool.worker_label()} worker",
                 ),
                 Term("KV transfer", t.time_ms, "ms", t.describe()),
             ),

@@ -226,3 +226,35 @@ def test_unknown_gpu_type_and_shared_gpus_are_refused():
             prefill=PoolLayout(placement=("n0/gpu0",)),
             decode=PoolLayout(placement=("n0/gpu0",)),
         )
+
+
+# ----------------------------------------------------------------------------- request simulation
+def test_simulated_ttft_agrees_with_the_closed_form_and_has_a_tail():
+    from studio.engine.disagg_simulate import simulate_disaggregated
+
+    p = _h200(2)
+    mode = parse_pools("2P:tp4,1D:tp8")
+    cap = evaluate_disaggregated(p, mode).saturation_rate_per_s
+    means = []
+    for f in (0.3, 0.6, 0.85):
+        wl = WL.replace(load=Load(mode="rate", rate_per_s=f * cap, num_requests=3000))
+        q = p.replace(workload=wl)
+        closed = evaluate_disaggregated(q, mode)
+        sim = simulate_disaggregated(q, f * cap, mode)
+        assert sim.requests == 3000
+        assert sim.ttft.mean == pytest.approx(closed.ttft_ms, rel=0.3)
+        assert sim.ttft.p50 <= sim.ttft.p99
+        assert sim.tpot_ms == pytest.approx(closed.tpot_ms, rel=1e-6)
+        means.append(sim.ttft.mean)
+    assert means == sorted(means)
+
+
+def test_a_full_decode_pool_makes_requests_wait_for_a_slot():
+    from studio.engine.disagg_simulate import simulate_disaggregated
+
+    p = _h200(2).replace(workload=WL.replace(batch=2))  # two sequences per decode worker
+    mode = parse_pools("3P:tp4,1D:tp4")
+    cap = evaluate_disaggregated(p, mode).saturation_rate_per_s
+    sim = simulate_disaggregated(p, 3 * cap, mode, num_requests=400)
+    assert sim.decode_wait.p99 > 0
+    assert sim.ttft.p99 > sim.decode_wait.p99
