@@ -367,6 +367,108 @@ def disagg_sweep_json(sw, top: int, agg_best: float | None) -> dict:  # noqa: AN
     }
 
 
+def check_disagg_slo(project: Project, sw, target_ms: float, rate: float, check: int) -> dict:  # noqa: ANN001
+    """``sweep --disagg --ttft-p99 MS --at-rate R``: the disaggregated rows in ranking order, one per
+    pool split (at its best-ranked decode batch), served at R requests/s — the closed form screens (saturated, or mean TTFT
+    already above the target), the first ``check`` survivors are simulated request by request
+    (:func:`studio.engine.disagg_simulate.simulate_disaggregated`) and their p99 TTFT decides."""
+    from studio.commands.sweep_slo import MAX_SCREENED
+    from studio.core.workload import Load
+    from studio.engine.disagg_simulate import simulate_disaggregated
+    from studio.engine.disaggregated import evaluate_disaggregated
+
+    load = project.workload.load
+    at = Load(
+        mode="rate",
+        rate_per_s=rate,
+        arrival=load.arrival if load.mode == "rate" else "poisson",
+        num_requests=load.num_requests,
+        seed=load.seed,
+    )
+    seen: set[str] = set()
+    checked: list[dict] = []
+    simulated = 0
+    for row in sw.rows:
+        key = row.mode.spec()  # its best-ranked decode batch
+        if key in seen:
+            continue
+        seen.add(key)
+        if len(seen) > MAX_SCREENED or simulated >= check:
+            break
+        p = project.replace(workload=project.workload.replace(batch=row.batch, load=at))
+        res = evaluate_disaggregated(p, row.mode)
+        entry = {
+            "pools": row.label,
+            "spec": row.mode.spec(),
+            "batch": row.batch,
+            "saturation_rate_per_s": res.saturation_rate_per_s,
+            "ttft_mean_ms": res.ttft_ms,
+            "ttft_p50_ms": None,
+            "ttft_p99_ms": None,
+            "tpot_ms": res.tpot_ms,
+            "meets": False,
+        }
+        if res.saturated:
+            entry["verdict"] = (
+                f"saturated (saturation {res.saturation_rate_per_s:.3g} req/s, the {res.limited_by})"
+            )
+        elif res.ttft_ms > target_ms:
+            entry["verdict"] = f"mean TTFT {res.ttft_ms:,.0f} ms already above the target"
+        else:
+            sim = simulate_disaggregated(p, rate, row.mode, poisson=at.arrival == "poisson")
+            simulated += 1
+            entry.update(
+                ttft_p50_ms=sim.ttft.p50, ttft_p99_ms=sim.ttft.p99, meets=sim.ttft.p99 <= target_ms
+            )
+            entry["verdict"] = (
+                "meets" if entry["meets"] else f"p99 TTFT {sim.ttft.p99:,.0f} ms misses"
+            )
+        checked.append(entry)
+    best = next((i for i, e in enumerate(checked) if e["meets"]), None)
+    return {
+        "ttft_p99_ms": target_ms,
+        "rate_per_s": rate,
+        "requests": at.num_requests,
+        "checked": checked,
+        "best": best,
+    }
+
+
+def format_disagg_slo(slo: dict) -> str:
+    """The disaggregated SLO section of the readable sweep."""
+    head = (
+        f"SLO, disaggregated: p99 TTFT ≤ {fmt(slo['ttft_p99_ms'])} ms at {slo['rate_per_s']:g} req/s "
+        f"(closed form screens, {slo['requests']:,} simulated requests check)"
+    )
+    rows = [
+        [
+            e["pools"],
+            fmt(e["batch"]),
+            fmt(e["saturation_rate_per_s"]),
+            fmt(e["ttft_mean_ms"]),
+            fmt(e["ttft_p99_ms"]),
+            fmt(e["tpot_ms"]),
+            e["verdict"],
+        ]
+        for e in slo["checked"]
+    ]
+    table = format_table(
+        ["pools", "batch", "sat. req/s", "TTFT mean", "TTFT p99", "TPOT", "verdict"],
+        rows,
+        right={1, 2, 3, 4, 5},
+    )
+    best = slo["best"]
+    if best is None:
+        tail = "Best disaggregated meeting the SLO: none of the pools checked"
+    else:
+        e = slo["checked"][best]
+        tail = (
+            f"Best disaggregated meeting the SLO: {e['pools']}, batch {e['batch']} "
+            f"(p99 TTFT {fmt(e['ttft_p99_ms'])} ms)"
+        )
+    return "\n\n".join([head, table, tail])
+
+
 def best_aggregated_per_gpu(result) -> float | None:  # noqa: ANN001 - SweepResult
     """Tokens/s per GPU of the aggregated sweep's recommended row (None when none is recommended)."""
     if result.recommended is None:

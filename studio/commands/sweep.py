@@ -82,6 +82,11 @@ def run(args: argparse.Namespace) -> int:
     if args.csv:
         write_csv(result, Path(args.csv))
     disagg = _disagg(args, project, result)
+    disagg_slo = None
+    if disagg is not None and at_rate is not None:
+        from studio.commands.disagg_args import check_disagg_slo
+
+        disagg_slo = check_disagg_slo(project, disagg, args.ttft_p99, at_rate, args.slo_check)
     if args.json:
         data = sweep_json(result, rows, args.objective)
         if slo is not None:
@@ -90,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
             from studio.commands.disagg_args import best_aggregated_per_gpu, disagg_sweep_json
 
             data["disaggregated"] = disagg_sweep_json(disagg, args.top, best_aggregated_per_gpu(result))
+            if disagg_slo is not None:
+                data["disaggregated"]["slo"] = disagg_slo
         print_json(data)
     else:
         print(format_sweep(project, result, rows, args.objective))
@@ -104,6 +111,10 @@ def run(args: argparse.Namespace) -> int:
             from studio.commands.disagg_args import best_aggregated_per_gpu, disagg_sweep_section
 
             print("\n" + disagg_sweep_section(project, disagg, best_aggregated_per_gpu(result), args.top))
+            if disagg_slo is not None:
+                from studio.commands.disagg_args import format_disagg_slo
+
+                print("\n" + format_disagg_slo(disagg_slo))
         if args.csv:
             print(f"\nwrote {result.candidates} rows to {args.csv}")
     return 0
