@@ -108,3 +108,44 @@ def test_sweep_disagg_ranks_disaggregated_candidates_next_to_aggregated(cli):
     assert data["best"] == 0 and data["candidates"][0]["meets_targets"]
     assert data["candidates"][0]["why"].startswith("disaggregated ")
     assert data["vs_best_aggregated"] > 0
+
+
+def test_sweep_disagg_checks_a_p99_ttft_slo_by_simulation(cli):
+    args = (
+        "sweep",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h200-sxm",
+        "--nodes",
+        "1",
+        "--isl",
+        "2048",
+        "--osl",
+        "256",
+        "--tpot-ms",
+        "30",
+        "--disagg",
+        "--top",
+        "3",
+        "--ttft-p99",
+        "400",
+        "--at-rate",
+        "20",
+        "--slo-check",
+        "2",
+        "--num-requests",
+        "300",
+        "--json",
+    )
+    r = cli(*args)
+    assert r.code == 0, r.err
+    slo = r.json()["disaggregated"]["slo"]
+    assert slo["rate_per_s"] == 20 and slo["requests"] == 300
+    simulated = [e for e in slo["checked"] if e["ttft_p99_ms"] is not None]
+    assert 1 <= len(simulated) <= 2
+    for e in simulated:
+        assert e["meets"] == (e["ttft_p99_ms"] <= 400) and e["ttft_p50_ms"] <= e["ttft_p99_ms"]
+    assert len({e["spec"] for e in slo["checked"]}) == len(slo["checked"])
+    if slo["best"] is not None:
+        assert slo["checked"][slo["best"]]["meets"]
