@@ -20,7 +20,7 @@ from studio.core.builders import build_cluster
 from studio.core.layout import Layout
 from studio.core.precision import DType
 from studio.core.project import Project
-from studio.core.workload import Load, ServingConfig, Workload
+from studio.core.workload import Load, ServingConfig, SpeculativeConfig, Workload
 from studio.engine import evaluate
 from studio.engine.constants import Constants
 from studio.engine.serving import simulate_plan
@@ -53,14 +53,29 @@ def _group(rec: dict[str, Any]) -> str:
         return "azure-guide"
     if rec["id"].startswith("amd-"):
         return "amd-405b-reference"
+    if rec.get("group"):  # the single-user runs of speculative-points.json
+        return str(rec["group"])
     if fw in ("trtllm-0.19", "trtllm-0.20"):
         return "trtllm-0.19/0.20"  # the two web perf-overview tables (B200 FP4), 9 points together
     return fw
 
 
+def _batch_one(rec: dict[str, Any]) -> dict[str, Any]:
+    """A record of ``speculative-points.json`` (one user, with or without a drafter) in the corpus's
+    own form, so the fit sees single-sequence decoding of dense and MoE models."""
+    out = dict(rec)
+    group = "sglang-docs-batch1" if rec["framework"] == "sglang" else "trtllm-deepseek-blog-batch1"
+    out.update(group=group, pp=1, dp=1, gpus_per_node=8, concurrency_or_qps=int(rec["concurrency"]), batch=1,
+               extra={"num_requests": 16, "max_batch": int(rec["concurrency"])})
+    return out
+
+
 def load_points(path: Path | None = None) -> list[Point]:
-    """Every record of the corpus as a :class:`Point`."""
+    """Every record of the corpus as a :class:`Point` (with the single-user runs of
+    ``speculative-points.json`` when the default corpus is read)."""
     recs = json.loads((path or HERE / "calibration-points.json").read_text(encoding="utf-8"))
+    if path is None:
+        recs += [_batch_one(r) for r in json.loads((HERE / "speculative-points.json").read_text(encoding="utf-8"))]
     return [
         Point(id=r["id"], group=_group(r), gpu=r["gpu"], model=r["model"], precision=r["weight_dtype"],
               metric=r["metric"], measured=float(r["measured"]), record=r)
@@ -97,6 +112,7 @@ def _trtllm_bench(rec: dict[str, Any]) -> bool:
 def project_for(p: Point) -> tuple[Project, Layout]:
     """The project and layout a point describes."""
     r = p.record
+    fw = r["framework"]
     cat = load_catalog()
     cluster = _cluster(r["gpu"], int(r["gpus"]), int(r.get("gpus_per_node") or 8))
     extra = r.get("extra") or {}
@@ -132,8 +148,9 @@ def project_for(p: Point) -> tuple[Project, Layout]:
     sv = ServingConfig(
         weight_dtype=r["weight_dtype"], kv_dtype=r["kv_dtype"] if r["kv_dtype"] in ("fp8", "bf16", "fp16") else "fp8",
         gpu_memory_utilization=float(extra.get("kv_cache_free_gpu_mem_fraction", extra.get("gpu_memory_utilization", 0.9))),
-        runtime="vllm" if r["framework"].startswith("vllm") else "trtllm",
+        runtime="vllm" if r["framework"].startswith("vllm") else "sglang" if fw == "sglang" else "trtllm",
         max_num_batched_tokens=extra.get("max_num_batched_tokens"),
+        speculative=SpeculativeConfig(**r["speculative"]) if r.get("speculative") else None,
     )
     proj = Project(cluster=cluster, model=model, workload=wl, serving=sv,
                    layout=Layout(tp=int(r["tp"]), pp=int(r["pp"])))

@@ -435,6 +435,7 @@ def project_from_args(args: argparse.Namespace) -> Project:
             layout=layout,
             pinned=base.pinned if not (cluster_changed or model_changed) else (),
             calibrations=base.calibrations,
+            serving_mode=base.serving_mode,
         )
     except ValidationError as exc:
         from studio.io.project_file import validation_message

@@ -36,6 +36,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "rules (and its own argument classes when the engine is installed); with CONFIG, "
                    "check that engine config file (e.g. an edited vllm-serve.yaml). Exit 0 when it "
                    "passes, 2 when the engine would refuse it")
+    from studio.commands.disagg_args import add_disagg_args
+
+    add_disagg_args(p)
     p.set_defaults(func=run)
 
 
@@ -50,6 +53,13 @@ def run(args: argparse.Namespace) -> int:
     hosts = None
     if args.hosts is not None:
         hosts = [h.strip() for h in args.hosts.split(",")]
+    from studio.commands.disagg_args import serving_mode
+
+    mode = serving_mode(args, project)
+    if mode.disaggregated:
+        from studio.commands.disagg_args import run_export
+
+        return run_export(args, project.replace(serving_mode=mode), hosts)
     plan = evaluate(project)
     bundle = export_plan(project, plan, engine=args.engine, fmt=args.fmt,
                          model_path=args.model_path, hosts=hosts)

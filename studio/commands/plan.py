@@ -26,6 +26,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_project_args(p, layout=True)
     add_load_args(p)
+    from studio.commands.disagg_args import add_disagg_args
+
+    add_disagg_args(p)
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object (the scripting contract)")
     out.add_argument("--explain", action="store_true", help="also print the breakdown of every figure")
@@ -35,6 +38,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Build the project, evaluate it, print the result."""
     project = project_from_args(args)
+    from studio.commands.disagg_args import serving_mode
+
+    mode = serving_mode(args, project)
+    if mode.disaggregated:
+        return _run_disagg(args, project.replace(serving_mode=mode))
     from studio.engine import evaluate
 
     plan = evaluate(project)
@@ -50,6 +58,22 @@ def run(args: argparse.Namespace) -> int:
         print_json(data)
     else:
         print(format_plan(project, plan, explain=args.explain, model_note=model_size_note(args, project)))
+    return 0
+
+
+def _run_disagg(args: argparse.Namespace, project: Project) -> int:
+    """``plan --disagg``: cost the two pools and the KV transfer between them."""
+    from studio.commands.disagg_args import format_disagg
+    from studio.engine.disaggregated import evaluate_disaggregated
+
+    res = evaluate_disaggregated(project)
+    if args.json:
+        data = res.to_json()
+        if args.explain:
+            data["explanations"] = {k: explanation_json(e) for k, e in res.explanations.items()}
+        print_json(data)
+    else:
+        print(format_disagg(project, res, explain=args.explain))
     return 0
 
 

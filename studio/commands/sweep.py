@@ -55,6 +55,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from studio.commands.sweep_slo import add_slo_args
 
     add_slo_args(p)
+    from studio.commands.disagg_args import add_disagg_args
+
+    add_disagg_args(p, sweep=True)
     p.set_defaults(func=run)
 
 
@@ -78,10 +81,22 @@ def run(args: argparse.Namespace) -> int:
     slo = check_slo(project, result, targets, simulate=args.slo_check) if targets is not None else None
     if args.csv:
         write_csv(result, Path(args.csv))
+    disagg = _disagg(args, project, result)
+    disagg_slo = None
+    if disagg is not None and targets is not None and targets.ttft_p99_ms is not None:
+        from studio.commands.disagg_args import check_disagg_slo
+
+        disagg_slo = check_disagg_slo(project, disagg, targets.ttft_p99_ms, targets.rate_per_s, args.slo_check)
     if args.json:
         data = sweep_json(result, rows, args.objective)
         if slo is not None:
             data["slo"] = slo.to_json()
+        if disagg is not None:
+            from studio.commands.disagg_args import best_aggregated_per_gpu, disagg_sweep_json
+
+            data["disaggregated"] = disagg_sweep_json(disagg, args.top, best_aggregated_per_gpu(result))
+            if disagg_slo is not None:
+                data["disaggregated"]["slo"] = disagg_slo
         print_json(data)
     else:
         print(format_sweep(project, result, rows, args.objective))
@@ -92,9 +107,26 @@ def run(args: argparse.Namespace) -> int:
             print("\n" + at_load)
         if slo is not None:
             print("\n" + format_slo(slo))
+        if disagg is not None:
+            from studio.commands.disagg_args import best_aggregated_per_gpu, disagg_sweep_section
+
+            print("\n" + disagg_sweep_section(project, disagg, best_aggregated_per_gpu(result), args.top))
+            if disagg_slo is not None:
+                from studio.commands.disagg_args import format_disagg_slo
+
+                print("\n" + format_disagg_slo(disagg_slo))
         if args.csv:
             print(f"\nwrote {result.candidates} rows to {args.csv}")
     return 0
+
+
+def _disagg(args: argparse.Namespace, project, result):  # noqa: ANN001, ANN202
+    """``--disagg``: the disaggregated candidates under the same targets and objective, or None."""
+    if not getattr(args, "disagg", False):
+        return None
+    from studio.engine.disagg_sweep import sweep_disaggregated
+
+    return sweep_disaggregated(project, objective=args.objective, ttft_ms=result.ttft_ms, tpot_ms=result.tpot_ms)
 
 
 def _check_writable(path: Path) -> None:

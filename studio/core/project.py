@@ -18,6 +18,7 @@ from studio.core.base import Frozen
 from studio.core.errors import StudioError
 from studio.core.hardware import Cluster
 from studio.core.layout import Layout
+from studio.core.serving_mode import ServingMode
 from studio.core.workload import ServingConfig, Workload
 
 SCHEMA_VERSION = 2
@@ -92,7 +93,21 @@ class Project(Frozen):
     pinned: tuple[Layout, ...] = Field((), description="alternatives kept for comparison")
     explorer: ExplorerSettings = ExplorerSettings()
     calibrations: dict[str, CalibrationProfile] = Field(default_factory=dict)
+    serving_mode: ServingMode = Field(
+        default_factory=ServingMode, description="aggregated, or disaggregated prefill/decode pools"
+    )
 
+    @model_serializer(mode="wrap")
+    def _omit_default_serving_mode(self, handler):  # noqa: ANN001, ANN202 - pydantic API
+        """A project served the default way (aggregated) is written without ``serving_mode``, so
+        files of projects that never used disaggregated serving stay as they were."""
+        data = handler(self)
+        if isinstance(data, dict) and self.serving_mode == _AGGREGATED:
+            data.pop("serving_mode", None)
+        return data
+
+
+_AGGREGATED = ServingMode()
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 

@@ -91,6 +91,10 @@ class MainWindow(QMainWindow):
         # each tab scrolls rather than forcing its height on the window (fits a 1366×768 screen)
         setup.addTab(_scrolled(self.model_panel), "Model && workload")
         setup.addTab(_scrolled(self.layout_panel), "Layout")
+        from studio.gui.panels.serving_mode_panel import ServingModePanel
+
+        self.serving_mode_panel = ServingModePanel(doc)
+        setup.addTab(_scrolled(self.serving_mode_panel), "Serving mode")
         self.setup_tabs = setup
         self.add_dock(setup, Qt.DockWidgetArea.LeftDockWidgetArea, "Plan")
         self.add_dock(self.metrics, Qt.DockWidgetArea.RightDockWidgetArea, "Live metrics")

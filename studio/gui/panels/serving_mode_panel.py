@@ -1,0 +1,212 @@
+"""Serving-mode panel: aggregated, or disaggregated prefill/decode pools (``--disagg`` syntax), each
+edit one undo step; shows both pools, the KV transfer between them and the balance, costed off the
+GUI thread with :func:`studio.engine.disaggregated.evaluate_disaggregated`."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTextBrowser,
+    QWidget,
+)
+
+from studio.core.errors import StudioError
+from studio.core.project import Project
+from studio.core.serving_mode import SPEC_HELP, ServingMode, parse_pools
+from studio.gui.document import ProjectDocument
+from studio.gui.worker import ScheduledWork, evaluate_work
+
+BACKENDS = ("nixl", "mooncake", "ucx")
+
+
+def _evaluate(project: Project) -> object:
+    from studio.engine.disaggregated import evaluate_disaggregated
+
+    return evaluate_disaggregated(project)
+
+
+def summary_text(res) -> str:  # noqa: ANN001 - DisaggResult
+    """Plain-text lines for the panel: both pools, the transfer, latency, throughput, balance."""
+    p, d, t = res.prefill, res.decode, res.transfer
+    lines = [
+        f"{res.label} — {res.gpus} GPUs"
+        + (f" ({res.unused_gpus} unused)" if res.unused_gpus else ""),
+        f"Prefill pool {p.label} on {', '.join(p.gpu_types)}: {p.capacity_rps:.3g} req/s at saturation, "
+        f"{p.utilisation:.0%} busy",
+        f"Decode pool {d.label} on {', '.join(d.gpu_types)}: {d.capacity_rps:.3g} req/s, {d.utilisation:.0%} busy, "
+        f"{d.batch:.3g} sequences per worker",
+        f"KV transfer: {t.bytes_per_request / 2**20:,.1f} MiB per request, {t.time_ms:.3g} ms over "
+        f"{t.bottleneck_name or 'the same GPU'} ({t.src_gpu} → {t.dst_gpu})",
+        f"TTFT {res.ttft_ms:,.1f} ms = queue {res.queue_ms:,.1f} + prefill {res.prefill_ms:,.1f} + transfer "
+        f"{t.time_ms:.3g}",
+        f"TPOT {res.tpot_ms:.3g} ms (no prefill interference)",
+        f"Throughput {res.output_tokens_per_s:,.0f} tok/s, {res.output_tokens_per_s_per_gpu:,.1f} per GPU; "
+        f"limited by the {res.limited_by} at {res.saturation_rate_per_s:.3g} req/s",
+        res.balance.describe(p.pool.workers, d.pool.workers),
+    ]
+    if res.load_note:
+        lines.append(res.load_note)
+    return "\n".join(lines)
+
+
+class ServingModePanel(QWidget):
+    """Edits ``project.serving_mode`` and shows the disaggregated plan."""
+
+    #: Emitted when a disaggregated plan (or its error) is shown: (text, is_error).
+    shown = Signal(str, bool)
+
+    def __init__(
+        self, doc: ProjectDocument, parent: QWidget | None = None, threaded: bool = True
+    ) -> None:
+        super().__init__(parent)
+        self.doc = doc
+        self._project = doc.project
+        self.jobs = ScheduledWork(evaluate_work(_evaluate), lambda: self._project, threaded=threaded,
+                                  name="the disaggregated plan", parent=self)
+        self.jobs.responded.connect(lambda r: None if r.cancelled else self._show(r.result, r.revision, r.error))
+        self._updating = False
+        form = QFormLayout(self)
+        self.mode = QComboBox()
+        self.mode.addItem("Aggregated (one pool)", "aggregated")
+        self.mode.addItem("Disaggregated prefill / decode", "disaggregated")
+        self.mode.setToolTip(
+            "Aggregated: every replica prefills and decodes. Disaggregated: a prefill pool "
+            "and a decode pool, the KV cache moving between them"
+        )
+        self.mode.activated.connect(self._mode_chosen)
+        form.addRow("Serving", self.mode)
+        self.spec = QLineEdit()
+        self.spec.setPlaceholderText("2P:tp4,1D:tp8")
+        self.spec.setToolTip(SPEC_HELP)
+        self.spec.editingFinished.connect(self._spec_edited)
+        form.addRow("Pools", self.spec)
+        self.backend = QComboBox()
+        for b in BACKENDS:
+            self.backend.addItem(b, b)
+        self.backend.setToolTip("KV-transfer library the exports configure")
+        self.backend.activated.connect(self._backend_chosen)
+        form.addRow("KV transfer", self.backend)
+        self.balance = QPushButton("Balance the pools")
+        self.balance.setToolTip(
+            "Apply the prefill:decode worker split with the most tokens/s per GPU (one undo step)"
+        )
+        self.balance.clicked.connect(self.apply_balance)
+        form.addRow(self.balance)
+        self.view = QTextBrowser()
+        self.view.setMinimumHeight(140)
+        form.addRow(self.view)
+        self.hint = QLabel("")
+        self.hint.setObjectName("hint")
+        self.hint.setWordWrap(True)
+        form.addRow(self.hint)
+        self._result = None
+        self.refresh(doc.project)
+        doc.projectChanged.connect(lambda p, _k: self.refresh(p))
+
+    # ------------------------------------------------------------------ state
+    def refresh(self, p: Project) -> None:
+        """Show ``p``'s serving mode and cost it when disaggregated."""
+        self._updating = True
+        try:
+            m = p.serving_mode
+            self.mode.setCurrentIndex(self.mode.findData(m.mode))
+            self.spec.setEnabled(m.disaggregated)
+            self.backend.setEnabled(m.disaggregated)
+            self.balance.setEnabled(m.disaggregated)
+            self.spec.setText(m.spec() if m.disaggregated else "")
+            self.backend.setCurrentIndex(self.backend.findData(m.transfer_backend))
+        finally:
+            self._updating = False
+        self._project = p
+        if not m.disaggregated:
+            self.jobs.stop()
+            self._result = None
+            self.view.setPlainText(
+                "One pool: every replica prefills and decodes (see Live metrics)."
+            )
+            return
+        self.jobs.start()
+
+    def _show(self, result, revision: int, error: str) -> None:  # noqa: ANN001
+        if revision != self.jobs.revision:
+            return  # an older project (the scheduler drops those already)
+        self._result = result
+        text = error if result is None else summary_text(result)
+        self.view.setPlainText(text)
+        self.shown.emit(text, result is None)
+
+    @property
+    def result(self):  # noqa: ANN201 - DisaggResult or None
+        return self._result
+
+    # ------------------------------------------------------------------ edits
+    def _set(self, text: str, fn) -> bool:  # noqa: ANN001
+        return self.doc.edit(text, "serving", lambda p: p.replace(serving_mode=fn(p.serving_mode)))
+
+    def _mode_chosen(self) -> None:
+        if self._updating:
+            return
+        want = self.mode.currentData()
+        cur = self.doc.project.serving_mode
+        if want == cur.mode:
+            return
+        if want == "aggregated":
+            self._set(
+                "Serving: aggregated", lambda m: ServingMode(transfer_backend=m.transfer_backend)
+            )
+            return
+        spec = self.spec.text().strip() or self._default_spec()
+        self.set_spec(spec)
+
+    def _default_spec(self) -> str:
+        """One prefill and one decode worker of the current layout's TP (a start the user edits)."""
+        tp = self.doc.project.layout.tp
+        return f"1P:tp{tp},1D:tp{tp}"
+
+    def _spec_edited(self) -> None:
+        if self._updating or not self.spec.isEnabled():
+            return
+        text = self.spec.text().strip()
+        if text and text != self.doc.project.serving_mode.spec():
+            self.set_spec(text)
+
+    def set_spec(self, text: str) -> bool:
+        """Apply a ``--disagg`` spec as one undo step (a bad spec is reported, nothing changes)."""
+        try:
+            new = parse_pools(text, "Pools")
+        except StudioError as exc:
+            self.doc.message.emit(exc.message)
+            self.refresh(self.doc.project)
+            return False
+        backend = self.doc.project.serving_mode.transfer_backend
+        new = new.replace(transfer_backend=backend)
+        return self._set(f"Serving: {new.label}", lambda _m: new)
+
+    def _backend_chosen(self) -> None:
+        if self._updating:
+            return
+        b = self.backend.currentData()
+        if b != self.doc.project.serving_mode.transfer_backend:
+            self._set(f"KV transfer: {b}", lambda m: m.replace(transfer_backend=b))
+
+    def apply_balance(self) -> bool:
+        """Set the worker counts to the best split the last plan found (one undo step)."""
+        res = self._result
+        m = self.doc.project.serving_mode
+        if res is None or not m.disaggregated or m.prefill is None or m.decode is None:
+            self.doc.message.emit("Balance needs a costed disaggregated plan")
+            return False
+        x, y = res.balance.best_prefill_workers, res.balance.best_decode_workers
+        if (x, y) == (m.prefill.workers, m.decode.workers) or not x or not y:
+            self.doc.message.emit(f"{m.label} is already the best split on these GPUs")
+            return True
+        new = m.replace(
+            prefill=m.prefill.replace(workers=x, placement=None),
+            decode=m.decode.replace(workers=y, placement=None),
+        )
+        return self._set(f"Balance pools: {new.label}", lambda _m: new)

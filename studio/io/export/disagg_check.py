@@ -1,0 +1,292 @@
+"""Check a disaggregated recipe against the engines' run-time rules for prefill/decode serving.
+
+The rules (``presets/engines/rules.json`` → ``engines.<engine>.disaggregated``, each with the engine
+source it was read from) that make a disaggregated deployment refuse to start or misroute:
+
+* vLLM: ``--kv-transfer-config`` must name a ``kv_connector`` and a ``kv_role`` among
+  ``kv_producer`` / ``kv_consumer`` / ``kv_both`` (``KVTransferConfig.__post_init__`` raises); two
+  servers on one host must not share a NIXL side-channel port range (one port per TP rank); the
+  proxy's hosts and ports must pair up.
+* SGLang: ``--disaggregation-mode`` is ``prefill`` or ``decode``; the transfer backend is one SGLang
+  has; two prefill servers on one host need different bootstrap ports; the router lists every server.
+* TensorRT-LLM: ``cache_transceiver_config.backend`` is one of its backends; every url is
+  ``host:port`` and there are ``num_instances`` of them, none listed twice; context servers run
+  without the overlap scheduler; the transfer buffer holds a whole prompt.
+* All engines: two servers on one host never share a serving port or a GPU.
+"""
+
+from __future__ import annotations
+
+import json
+
+from studio.io.export.check import CheckReport, Finding
+from studio.io.export.disagg import DisaggRecipe, disagg_rules
+from studio.io.export.rules import rules_for
+
+
+def _source(engine: str, rules: dict) -> str:
+    version = rules_for(engine).version
+    commit = f" @ {rules['commit'][:9]}" if rules.get("commit") else ""
+    return f"{version}, disaggregated rules{commit}"
+
+
+def check_disaggregated(recipe: DisaggRecipe) -> CheckReport:
+    """Findings of the disaggregated rules for ``recipe`` (the engine's own classes are not run)."""
+    rules = disagg_rules(recipe.engine)
+    src = _source(recipe.engine, rules)
+    out: list[Finding] = []
+    seen_ports: dict[tuple[str, int], str] = {}
+    seen_gpus: dict[tuple[str, int], str] = {}
+    for s in recipe.servers:
+        name = f"{s.role} {s.index}"
+        other = seen_ports.get((s.node, s.port))
+        if other:
+            out.append(
+                Finding(
+                    "error",
+                    "--port",
+                    f"{name} and {other} both listen on port {s.port} of {s.host}",
+                    src,
+                )
+            )
+        seen_ports[(s.node, s.port)] = name
+        for slot in s.slots:
+            other = seen_gpus.get((s.node, slot))
+            if other:
+                out.append(
+                    Finding(
+                        "error",
+                        "CUDA_VISIBLE_DEVICES",
+                        f"{name} and {other} both use GPU {slot} of {s.host}",
+                        src,
+                    )
+                )
+            seen_gpus[(s.node, slot)] = name
+    check = {"vllm": _vllm, "sglang": _sglang, "trtllm": _trtllm}[recipe.engine]
+    out += check(recipe, rules, src)
+    return CheckReport(
+        engine=recipe.engine,
+        findings=tuple(out),
+        engine_checked=None,
+        engine_missing="disaggregated recipes are checked against the rules only",
+    )
+
+
+def _vllm(r: DisaggRecipe, rules: dict, src: str) -> list[Finding]:
+    out: list[Finding] = []
+    flag = rules["flag"]
+    ranges: dict[str, list[tuple[int, int, str]]] = {}
+    for s in r.servers:
+        name = f"{s.role} {s.index}"
+        try:
+            cfg = json.loads(str(s.args.get(flag, "")))
+        except json.JSONDecodeError:
+            out.append(Finding("error", flag, f"{name}: not a JSON object", src))
+            continue
+        if not isinstance(cfg, dict) or not cfg.get("kv_connector"):
+            out.append(
+                Finding(
+                    "error",
+                    flag,
+                    f"{name}: no kv_connector, so the server does not transfer KV",
+                    src,
+                )
+            )
+            continue
+        if cfg.get("kv_role") not in rules["kv_roles"]:
+            out.append(
+                Finding(
+                    "error",
+                    flag,
+                    f"{name}: kv_role {cfg.get('kv_role')!r} is not one of "
+                    f"{', '.join(rules['kv_roles'])} (vLLM refuses it at start)",
+                    src,
+                )
+            )
+        elif (
+            s.role == "prefill"
+            and cfg["kv_role"] == "kv_consumer"
+            or s.role == "decode"
+            and cfg["kv_role"] == "kv_producer"
+        ):
+            out.append(
+                Finding(
+                    "error",
+                    flag,
+                    f"{name}: kv_role {cfg['kv_role']} cannot serve the {s.role} side",
+                    src,
+                )
+            )
+        if s.side_port is not None:
+            tp = int(s.args.get("--tensor-parallel-size", 1)) * int(
+                s.args.get("--pipeline-parallel-size", 1)
+            )
+            ranges.setdefault(s.node, []).append((s.side_port, s.side_port + tp, name))
+    for node, spans in ranges.items():
+        spans.sort()
+        for (a0, a1, an), (b0, _b1, bn) in zip(spans, spans[1:], strict=False):
+            if b0 < a1:
+                out.append(
+                    Finding(
+                        "error",
+                        rules["side_channel_port_env"],
+                        f"{an} (ports {a0}..{a1 - 1}) and {bn} "
+                        f"(from {b0}) share NIXL side-channel ports on node {node}",
+                        src,
+                    )
+                )
+    a = r.router
+    for side in ("prefiller", "decoder"):
+        hosts, ports = a.get(f"--{side}-hosts", []), a.get(f"--{side}-ports", [])
+        if len(hosts) != len(ports):  # type: ignore[arg-type]
+            out.append(
+                Finding(
+                    "error",
+                    f"--{side}-ports",
+                    f"{len(hosts)} hosts but {len(ports)} ports "  # type: ignore[arg-type]
+                    "(the proxy raises ValueError)",
+                    src,
+                )
+            )
+    want = {(s.host, s.port) for s in r.servers}
+    listed = set(
+        zip(a.get("--prefiller-hosts", []), a.get("--prefiller-ports", []), strict=False)
+    ) | set(  # type: ignore[arg-type]
+        zip(a.get("--decoder-hosts", []), a.get("--decoder-ports", []), strict=False)
+    )  # type: ignore[arg-type]
+    for host, port in sorted(want - listed, key=str):
+        out.append(
+            Finding(
+                "warning",
+                "proxy",
+                f"server {host}:{port} is not behind the proxy (it gets no requests)",
+                src,
+            )
+        )
+    return out
+
+
+def _sglang(r: DisaggRecipe, rules: dict, src: str) -> list[Finding]:
+    out: list[Finding] = []
+    boots: dict[tuple[str, int], str] = {}
+    for s in r.servers:
+        name = f"{s.role} {s.index}"
+        mode = s.args.get(rules["mode_flag"])
+        if mode not in ("prefill", "decode") or mode != s.role:
+            out.append(
+                Finding(
+                    "error",
+                    rules["mode_flag"],
+                    f"{name}: {mode!r}; the {s.role} server needs '{s.role}'",
+                    src,
+                )
+            )
+        backend = s.args.get(rules["backend_flag"])
+        if backend not in rules["backends"].values():
+            out.append(
+                Finding(
+                    "error",
+                    rules["backend_flag"],
+                    f"{name}: {backend!r} is not one of {', '.join(rules['backends'].values())}",
+                    src,
+                )
+            )
+        if s.role == "prefill":
+            port = int(s.args.get(rules["bootstrap_flag"], rules["bootstrap_port_default"]))  # type: ignore[arg-type]
+            other = boots.get((s.node, port))
+            if other:
+                out.append(
+                    Finding(
+                        "error",
+                        rules["bootstrap_flag"],
+                        f"{name} and {other} share bootstrap port {port} on {s.host}",
+                        src,
+                    )
+                )
+            boots[(s.node, port)] = name
+    pre = {u for u, _ in r.router.get("--prefill", [])}  # type: ignore[union-attr]
+    dec = set(r.router.get("--decode", []))  # type: ignore[arg-type]
+    from studio.io.export.safety import host_port
+
+    for s in r.servers:
+        url = f"http://{host_port(s.host, s.port)}"
+        if url not in (pre if s.role == "prefill" else dec):
+            out.append(
+                Finding(
+                    "warning",
+                    "router",
+                    f"{s.role} {s.index} ({url}) is not given to the router",
+                    src,
+                )
+            )
+    return out
+
+
+def _trtllm(r: DisaggRecipe, rules: dict, src: str) -> list[Finding]:
+    out: list[Finding] = []
+    for name in ("trtllm-prefill.yaml", "trtllm-decode.yaml"):
+        cfg = r.configs.get(name, {})
+        ctc = cfg.get("cache_transceiver_config") or {}
+        if ctc.get("backend") not in rules["allowed_backends"]:
+            out.append(
+                Finding(
+                    "error",
+                    f"{name}: cache_transceiver_config.backend",
+                    f"{ctc.get('backend')!r} is not one of {', '.join(rules['allowed_backends'])}",
+                    src,
+                )
+            )
+        buf = ctc.get("max_tokens_in_buffer")
+        if buf is not None and buf < r.isl:
+            out.append(
+                Finding(
+                    "warning",
+                    f"{name}: cache_transceiver_config.max_tokens_in_buffer",
+                    f"{buf} is below the {r.isl}-token prompts (transfers go in several rounds)",
+                    src,
+                )
+            )
+    pre = r.configs.get("trtllm-prefill.yaml", {})
+    if rules.get("context_disable_overlap_scheduler") and not pre.get("disable_overlap_scheduler"):
+        out.append(
+            Finding(
+                "error",
+                "trtllm-prefill.yaml: disable_overlap_scheduler",
+                "context servers run without the overlap scheduler",
+                src,
+            )
+        )
+    dis = r.configs.get("disagg-config.yaml", {})
+    for section in ("context_servers", "generation_servers"):
+        sec = dis.get(section) or {}
+        urls = list(sec.get("urls") or [])
+        n = sec.get("num_instances", 1)
+        if len(urls) != n:
+            out.append(
+                Finding(
+                    "error",
+                    f"disagg-config.yaml: {section}",
+                    f"{len(urls)} urls for num_instances {n} (ValueError at start)",
+                    src,
+                )
+            )
+        seen: set[str] = set()
+        for u in urls:
+            if len(str(u).split(":")) != 2:
+                out.append(
+                    Finding(
+                        "error",
+                        f"disagg-config.yaml: {section}.urls",
+                        f"{u!r} is not host:port "
+                        "(an IPv6 address cannot be written here; use a host name)",
+                        src,
+                    )
+                )
+            if u in seen:
+                out.append(
+                    Finding(
+                        "error", f"disagg-config.yaml: {section}.urls", f"{u} is listed twice", src
+                    )
+                )
+            seen.add(u)
+    return out
