@@ -20,7 +20,7 @@ from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.gui.document import ProjectDocument
-from studio.service.recommend import recommend, with_row
+from studio.service.recommend import best_row, with_row
 
 
 def valid_choices(p: Project) -> dict[str, list[int]]:
@@ -154,16 +154,16 @@ class LayoutPanel(QWidget):
             self._apply(f"Layers per stage {text}", lambda q: q.layout.replace(layers_per_stage=split))
 
     def apply_best(self) -> bool:
-        """Sweep with the project's objective and targets (the Explorer's, :mod:`studio.service.recommend`)
-        and apply the recommended layout, micro-batches and batch as one undo step."""
+        """Sweep with the project's objective, targets and percentile SLO (the Explorer's,
+        :func:`studio.service.recommend.best_row`) and apply the recommended layout, micro-batches
+        and batch as one undo step."""
         p = self.doc.project
         QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
         try:
-            result = recommend(p)
-            if result.recommended is None:
-                self.doc.message.emit("No layout meets the targets on this cluster; relax TTFT/TPOT or add GPUs")
+            result, row, why = best_row(p)
+            if row is None:
+                self.doc.message.emit(why)
                 return False
-            row = int(result.recommended)
             best, batch = result.layout(row), int(result.columns["batch"][row])
         except StudioError as exc:
             self.doc.message.emit(f"Sweep failed: {exc.message}")
