@@ -65,6 +65,7 @@ def _batch_one(rec: dict[str, Any]) -> dict[str, Any]:
     own form, so the fit sees single-sequence decoding of dense and MoE models."""
     out = dict(rec)
     group = "sglang-docs-batch1" if rec["framework"] == "sglang" else "trtllm-deepseek-blog-batch1"
+    out.setdefault("tier", "A")  # vendor / maintainer documentation (SGLang docs, NVIDIA's blog)
     out.update(group=group, pp=1, dp=1, gpus_per_node=8, concurrency_or_qps=int(rec["concurrency"]), batch=1,
                extra={"num_requests": 16, "max_batch": int(rec["concurrency"])})
     return out
