@@ -141,7 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 2)
     except StudioError as exc:
-        _error(str(exc))
+        from studio.commands.flags import cli_message
+
+        _error(cli_message(exc))
         return 2
     except KeyboardInterrupt:
         _error("interrupted")

@@ -33,7 +33,7 @@ def build_cluster(
         The link-kind catalogue; must hold every kind the template names.
     """
     if not 1 <= nodes <= 4096:
-        raise StudioError(f"--nodes must be between 1 and 4096 (got {nodes})")
+        raise StudioError(f"the node count must be between 1 and 4096 (got {nodes})", field="nodes")
     needed = {template.pcie_switch_link, template.host_link}
     for k in (template.socket_link, template.scale_up_link, template.nic_kind):
         if k:

@@ -494,7 +494,7 @@ def fit_serving(
     skipped = tuple((p, "does not fit in GPU memory in the engine") for p, d in zip(points, pred0, strict=True)
                     if not (d["fits"] and d["output_tok_s"] > 0))
     if not used:
-        raise StudioError("no measured point fits in GPU memory in the engine; check --gpu, --model and --tp")
+        raise StudioError("no measured point fits in GPU memory in the engine; check the GPU type, the model and the TP size")
     pts = [p for p, _ in used]
     lim = np.log(np.array([OTHER_BOUNDS.get(n.partition(":")[0], bounds) for n in params], dtype=float))
     lo, hi = lim[:, 0], lim[:, 1]

@@ -180,7 +180,7 @@ class Catalog:
         for t in self.nodes.values():
             if t.gpu_type == gpu_id:
                 return t
-        raise StudioError(f"no node template for GPU '{gpu_id}'; pass --node-template")
+        raise StudioError(f"no node template for GPU '{gpu_id}'; name a node template", field="node_template")
 
 
 def _load_list(root: Traversable, file: str, key: str, model: type, what: str) -> dict[str, Any]:

@@ -83,21 +83,22 @@ class ServingRun:
         Raises
         ------
         StudioError
-            ISL, OSL or TP unknown from the file and not given (names the field and the flag).
+            ISL, OSL or TP unknown from the file and not given (names the value; ``field`` is
+            ``isl``, ``osl``, ``tp`` or ``pp``).
         """
-        def need(value: float | None, given: int | None, field: str, flag: str) -> int:
+        def need(value: float | None, given: int | None, what: str, field: str) -> int:
             v = value if value is not None else given
             if v is None:
-                raise StudioError(f"the file does not say the {field}; pass {flag}", self.where)
+                raise StudioError(f"the file does not say the {what}; give it", self.where, field=field)
             return max(1, round(v))
 
         c = self.concurrency if self.concurrency is not None else concurrency
         return ServingPoint(
             label=self.label(),
-            isl=need(self.isl, isl, "input length (total_input_tokens / completed)", "--isl"),
-            osl=need(self.osl, osl, "output length (total_output_tokens / completed)", "--osl"),
-            tp=need(self.tp, tp, "tensor-parallel size", "--tp"),
-            pp=need(self.pp, pp if pp is not None else 1, "pipeline-parallel size", "--pp"),
+            isl=need(self.isl, isl, "input length (total_input_tokens / completed)", "isl"),
+            osl=need(self.osl, osl, "output length (total_output_tokens / completed)", "osl"),
+            tp=need(self.tp, tp, "tensor-parallel size", "tp"),
+            pp=need(self.pp, pp if pp is not None else 1, "pipeline-parallel size", "pp"),
             concurrency=None if c is None else max(1, round(c)),
             output_tok_s=self.output_tok_s,
             ttft_ms=self.ttft_ms,

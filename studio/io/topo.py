@@ -620,15 +620,16 @@ def import_topology(
         NIC to join them.
     """
     if not 1 <= nodes <= 4096:
-        raise StudioError(f"--nodes must be between 1 and 4096 (got {nodes})", source)
+        raise StudioError(f"the node count must be between 1 and 4096 (got {nodes})", source, field="nodes")
     m = parse_topo(text, source)
     if gpu_id is None:
         gpu_id = guess_gpu(m, catalog.gpus)
         if gpu_id is None:
             raise StudioError(
-                "the topology does not say which GPU model it is; pass --gpu "
+                "the topology does not say which GPU model it is; name it "
                 f"(known: {', '.join(sorted(catalog.gpus))})",
                 source,
+                field="gpu",
             )
     spec = catalog.gpu(gpu_id)
     link_kinds: dict[str, LinkKind] = dict(catalog.links)
@@ -639,13 +640,15 @@ def import_topology(
     network_kinds = ", ".join(k for k, v in sorted(link_kinds.items()) if v.family.is_network)
     if m.nics and nic_kind not in link_kinds:
         raise StudioError(
-            f"NIC link kind '{nic_kind}' is not in the catalogue (network kinds: {network_kinds})", source
+            f"NIC link kind '{nic_kind}' is not in the catalogue (network kinds: {network_kinds})", source,
+            field="nic_kind",
         )
     if nic_kind in link_kinds and not link_kinds[nic_kind].family.is_network:
         raise StudioError(
-            f"--nic-kind '{nic_kind}' is a {link_kinds[nic_kind].family.value} link, not a network; "
+            f"NIC link kind '{nic_kind}' is a {link_kinds[nic_kind].family.value} link, not a network; "
             f"allowed: {network_kinds}",
             source,
+            field="nic_kind",
         )
     if nodes > MAX_CLUSTER_NODES or nodes * len(m.gpus) > MAX_CLUSTER_GPUS:
         raise StudioError(
@@ -656,8 +659,9 @@ def import_topology(
     if nodes > 1 and not m.nics:
         raise StudioError(
             f"the topology lists no NICs, so {nodes} nodes cannot be joined by a network; "
-            "use --nodes 1 or a topology with NIC columns",
+            "use one node or a topology with NIC columns",
             source,
+            field="nodes",
         )
     used = required_link_kinds(m, spec, link_kinds)
     if m.nics:

@@ -77,7 +77,7 @@ def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[
             cfg["quantization"] = _QUANT[quant.value]
         else:
             notes.append(
-                f"SGLang does not quantise to {quant.value} at load time here; point --model-path "
+                f"SGLang does not quantise to {quant.value} at load time here; point the model path "
                 f"at a {quant.value} checkpoint and SGLang reads its quantization config."
             )
     per_rank = c.sequences_per_rank(plan)
