@@ -50,11 +50,11 @@ COMMAND_MODULES: list[str] = list(dict.fromkeys(COMMANDS.values()))
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
         return version("layout-studio")
-    except Exception:  # not installed (run from a checkout)
+    except PackageNotFoundError:  # not installed: run from a checkout
         return "0.1.0 (source checkout)"
 
 

@@ -19,7 +19,9 @@ class StudioError(Exception):
         front (:func:`studio.commands.flags.cli_message`), a window names its own control.
     """
 
-    def __init__(self, message: str, source: str | None = None, *, field: str | None = None) -> None:
+    def __init__(
+        self, message: str, source: str | None = None, *, field: str | None = None
+    ) -> None:
         self.message = message
         self.source = source
         self.field = field

@@ -154,7 +154,9 @@ def layout_reason(model: LLMArchitecture, layout: Layout, gpus: int) -> str | No
     )
 
 
-def candidates(model: LLMArchitecture, gpus: int, *, check_heads: bool = True) -> list[tuple[int, int, int, int]]:
+def candidates(
+    model: LLMArchitecture, gpus: int, *, check_heads: bool = True
+) -> list[tuple[int, int, int, int]]:
     """Every ``(tp, pp, dp, ep)`` that uses all ``gpus`` GPUs.
 
     ``check_heads=False`` keeps TPs that do not divide the heads (the sweep lists them as

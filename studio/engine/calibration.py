@@ -193,7 +193,7 @@ class LinkKindFit:
         return (self.default_us - self.times_us) / self.times_us
 
 
-def _collective(cluster, group: list[str], collective: str, constants, link_fits, nccl_only: bool):  # noqa: ANN001, ANN202
+def _collective(cluster, group: list[str], collective: str, constants, link_fits, nccl_only: bool):
     """The engine's :class:`~studio.engine.comm.Collective` of ``collective`` on ``group``."""
     from studio.engine.comm import Collective, allreduce, p2p
     from studio.engine.constants import default_constants
@@ -270,7 +270,7 @@ def fit_link_kind(
     # with the latency — every latency is costed exactly instead)
     per_bw: dict[float, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None] = {}
 
-    def coll_at(lat: float, bw: float):  # noqa: ANN202 - Collective
+    def coll_at(lat: float, bw: float):
         return _collective(cluster, group, collective, constants,
                            {kind_id: LinkFit(latency_us=lat, bandwidth_gbps=bw)}, True)
 

@@ -213,7 +213,7 @@ def _fits_one_gpu(ctx: PlanContext) -> list[PlanWarning]:
     )]
 
 
-def _table(ctx: PlanContext):  # noqa: ANN202 - LayerTable
+def _table(ctx: PlanContext):
     from studio.engine.evaluate import cached_layer_table
 
     return cached_layer_table(ctx.project.model)

@@ -218,7 +218,7 @@ def sweep(
     )
 
 
-def _append_unfit(cols, reasons, extra, tp, pp, dp, ep, why) -> None:  # noqa: ANN001
+def _append_unfit(cols, reasons, extra, tp, pp, dp, ep, why) -> None:
     vals = dict(tp=tp, pp=pp, dp=dp, ep=ep, micro_batches=1, batch=1, fits=False, mem_peak_gib=np.nan,
                 kv_capacity_tokens=0, ttft_ms=np.inf, tpot_ms=np.inf, tokens_per_s=0.0, tokens_per_s_per_gpu=0.0,
                 tokens_per_s_per_user=0.0, usd_per_million=np.inf, bubble=0.0, warnings_count=1,
@@ -230,7 +230,7 @@ def _append_unfit(cols, reasons, extra, tp, pp, dp, ep, why) -> None:  # noqa: A
     reasons.append(why)
 
 
-def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: float, project: Project,  # noqa: ANN001
+def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: float, project: Project,
           ttft_lim: float | None, tpot_lim: float | None, topo: Topology) -> dict:
     lay = lc.layout
     tp, pp, dp, ep = lay.tp, lay.pp, lay.dp, lay.ep
@@ -348,7 +348,7 @@ def _fmt_layout(col: dict[str, np.ndarray], i: int) -> str:
     return s
 
 
-def _reasons(col, unfit, ex, kinds, order, rec, objective, num_layers) -> list[str]:  # noqa: ANN001
+def _reasons(col, unfit, ex, kinds, order, rec, objective, num_layers) -> list[str]:
     if len(order) == 0:
         return ["no candidate layouts"]
     metric = {"throughput": ("tokens_per_s_per_gpu", "tok/s per GPU", True),
@@ -385,7 +385,7 @@ def _reasons(col, unfit, ex, kinds, order, rec, objective, num_layers) -> list[s
     return out
 
 
-def _collectives(ex, kinds, i: int) -> str:  # noqa: ANN001
+def _collectives(ex, kinds, i: int) -> str:
     """What the collectives of row ``i`` cost per decode step, each named with its link."""
     if kinds[i]:
         text = f"TP all-reduces cost {ex['allreduce_ms'][i]:.1f} ms per decode step over {kinds[i]}"
@@ -397,7 +397,7 @@ def _collectives(ex, kinds, i: int) -> str:  # noqa: ANN001
     return text
 
 
-def _tradeoff(col, unfit, ex, kinds, best, i, key, unit, higher) -> str:  # noqa: ANN001
+def _tradeoff(col, unfit, ex, kinds, best, i, key, unit, higher) -> str:
     name = _fmt_layout(col, i)
     if not col["fits"][i]:
         return f"{name} loses: {unfit[i]}"

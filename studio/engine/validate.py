@@ -57,7 +57,9 @@ def check_layout(layout: Layout, cluster: Cluster, model: LLMArchitecture) -> tu
         if g not in known:
             hint = nearest(g, ids)
             extra = f"; did you mean {', '.join(repr(x) for x in hint)}?" if hint else ""
-            raise StudioError(f"layout.placement names GPU '{g}', which is not in the cluster{extra}")
+            raise StudioError(
+                f"layout.placement names GPU '{g}', which is not in the cluster{extra}"
+            )
     return layout.placement
 
 

@@ -9,13 +9,13 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from studio.core.builders import build_cluster  # noqa: E402
-from studio.core.layout import Layout  # noqa: E402
-from studio.core.precision import DType  # noqa: E402
-from studio.core.project import Project  # noqa: E402
-from studio.core.workload import ServingConfig  # noqa: E402
+from studio.core.builders import build_cluster
+from studio.core.layout import Layout
+from studio.core.precision import DType
+from studio.core.project import Project
+from studio.core.workload import ServingConfig
 
-from .conftest import DATA, data_text  # noqa: E402
+from .conftest import DATA, data_text
 
 L40S = "topo/l40s-4gpu-2nic-spaces.txt"
 A100_LOG = DATA / "nccl" / "a100-8gpu-nvswitch-allreduce.txt"

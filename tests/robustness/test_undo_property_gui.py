@@ -13,7 +13,7 @@ from tests.robustness.edit_commands import draw_command
 from tests.robustness.golden_files import GOLDEN
 
 pytest.importorskip("PySide6")
-from studio.gui.document import ProjectDocument  # noqa: E402
+from studio.gui.document import ProjectDocument
 
 START = load_project(GOLDEN / "v1" / "example-l40s-8x-llama-70b-fp8.json")
 

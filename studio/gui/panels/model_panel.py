@@ -126,7 +126,7 @@ class ModelPanel(QWidget):
     def _on_project(self, p: Project, _kind: str) -> None:
         self.refresh(p)
 
-    def _on_result(self, r, _revision: int) -> None:  # noqa: ANN001 - PlanResult
+    def _on_result(self, r, _revision: int) -> None:
         """With batch 'auto', the (disabled) box shows the batch the engine chose, so turning auto
         off keeps it."""
         if not r.batch_auto or self.batch.value() == r.batch:

@@ -287,14 +287,14 @@ def check_with_engine(recipe: EngineRecipe) -> tuple[list[Finding], str | None, 
         module = importlib.import_module(rules.parser_module)
     except ImportError:
         return [], None, f"{rules.parser_module} is not installed here"
-    except Exception as exc:  # an installed engine that fails to import (e.g. no CUDA)
+    except Exception as exc:  # noqa: BLE001 - an installed engine that fails to import (e.g. no CUDA)
         return [], None, f"importing {rules.parser_module} failed ({type(exc).__name__}: {one_line(str(exc))[:200]})"
     cls = getattr(module, rules.parser_class, None)
     if cls is None:
         return [], None, f"{rules.parser_module} has no {rules.parser_class} (another engine version?)"
     try:
         _RUNNERS[recipe.engine](module, cls, recipe)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever the engine's own argument classes raise is its refusal
         text = one_line(str(exc)).strip() or type(exc).__name__
         return [Finding("error", rules.parser_class, f"the engine refuses the recipe: {text[:500]}",
                         f"installed {where}")], where, None
