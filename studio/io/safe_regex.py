@@ -270,12 +270,3 @@ class SafePattern:
         return self._run(subject, anywhere=True)
 
 
-def safe_search_or_fullmatch(pattern: str, subject: str) -> bool:
-    """``re.fullmatch(pattern, subject) or re.search(pattern, subject)`` in linear time.
-
-    Raises
-    ------
-    UnsafePattern
-        See :class:`SafePattern`.
-    """
-    return SafePattern(pattern).search(subject)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -378,11 +378,6 @@ def read_serving_file(path: str | Path) -> list[ServingRun]:
     """Read a result file (size-limited UTF-8) and parse it with :func:`parse_serving_text`."""
     raw = read_bytes_limited(path, MAX_BYTES, "serving-benchmark result")
     return parse_serving_text(decode_text(raw, str(path), "serving-benchmark result"), str(path))
-
-
-def with_defaults(run: ServingRun, **values: Any) -> ServingRun:
-    """``run`` with fields the file left empty filled from ``values`` (e.g. ``tp=8``)."""
-    return replace(run, **{k: v for k, v in values.items() if v is not None and getattr(run, k) is None})
 
 
 def read_points(files, **defaults: int | None) -> list[ServingPoint]:
