@@ -416,8 +416,8 @@ class ServingFit:
     def rel_errors(self, measure: str, fitted: bool = True) -> np.ndarray:
         """``(predicted - measured) / measured`` of the points that report ``measure``."""
         preds = self.fitted_pred if fitted else self.default_pred
-        out = [(pr[measure] - pt.measured(measure)) / pt.measured(measure)
-               for pt, pr in zip(self.points, preds, strict=True) if pt.measured(measure)]
+        out = [(pr[measure] - m) / m
+               for pt, pr in zip(self.points, preds, strict=True) if (m := pt.measured(measure))]
         return np.asarray(out, dtype=float)
 
     def measures(self) -> tuple[str, ...]:

@@ -322,6 +322,7 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
     figures = None
     note = ""
     if ld.mode == "rate":
+        assert ld.rate_per_s is not None  # Workload refuses mode 'rate' without a rate
         state, _ = open_loop(im, float(ld.rate_per_s) / dp, m_eff, wl.isl, wl.osl, budget, cap,
                              poisson=ld.arrival == "poisson", saturation=sat)
         if bool(state.saturated[0]):

@@ -174,8 +174,8 @@ def sweep(
     kinds: list[str] = []
     a2a_kinds: list[str] = []
     cancelled = False
-    for k, (tp, pp, dp, ep) in enumerate(combos):
-        if progress is not None and progress(k / len(combos)) is False:
+    for i, (tp, pp, dp, ep) in enumerate(combos):
+        if progress is not None and progress(i / len(combos)) is False:
             cancelled = True
             break
         layout = Layout(tp=tp, pp=pp, dp=dp, ep=ep)
@@ -239,14 +239,9 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
     auto = max(1, min(wl.max_batch, max_seqs))
     bs = sorted(set(grid) | {auto})
     ms_opts = [1] if pp == 1 else sorted({1, pp, 2 * pp, 4 * pp})
-    B, M = [], []
-    for b in bs:
-        for m in ms_opts:
-            if m <= b:
-                B.append(b)
-                M.append(m)
-    B = np.asarray(B, dtype=float)
-    M = np.asarray(M, dtype=float)
+    pairs = [(b, m) for b in bs for m in ms_opts if m <= b]
+    B = np.asarray([b for b, _ in pairs], dtype=float)
+    M = np.asarray([m for _, m in pairs], dtype=float)
     budget = token_budget(project, tp, pp, int(c.max_num_batched_tokens))
     sv_t = serve_times(lc, B, M, wl.isl, wl.osl, c, budget)
     ttft, tpot = sv_t.ttft_ms, sv_t.tpot_ms
@@ -314,6 +309,7 @@ def _order(col: dict[str, np.ndarray], objective: str) -> np.ndarray:
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     tier = np.where(col["fits"] & col["meets_targets"], 0, np.where(col["fits"], 1, 2))
+    keys: tuple[np.ndarray, ...]
     if objective == "throughput":
         keys = (-col["tokens_per_s"], -col["tokens_per_s_per_user"], -col["tokens_per_s_per_gpu"])
     elif objective == "cost":

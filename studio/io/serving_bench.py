@@ -174,6 +174,7 @@ def _mean_list(data: dict[str, Any], key: str, where: str) -> float | None:
 def _vllm_run(data: dict[str, Any], source: str, line: int | None) -> ServingRun:
     where = f"{source} line {line}" if line else source
     out = _number(data, "output_throughput", where, required=True, positive=True)
+    assert out is not None  # required=True: a missing value raised above
     completed = _number(data, "completed", where)
     tin, tout = _number(data, "total_input_tokens", where), _number(data, "total_output_tokens", where)
     isl = _mean_list(data, "input_lens", where)
@@ -363,7 +364,7 @@ def parse_serving_text(text: str, source: str = "<serving>") -> list[ServingRun]
 
 
 def _json_lines(text: str, source: str) -> list[ServingRun]:
-    runs = []
+    runs: list[ServingRun] = []
     for i, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue

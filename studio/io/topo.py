@@ -586,7 +586,7 @@ def guess_gpu(m: TopoMatrix, specs: dict[str, GpuSpec]) -> str | None:
     """GPU spec id named by ``nvidia-smi -L`` lines in the text, if any match one spec."""
     hits = {match_gpu_name(n, specs) for n in m.gpu_names.values()}
     hits.discard(None)
-    return hits.pop() if len(hits) == 1 else None  # type: ignore[return-value]
+    return hits.pop() if len(hits) == 1 else None
 
 
 NODE_SPACING_X = 520.0

@@ -171,6 +171,7 @@ def _listen(recipe: EngineRecipe, rules: EngineRules) -> list[Finding]:
 
 
 def _partition(recipe: EngineRecipe, rules: EngineRules) -> list[Finding]:
+    raw: object
     if rules.partition_env:
         key, raw = rules.partition_env, recipe.env.get(rules.partition_env)
     elif rules.partition_key:
