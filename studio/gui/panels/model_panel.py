@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from studio.core import parallelism as par
 from studio.core.errors import StudioError
 from studio.core.precision import WEIGHT_DTYPES, DType
 from studio.core.project import Project
@@ -194,7 +195,7 @@ class ModelPanel(QWidget):
 
         def fn(p: Project) -> Project:
             layout = p.layout
-            if layout.layers_per_stage is not None and sum(layout.layers_per_stage) != arch.num_layers:
+            if layout.layers_per_stage is not None and par.split_reason(arch, layout.layers_per_stage, layout.pp):
                 layout = layout.replace(layers_per_stage=None)
             return p.replace(model=arch, model_ref=ref, layout=layout)
 
