@@ -267,7 +267,7 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
         if fits[i]:
             reasons.append("")
         elif not heads_ok:
-            reasons.append(f"TP={tp} does not divide the attention/KV heads")
+            reasons.append(parallelism.heads_reason(project.model, tp) or "")
         elif not weights_fit:
             s = int(np.argmin(pool))
             reasons.append(f"does not fit: stage {s} needs {(lc.weights[s] + lc.activations[s] + lc.overhead[s]) / 2**30:.1f} GiB "
