@@ -90,8 +90,8 @@ def _comm_cost(col: Collective, phase: str, size: float) -> CommCost | None:
     if algo is None:
         return None
     return CommCost(
-        kind=col.kind,  # type: ignore[arg-type]
-        phase=phase,  # type: ignore[arg-type]
+        kind=col.kind,  # type: ignore[arg-type]  # a Collective's kind is one of CommCost's literals
+        phase=phase,  # type: ignore[arg-type]  # callers pass 'prefill' or 'decode'
         group=col.group,
         message_bytes=size,
         time_us=algo.alpha_us + size * algo.us_per_byte,

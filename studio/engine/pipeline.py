@@ -79,7 +79,7 @@ def timeline(
         if end_last > cursor + 1e-12:
             segment(s, cursor, end_last - cursor, _IDLE, -1)
     return Timeline(
-        phase=phase,  # type: ignore[arg-type]
+        phase=phase,  # type: ignore[arg-type]  # callers pass 'prefill' or 'decode'
         lanes=tuple(f"stage {s}" for s in range(p)),
         lane=np.asarray(lane, dtype=np.int32),
         start=np.asarray(st, dtype=float),

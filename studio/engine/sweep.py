@@ -207,7 +207,7 @@ def sweep(
     order = _order(columns, objective)
     pareto = pareto_front(columns["tokens_per_s_per_gpu"], columns["tokens_per_s_per_user"], columns["fits"])
     rec = int(order[0]) if len(order) and columns["fits"][order[0]] and columns["meets_targets"][order[0]] else None
-    ex["a2a_kind"] = a2a_kinds  # type: ignore[assignment]
+    ex["a2a_kind"] = a2a_kinds  # type: ignore[assignment]  # per-row labels ride with the number columns
     reasons = _reasons(columns, reasons_unfit, ex, kinds, order, rec, objective, model.num_layers)
     if progress is not None and not cancelled:
         progress(1.0)

@@ -275,7 +275,7 @@ def _complete(
                     "symmetric",
                     source,
                 )
-            out[(a, b)] = (here or there)[0]  # type: ignore[index]
+            out[(a, b)] = (here or there)[0]  # type: ignore[index]  # the pair came from the matrix: one is set
     return out
 
 
@@ -474,7 +474,7 @@ def required_link_kinds(
             )
         out[kid] = link_kinds[kid]
     if _nvswitch_box(m, gpu_spec, link_kinds):
-        out[gpu_spec.scale_up_link] = link_kinds[gpu_spec.scale_up_link]  # type: ignore[index]
+        out[gpu_spec.scale_up_link] = link_kinds[gpu_spec.scale_up_link]  # type: ignore[index]  # _nvswitch_box needs one
     lane = nvlink_lane_kind(m, gpu_spec, link_kinds)
     if lane is not None:
         out[lane.id] = lane
@@ -557,7 +557,7 @@ def topo_to_node(
         nvs = Switch(id=f"{node_id}/nvswitch", kind="nvswitch", name="NVSwitch")
         switches.append(nvs)
         for g in m.gpus:
-            link(gpu_spec.scale_up_link, vid[g], nvs.id)  # type: ignore[arg-type]
+            link(gpu_spec.scale_up_link, vid[g], nvs.id)  # type: ignore[arg-type]  # _nvswitch_box needs one
     else:
         for i, a in enumerate(m.gpus):
             for b in m.gpus[i + 1 :]:

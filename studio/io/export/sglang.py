@@ -83,7 +83,7 @@ def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[
                 f"at a {quant.value} checkpoint and SGLang reads its quantization config."
             )
     per_rank = c.sequences_per_rank(plan)
-    divisor = int(cfg.get(rules.batch.divided_by, 1)) if rules.batch.divided_by else 1  # type: ignore[call-overload]
+    divisor = int(cfg.get(rules.batch.divided_by, 1)) if rules.batch.divided_by else 1  # type: ignore[call-overload]  # an int set by _mapping
     cfg[rules.batch.key] = per_rank * divisor
     if divisor > 1:
         notes.append(
