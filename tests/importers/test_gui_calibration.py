@@ -47,7 +47,8 @@ def test_import_topology_replaces_the_cluster_in_one_undo_step(qtbot, a100_doc, 
     dlg = ImportTopologyDialog(doc, catalog_full)
     qtbot.addWidget(dlg)
     dlg.set_text(data_text(L40S))
-    assert dlg.cluster is None and "--gpu" in dlg.preview.text()  # the text does not name the GPU
+    assert dlg.cluster is None and "(set GPU model above)" in dlg.preview.text()  # the text does not name the GPU
+    assert "--gpu" not in dlg.preview.text()  # the window names its own control, not a CLI flag
     dlg.set_gpu("l40s")
     assert "Recognised 4 GPUs and 2 NICs" in dlg.preview.text()
     dlg.accept()
