@@ -7,9 +7,8 @@ is the GPU id that runs rank ``r``; without a placement the engine assigns GPUs 
 GPUs per node.
 
 Experts: ``ep`` GPUs of a stage hold disjoint expert sets. ``ep`` must divide ``tp × dp`` and be a
-divisor or a multiple of ``tp`` (:func:`studio.core.parallelism.ep_shape_reason`); each expert is
-TP-sharded ``max(1, tp // ep)`` ways, so a GPU holds ``1 / max(tp, ep)`` of a stage's routed-expert
-weights.
+divisor or a multiple of ``tp``; each expert is TP-sharded ``max(1, tp // ep)`` ways, so a GPU
+holds ``1 / max(tp, ep)`` of a stage's routed-expert weights.
 """
 
 from __future__ import annotations
