@@ -12,7 +12,9 @@ from studio.core.errors import StudioError
 STUDIO = Path(__file__).resolve().parents[2] / "studio"
 HEADLESS = ("core", "engine", "io", "service")
 #: A command-line flag of ours inside a string (not an engine's flag such as vLLM's --port).
-OUR_FLAG = re.compile(r"(?<![\w-])--(" + "|".join(re.escape(f[2:]) for f in FLAGS.values()) + r")\b")
+OUR_FLAG = re.compile(
+    r"(?<![\w-])--(" + "|".join(re.escape(f[2:]) for f in FLAGS.values()) + r")\b"
+)
 
 
 def _strings_and_fields():
@@ -36,14 +38,23 @@ def test_every_field_named_below_the_commands_has_a_flag():
 
 
 def test_no_cli_flag_in_headless_error_messages():
-    hits = [f"{p.name}:{line}: {text!r}" for p, line, kind, text in _strings_and_fields()
-            if kind == "text" and OUR_FLAG.search(text)]
+    hits = [
+        f"{p.name}:{line}: {text!r}"
+        for p, line, kind, text in _strings_and_fields()
+        if kind == "text" and OUR_FLAG.search(text)
+    ]
     assert hits == []
 
 
 def test_cli_message_puts_the_flag_first():
-    exc = StudioError("the node count must be between 1 and 4096 (got 0)", "topo.txt", field="nodes")
-    assert cli_message(exc) == "topo.txt: --nodes: the node count must be between 1 and 4096 (got 0)"
-    assert str(exc) == "topo.txt: the node count must be between 1 and 4096 (got 0)"  # the window's text
+    exc = StudioError(
+        "the node count must be between 1 and 4096 (got 0)", "topo.txt", field="nodes"
+    )
+    assert (
+        cli_message(exc) == "topo.txt: --nodes: the node count must be between 1 and 4096 (got 0)"
+    )
+    assert (
+        str(exc) == "topo.txt: the node count must be between 1 and 4096 (got 0)"
+    )  # the window's text
     assert cli_message(StudioError("plain")) == "plain"
     assert cli_message(StudioError("x", field="not-a-flag")) == "x"
