@@ -320,19 +320,13 @@ def recipe_with_config_file(recipe: EngineRecipe, path: str) -> EngineRecipe:
     Raises
     ------
     StudioError
-        The file cannot be read, is not YAML, or its top level is not a mapping.
+        The file cannot be read, is not YAML (also: nested too deep, several documents, NaN), or
+        its top level is not a mapping.
     """
-    import yaml
-
-    from studio.io.safe import read_text_limited
+    from studio.io.safe import loads_yaml_limited, read_text_limited
 
     text = read_text_limited(path, MAX_CONFIG_BYTES, "engine config file")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise StudioError(f"not valid YAML{where}", path) from None
+    data = loads_yaml_limited(text, path, what="engine config file")
     if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
         raise StudioError("the top level must be a mapping of config keys", path)
     if recipe.engine in ("vllm", "sglang"):
