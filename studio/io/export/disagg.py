@@ -74,7 +74,7 @@ class DisaggRecipe:
 
 def _servers(
     project: Project, result, hosts: Sequence[str] | None
-) -> tuple[list[tuple[str, PoolLayout, tuple[str, ...]]], dict[str, str]]:  # noqa: ANN001
+) -> tuple[list[tuple[str, PoolLayout, tuple[str, ...]]], dict[str, str]]:
     """The workers (role, pool, GPU ids) and the host of every node they use."""
     cluster = project.cluster
     node_of = {g.id: n.id for n in cluster.nodes for g in n.gpus}
@@ -109,7 +109,7 @@ def _servers(
 
 def build_recipe(
     project: Project, result, engine: str, hosts: Sequence[str] | None = None
-) -> DisaggRecipe:  # noqa: ANN001
+) -> DisaggRecipe:
     """The servers, their ports and arguments, and the router of a disaggregated plan."""
     rules = disagg_rules(engine)
     workers, names = _servers(project, result, hosts)
@@ -164,7 +164,7 @@ def build_recipe(
     )
 
 
-def _batch(result, role: str) -> int:  # noqa: ANN001
+def _batch(result, role: str) -> int:
     """Sequences one server of ``role`` runs at most, as costed (decode: its cap; prefill: prompts per iteration)."""
     return max(1, int((result.prefill if role == "prefill" else result.decode).max_running))
 
@@ -175,7 +175,7 @@ def _engine_args(
     engine: str,
     role: str,
     pool: PoolLayout,
-    rules: dict,  # noqa: ANN001
+    rules: dict,
     backend: str,
     bootstrap: int | None,
 ) -> dict[str, object]:
@@ -262,7 +262,7 @@ def _router(engine: str, rules: dict, servers: list[Server]) -> dict[str, object
 
 def _trtllm_configs(
     project: Project, result, rules: dict, servers: list[Server]
-) -> dict[str, dict]:  # noqa: ANN001
+) -> dict[str, dict]:
     sv, wl = project.serving, project.workload
     er = rules_for("trtllm")
     kv, _ = c.kv_cache_value(project, er.kv.emit, "TensorRT-LLM")
@@ -315,7 +315,7 @@ def export_disaggregated(
     result,
     *,
     engine: str,
-    model_path: str | None = None,  # noqa: ANN001
+    model_path: str | None = None,
     hosts: Sequence[str] | None = None,
 ) -> tuple[ExportBundle, DisaggRecipe]:
     """The files that launch a disaggregated plan on ``engine`` and the recipe they hold.
@@ -367,7 +367,7 @@ def export_disaggregated(
     return ExportBundle(files=files, notes=tuple(notes)), recipe
 
 
-def _header(project: Project, result, engine: str, model: str, notes: list[str]) -> list[str]:  # noqa: ANN001
+def _header(project: Project, result, engine: str, model: str, notes: list[str]) -> list[str]:
     wl = project.workload
     t = result.transfer
     lines = [
