@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from studio.core.errors import StudioError
 from studio.core.project import Project
@@ -98,8 +99,9 @@ def _servers(
     if hosts is not None:
         if len(hosts) != len(used):
             raise StudioError(
-                f"--hosts lists {len(hosts)} hosts; the pools use {len(used)} nodes ({', '.join(used)}), "
-                "give one host per node in that order"
+                f"{len(hosts)} host name{'s' if len(hosts) != 1 else ''} given; the pools use {len(used)} nodes ({', '.join(used)}), "
+                "give one host per node in that order",
+                field="hosts",
             )
         names = {n: check_host(h) for n, h in zip(used, hosts, strict=True)}
     else:
@@ -389,6 +391,7 @@ def _header(project: Project, result, engine: str, model: str, notes: list[str])
 
 
 def _server_command(engine: str, model: str, s: Server) -> str:
+    head: list[c.Word]
     if engine == "vllm":
         head = ["vllm", "serve", model]
     elif engine == "sglang":
@@ -402,14 +405,14 @@ def _server_command(engine: str, model: str, s: Server) -> str:
 def _router_command(engine: str, r: DisaggRecipe) -> str:
     a = r.router
     if engine == "vllm":
-        head = ["python3", str(a["script"])]
+        head: list[c.Word] = ["python3", str(a["script"])]
         flags = [(k, v) for k, v in a.items() if k != "script"]
         return c.shell_command([head] + c.flag_groups(flags))
     if engine == "sglang":
         groups: list[list] = [["python3", "-m", str(a["module"]), "--pd-disaggregation"]]
-        for url, boot in a["--prefill"]:  # type: ignore[union-attr]
+        for url, boot in cast("list[tuple[str, int | None]]", a["--prefill"]):
             groups.append(["--prefill", url] + ([boot] if boot is not None else []))
-        for url in a["--decode"]:  # type: ignore[union-attr]
+        for url in cast("list[str]", a["--decode"]):
             groups.append(["--decode", url])
         groups += c.flag_groups([("--host", a["--host"]), ("--port", a["--port"])])
         return c.shell_command(groups)
