@@ -32,9 +32,9 @@ except ModuleNotFoundError:  # run from a checkout without PYTHONPATH
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the benchmarks package
 
-from benchmarks.validation.corpus import Point, load_points, predict  # noqa: E402
-from studio.core.errors import StudioError  # noqa: E402
-from studio.engine.constants import Constants, default_constants  # noqa: E402
+from benchmarks.validation.corpus import Point, load_points, predict
+from studio.core.errors import StudioError
+from studio.engine.constants import Constants, default_constants
 
 #: Fitted constants: name -> (lower bound, upper bound, additive step or None for multiplicative).
 PARAMS: dict[str, tuple[float, float, float | None]] = {

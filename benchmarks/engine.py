@@ -41,7 +41,7 @@ def _project(nodes: int, model: str, template: str = "dgx-h100", gpu: str = "h10
     return Project(cluster=cl, model=cat.model(model).architecture, **kw)
 
 
-def _median(fn, repeat: int) -> float:  # noqa: ANN001
+def _median(fn, repeat: int) -> float:
     times = []
     for _ in range(repeat):
         t = time.perf_counter()

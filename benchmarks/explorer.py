@@ -57,7 +57,7 @@ def bench_populate(app: QApplication, repeats: int = 7) -> tuple[float, float]:
     return statistics.median(times), sweep_ms
 
 
-def _time(fn) -> float:  # noqa: ANN001
+def _time(fn) -> float:
     t = time.perf_counter()
     fn()
     return time.perf_counter() - t

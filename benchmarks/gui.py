@@ -27,13 +27,13 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("LAYOUT_STUDIO_NO_SETTINGS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from studio.core import edits  # noqa: E402
-from studio.core.builders import build_cluster  # noqa: E402
-from studio.core.layout import Layout  # noqa: E402
-from studio.core.project import Project  # noqa: E402
-from studio.core.workload import Workload  # noqa: E402
-from studio.gui.app import application, build_window  # noqa: E402
-from studio.io.presets import load_catalog  # noqa: E402
+from studio.core import edits
+from studio.core.builders import build_cluster
+from studio.core.layout import Layout
+from studio.core.project import Project
+from studio.core.workload import Workload
+from studio.gui.app import application, build_window
+from studio.io.presets import load_catalog
 
 
 def project(nodes: int, layout: Layout) -> Project:

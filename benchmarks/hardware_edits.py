@@ -17,12 +17,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from studio.core import edits  # noqa: E402
-from studio.core.builders import build_cluster  # noqa: E402
-from studio.core.layout import Layout  # noqa: E402
-from studio.core.project import Project  # noqa: E402
-from studio.io.presets import load_catalog  # noqa: E402
-from studio.service.hardware_edits import follow_cluster  # noqa: E402
+from studio.core import edits
+from studio.core.builders import build_cluster
+from studio.core.layout import Layout
+from studio.core.project import Project
+from studio.io.presets import load_catalog
+from studio.service.hardware_edits import follow_cluster
 
 
 def main() -> None:

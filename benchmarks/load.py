@@ -30,7 +30,7 @@ from studio.engine.serving import load_curve, simulate_plan
 from studio.io.presets import load_catalog
 
 
-def _median_ms(fn, repeat: int) -> float:  # noqa: ANN001
+def _median_ms(fn, repeat: int) -> float:
     times = []
     for _ in range(repeat):
         t = time.perf_counter()

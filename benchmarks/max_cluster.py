@@ -3,7 +3,7 @@
 Runs ``layout-studio plan --gpu h100-sxm --gpus-per-node 1024 --nodes 64`` (65,536 GPUs) in a
 fresh process ``--repeat`` times and prints the median wall time and the peak resident memory;
 the target is ≤ 60 s and ≤ 4 GB (issue 16). Then times the parsers on 200,000-character lines that
-used to backtrack (medians of ``--repeat`` runs).
+make a backtracking parser take quadratic time (medians of ``--repeat`` runs).
 
 Run: ``python benchmarks/max_cluster.py [--repeat 3] [--nodes 64] [--skip-plan]``
 """

@@ -19,14 +19,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from studio.core import edits  # noqa: E402
-from studio.core.builders import build_cluster  # noqa: E402
-from studio.core.hardware import Cluster  # noqa: E402
-from studio.core.project import Project  # noqa: E402
-from studio.core.workload import Workload  # noqa: E402
-from studio.io.autosave import AutosaveStore  # noqa: E402
-from studio.io.presets import load_catalog  # noqa: E402
-from studio.io.project_file import load_project, project_to_json, save_project  # noqa: E402
+from studio.core import edits
+from studio.core.builders import build_cluster
+from studio.core.hardware import Cluster
+from studio.core.project import Project
+from studio.core.workload import Workload
+from studio.io.autosave import AutosaveStore
+from studio.io.presets import load_catalog
+from studio.io.project_file import load_project, project_to_json, save_project
 
 
 def median_ms(fn: Callable[[], object], repeat: int) -> float:

@@ -50,11 +50,11 @@ COMMAND_MODULES: list[str] = list(dict.fromkeys(COMMANDS.values()))
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
         return version("layout-studio")
-    except Exception:  # not installed (run from a checkout)
+    except PackageNotFoundError:  # not installed: run from a checkout
         return "0.1.0 (source checkout)"
 
 
@@ -141,7 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 2)
     except StudioError as exc:
-        _error(str(exc))
+        from studio.commands.flags import cli_message
+
+        _error(cli_message(exc))
         return 2
     except KeyboardInterrupt:
         _error("interrupted")

@@ -36,7 +36,7 @@ def data_error_message(exc: BaseException) -> str | None:
     return f"invalid {where}value: {first_error_message(exc, quote_field=True)}"
 
 
-def bounded_int(low: int, high: int):  # noqa: ANN201 - an argparse type callable
+def bounded_int(low: int, high: int):
     """argparse type factory: a whole number in ``[low, high]``; the message names both limits."""
 
     def parse(text: str) -> int:

@@ -85,7 +85,7 @@ def load_points(path: Path | None = None) -> list[Point]:
 
 
 @lru_cache(maxsize=64)
-def _cluster(gpu: str, gpus: int, per_node: int):  # noqa: ANN202
+def _cluster(gpu: str, gpus: int, per_node: int):
     cat = load_catalog()
     t = cat.template_for_gpu(gpu)
     if t.trays > 1:  # a rack template: as many trays as the point needs, in one NVLink domain

@@ -77,7 +77,7 @@ def base_project(rec: dict[str, Any], gpus: int | None = None) -> Project:
     return Project(cluster=cluster, model=model, workload=wl, serving=sv)
 
 
-def _mode(rec: dict[str, Any], project: Project):  # noqa: ANN202
+def _mode(rec: dict[str, Any], project: Project):
     """The serving mode of a record, with the placement the source used."""
     d = rec["disagg"]
     mode = parse_pools(d["spec"])

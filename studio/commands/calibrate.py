@@ -100,7 +100,7 @@ def check_profile_name(name: str | None) -> None:
         raise StudioError("--save-as: the profile name holds control characters or invalid text")
 
 
-def _profile(cls, **fields):  # noqa: ANN001, ANN202 - CalibrationProfile and its fields
+def _profile(cls, **fields):
     """Build the profile; a value it refuses becomes a one-line error naming the field."""
     from pydantic import ValidationError
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from studio.cli_parser import bounded_int  # noqa: F401 - re-exported for commands
+from studio.core import parallelism as par
 from studio.core.errors import StudioError
 from studio.core.hardware import Cluster
 from studio.core.layout import Layout
@@ -270,9 +271,20 @@ def _cluster(args, base: Project) -> Cluster | None:
     return build_cluster(template, nodes or 1, gpu_spec, cat.links)
 
 
-def _valid_splits(gpus: int) -> str:
-    splits = [f"TP{t}×PP{gpus // t}" for t in range(1, gpus + 1) if gpus % t == 0][:8]
-    return ", ".join(splits)
+def _valid_splits(model, gpus: int) -> str:
+    """Up to eight TP × PP splits the model allows on ``gpus`` GPUs (:mod:`studio.core.parallelism`)."""
+    splits = [f"TP{t}×PP{p}" for t in par.tp_options(model, gpus) for p in par.pp_options(model, t, gpus)]
+    return ", ".join(splits[:8])
+
+
+def _checked_ep(model, ep: int, tp: int, dp: int) -> int:
+    """``--ep`` when the model and TP × DP allow it, else a :class:`StudioError` naming the flag and
+    the allowed values."""
+    why = par.ep_reason(model, ep, tp, dp)
+    if why is not None:
+        allowed = ", ".join(map(str, par.ep_options(model, tp, dp)))
+        raise StudioError(f"--ep {ep}: {why}; allowed: {allowed}")
+    return ep
 
 
 def _layout(args, base: Project, gpus: int, model, cluster_changed: bool, model_changed: bool) -> Layout:
@@ -285,8 +297,9 @@ def _layout(args, base: Project, gpus: int, model, cluster_changed: bool, model_
     tp_flag, pp_flag, dp_flag = (getattr(args, k, None) for k in ("tp", "pp", "dp"))
     tp = tp_flag or old.tp
     pp = pp_flag or old.pp
-    if pp > model.num_layers:
-        raise StudioError(f"--pp {pp} exceeds the model's {model.num_layers} layers")
+    why = par.depth_reason(model, pp)
+    if why is not None:
+        raise StudioError(f"--pp {pp}: {why}")
     if dp_flag is not None:
         dp = dp_flag
         if tp * pp * dp != gpus:
@@ -301,25 +314,22 @@ def _layout(args, base: Project, gpus: int, model, cluster_changed: bool, model_
     else:
         raise StudioError(
             f"TP={tp} × PP={pp} = {tp * pp} does not divide the cluster's {gpus} GPUs, so no DP fills it; "
-            f"pick TP × PP dividing {gpus} (e.g. {_valid_splits(gpus)}) or pass --dp"
+            f"pick TP × PP dividing {gpus} (e.g. {_valid_splits(model, gpus)}) or pass --dp"
         )
     ep = getattr(args, "ep", None)
     if ep is None:
         ep = old.ep if (model.is_moe and not model_changed) else 1
-        if ep > 1 and ((tp * dp) % ep or (ep % tp and tp % ep)):
+        if par.ep_reason(model, ep, tp, dp) is not None:
             ep = 1
-    elif ep > 1 and not model.is_moe:
-        raise StudioError(f"--ep {ep} needs a mixture-of-experts model; '{model.id}' is dense (use --ep 1)")
+    else:
+        ep = _checked_ep(model, ep, tp, dp)
     lps = getattr(args, "layers_per_stage", None)
     if lps is None and old.layers_per_stage is not None and pp == old.pp and not model_changed:
         lps = old.layers_per_stage
     if lps is not None:
-        if len(lps) != pp:
-            raise StudioError(f"--layers-per-stage lists {len(lps)} stages; PP is {pp}")
-        if sum(lps) != model.num_layers:
-            raise StudioError(
-                f"--layers-per-stage adds up to {sum(lps)} layers; the model has {model.num_layers}"
-            )
+        why = par.split_reason(model, lps, pp)
+        if why is not None:
+            raise StudioError(f"--layers-per-stage: {why}")
     same_ranks = (tp, pp, dp) == (old.tp, old.pp, old.dp) and not cluster_changed
     micro = getattr(args, "micro_batches", None) or old.micro_batches
     try:
@@ -411,9 +421,7 @@ def project_from_args(args: argparse.Namespace) -> Project:
         layout = default_layout(model, per_node, gpus)
         ep = getattr(args, "ep", None) or 1
         if ep > 1:
-            if not model.is_moe:
-                raise StudioError(f"--ep {ep} needs a mixture-of-experts model; '{model.id}' is dense (use --ep 1)")
-            layout = _validated(layout, "layout", ep=ep)
+            layout = layout.replace(ep=_checked_ep(model, ep, layout.tp, layout.dp))
         if getattr(args, "micro_batches", None):
             layout = layout.replace(micro_batches=args.micro_batches)
     else:

@@ -61,7 +61,7 @@ def serving_mode(args: argparse.Namespace, project: Project) -> ServingMode:
 
 
 # ----------------------------------------------------------------------------- plan
-def format_disagg(project: Project, res, explain: bool = False) -> str:  # noqa: ANN001 - DisaggResult
+def format_disagg(project: Project, res, explain: bool = False) -> str:
     """The readable report of one disaggregated plan."""
     wl, sv = project.workload, project.serving
     p, d, t = res.prefill, res.decode, res.transfer
@@ -212,7 +212,7 @@ def _gpus(placement: tuple[str, ...]) -> str:
     return ", ".join(placement) if len(placement) <= 4 else f"{placement[0]} … {placement[-1]}"
 
 
-def _load_text(res) -> str:  # noqa: ANN001
+def _load_text(res) -> str:
     if res.load_mode == "rate":
         head = f"open loop at {fmt(res.request_rate_per_s)} req/s"
     else:
@@ -267,7 +267,7 @@ def run_export(args: argparse.Namespace, project: Project, hosts: list[str] | No
 
 
 # ----------------------------------------------------------------------------- sweep
-def disagg_sweep_section(project: Project, sw, agg_best: float | None, top: int) -> str:  # noqa: ANN001
+def disagg_sweep_section(project: Project, sw, agg_best: float | None, top: int) -> str:
     """The sweep's disaggregated table, and how the best compares with the best aggregated row."""
     rows = list(sw.rows[:top])
     table = [
@@ -332,7 +332,7 @@ def disagg_sweep_section(project: Project, sw, agg_best: float | None, top: int)
     return "\n\n".join(parts)
 
 
-def disagg_sweep_json(sw, top: int, agg_best: float | None) -> dict:  # noqa: ANN001
+def disagg_sweep_json(sw, top: int, agg_best: float | None) -> dict:
     """The ``disaggregated`` object of ``sweep --disagg --json``."""
     best = sw.best
     return {
@@ -367,15 +367,15 @@ def disagg_sweep_json(sw, top: int, agg_best: float | None) -> dict:  # noqa: AN
     }
 
 
-def check_disagg_slo(project: Project, sw, target_ms: float, rate: float, check: int) -> dict:  # noqa: ANN001
+def check_disagg_slo(project: Project, sw, target_ms: float, rate: float, check: int) -> dict:
     """``sweep --disagg --ttft-p99 MS --at-rate R``: the disaggregated rows in ranking order, one per
     pool split (at its best-ranked decode batch), served at R requests/s — the closed form screens (saturated, or mean TTFT
     already above the target), the first ``check`` survivors are simulated request by request
     (:func:`studio.engine.disagg_simulate.simulate_disaggregated`) and their p99 TTFT decides."""
-    from studio.service.slo import MAX_SCREENED
     from studio.core.workload import Load
     from studio.engine.disagg_simulate import simulate_disaggregated
     from studio.engine.disaggregated import evaluate_disaggregated
+    from studio.service.slo import MAX_SCREENED
 
     load = project.workload.load
     at = Load(
@@ -469,7 +469,7 @@ def format_disagg_slo(slo: dict) -> str:
     return "\n\n".join([head, table, tail])
 
 
-def best_aggregated_per_gpu(result) -> float | None:  # noqa: ANN001 - SweepResult
+def best_aggregated_per_gpu(result) -> float | None:
     """Tokens/s per GPU of the aggregated sweep's recommended row (None when none is recommended)."""
     if result.recommended is None:
         return None

@@ -51,7 +51,7 @@ def summary_json(summary, load: Load) -> dict:
     return data
 
 
-def sweep_load_section(result, rows: list[int], label) -> str | None:  # noqa: ANN001
+def sweep_load_section(result, rows: list[int], label) -> str | None:
     """For ``sweep`` under a request rate: each shown layout's figures at that rate (the table ranks
     capacity at each batch), or SATURATED where the rate has no steady state. None for other loads.
 

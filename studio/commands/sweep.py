@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _disagg(args: argparse.Namespace, project, result):  # noqa: ANN001, ANN202
+def _disagg(args: argparse.Namespace, project, result):
     """``--disagg``: the disaggregated candidates under the same targets and objective, or None."""
     if not getattr(args, "disagg", False):
         return None

@@ -39,7 +39,7 @@ def add_slo_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def slo_targets(args: argparse.Namespace, project) -> SloTargets | None:  # noqa: ANN001
+def slo_targets(args: argparse.Namespace, project) -> SloTargets | None:
     """The SLO of the flags; without any, the project's (its Explorer settings); None if neither.
 
     Raises

@@ -17,7 +17,7 @@ class Frozen(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, defer_build=True)
 
-    def replace(self, **changes):  # noqa: ANN201 - returns Self
+    def replace(self, **changes):
         """Return a validated copy with ``changes`` applied.
 
         The copy's own validators run again (cross-field rules see the change). Unchanged fields,

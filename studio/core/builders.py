@@ -10,8 +10,11 @@ from studio.core.hardware import (
     MAX_CLUSTER_NODES,
     Cluster,
     GpuSpec,
+    Link,
     LinkKind,
+    Node,
     NodeTemplate,
+    Switch,
 )
 from studio.core.templates import TRAY_COLUMNS, TRAY_SPACING_Y, instantiate
 
@@ -33,7 +36,7 @@ def build_cluster(
         The link-kind catalogue; must hold every kind the template names.
     """
     if not 1 <= nodes <= 4096:
-        raise StudioError(f"--nodes must be between 1 and 4096 (got {nodes})")
+        raise StudioError(f"the node count must be between 1 and 4096 (got {nodes})", field="nodes")
     needed = {template.pcie_switch_link, template.host_link}
     for k in (template.socket_link, template.scale_up_link, template.nic_kind):
         if k:
@@ -44,10 +47,12 @@ def build_cluster(
     kinds = [link_kinds[k] for k in sorted(needed)]
     if gpu_spec.id != template.gpu_type:
         template = template.replace(gpu_type=gpu_spec.id)
-    # Every copy is expanded first and the cluster validated once: adding the copies one by one
-    # re-validated the whole growing cluster each time (quadratic: a 1,000-node --nodes took minutes).
+    # Every copy is expanded first and the cluster validated once (adding copies one by one would
+    # re-validate the growing cluster each time: quadratic, minutes for 1,000 nodes).
     # Ids follow the same rule as ``edits.add_template_node`` (prefix ``n<nodes so far>``).
-    all_nodes, all_switches, all_links = [], [], []
+    all_nodes: list[Node] = []
+    all_switches: list[Switch] = []
+    all_links: list[Link] = []
     cols = max(1, min(nodes, 4))
     _check_size(template, nodes)
     for i in range(nodes):

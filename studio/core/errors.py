@@ -12,11 +12,19 @@ class StudioError(Exception):
         One or more sentences naming the problem, the place (file, field) and what is allowed.
     source:
         The file or input the problem was found in, if any.
+    field:
+        The input the user should change, by its domain name (``"gpu"``, ``"nodes"``,
+        ``"hosts"``, ``"model_path"``, …), when one input is to blame or missing. The message
+        names it in words and never as a command-line flag; the CLI puts the matching flag in
+        front (:func:`studio.commands.flags.cli_message`), a window names its own control.
     """
 
-    def __init__(self, message: str, source: str | None = None) -> None:
+    def __init__(
+        self, message: str, source: str | None = None, *, field: str | None = None
+    ) -> None:
         self.message = message
         self.source = source
+        self.field = field
         super().__init__(f"{source}: {message}" if source else message)
 
 

@@ -316,10 +316,6 @@ class Cluster(Frozen):
         return out
 
     @cached_property
-    def _gpu_types(self) -> dict[str, str]:
-        return {g.id: g.type for n in self.nodes for g in n.gpus}
-
-    @cached_property
     def _links_by_id(self) -> dict[str, Link]:
         return {lk.id: lk for lk in self.links}
 
@@ -332,9 +328,6 @@ class Cluster(Frozen):
         if n is None or n.id != node_id:
             raise KeyError(node_id)
         return n
-
-    def gpu_spec_of(self, gpu_id: str) -> GpuSpec:
-        return self.gpu_specs[self._gpu_types[gpu_id]]
 
     def link(self, link_id: str) -> Link:
         return self._links_by_id[link_id]

@@ -49,11 +49,11 @@ class Layout(Frozen):
                 )
             if any(n < 1 for n in self.layers_per_stage):
                 raise ValueError("layers_per_stage: every stage needs at least one layer")
-        if self.ep > 1:
-            if (self.tp * self.dp) % self.ep:
-                raise ValueError(f"ep ({self.ep}) must divide tp × dp ({self.tp * self.dp})")
-            if self.ep % self.tp and self.tp % self.ep:
-                raise ValueError(f"ep ({self.ep}) must divide tp ({self.tp}) or be a multiple of it")
+        from studio.core.parallelism import ep_shape_reason  # it imports this module
+
+        why = ep_shape_reason(self.ep, self.tp, self.dp)
+        if why is not None:
+            raise ValueError(why)
         if self.placement is not None:
             if len(self.placement) != self.world_size:
                 raise ValueError(

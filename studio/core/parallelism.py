@@ -6,10 +6,12 @@ the topology import all apply:
 * **TP** divides the GPU count and the attention heads; without MLA it is also a divisor or a
   multiple of the KV heads (a multiple replicates each KV head). With MLA (DeepSeek) the latent
   KV cache is shared by all heads, so KV heads set no limit.
-* **PP** divides the GPUs left after TP and is at most the model's layers.
+* **PP** divides the GPUs left after TP and is at most the model's layers; an explicit layer split
+  has one entry per stage, each at least 1, adding up to the model's layers.
 * **DP** fills the rest: ``tp × pp × dp`` equals the GPU count.
 * **EP** (MoE only) divides the routed experts and ``tp × dp``, and is a divisor or a multiple of
-  TP (:class:`studio.core.layout.Layout`); a dense model has EP = 1.
+  TP; a dense model has EP = 1. The part that needs no model (:func:`ep_shape_reason`) is also
+  what :class:`studio.core.layout.Layout` checks on construction.
 
 Every ``*_reason`` function returns ``None`` when the value is allowed, else one short sentence
 that says why not, for a tooltip, a refusal or a CLI message.
@@ -55,14 +57,34 @@ def tp_options(model: LLMArchitecture, gpus: int) -> list[int]:
     return [t for t in divisors(max(gpus, 1)) if tp_reason(model, t, gpus) is None] or [1]
 
 
-def pp_reason(model: LLMArchitecture, pp: int, tp: int, gpus: int) -> str | None:
-    """Why ``pp`` stages cannot follow TP = ``tp`` on ``gpus`` GPUs, or ``None``."""
+def depth_reason(model: LLMArchitecture, pp: int) -> str | None:
+    """Why ``model`` cannot be cut into ``pp`` pipeline stages whatever the GPU count, or ``None``."""
     if pp < 1:
         return f"PP must be at least 1 (got {pp})"
     if pp > model.num_layers:
         return f"PP={pp} exceeds the model's {model.num_layers} layers"
     if pp > MAX_PP:
         return f"PP={pp} is above the largest supported PP ({MAX_PP})"
+    return None
+
+
+def split_reason(model: LLMArchitecture, layers_per_stage: tuple[int, ...], pp: int) -> str | None:
+    """Why ``layers_per_stage`` is not a layer split of ``model`` over ``pp`` stages, or ``None``."""
+    if len(layers_per_stage) != pp:
+        return f"the layer split lists {len(layers_per_stage)} stages; PP is {pp}"
+    if any(n < 1 for n in layers_per_stage):
+        return "every stage of the layer split needs at least one layer"
+    total = sum(layers_per_stage)
+    if total != model.num_layers:
+        return f"the layer split adds up to {total} layers; the model has {model.num_layers}"
+    return None
+
+
+def pp_reason(model: LLMArchitecture, pp: int, tp: int, gpus: int) -> str | None:
+    """Why ``pp`` stages cannot follow TP = ``tp`` on ``gpus`` GPUs, or ``None``."""
+    why = depth_reason(model, pp)
+    if why is not None:
+        return why
     if tp < 1 or gpus % tp or (gpus // tp) % pp:
         return f"TP×PP = {tp}×{pp} does not divide the {gpus} GPUs"
     return None
@@ -80,20 +102,30 @@ def dp_for(tp: int, pp: int, gpus: int) -> int:
     return max(1, gpus // max(1, tp * pp))
 
 
-def ep_reason(model: LLMArchitecture, ep: int, tp: int, dp: int) -> str | None:
-    """Why ``ep`` is not a valid expert-parallel size for TP = ``tp``, DP = ``dp``, or ``None``."""
+def ep_shape_reason(ep: int, tp: int, dp: int) -> str | None:
+    """Why ``ep`` cannot sit in TP = ``tp`` × DP = ``dp`` ranks whatever the model, or ``None``:
+    EP divides ``tp × dp`` and is a divisor or a multiple of TP."""
     if ep == 1:
         return None
-    if model.moe is None:
-        return f"EP={ep}: '{model.name}' has no experts (EP stays 1)"
-    experts = model.moe.num_experts
-    if ep < 1 or experts % ep:
-        return f"EP={ep} does not divide the {experts} routed experts"
+    if ep < 1:
+        return f"EP must be at least 1 (got {ep})"
     if (tp * dp) % ep:
         return f"EP={ep} does not divide TP×DP = {tp * dp}"
     if ep % tp and tp % ep:
         return f"EP={ep} is neither a divisor nor a multiple of TP={tp}"
     return None
+
+
+def ep_reason(model: LLMArchitecture, ep: int, tp: int, dp: int) -> str | None:
+    """Why ``ep`` is not a valid expert-parallel size for TP = ``tp``, DP = ``dp``, or ``None``."""
+    if ep == 1:
+        return None
+    if model.moe is None:
+        return f"'{model.name}' has no experts (a dense model runs EP = 1)"
+    experts = model.moe.num_experts
+    if ep < 1 or experts % ep:
+        return f"EP={ep} does not divide the {experts} routed experts"
+    return ep_shape_reason(ep, tp, dp)
 
 
 def ep_options(model: LLMArchitecture, tp: int, dp: int) -> list[int]:
@@ -114,16 +146,23 @@ def layout_reason(model: LLMArchitecture, layout: Layout, gpus: int) -> str | No
         tp_reason(model, layout.tp, gpus)
         or pp_reason(model, layout.pp, layout.tp, gpus)
         or ep_reason(model, layout.ep, layout.tp, layout.dp)
+        or (
+            split_reason(model, layout.layers_per_stage, layout.pp)
+            if layout.layers_per_stage is not None
+            else None
+        )
     )
 
 
-def candidates(model: LLMArchitecture, gpus: int, *, check_heads: bool = True) -> list[tuple[int, int, int, int]]:
+def candidates(
+    model: LLMArchitecture, gpus: int, *, check_heads: bool = True
+) -> list[tuple[int, int, int, int]]:
     """Every ``(tp, pp, dp, ep)`` that uses all ``gpus`` GPUs.
 
     ``check_heads=False`` keeps TPs that do not divide the heads (the sweep lists them as
     candidates that do not run, with the reason).
     """
-    out = []
+    out: list[tuple[int, int, int, int]] = []
     for tp in divisors(max(gpus, 1)):
         if tp > MAX_TP or (check_heads and heads_reason(model, tp) is not None):
             continue

@@ -98,7 +98,7 @@ class Project(Frozen):
     )
 
     @model_serializer(mode="wrap")
-    def _omit_default_serving_mode(self, handler):  # noqa: ANN001, ANN202 - pydantic API
+    def _omit_default_serving_mode(self, handler):
         """A project served the default way (aggregated) is written without ``serving_mode``, so
         files of projects that never used disaggregated serving stay as they were."""
         data = handler(self)

@@ -1,16 +1,14 @@
-"""Fit the α–β (latency–bandwidth) model of a link kind to measured collective times.
+"""Fit the engine to measurements: link kinds to nccl-tests times, efficiencies to serving runs.
 
-Model: ``t(s) = α + f·s / B`` with ``s`` the message bytes, ``f`` the collective's bus factor
-(busbw / algbw: ``2(n-1)/n`` for all-reduce on ``n`` ranks, 1 for send/recv), ``α`` in µs and ``B``
-the achieved *bus* bandwidth in GB/s — the figure a link's effective bandwidth is compared with.
+* :func:`fit_link_kind` searches the per-hop latency and effective bandwidth of one link kind
+  (a :class:`~studio.core.project.LinkFit`) that make the engine's own prediction of a collective
+  on a GPU group match measured times, minimising the RMS of the relative error, so 30 µs and
+  30 ms points weigh the same. The engine's time is a minimum over algorithms, so the fit is a
+  grid search, not a closed form.
+* :func:`fit_serving` fits the engine's efficiency factors to measured serving runs
+  (:class:`ServingPoint`: throughput, TTFT, TPOT at a concurrency).
 
-The fit minimises the *relative* error ``Σ ((t̂ - t) / t)²`` so that 30 µs and 30 ms points weigh
-the same; it is linear in ``(α, 1/B)`` and solved in closed form with ``α ≥ 0``. NCCL switches
-protocol between small messages (latency-bound, LL) and large ones (bandwidth-bound, Simple), so
-:func:`fit_regimes` also fits the two regimes apart and reports the break size; its combined
-``latency = α_small``, ``bandwidth = B_large`` is kept when it beats the single fit.
-
-Pure numpy; no I/O.
+Pure numpy and the engine; no I/O.
 """
 
 from __future__ import annotations
@@ -25,53 +23,10 @@ from studio.core.project import LinkFit
 MIN_POINTS = 3
 
 
-@dataclass(frozen=True)
-class AlphaBeta:
-    """An α–β model: ``t = latency_us + factor·bytes / (bandwidth_gbps·1e3)`` µs."""
-
-    latency_us: float
-    bandwidth_gbps: float
-
-    def time_us(self, size_bytes: np.ndarray | float, bus_factor: float = 1.0) -> np.ndarray:
-        s = np.asarray(size_bytes, dtype=float)
-        return self.latency_us + bus_factor * s / (self.bandwidth_gbps * 1e3)
-
-
-@dataclass(frozen=True)
-class FitResult:
-    """A fitted model with the points it was fitted on and its relative residuals."""
-
-    model: AlphaBeta
-    sizes: np.ndarray
-    times_us: np.ndarray
-    bus_factor: float
-    residuals: np.ndarray  # (predicted - measured) / measured, per point
-    break_bytes: float | None = None  # set when the two-regime model was kept
-
-    @property
-    def rms_rel_error(self) -> float:
-        return rms(self.residuals)
-
-    def link_fit(self) -> LinkFit:
-        """The core value stored in a :class:`~studio.core.project.CalibrationProfile`."""
-        return LinkFit(
-            latency_us=float(self.model.latency_us),
-            bandwidth_gbps=float(self.model.bandwidth_gbps),
-            points=int(self.sizes.size),
-            rms_rel_error=float(self.rms_rel_error),
-        )
-
-
 def rms(x: np.ndarray) -> float:
     """Root mean square (0 for no values)."""
     x = np.asarray(x, dtype=float)
     return float(np.sqrt(np.mean(x * x))) if x.size else 0.0
-
-
-def relative_errors(model: AlphaBeta, sizes, times_us, bus_factor: float = 1.0) -> np.ndarray:
-    """``(predicted - measured) / measured`` of each point."""
-    t = np.asarray(times_us, dtype=float)
-    return (model.time_us(sizes, bus_factor) - t) / t
 
 
 def _check(sizes, times_us) -> tuple[np.ndarray, np.ndarray]:
@@ -83,91 +38,12 @@ def _check(sizes, times_us) -> tuple[np.ndarray, np.ndarray]:
     s, t = s[keep], t[keep]
     if s.size < MIN_POINTS:
         raise StudioError(
-            f"{s.size} usable points (size > 0 and time > 0); an α–β fit needs at least {MIN_POINTS}"
+            f"{s.size} usable points (size > 0 and time > 0); a link fit needs at least {MIN_POINTS}"
         )
     if np.unique(s).size < 2:
         raise StudioError("every point has the same message size; the bandwidth cannot be fitted")
     order = np.argsort(s, kind="stable")
     return s[order], t[order]
-
-
-def _solve(s: np.ndarray, t: np.ndarray, f: float) -> AlphaBeta | None:
-    """Relative least squares with α ≥ 0 and B > 0; None when time does not grow with size."""
-    x = f * s / 1e3  # bus bytes in units such that x / B is µs for B in GB/s
-    a = np.column_stack([1.0 / t, x / t])
-    (alpha, c), *_ = np.linalg.lstsq(a, np.ones_like(t), rcond=None)
-    if alpha < 0:
-        alpha = 0.0
-        c = float(np.sum(x / t) / np.sum((x / t) ** 2))
-    if not np.isfinite(c) or c <= 0:
-        return None
-    bw = 1.0 / c
-    if not 0 < bw <= 1e6 or alpha > 1e6:
-        return None
-    return AlphaBeta(latency_us=float(alpha), bandwidth_gbps=float(bw))
-
-
-def fit_alpha_beta(sizes, times_us, bus_factor: float = 1.0) -> FitResult:
-    """Fit one α–β model to (size, time) points in relative error.
-
-    Parameters
-    ----------
-    sizes:
-        Message sizes in bytes (the whole buffer, as nccl-tests prints them).
-    times_us:
-        Measured times in µs.
-    bus_factor:
-        busbw / algbw of the collective, so that the bandwidth comes out as bus bandwidth.
-
-    Raises
-    ------
-    StudioError
-        Fewer than three usable points, a single size, or times that do not grow with size.
-    """
-    if not bus_factor > 0:
-        raise StudioError(f"bus factor must be > 0 (got {bus_factor})")
-    s, t = _check(sizes, times_us)
-    model = _solve(s, t, bus_factor)
-    if model is None:
-        raise StudioError(
-            "the measured times do not grow with message size, so no bandwidth can be fitted; "
-            "include larger messages (nccl-tests -e 1G or more)"
-        )
-    return FitResult(model, s, t, bus_factor, relative_errors(model, s, t, bus_factor))
-
-
-def fit_regimes(sizes, times_us, bus_factor: float = 1.0) -> FitResult:
-    """Best of one α–β fit and a two-regime fit (latency from small, bandwidth from large messages).
-
-    Every break between consecutive sizes leaving at least two points on each side is tried; the
-    small-message side gives α, the large-message side B, and the pair is scored on all points.
-    The single fit is kept unless the pair has a smaller RMS relative error.
-    """
-    single = fit_alpha_beta(sizes, times_us, bus_factor)
-    s, t = single.sizes, single.times_us
-    best = single
-    sizes_u = np.unique(s)
-    for k in range(2, sizes_u.size - 1):
-        cut = sizes_u[k]
-        lo, hi = s < cut, s >= cut
-        if lo.sum() < 2 or hi.sum() < 2:
-            continue
-        small = _solve(s[lo], t[lo], bus_factor) if np.unique(s[lo]).size > 1 else None
-        large = _solve(s[hi], t[hi], bus_factor) if np.unique(s[hi]).size > 1 else None
-        alpha = small.latency_us if small else float(np.min(t[lo]))
-        if large is None:
-            continue
-        model = AlphaBeta(latency_us=alpha, bandwidth_gbps=large.bandwidth_gbps)
-        res = relative_errors(model, s, t, bus_factor)
-        if rms(res) < best.rms_rel_error - 1e-12:
-            best = FitResult(model, s, t, bus_factor, res, break_bytes=float(cut))
-    return best
-
-
-def split_halves(sizes, times_us) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
-    """Alternate points (by size) into a fitting half and a held-out half."""
-    s, t = _check(sizes, times_us)
-    return (s[0::2], t[0::2]), (s[1::2], t[1::2])
 
 
 # ------------------------------------------------------------------ fitting the engine's link model
@@ -193,7 +69,7 @@ class LinkKindFit:
         return (self.default_us - self.times_us) / self.times_us
 
 
-def _collective(cluster, group: list[str], collective: str, constants, link_fits, nccl_only: bool):  # noqa: ANN001, ANN202
+def _collective(cluster, group: list[str], collective: str, constants, link_fits, nccl_only: bool):
     """The engine's :class:`~studio.engine.comm.Collective` of ``collective`` on ``group``."""
     from studio.engine.comm import Collective, allreduce, p2p
     from studio.engine.constants import default_constants
@@ -270,7 +146,7 @@ def fit_link_kind(
     # with the latency — every latency is costed exactly instead)
     per_bw: dict[float, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None] = {}
 
-    def coll_at(lat: float, bw: float):  # noqa: ANN202 - Collective
+    def coll_at(lat: float, bw: float):
         return _collective(cluster, group, collective, constants,
                            {kind_id: LinkFit(latency_us=lat, bandwidth_gbps=bw)}, True)
 
@@ -416,8 +292,8 @@ class ServingFit:
     def rel_errors(self, measure: str, fitted: bool = True) -> np.ndarray:
         """``(predicted - measured) / measured`` of the points that report ``measure``."""
         preds = self.fitted_pred if fitted else self.default_pred
-        out = [(pr[measure] - pt.measured(measure)) / pt.measured(measure)
-               for pt, pr in zip(self.points, preds, strict=True) if pt.measured(measure)]
+        out = [(pr[measure] - m) / m
+               for pt, pr in zip(self.points, preds, strict=True) if (m := pt.measured(measure))]
         return np.asarray(out, dtype=float)
 
     def measures(self) -> tuple[str, ...]:
@@ -494,7 +370,7 @@ def fit_serving(
     skipped = tuple((p, "does not fit in GPU memory in the engine") for p, d in zip(points, pred0, strict=True)
                     if not (d["fits"] and d["output_tok_s"] > 0))
     if not used:
-        raise StudioError("no measured point fits in GPU memory in the engine; check --gpu, --model and --tp")
+        raise StudioError("no measured point fits in GPU memory in the engine; check the GPU type, the model and the TP size")
     pts = [p for p, _ in used]
     lim = np.log(np.array([OTHER_BOUNDS.get(n.partition(":")[0], bounds) for n in params], dtype=float))
     lo, hi = lim[:, 0], lim[:, 1]

@@ -240,7 +240,7 @@ def alltoall(topo: Topology, group: list[str], c: Constants, max_shifts: int = 8
     if len(shifts) > max_shifts:
         shifts = sorted({int(round(x)) for x in np.linspace(1, n - 1, max_shifts)})
     inv = 0.0
-    worst = (float("inf"), None)
+    worst: tuple[float, int | None] = (float("inf"), None)
     lat_max = 0.0
     for d in shifts:
         bw, li, lat = topo.concurrent([(group[i], group[(i + d) % n]) for i in range(n)])

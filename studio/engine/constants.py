@@ -111,7 +111,7 @@ class Constants:
 
 
 def _engine_json() -> str:
-    packaged = resources.files("studio").joinpath("_data", "presets", "engine.json")
+    packaged = resources.files("studio").joinpath("_data").joinpath("presets").joinpath("engine.json")
     if packaged.is_file():
         return packaged.read_text(encoding="utf-8")
     checkout = Path(__file__).resolve().parents[2] / "presets" / "engine.json"

@@ -268,13 +268,6 @@ def step_times(lc: LayoutCosts, micro_batch: np.ndarray, isl: int, osl: int, c: 
     )
 
 
-def pipeline_ms(stage: np.ndarray, hand_off: np.ndarray, micro_batches: np.ndarray) -> np.ndarray:
-    """Time of M micro-batches through P stages (GPipe fill/drain, one step):
-    Σ_s (t_s + p2p_s) + (M − 1) · max_s (t_s + p2p_s)."""
-    per = stage + hand_off
-    return per.sum(axis=0) + (np.asarray(micro_batches, dtype=float) - 1) * per.max(axis=0)
-
-
 def bubble_fraction(pp: int | np.ndarray, micro_batches: int | np.ndarray) -> np.ndarray | float:
     """(P − 1) / (M + P − 1)."""
     p = np.asarray(pp, dtype=float)

@@ -297,6 +297,7 @@ def load_of(
     ``cap`` sequences each."""
     ld = project.workload.load
     if ld.mode == "rate":
+        assert ld.rate_per_s is not None  # Workload refuses mode 'rate' without a rate
         return "rate", None, float(ld.rate_per_s) / 1e3, ld.arrival == "poisson", ""
     if ld.mode == "concurrency" and ld.concurrency is not None:
         return "concurrency", np.array([float(ld.concurrency)]), None, True, ""
@@ -403,6 +404,7 @@ def assemble(
             f"{st.limiter} pool): the queue grows without bound; figures shown are at saturation"
         )
     elif saturated:
+        assert users is not None  # not 'rate': load_of gives the closed loop's users
         note = (note + "; " if note else "") + (
             f"{float(users[0]):,.0f} users exceed what the pools hold at "
             f"saturation: the rest wait, which TTFT includes"

@@ -90,8 +90,8 @@ def _comm_cost(col: Collective, phase: str, size: float) -> CommCost | None:
     if algo is None:
         return None
     return CommCost(
-        kind=col.kind,  # type: ignore[arg-type]
-        phase=phase,  # type: ignore[arg-type]
+        kind=col.kind,  # type: ignore[arg-type]  # a Collective's kind is one of CommCost's literals
+        phase=phase,  # type: ignore[arg-type]  # callers pass 'prefill' or 'decode'
         group=col.group,
         message_bytes=size,
         time_us=algo.alpha_us + size * algo.us_per_byte,
@@ -322,6 +322,7 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
     figures = None
     note = ""
     if ld.mode == "rate":
+        assert ld.rate_per_s is not None  # Workload refuses mode 'rate' without a rate
         state, _ = open_loop(im, float(ld.rate_per_s) / dp, m_eff, wl.isl, wl.osl, budget, cap,
                              poisson=ld.arrival == "poisson", saturation=sat)
         if bool(state.saturated[0]):

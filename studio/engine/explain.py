@@ -153,7 +153,7 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
     return out
 
 
-def _speculative(out: dict[str, Explanation], ctx: PlanContext, dc) -> None:  # noqa: ANN001
+def _speculative(out: dict[str, Explanation], ctx: PlanContext, dc) -> None:
     """TPOT with speculative decoding: the step (drafter's k passes + verification of k + 1 tokens
     per sequence) divided by the tokens it yields; the figures both ways are shown."""
     from studio.engine.speculative import METHOD_NAMES

@@ -49,25 +49,37 @@ def timeline(
             free = start[s, k - 1] + work[s] + (hand[s] if s < p - 1 else 0.0) if k else 0.0
             start[s, k] = max(ready, free)
     end_last = start[p - 1, m - 1] + work[p - 1]
-    lane, st, dur, kind, mb = [], [], [], [], []
+    lane: list[int] = []
+    st: list[float] = []
+    dur: list[float] = []
+    kind: list[int] = []
+    mb: list[int] = []
+
+    def segment(s: int, t0: float, d: float, kd: int, k: int) -> None:
+        lane.append(s)
+        st.append(t0)
+        dur.append(d)
+        kind.append(kd)
+        mb.append(k)
+
     for s in range(p):
         cursor = 0.0
         for k in range(m):
             t0 = start[s, k]
             if t0 > cursor + 1e-12:
-                lane.append(s), st.append(cursor), dur.append(t0 - cursor), kind.append(_IDLE), mb.append(-1)
+                segment(s, cursor, t0 - cursor, _IDLE, -1)
             for kd, d in ((_COMPUTE, compute_ms[s]), (_AR, allreduce_ms[s]), (_A2A, a2a[s])):
                 if d > 0:
-                    lane.append(s), st.append(t0), dur.append(d), kind.append(kd), mb.append(k)
+                    segment(s, t0, d, kd, k)
                     t0 += d
             if s < p - 1 and hand[s] > 0:
-                lane.append(s), st.append(t0), dur.append(hand[s]), kind.append(_P2P), mb.append(k)
+                segment(s, t0, hand[s], _P2P, k)
                 t0 += hand[s]
             cursor = t0
         if end_last > cursor + 1e-12:
-            lane.append(s), st.append(cursor), dur.append(end_last - cursor), kind.append(_IDLE), mb.append(-1)
+            segment(s, cursor, end_last - cursor, _IDLE, -1)
     return Timeline(
-        phase=phase,  # type: ignore[arg-type]
+        phase=phase,  # type: ignore[arg-type]  # callers pass 'prefill' or 'decode'
         lanes=tuple(f"stage {s}" for s in range(p)),
         lane=np.asarray(lane, dtype=np.int32),
         start=np.asarray(st, dtype=float),

@@ -8,7 +8,7 @@ from studio.core.parallelism import heads_reason
 from studio.core.precision import DType
 from studio.engine.context import PlanContext
 from studio.engine.results import PlanWarning
-from studio.engine.shapes import stage_shapes
+from studio.engine.shapes import LayerTable, stage_shapes
 
 
 def plan_warnings(ctx: PlanContext) -> tuple[PlanWarning, ...]:
@@ -213,7 +213,7 @@ def _fits_one_gpu(ctx: PlanContext) -> list[PlanWarning]:
     )]
 
 
-def _table(ctx: PlanContext):  # noqa: ANN202 - LayerTable
+def _table(ctx: PlanContext) -> LayerTable:
     from studio.engine.evaluate import cached_layer_table
 
     return cached_layer_table(ctx.project.model)

@@ -185,6 +185,7 @@ def simulate(
     closed = load.mode == "concurrency"
     arrival = np.zeros(n)
     if load.mode == "rate":
+        assert load.rate_per_s is not None  # Workload refuses mode 'rate' without a rate
         rate = float(load.rate_per_s) / replicas / 1e3  # per ms per replica
         if load.arrival == "poisson":
             arrival = np.cumsum(rng.exponential(1.0 / rate, n))

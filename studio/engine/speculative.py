@@ -57,7 +57,7 @@ METHOD_NAMES = {
 
 
 def _presets_json() -> str:
-    packaged = resources.files("studio").joinpath("_data", "presets", "speculative.json")
+    packaged = resources.files("studio").joinpath("_data").joinpath("presets").joinpath("speculative.json")
     if packaged.is_file():
         return packaged.read_text(encoding="utf-8")
     checkout = Path(__file__).resolve().parents[2] / "presets" / "speculative.json"

@@ -174,8 +174,8 @@ def sweep(
     kinds: list[str] = []
     a2a_kinds: list[str] = []
     cancelled = False
-    for k, (tp, pp, dp, ep) in enumerate(combos):
-        if progress is not None and progress(k / len(combos)) is False:
+    for i, (tp, pp, dp, ep) in enumerate(combos):
+        if progress is not None and progress(i / len(combos)) is False:
             cancelled = True
             break
         layout = Layout(tp=tp, pp=pp, dp=dp, ep=ep)
@@ -207,7 +207,7 @@ def sweep(
     order = _order(columns, objective)
     pareto = pareto_front(columns["tokens_per_s_per_gpu"], columns["tokens_per_s_per_user"], columns["fits"])
     rec = int(order[0]) if len(order) and columns["fits"][order[0]] and columns["meets_targets"][order[0]] else None
-    ex["a2a_kind"] = a2a_kinds  # type: ignore[assignment]
+    ex["a2a_kind"] = a2a_kinds  # type: ignore[assignment]  # per-row labels ride with the number columns
     reasons = _reasons(columns, reasons_unfit, ex, kinds, order, rec, objective, model.num_layers)
     if progress is not None and not cancelled:
         progress(1.0)
@@ -218,7 +218,7 @@ def sweep(
     )
 
 
-def _append_unfit(cols, reasons, extra, tp, pp, dp, ep, why) -> None:  # noqa: ANN001
+def _append_unfit(cols, reasons, extra, tp, pp, dp, ep, why) -> None:
     vals = dict(tp=tp, pp=pp, dp=dp, ep=ep, micro_batches=1, batch=1, fits=False, mem_peak_gib=np.nan,
                 kv_capacity_tokens=0, ttft_ms=np.inf, tpot_ms=np.inf, tokens_per_s=0.0, tokens_per_s_per_gpu=0.0,
                 tokens_per_s_per_user=0.0, usd_per_million=np.inf, bubble=0.0, warnings_count=1,
@@ -230,7 +230,7 @@ def _append_unfit(cols, reasons, extra, tp, pp, dp, ep, why) -> None:  # noqa: A
     reasons.append(why)
 
 
-def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: float, project: Project,  # noqa: ANN001
+def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: float, project: Project,
           ttft_lim: float | None, tpot_lim: float | None, topo: Topology) -> dict:
     lay = lc.layout
     tp, pp, dp, ep = lay.tp, lay.pp, lay.dp, lay.ep
@@ -239,14 +239,9 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
     auto = max(1, min(wl.max_batch, max_seqs))
     bs = sorted(set(grid) | {auto})
     ms_opts = [1] if pp == 1 else sorted({1, pp, 2 * pp, 4 * pp})
-    B, M = [], []
-    for b in bs:
-        for m in ms_opts:
-            if m <= b:
-                B.append(b)
-                M.append(m)
-    B = np.asarray(B, dtype=float)
-    M = np.asarray(M, dtype=float)
+    pairs = [(b, m) for b in bs for m in ms_opts if m <= b]
+    B = np.asarray([b for b, _ in pairs], dtype=float)
+    M = np.asarray([m for _, m in pairs], dtype=float)
     budget = token_budget(project, tp, pp, int(c.max_num_batched_tokens))
     sv_t = serve_times(lc, B, M, wl.isl, wl.osl, c, budget)
     ttft, tpot = sv_t.ttft_ms, sv_t.tpot_ms
@@ -272,7 +267,7 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
         if fits[i]:
             reasons.append("")
         elif not heads_ok:
-            reasons.append(f"TP={tp} does not divide the attention/KV heads")
+            reasons.append(parallelism.heads_reason(project.model, tp) or "")
         elif not weights_fit:
             s = int(np.argmin(pool))
             reasons.append(f"does not fit: stage {s} needs {(lc.weights[s] + lc.activations[s] + lc.overhead[s]) / 2**30:.1f} GiB "
@@ -314,6 +309,7 @@ def _order(col: dict[str, np.ndarray], objective: str) -> np.ndarray:
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     tier = np.where(col["fits"] & col["meets_targets"], 0, np.where(col["fits"], 1, 2))
+    keys: tuple[np.ndarray, ...]
     if objective == "throughput":
         keys = (-col["tokens_per_s"], -col["tokens_per_s_per_user"], -col["tokens_per_s_per_gpu"])
     elif objective == "cost":
@@ -348,7 +344,7 @@ def _fmt_layout(col: dict[str, np.ndarray], i: int) -> str:
     return s
 
 
-def _reasons(col, unfit, ex, kinds, order, rec, objective, num_layers) -> list[str]:  # noqa: ANN001
+def _reasons(col, unfit, ex, kinds, order, rec, objective, num_layers) -> list[str]:
     if len(order) == 0:
         return ["no candidate layouts"]
     metric = {"throughput": ("tokens_per_s_per_gpu", "tok/s per GPU", True),
@@ -385,7 +381,7 @@ def _reasons(col, unfit, ex, kinds, order, rec, objective, num_layers) -> list[s
     return out
 
 
-def _collectives(ex, kinds, i: int) -> str:  # noqa: ANN001
+def _collectives(ex, kinds, i: int) -> str:
     """What the collectives of row ``i`` cost per decode step, each named with its link."""
     if kinds[i]:
         text = f"TP all-reduces cost {ex['allreduce_ms'][i]:.1f} ms per decode step over {kinds[i]}"
@@ -397,7 +393,7 @@ def _collectives(ex, kinds, i: int) -> str:  # noqa: ANN001
     return text
 
 
-def _tradeoff(col, unfit, ex, kinds, best, i, key, unit, higher) -> str:  # noqa: ANN001
+def _tradeoff(col, unfit, ex, kinds, best, i, key, unit, higher) -> str:
     name = _fmt_layout(col, i)
     if not col["fits"][i]:
         return f"{name} loses: {unfit[i]}"

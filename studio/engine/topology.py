@@ -411,8 +411,8 @@ class Topology:
             return None
         common: set[str] | None = None
         for g in gpus:
-            sw = {s for s, _ in self._nvl.get(g, ())}
-            common = sw if common is None else common & sw
+            switches = {s for s, _ in self._nvl.get(g, ())}
+            common = switches if common is None else common & switches
             if not common:
                 return None
         assert common

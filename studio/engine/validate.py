@@ -1,16 +1,18 @@
-"""Checks that a layout can exist on a cluster for a model, and the default placement."""
+"""Checks that a layout can exist on a cluster for a model, and the default placement.
+
+The rules themselves are :mod:`studio.core.parallelism`; this module turns the first broken one
+into a :class:`StudioError` that names the layout field and lists the allowed values. TP that does
+not split the attention heads is not refused here: the plan reports it as the error
+``TP_HEADS_NOT_DIVISIBLE`` (:mod:`studio.engine.rules`) so the rest of the plan is still shown.
+"""
 
 from __future__ import annotations
 
+from studio.core import parallelism as par
 from studio.core.architecture import LLMArchitecture
 from studio.core.errors import StudioError, nearest
 from studio.core.hardware import Cluster
 from studio.core.layout import Layout
-
-
-def divisors(n: int) -> list[int]:
-    """Divisors of ``n`` in increasing order."""
-    return [d for d in range(1, n + 1) if n % d == 0]
 
 
 def check_layout(layout: Layout, cluster: Cluster, model: LLMArchitecture) -> tuple[str, ...]:
@@ -29,30 +31,24 @@ def check_layout(layout: Layout, cluster: Cluster, model: LLMArchitecture) -> tu
         raise StudioError("the cluster has no GPUs; add a node or a GPU before planning a layout")
     if layout.world_size != n:
         options = ", ".join(
-            f"tp={t}×pp={p}" for t in divisors(n) for p in divisors(n // t) if p <= model.num_layers
+            f"tp={t}×pp={p}" for t in par.tp_options(model, n) for p in par.pp_options(model, t, n)
         )
         raise StudioError(
             f"layout tp×pp×dp = {layout.tp}×{layout.pp}×{layout.dp} = {layout.world_size} GPUs, but the "
             f"cluster has {n}; choose tp×pp×dp = {n} (e.g. {_short(options)} with dp = {n}/(tp×pp))"
         )
-    if layout.pp > model.num_layers:
-        raise StudioError(
-            f"layout.pp = {layout.pp} exceeds the model's {model.num_layers} layers; allowed: 1..{model.num_layers}"
-        )
-    if layout.layers_per_stage is not None and sum(layout.layers_per_stage) != model.num_layers:
-        raise StudioError(
-            f"layout.layers_per_stage sums to {sum(layout.layers_per_stage)}; the model has "
-            f"{model.num_layers} layers (the entries must add up to {model.num_layers})"
-        )
-    if layout.ep > 1:
-        if model.moe is None:
-            raise StudioError(f"layout.ep = {layout.ep} but '{model.name}' has no experts; allowed: ep = 1")
-        e = model.moe.num_experts
-        if e % layout.ep:
-            ok = [d for d in divisors(e) if (layout.tp * layout.dp) % d == 0 and (d % layout.tp == 0 or layout.tp % d == 0)]
-            raise StudioError(
-                f"layout.ep = {layout.ep} does not divide the {e} routed experts; allowed: {', '.join(map(str, ok))}"
-            )
+    why = par.pp_reason(model, layout.pp, layout.tp, n)
+    if why is not None:
+        allowed = ", ".join(map(str, par.pp_options(model, layout.tp, n)))
+        raise StudioError(f"layout.pp: {why}; allowed: {_short(allowed)}")
+    if layout.layers_per_stage is not None:
+        why = par.split_reason(model, layout.layers_per_stage, layout.pp)
+        if why is not None:
+            raise StudioError(f"layout.layers_per_stage: {why}")
+    why = par.ep_reason(model, layout.ep, layout.tp, layout.dp)
+    if why is not None:
+        allowed = ", ".join(map(str, par.ep_options(model, layout.tp, layout.dp)))
+        raise StudioError(f"layout.ep: {why}; allowed: {_short(allowed)}")
     ids = [g.id for g in gpus]
     if layout.placement is None:
         return tuple(ids)
@@ -61,7 +57,9 @@ def check_layout(layout: Layout, cluster: Cluster, model: LLMArchitecture) -> tu
         if g not in known:
             hint = nearest(g, ids)
             extra = f"; did you mean {', '.join(repr(x) for x in hint)}?" if hint else ""
-            raise StudioError(f"layout.placement names GPU '{g}', which is not in the cluster{extra}")
+            raise StudioError(
+                f"layout.placement names GPU '{g}', which is not in the cluster{extra}"
+            )
     return layout.placement
 
 

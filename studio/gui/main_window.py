@@ -504,7 +504,7 @@ class _WidthFollowingScrollArea(QScrollArea):
     """A vertical scroll area whose minimum width is always its panel's current one (values,
     fonts and style sheet change it after construction), so a dock never squeezes the panel."""
 
-    def minimumSizeHint(self) -> QSize:  # noqa: N802, D102 - Qt API
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
         hint = super().minimumSizeHint()
         panel = self.widget()
         if panel is None:
@@ -512,7 +512,7 @@ class _WidthFollowingScrollArea(QScrollArea):
         bar = self.verticalScrollBar().sizeHint().width() if self.verticalScrollBar().isVisible() else 0
         return QSize(panel.minimumSizeHint().width() + bar, hint.height())
 
-    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802, D102 - Qt API
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
         if obj is self.widget() and event.type() == QEvent.Type.LayoutRequest:
             self.updateGeometry()
         return super().eventFilter(obj, event)

@@ -5,8 +5,6 @@ The report reuses these, so the HTML/PDF shows the same pictures as the window.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QFont, QImage, QPainter
 
@@ -48,9 +46,3 @@ def timeline_image(timeline: Timeline, size: tuple[int, int] = (900, 300)) -> QI
     return img
 
 
-def save_png(img: QImage, path: str | Path) -> Path:
-    """Write ``img`` as PNG; raises OSError when the file cannot be written."""
-    path = Path(path)
-    if not img.save(str(path), "PNG"):
-        raise OSError(f"cannot write {path}")
-    return path

@@ -139,7 +139,7 @@ class SpecEditor(QGroupBox):
         if not on:
             self.summary.setText("")
 
-    def _on_result(self, result, _revision: int) -> None:  # noqa: ANN001 - PlanResult
+    def _on_result(self, result, _revision: int) -> None:
         from studio.engine.speculative import plan_line
 
         line = plan_line(result) if hasattr(result, "explanations") else None

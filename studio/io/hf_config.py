@@ -11,6 +11,7 @@ problem becomes a :class:`~studio.core.errors.StudioError` that names the file a
 
 from __future__ import annotations
 
+import builtins
 import os
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
@@ -159,7 +160,7 @@ class _Fields:
             return default
         return value
 
-    def int_list(self, key: str) -> list[int]:
+    def int_list(self, key: str) -> list[builtins.int]:  # `int` here is the method above
         value = self.cfg.get(key)
         if value is None:
             return []

@@ -37,7 +37,7 @@ _ALLOWED = "each entry is a length in tokens (a whole number 1..10000000) and an
 
 def _length(value: object, where: str) -> int:
     try:
-        number = float(value)  # type: ignore[arg-type]
+        number = float(value)  # type: ignore[arg-type]  # any value; what float refuses is the error below
     except (TypeError, ValueError):
         raise StudioError(f"{where}: length {value!r} is not a number; {_ALLOWED}") from None
     if not (math.isfinite(number) and number == int(number) and 1 <= number <= MAX_LENGTH):
@@ -49,7 +49,7 @@ def _weight(value: object, where: str) -> float:
     if isinstance(value, bool):
         raise StudioError(f"{where}: weight {value!r} is not a number; {_ALLOWED}")
     try:
-        number = float(value)  # type: ignore[arg-type]
+        number = float(value)  # type: ignore[arg-type]  # any value; what float refuses is the error below
     except (TypeError, ValueError):
         raise StudioError(f"{where}: weight {value!r} is not a number; {_ALLOWED}") from None
     if not (math.isfinite(number) and number >= 0):

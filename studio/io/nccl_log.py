@@ -180,22 +180,23 @@ def _row(line: str, line_no: int, source: str, offset: int = 0) -> NcclRow:
         else:
             redop = v[:20]
     g = rest[head:]
-    vals = [
-        _num(g[0][1], line_no, g[0][0], "time", source),
-        _num(g[1][1], line_no, g[1][0], "algbw", source),
-        _num(g[2][1], line_no, g[2][0], "busbw", source),
-        _wrong(g[3][1], line_no, g[3][0], source),
-    ]
+    in_place: dict[str, float | None] = {}
     if groups == 2:
-        vals += [
-            _num(g[4][1], line_no, g[4][0], "in-place time", source),
-            _num(g[5][1], line_no, g[5][0], "in-place algbw", source),
-            _num(g[6][1], line_no, g[6][0], "in-place busbw", source),
-            _wrong(g[7][1], line_no, g[7][0], source),
-        ]
-    else:
-        vals += [None, None, None, None]
-    return NcclRow(size, int(toks[1][1]), toks[2][1][:20], redop, root, *vals, line=line_no)  # type: ignore[arg-type]
+        in_place = {
+            "in_time_us": _num(g[4][1], line_no, g[4][0], "in-place time", source),
+            "in_algbw_gbps": _num(g[5][1], line_no, g[5][0], "in-place algbw", source),
+            "in_busbw_gbps": _num(g[6][1], line_no, g[6][0], "in-place busbw", source),
+            "in_wrong": _wrong(g[7][1], line_no, g[7][0], source),
+        }
+    return NcclRow(
+        size, int(toks[1][1]), toks[2][1][:20], redop, root,
+        time_us=_num(g[0][1], line_no, g[0][0], "time", source),
+        algbw_gbps=_num(g[1][1], line_no, g[1][0], "algbw", source),
+        busbw_gbps=_num(g[2][1], line_no, g[2][0], "busbw", source),
+        wrong=_wrong(g[3][1], line_no, g[3][0], source),
+        line=line_no,
+        **in_place,
+    )
 
 
 def _rank_line(line: str) -> tuple[int, str] | None:

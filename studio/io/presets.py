@@ -13,28 +13,34 @@ would save.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from studio.core.architecture import LLMArchitecture
 from studio.core.errors import StudioError, nearest
 from studio.core.hardware import GpuSpec, LinkKind, NodeTemplate
 
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 11):
+        from importlib.resources.abc import Traversable
+    else:
+        from importlib.abc import Traversable
+
 
 def _data_root(name: str) -> Traversable:
-    packaged = resources.files("studio").joinpath("_data", name)
+    packaged = resources.files("studio").joinpath("_data").joinpath(name)
     if packaged.is_dir():
         return packaged
     checkout = Path(__file__).resolve().parents[2] / name
     if checkout.is_dir():
-        return checkout  # type: ignore[return-value]
+        return checkout
     raise StudioError(f"the bundled '{name}' folder is missing from this installation; reinstall layout-studio")
 
 
@@ -56,7 +62,7 @@ def read_json(node: Traversable, what: str) -> Any:
         raise StudioError(f"cannot read {what}: {exc}", str(node)) from None
 
 
-def _validate(model: type, data: Any, where: str):
+def _validate(model: type[BaseModel], data: Any, where: str) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -180,7 +186,7 @@ class Catalog:
         for t in self.nodes.values():
             if t.gpu_type == gpu_id:
                 return t
-        raise StudioError(f"no node template for GPU '{gpu_id}'; pass --node-template")
+        raise StudioError(f"no node template for GPU '{gpu_id}'; name a node template", field="node_template")
 
 
 def _load_list(root: Traversable, file: str, key: str, model: type, what: str) -> dict[str, Any]:

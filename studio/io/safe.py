@@ -390,7 +390,9 @@ def loads_yaml_limited(
         mark = exc.problem_mark
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
         raise StudioError(f"{what} is not valid YAML: {exc.problem or exc}{where}", source) from None
-    except (yaml.YAMLError, ValueError, RecursionError) as exc:
+    except RecursionError:  # the YAML composer recurses once per level, before the depth check
+        raise StudioError(f"{what} nests too deep; at most {max_depth} levels are accepted", source) from None
+    except (yaml.YAMLError, ValueError) as exc:
         raise StudioError(f"{what} is not valid YAML: {exc}", source) from None
     _check_finite(data, source, what)
     return data

@@ -20,14 +20,15 @@ meaning.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
 
-try:  # Python 3.11+
+if sys.version_info >= (3, 11):
     from re import _constants as _c
     from re import _parser as _p
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants as _c  # type: ignore[no-redef]
-    import sre_parse as _p  # type: ignore[no-redef]
+else:  # pragma: no cover - Python 3.10
+    import sre_constants as _c
+    import sre_parse as _p
 
 #: Longest pattern accepted (characters).
 MAX_PATTERN_CHARS = 1000
@@ -270,12 +271,3 @@ class SafePattern:
         return self._run(subject, anywhere=True)
 
 
-def safe_search_or_fullmatch(pattern: str, subject: str) -> bool:
-    """``re.fullmatch(pattern, subject) or re.search(pattern, subject)`` in linear time.
-
-    Raises
-    ------
-    UnsafePattern
-        See :class:`SafePattern`.
-    """
-    return SafePattern(pattern).search(subject)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,21 +83,22 @@ class ServingRun:
         Raises
         ------
         StudioError
-            ISL, OSL or TP unknown from the file and not given (names the field and the flag).
+            ISL, OSL or TP unknown from the file and not given (names the value; ``field`` is
+            ``isl``, ``osl``, ``tp`` or ``pp``).
         """
-        def need(value: float | None, given: int | None, field: str, flag: str) -> int:
+        def need(value: float | None, given: int | None, what: str, field: str) -> int:
             v = value if value is not None else given
             if v is None:
-                raise StudioError(f"the file does not say the {field}; pass {flag}", self.where)
+                raise StudioError(f"the file does not say the {what}; give it", self.where, field=field)
             return max(1, round(v))
 
         c = self.concurrency if self.concurrency is not None else concurrency
         return ServingPoint(
             label=self.label(),
-            isl=need(self.isl, isl, "input length (total_input_tokens / completed)", "--isl"),
-            osl=need(self.osl, osl, "output length (total_output_tokens / completed)", "--osl"),
-            tp=need(self.tp, tp, "tensor-parallel size", "--tp"),
-            pp=need(self.pp, pp if pp is not None else 1, "pipeline-parallel size", "--pp"),
+            isl=need(self.isl, isl, "input length (total_input_tokens / completed)", "isl"),
+            osl=need(self.osl, osl, "output length (total_output_tokens / completed)", "osl"),
+            tp=need(self.tp, tp, "tensor-parallel size", "tp"),
+            pp=need(self.pp, pp if pp is not None else 1, "pipeline-parallel size", "pp"),
             concurrency=None if c is None else max(1, round(c)),
             output_tok_s=self.output_tok_s,
             ttft_ms=self.ttft_ms,
@@ -173,6 +174,7 @@ def _mean_list(data: dict[str, Any], key: str, where: str) -> float | None:
 def _vllm_run(data: dict[str, Any], source: str, line: int | None) -> ServingRun:
     where = f"{source} line {line}" if line else source
     out = _number(data, "output_throughput", where, required=True, positive=True)
+    assert out is not None  # required=True: a missing value raised above
     completed = _number(data, "completed", where)
     tin, tout = _number(data, "total_input_tokens", where), _number(data, "total_output_tokens", where)
     isl = _mean_list(data, "input_lens", where)
@@ -362,7 +364,7 @@ def parse_serving_text(text: str, source: str = "<serving>") -> list[ServingRun]
 
 
 def _json_lines(text: str, source: str) -> list[ServingRun]:
-    runs = []
+    runs: list[ServingRun] = []
     for i, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -377,11 +379,6 @@ def read_serving_file(path: str | Path) -> list[ServingRun]:
     """Read a result file (size-limited UTF-8) and parse it with :func:`parse_serving_text`."""
     raw = read_bytes_limited(path, MAX_BYTES, "serving-benchmark result")
     return parse_serving_text(decode_text(raw, str(path), "serving-benchmark result"), str(path))
-
-
-def with_defaults(run: ServingRun, **values: Any) -> ServingRun:
-    """``run`` with fields the file left empty filled from ``values`` (e.g. ``tp=8``)."""
-    return replace(run, **{k: v for k, v in values.items() if v is not None and getattr(run, k) is None})
 
 
 def read_points(files, **defaults: int | None) -> list[ServingPoint]:

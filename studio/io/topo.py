@@ -275,7 +275,7 @@ def _complete(
                     "symmetric",
                     source,
                 )
-            out[(a, b)] = (here or there)[0]  # type: ignore[index]
+            out[(a, b)] = (here or there)[0]  # type: ignore[index]  # the pair came from the matrix: one is set
     return out
 
 
@@ -474,7 +474,7 @@ def required_link_kinds(
             )
         out[kid] = link_kinds[kid]
     if _nvswitch_box(m, gpu_spec, link_kinds):
-        out[gpu_spec.scale_up_link] = link_kinds[gpu_spec.scale_up_link]  # type: ignore[index]
+        out[gpu_spec.scale_up_link] = link_kinds[gpu_spec.scale_up_link]  # type: ignore[index]  # _nvswitch_box needs one
     lane = nvlink_lane_kind(m, gpu_spec, link_kinds)
     if lane is not None:
         out[lane.id] = lane
@@ -557,7 +557,7 @@ def topo_to_node(
         nvs = Switch(id=f"{node_id}/nvswitch", kind="nvswitch", name="NVSwitch")
         switches.append(nvs)
         for g in m.gpus:
-            link(gpu_spec.scale_up_link, vid[g], nvs.id)  # type: ignore[arg-type]
+            link(gpu_spec.scale_up_link, vid[g], nvs.id)  # type: ignore[arg-type]  # _nvswitch_box needs one
     else:
         for i, a in enumerate(m.gpus):
             for b in m.gpus[i + 1 :]:
@@ -586,7 +586,7 @@ def guess_gpu(m: TopoMatrix, specs: dict[str, GpuSpec]) -> str | None:
     """GPU spec id named by ``nvidia-smi -L`` lines in the text, if any match one spec."""
     hits = {match_gpu_name(n, specs) for n in m.gpu_names.values()}
     hits.discard(None)
-    return hits.pop() if len(hits) == 1 else None  # type: ignore[return-value]
+    return hits.pop() if len(hits) == 1 else None
 
 
 NODE_SPACING_X = 520.0
@@ -620,15 +620,16 @@ def import_topology(
         NIC to join them.
     """
     if not 1 <= nodes <= 4096:
-        raise StudioError(f"--nodes must be between 1 and 4096 (got {nodes})", source)
+        raise StudioError(f"the node count must be between 1 and 4096 (got {nodes})", source, field="nodes")
     m = parse_topo(text, source)
     if gpu_id is None:
         gpu_id = guess_gpu(m, catalog.gpus)
         if gpu_id is None:
             raise StudioError(
-                "the topology does not say which GPU model it is; pass --gpu "
+                "the topology does not say which GPU model it is; name it "
                 f"(known: {', '.join(sorted(catalog.gpus))})",
                 source,
+                field="gpu",
             )
     spec = catalog.gpu(gpu_id)
     link_kinds: dict[str, LinkKind] = dict(catalog.links)
@@ -639,13 +640,15 @@ def import_topology(
     network_kinds = ", ".join(k for k, v in sorted(link_kinds.items()) if v.family.is_network)
     if m.nics and nic_kind not in link_kinds:
         raise StudioError(
-            f"NIC link kind '{nic_kind}' is not in the catalogue (network kinds: {network_kinds})", source
+            f"NIC link kind '{nic_kind}' is not in the catalogue (network kinds: {network_kinds})", source,
+            field="nic_kind",
         )
     if nic_kind in link_kinds and not link_kinds[nic_kind].family.is_network:
         raise StudioError(
-            f"--nic-kind '{nic_kind}' is a {link_kinds[nic_kind].family.value} link, not a network; "
+            f"NIC link kind '{nic_kind}' is a {link_kinds[nic_kind].family.value} link, not a network; "
             f"allowed: {network_kinds}",
             source,
+            field="nic_kind",
         )
     if nodes > MAX_CLUSTER_NODES or nodes * len(m.gpus) > MAX_CLUSTER_GPUS:
         raise StudioError(
@@ -656,8 +659,9 @@ def import_topology(
     if nodes > 1 and not m.nics:
         raise StudioError(
             f"the topology lists no NICs, so {nodes} nodes cannot be joined by a network; "
-            "use --nodes 1 or a topology with NIC columns",
+            "use one node or a topology with NIC columns",
             source,
+            field="nodes",
         )
     used = required_link_kinds(m, spec, link_kinds)
     if m.nics:

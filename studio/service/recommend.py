@@ -24,7 +24,7 @@ def sweep_kwargs(project: Project) -> dict[str, Any]:
     }
 
 
-def recommend(project: Project):  # noqa: ANN201 - SweepResult (engine import kept lazy)
+def recommend(project: Project):
     """Sweep ``project`` with its own objective and targets (:func:`sweep_kwargs`)."""
     from studio.engine.sweep import sweep
 

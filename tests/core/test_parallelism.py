@@ -74,7 +74,7 @@ def test_layout_reason_names_the_gpu_mismatch():
 @pytest.mark.parametrize(
     ("key", "value", "expect"),
     [
-        ("tp", 16, (16, 1, 1)),  # PP 2 no longer fits in 16 GPUs / TP16: the nearest allowed is 1
+        ("tp", 16, (16, 1, 1)),  # PP 2 does not fit in 16 GPUs / TP16: the nearest allowed is 1
         ("tp", 4, (4, 2, 2)),  # PP kept, DP fills the rest
         ("pp", 1, (8, 1, 2)),
     ],

@@ -13,7 +13,7 @@ from tests.engine.fixtures import FP8, H200, HGX_H200, LLAMA_70B, MIXTRAL, clust
 BOX = cluster(HGX_H200, 1, H200)
 
 
-def _run(model, batch, factor, tp=2, isl=1000, osl=1000, **overrides):  # noqa: ANN001, ANN003
+def _run(model, batch, factor, tp=2, isl=1000, osl=1000, **overrides):
     c = default_constants().with_overrides({"moe_imbalance_factor": factor, **overrides})
     p = project(BOX, model, Layout(tp=tp, dp=8 // tp), workload=Workload(isl=isl, osl=osl, batch=batch), serving=FP8)
     return evaluate(p, constants=c)

@@ -46,7 +46,7 @@ def test_timeline_arrays_cover_every_lane_to_the_end():
     ("layout", "match"),
     [
         (Layout(tp=4), "cluster has 8"),
-        (Layout(tp=1, pp=8, layers_per_stage=(4,) * 8), "sums to 32"),
+        (Layout(tp=1, pp=8, layers_per_stage=(4,) * 8), "adds up to 32"),
         (Layout(tp=8, placement=tuple(f"n0/gpu{i}" for i in range(7)) + ("n0/gpux",)), "not in the cluster"),
     ],
 )
@@ -58,7 +58,7 @@ def test_impossible_layouts_are_clear_errors(layout, match):
 def test_ep_must_divide_experts_and_model_must_be_moe():
     with pytest.raises(StudioError, match="no experts"):
         evaluate(project(cluster(DGX_H100, 1), LLAMA_70B, Layout(tp=2, dp=4, ep=2)))
-    with pytest.raises(StudioError, match="pp = 40 exceeds"):
+    with pytest.raises(StudioError, match="PP=40 exceeds"):
         evaluate(project(cluster(DGX_H100, 5), MIXTRAL, Layout(tp=1, pp=40)))
 
 

@@ -97,7 +97,7 @@ def test_a_project_without_speculation_is_unchanged():
 
 
 # ------------------------------------------------------------------ costs
-def test_small_batch_gains_about_E_large_batch_gains_little():
+def test_small_batch_gains_about_E_large_batch_gains_little():  # noqa: N802 - E: tokens per step, as in the docs
     spec = SpeculativeConfig(method="eagle3", num_tokens=3, acceptance=0.75)
     e = tokens_from_alpha(0.75, 3)
     gains = []

@@ -16,7 +16,7 @@ from studio.io.presets import load_catalog
 H100_GIB = 81_559 / 1024  # driver-reported H100 SXM memory
 
 
-def _model(name: str):  # noqa: ANN202
+def _model(name: str):
     return load_catalog().model(name).architecture
 
 
@@ -50,7 +50,7 @@ def test_kv_heads_below_tp_are_counted_once_per_rank():
     assert tp16.kv_requests < 2.5 * tp8.kv_requests
 
 
-def _plan(runtime: str, mode: str, budget: int | None = None):  # noqa: ANN202
+def _plan(runtime: str, mode: str, budget: int | None = None):
     wl = Workload(isl=2048, osl=128, max_batch=4096,
                   load=Load(mode=mode, num_requests=100) if mode == "offline" else Load(mode=mode, concurrency=8))
     sv = ServingConfig(weight_dtype="fp8", kv_dtype="fp8", runtime=runtime, gpu_memory_utilization=0.95,
@@ -67,7 +67,7 @@ def _plan(runtime: str, mode: str, budget: int | None = None):  # noqa: ANN202
     ("trtllm", "concurrency", None, 8192),  # served: the engines' default
     ("vllm", "offline", None, 8192),
 ])
-def test_token_budget_by_runtime_and_load(runtime, mode, budget, expected):  # noqa: ANN001
+def test_token_budget_by_runtime_and_load(runtime, mode, budget, expected):
     p = _plan(runtime, mode, budget)
     assert token_budget(p, 1, 1, 8192) == expected
     assert evaluate(p).load.token_budget == expected

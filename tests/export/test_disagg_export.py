@@ -168,7 +168,7 @@ def test_workers_spanning_nodes_and_wrong_host_counts_are_refused():
     with pytest.raises(StudioError, match="spans nodes"):
         export_disaggregated(p, res, engine="vllm")
     p, res = _plan()
-    with pytest.raises(StudioError, match="--hosts lists 1 hosts; the pools use 2 nodes"):
+    with pytest.raises(StudioError, match="1 host name given; the pools use 2 nodes"):
         export_disaggregated(p, res, engine="vllm", hosts=["h0"])
 
 

@@ -252,7 +252,7 @@ def test_k8s_manifest_gpus_per_pod_and_group_size():
     ({"engine": "vllm", "fmt": "helm"}, "allowed: command, yaml, script, k8s"),
     ({"engine": "trtllm", "fmt": "k8s"}, "vllm and sglang"),
     ({"engine": "vllm", "fmt": "command", "hosts": ["a"]}, "one host name per node"),
-    ({"engine": "vllm", "fmt": "command", "model_path": "  "}, "model-path is empty"),
+    ({"engine": "vllm", "fmt": "command", "model_path": "  "}, "the model path is empty"),
 ])
 def test_bad_arguments_are_clear_errors(kwargs, match):
     proj = project(LLAMA_70B, 2, Layout(tp=8, pp=2))

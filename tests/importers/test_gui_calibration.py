@@ -9,13 +9,13 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from studio.core.builders import build_cluster  # noqa: E402
-from studio.core.layout import Layout  # noqa: E402
-from studio.core.precision import DType  # noqa: E402
-from studio.core.project import Project  # noqa: E402
-from studio.core.workload import ServingConfig  # noqa: E402
+from studio.core.builders import build_cluster
+from studio.core.layout import Layout
+from studio.core.precision import DType
+from studio.core.project import Project
+from studio.core.workload import ServingConfig
 
-from .conftest import DATA, data_text  # noqa: E402
+from .conftest import DATA, data_text
 
 L40S = "topo/l40s-4gpu-2nic-spaces.txt"
 A100_LOG = DATA / "nccl" / "a100-8gpu-nvswitch-allreduce.txt"
@@ -47,7 +47,8 @@ def test_import_topology_replaces_the_cluster_in_one_undo_step(qtbot, a100_doc, 
     dlg = ImportTopologyDialog(doc, catalog_full)
     qtbot.addWidget(dlg)
     dlg.set_text(data_text(L40S))
-    assert dlg.cluster is None and "--gpu" in dlg.preview.text()  # the text does not name the GPU
+    assert dlg.cluster is None and "(set GPU model above)" in dlg.preview.text()  # the text does not name the GPU
+    assert "--gpu" not in dlg.preview.text()  # the window names its own control, not a CLI flag
     dlg.set_gpu("l40s")
     assert "Recognised 4 GPUs and 2 NICs" in dlg.preview.text()
     dlg.accept()

@@ -1,4 +1,4 @@
-"""nccl-tests logs and the α–β / engine link fits on the public tables of collectives.md."""
+"""nccl-tests logs and the engine link fits on the public tables of collectives.md."""
 
 from __future__ import annotations
 
@@ -9,14 +9,7 @@ from hypothesis import strategies as st
 
 from studio.core.builders import build_cluster
 from studio.core.errors import StudioError
-from studio.engine.calibration import (
-    engine_times,
-    fit_alpha_beta,
-    fit_link_kind,
-    fit_regimes,
-    rms,
-    split_halves,
-)
+from studio.engine.calibration import engine_times, fit_link_kind, rms
 from studio.io.nccl_log import parse_nccl_log
 
 from .conftest import data_text
@@ -87,30 +80,21 @@ def test_arbitrary_text_never_crashes(text):
         pass
 
 
-def test_alpha_beta_fit_recovers_a_known_model():
-    sizes = np.geomspace(1e3, 1e9, 13)
-    times = 20.0 + 1.75 * sizes / (200.0 * 1e3)
-    fit = fit_alpha_beta(sizes, times, bus_factor=1.75)
-    assert fit.model.latency_us == pytest.approx(20.0, rel=1e-6)
-    assert fit.model.bandwidth_gbps == pytest.approx(200.0, rel=1e-6)
-    assert fit.rms_rel_error < 1e-9
+def _halves(sizes, times):
+    """Alternate points (by size) into a fitting half and a held-out half."""
+    order = np.argsort(np.asarray(sizes, dtype=float), kind="stable")
+    s, t = np.asarray(sizes, dtype=float)[order], np.asarray(times, dtype=float)[order]
+    return (s[0::2], t[0::2]), (s[1::2], t[1::2])
 
 
-def test_alpha_beta_fit_on_the_a100_table():
-    s, t = parse_nccl_log(data_text(A100)).points()
-    one = fit_alpha_beta(s, t, 1.75)
-    both = fit_regimes(s, t, 1.75)
-    # asymptotic busbw of the table is ~235 GB/s; relative least squares lands below it
-    assert 150 < one.model.bandwidth_gbps < 260 and 30 < one.model.latency_us < 80
-    assert both.rms_rel_error <= one.rms_rel_error
-    assert one.link_fit().points == 18
-
-
-def test_flat_times_cannot_be_fitted():
-    with pytest.raises(StudioError, match="do not grow"):
-        fit_alpha_beta([1e3, 1e4, 1e5], [50.0, 40.0, 30.0])
+def test_too_few_points_cannot_be_fitted(catalog_full):
+    tpl = catalog_full.node("dgx-a100")
+    cluster = build_cluster(tpl, 1, catalog_full.gpu(tpl.gpu_type), catalog_full.links)
+    group = [g.id for g in cluster.gpus]
     with pytest.raises(StudioError, match="at least 3"):
-        fit_alpha_beta([1e3, 1e4], [50.0, 60.0])
+        fit_link_kind(cluster, group, "nvlink3-nvswitch", [1e3, 1e4], [50.0, 60.0])
+    with pytest.raises(StudioError, match="same message size"):
+        fit_link_kind(cluster, group, "nvlink3-nvswitch", [1e3] * 4, [50.0, 51.0, 52.0, 53.0])
 
 
 @pytest.mark.parametrize(
@@ -122,7 +106,7 @@ def test_calibrating_on_half_the_points_improves_the_other_half(catalog_full, ta
     cluster = build_cluster(tpl, nodes, catalog_full.gpu(tpl.gpu_type), catalog_full.links)
     group = [g.id for g in cluster.gpus]
     s, t = parse_nccl_log(data_text(table)).points()
-    (fs, ft), (hs, ht) = split_halves(s, t)
+    (fs, ft), (hs, ht) = _halves(s, t)
     fit = fit_link_kind(cluster, group, kind, fs, ft)
     calibrated = rms((engine_times(cluster, group, hs, link_fits={kind: fit.link_fit}) - ht) / ht)
     default = rms((engine_times(cluster, group, hs) - ht) / ht)

@@ -108,6 +108,6 @@ def test_cli_asks_for_what_the_file_does_not_say(tmp_path, capsys):
     f = tmp_path / "r.json"
     f.write_text(json.dumps(line))
     rc = main(["calibrate", "serving", str(f), "--gpu", "h200-sxm", "--model", "llama-3.1-8b"])
-    assert rc == 2 and "pass --tp" in capsys.readouterr().err
+    assert rc == 2 and "--tp: the file does not say the tensor-parallel size" in capsys.readouterr().err
     rc = main(["calibrate", "serving", str(f)])
     assert rc == 2 and "--gpu ID and --model ID" in capsys.readouterr().err

@@ -90,8 +90,9 @@ def test_nodes_without_nics_cannot_be_joined(catalog):
 
 
 def test_gpu_model_is_asked_for_unless_the_text_names_it(catalog):
-    with pytest.raises(StudioError, match="pass --gpu"):
+    with pytest.raises(StudioError, match="does not say which GPU model it is; name it") as err:
         import_topology(BRIDGED, gpu_id=None, nodes=1, catalog=catalog)
+    assert err.value.field == "gpu" and "--" not in err.value.message  # no CLI flag below the commands
     text = "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-a)\nGPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-b)\n"
     text += "\tGPU0\tGPU1\nGPU0\t X \tNV18\nGPU1\tNV18\t X \n"
     c = import_topology(text, gpu_id=None, nodes=1, catalog=catalog)

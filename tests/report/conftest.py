@@ -48,7 +48,7 @@ def _cached_png(pictures: dict, cache: dict[int, bytes], real: Callable) -> Call
     """``charts.png_bytes`` that encodes each shared picture once; other images as usual."""
     shared = {id(img) for img in pictures.values()}
 
-    def png_bytes(img) -> bytes:  # noqa: ANN001 - a QImage
+    def png_bytes(img) -> bytes:
         if id(img) not in shared:
             return real(img)
         if id(img) not in cache:
@@ -77,7 +77,7 @@ def shared_build(monkeypatch, data, pictures, png_cache) -> list:
     real_render = writer.render_pictures
     reused: list = []
 
-    def render_pictures(d):  # noqa: ANN001, ANN202 - ReportData -> dict of QImage
+    def render_pictures(d):
         if d.project == data.project and d.objective == data.objective:
             reused.append(d)
             return pictures

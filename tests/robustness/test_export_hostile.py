@@ -15,6 +15,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from studio.commands.flags import cli_message
 from studio.core.errors import StudioError
 from studio.engine import evaluate
 from studio.io.export import ENGINES, FORMATS, export_plan
@@ -74,10 +75,11 @@ def test_exports_with_hostile_strings(tmp_path_factory, names, model, title, hos
                 continue
             try:
                 bundle = export_plan(project, plan, engine=engine, fmt=fmt, model_path=model, hosts=hosts)
-            except StudioError as exc:  # refused: one line naming the flag, no raw control character
-                msg = str(exc)
+            except StudioError as exc:  # refused: one line naming the input, no raw control character
+                msg = cli_message(exc)
                 assert "\n" not in msg and first_unsafe_char(msg) is None, msg
-                assert "--model-path" in msg or "--hosts" in msg, msg
+                assert exc.field in ("model_path", "hosts"), msg
+                assert msg.startswith(("--model-path: ", "--hosts: ")), msg
                 continue
             assert not model.lstrip().startswith("-")
             for name, text in bundle.files.items():
@@ -95,7 +97,7 @@ def test_exports_with_hostile_strings(tmp_path_factory, names, model, title, hos
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    ({"model_path": "--trust-remote-code"}, "--model-path '--trust-remote-code' starts with '-'"),
+    ({"model_path": "--trust-remote-code"}, "the model path '--trust-remote-code' starts with '-'"),
     ({"model_path": " -x"}, "starts with '-'"),
     ({"model_path": "org/model\u202e1lm.ht"}, "U\\+202E"),
     ({"model_path": "org/\x1b[31mred"}, "U\\+001B"),

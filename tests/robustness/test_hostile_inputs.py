@@ -351,7 +351,7 @@ def test_import_topo_refuses_a_scale_up_link_as_nic_kind(tmp_path, capsys):
                  "-o", str(tmp_path / "p.json")])
     assert code == 2
     err = capsys.readouterr().err
-    assert "--nic-kind 'nvlink4-nvswitch' is a nvlink link, not a network; allowed: " in err
+    assert "--nic-kind: NIC link kind 'nvlink4-nvswitch' is a nvlink link, not a network; allowed: " in err
     assert "ib-ndr" in err
 
 

@@ -1,5 +1,6 @@
-"""Qt-level undo/redo: random edits pushed through the document's QUndoStack, then undo all gives
-the exact starting document and redo all the exact end document."""
+"""Undo/redo through the document's undo stack: random edits pushed, then undo all gives the exact
+starting document, redo all the exact end document, and undoing k steps then redoing them returns
+the same end document."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from tests.robustness.edit_commands import draw_command
 from tests.robustness.golden_files import GOLDEN
 
 pytest.importorskip("PySide6")
-from studio.gui.document import ProjectDocument  # noqa: E402
+from studio.gui.document import ProjectDocument
 
 START = load_project(GOLDEN / "v1" / "example-l40s-8x-llama-70b-fp8.json")
 
@@ -53,6 +54,15 @@ def test_document_undo_all_redo_all(qapp, data, steps):
         stack.redo()
         assert project_to_json(doc.project) == docs[i + 1]
     assert project_to_json(doc.project) == docs[-1]
+
+    back = data.draw(st.integers(0, stack.count()), label="undo then redo")
+    for i in range(back):
+        stack.undo()
+        assert project_to_json(doc.project) == docs[-2 - i]
+    for _ in range(back):
+        stack.redo()
+    assert project_to_json(doc.project) == docs[-1]
+    assert doc.is_dirty == (len(docs) > 1)
     # The stack emits cleanChanged while it is destroyed with the document; the document's
     # handler would then touch a deleted object (reported to the GUI owner), so cut it first.
     stack.cleanChanged.disconnect()

@@ -30,6 +30,9 @@ from studio.engine.defaults import default_layout
 
 AUTO = "(from the text)"
 
+#: The row of each input an import error may name (:attr:`StudioError.field`).
+_CONTROLS = {"gpu": "GPU model", "nodes": "Nodes"}
+
 
 def fitting_layout(project: Project, cluster: Cluster) -> Layout:
     """The production default (:func:`studio.engine.defaults.default_layout`): TP = GPUs per node,
@@ -73,8 +76,8 @@ class ImportTopologyDialog(QDialog):
         self.buttons.rejected.connect(self.reject)
 
         form = QFormLayout()
-        form.addRow("GPU model", self.gpu)
-        form.addRow("Nodes", self.nodes)
+        form.addRow(_CONTROLS["gpu"], self.gpu)
+        form.addRow(_CONTROLS["nodes"], self.nodes)
         top = QHBoxLayout()
         top.addWidget(QLabel("nvidia-smi topo -m"))
         top.addStretch(1)
@@ -146,7 +149,8 @@ class ImportTopologyDialog(QDialog):
             cluster = import_topology(text, gpu_id=self.gpu.currentData(), nodes=self.nodes.value(),
                                       catalog=self.catalog, source=source)
         except StudioError as exc:
-            self._show(None, str(exc))
+            control = _CONTROLS.get(exc.field or "")
+            self._show(None, str(exc) + (f" (set {control} above)" if control else ""))
             return
         kinds = ", ".join(sorted(cluster.link_kinds))
         codes = sorted({c for c in m.relation.values()})

@@ -92,7 +92,7 @@ class Legend(QWidget):
             self._rows = rows
             self.setFixedHeight(rows * ROW + 2 * PAD)
 
-    def resizeEvent(self, event) -> None:  # noqa: N802, ANN001 - Qt API
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
         self._relayout(self.width())
 
@@ -125,7 +125,7 @@ class Legend(QWidget):
             p.drawText(QRectF(tx, y, self._entry_width(e, fm) + 8, ROW), Qt.AlignmentFlag.AlignVCenter, e.text)
         return rows * ROW + 2 * PAD
 
-    def paintEvent(self, event) -> None:  # noqa: N802, ANN001 - Qt API
+    def paintEvent(self, event) -> None:  # noqa: N802 - Qt API
         p = QPainter(self)
         p.fillRect(self.rect(), QColor("#f8f9fa"))
         p.setPen(QPen(QColor("#dee2e6")))

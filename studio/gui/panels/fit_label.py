@@ -19,15 +19,15 @@ class FitLabel(QLabel):
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self.setText(text)
 
-    def text(self) -> str:  # noqa: D102 - the full text, not the elided one
+    def text(self) -> str:
         return self._full
 
-    def setText(self, text: str) -> None:  # noqa: N802, D102 - Qt API
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt API
         self._full = text
         self.updateGeometry()
         self._fit()
 
-    def setToolTip(self, tip: str) -> None:  # noqa: N802, D102 - an explicit tooltip wins
+    def setToolTip(self, tip: str) -> None:  # noqa: N802 - an explicit tooltip wins
         self._tip = tip
         super().setToolTip(tip)
 
@@ -36,19 +36,19 @@ class FitLabel(QLabel):
         """Whether the painted text is shorter than the full text."""
         return QLabel.text(self) != self._full
 
-    def sizeHint(self) -> QSize:  # noqa: N802, D102 - room for the full text
+    def sizeHint(self) -> QSize:  # noqa: N802 - room for the full text
         m = self.contentsMargins()
         fm = self.fontMetrics()
         return QSize(fm.horizontalAdvance(self._full) + m.left() + m.right() + 2, fm.height() + m.top() + m.bottom())
 
-    def minimumSizeHint(self) -> QSize:  # noqa: N802, D102 - may shrink: it elides
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - may shrink: it elides
         return QSize(self.fontMetrics().horizontalAdvance("…") * 3, self.sizeHint().height())
 
-    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802, D102 - Qt API
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
         self._fit()
 
-    def changeEvent(self, event) -> None:  # noqa: N802, D102 - font or style changed: refit
+    def changeEvent(self, event) -> None:  # noqa: N802 - font or style changed: refit
         super().changeEvent(event)
         if event.type() in (event.Type.FontChange, event.Type.StyleChange):
             self._fit()

@@ -145,10 +145,9 @@ class LayoutPanel(QWidget):
         except ValueError:
             self.doc.message.emit(f"Layers per stage: '{text}' is not a comma-separated list of whole numbers")
             return
-        if len(split) != p.layout.pp or sum(split) != p.model.num_layers:
-            self.doc.message.emit(
-                f"Layers per stage: need {p.layout.pp} numbers adding up to {p.model.num_layers} layers (got {text})"
-            )
+        why = par.split_reason(p.model, split, p.layout.pp)
+        if why is not None:
+            self.doc.message.emit(f"Layers per stage: {why} (got {text})")
             return
         if split != p.layout.layers_per_stage:
             self._apply(f"Layers per stage {text}", lambda q: q.layout.replace(layers_per_stage=split))

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from studio.core import parallelism as par
 from studio.core.errors import StudioError
 from studio.core.precision import WEIGHT_DTYPES, DType
 from studio.core.project import Project
@@ -126,7 +127,7 @@ class ModelPanel(QWidget):
     def _on_project(self, p: Project, _kind: str) -> None:
         self.refresh(p)
 
-    def _on_result(self, r, _revision: int) -> None:  # noqa: ANN001 - PlanResult
+    def _on_result(self, r, _revision: int) -> None:
         """With batch 'auto', the (disabled) box shows the batch the engine chose, so turning auto
         off keeps it."""
         if not r.batch_auto or self.batch.value() == r.batch:
@@ -194,7 +195,7 @@ class ModelPanel(QWidget):
 
         def fn(p: Project) -> Project:
             layout = p.layout
-            if layout.layers_per_stage is not None and sum(layout.layers_per_stage) != arch.num_layers:
+            if layout.layers_per_stage is not None and par.split_reason(arch, layout.layers_per_stage, layout.pp):
                 layout = layout.replace(layers_per_stage=None)
             return p.replace(model=arch, model_ref=ref, layout=layout)
 

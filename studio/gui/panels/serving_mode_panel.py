@@ -30,7 +30,7 @@ def _evaluate(project: Project) -> object:
     return evaluate_disaggregated(project)
 
 
-def summary_text(res) -> str:  # noqa: ANN001 - DisaggResult
+def summary_text(res) -> str:
     """Plain-text lines for the panel: both pools, the transfer, latency, throughput, balance."""
     p, d, t = res.prefill, res.decode, res.transfer
     lines = [
@@ -132,7 +132,7 @@ class ServingModePanel(QWidget):
             return
         self.jobs.start()
 
-    def _show(self, result, revision: int, error: str) -> None:  # noqa: ANN001
+    def _show(self, result, revision: int, error: str) -> None:
         if revision != self.jobs.revision:
             return  # an older project (the scheduler drops those already)
         self._result = result
@@ -141,11 +141,11 @@ class ServingModePanel(QWidget):
         self.shown.emit(text, result is None)
 
     @property
-    def result(self):  # noqa: ANN201 - DisaggResult or None
+    def result(self):
         return self._result
 
     # ------------------------------------------------------------------ edits
-    def _set(self, text: str, fn) -> bool:  # noqa: ANN001
+    def _set(self, text: str, fn) -> bool:
         return self.doc.edit(text, "serving", lambda p: p.replace(serving_mode=fn(p.serving_mode)))
 
     def _mode_chosen(self) -> None:

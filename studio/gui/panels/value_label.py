@@ -75,22 +75,22 @@ class ValueLabel(QLabel):
         return lo
 
     # ------------------------------------------------------------------ size hints
-    def sizeHint(self) -> QSize:  # noqa: N802, D102 - room for the value at full size
+    def sizeHint(self) -> QSize:  # noqa: N802 - room for the value at full size
         m = self.contentsMargins()
         fm = QFontMetricsF(self.font())
         return QSize(int(self.text_width(1.0)) + 3 + m.left() + m.right(), int(fm.height()) + m.top() + m.bottom())
 
-    def minimumSizeHint(self) -> QSize:  # noqa: N802, D102 - may shrink to MIN_SCALE, never elides
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - may shrink to MIN_SCALE, never elides
         m = self.contentsMargins()
         return QSize(int(self.text_width(MIN_SCALE)) + 3 + m.left() + m.right(), self.sizeHint().height())
 
-    def setText(self, text: str) -> None:  # noqa: N802, D102 - Qt API; hints depend on the text
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt API; hints depend on the text
         super().setText(text)
         self.updateGeometry()
         self.update()
 
     # ------------------------------------------------------------------ painting
-    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802, ARG002 - Qt API
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt API
         number, unit = split_unit(self.text())
         self.scale = self.fit_scale()
         fn, fu = self._fonts(self.scale)

@@ -163,7 +163,7 @@ def _p99(data: ReportData, figure: str) -> str:
     return f"; p99 {num(d.p99)} ms ({escape(data.simulation_note)})"
 
 
-def _load_text(plan) -> str:  # noqa: ANN001 - PlanResult
+def _load_text(plan) -> str:
     ld = plan.load
     if ld is None:
         return "—"

@@ -57,7 +57,7 @@ def write_pdf(data: ReportData, path: Path, pictures: dict | None = None) -> Non
         raise StudioError(f"cannot write the PDF '{path}'")
 
 
-def pdf_document(data: ReportData, pictures: dict, page_layout):  # noqa: ANN001, ANN201 - QPageLayout -> QTextDocument
+def pdf_document(data: ReportData, pictures: dict, page_layout):
     """The report laid out on the pages of ``page_layout``, with page breaks where the layout needs
     them (:func:`studio.gui.report.paginate.paginate`): no table row split, no heading left alone
     at a page's foot, no page left half empty by a forced break."""

@@ -171,6 +171,7 @@ def _listen(recipe: EngineRecipe, rules: EngineRules) -> list[Finding]:
 
 
 def _partition(recipe: EngineRecipe, rules: EngineRules) -> list[Finding]:
+    raw: object
     if rules.partition_env:
         key, raw = rules.partition_env, recipe.env.get(rules.partition_env)
     elif rules.partition_key:
@@ -287,14 +288,14 @@ def check_with_engine(recipe: EngineRecipe) -> tuple[list[Finding], str | None, 
         module = importlib.import_module(rules.parser_module)
     except ImportError:
         return [], None, f"{rules.parser_module} is not installed here"
-    except Exception as exc:  # an installed engine that fails to import (e.g. no CUDA)
+    except Exception as exc:  # noqa: BLE001 - an installed engine that fails to import (e.g. no CUDA)
         return [], None, f"importing {rules.parser_module} failed ({type(exc).__name__}: {one_line(str(exc))[:200]})"
     cls = getattr(module, rules.parser_class, None)
     if cls is None:
         return [], None, f"{rules.parser_module} has no {rules.parser_class} (another engine version?)"
     try:
         _RUNNERS[recipe.engine](module, cls, recipe)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever the engine's own argument classes raise is its refusal
         text = one_line(str(exc)).strip() or type(exc).__name__
         return [Finding("error", rules.parser_class, f"the engine refuses the recipe: {text[:500]}",
                         f"installed {where}")], where, None
@@ -319,19 +320,13 @@ def recipe_with_config_file(recipe: EngineRecipe, path: str) -> EngineRecipe:
     Raises
     ------
     StudioError
-        The file cannot be read, is not YAML, or its top level is not a mapping.
+        The file cannot be read, is not YAML (also: nested too deep, several documents, NaN), or
+        its top level is not a mapping.
     """
-    import yaml
-
-    from studio.io.safe import read_text_limited
+    from studio.io.safe import loads_yaml_limited, read_text_limited
 
     text = read_text_limited(path, MAX_CONFIG_BYTES, "engine config file")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise StudioError(f"not valid YAML{where}", path) from None
+    data = loads_yaml_limited(text, path, what="engine config file")
     if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
         raise StudioError("the top level must be a mapping of config keys", path)
     if recipe.engine in ("vllm", "sglang"):

@@ -104,8 +104,9 @@ def deployment(
         hosts = [str(h).strip() for h in hosts]
         if len(hosts) != len(order) or any(not h for h in hosts):
             raise StudioError(
-                f"--hosts: give one host name per node the plan uses ({len(order)}: "
-                f"{', '.join(one_line(cluster.node(n).name) for n in order)}); got {len(hosts)}"
+                f"give one host name per node the plan uses ({len(order)}: "
+                f"{', '.join(one_line(cluster.node(n).name) for n in order)}); got {len(hosts)}",
+                field="hosts",
             )
         for h in hosts:
             check_host(h)
@@ -143,11 +144,11 @@ def address_notes(dep: Deployment) -> list[str]:
     if dep.script:
         return [
             "Node addresses: set HOST_0..HOST_" f"{len(dep.nodes) - 1} at the top of the script (or in "
-            "the environment); it refuses to start while one is unset. Or export again with --hosts."
+            "the environment); it refuses to start while one is unset. Or export again with the host names given."
         ]
     return [
         "Node addresses: replace <HOST_0>..<HOST_" f"{len(dep.nodes) - 1}> with the host names or IPs "
-        "of the nodes (listed below), or export again with --hosts."
+        "of the nodes (listed below), or export again with the host names given."
     ]
 
 

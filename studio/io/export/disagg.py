@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from studio.core.errors import StudioError
 from studio.core.project import Project
@@ -74,7 +75,7 @@ class DisaggRecipe:
 
 def _servers(
     project: Project, result, hosts: Sequence[str] | None
-) -> tuple[list[tuple[str, PoolLayout, tuple[str, ...]]], dict[str, str]]:  # noqa: ANN001
+) -> tuple[list[tuple[str, PoolLayout, tuple[str, ...]]], dict[str, str]]:
     """The workers (role, pool, GPU ids) and the host of every node they use."""
     cluster = project.cluster
     node_of = {g.id: n.id for n in cluster.nodes for g in n.gpus}
@@ -98,8 +99,9 @@ def _servers(
     if hosts is not None:
         if len(hosts) != len(used):
             raise StudioError(
-                f"--hosts lists {len(hosts)} hosts; the pools use {len(used)} nodes ({', '.join(used)}), "
-                "give one host per node in that order"
+                f"{len(hosts)} host name{'s' if len(hosts) != 1 else ''} given; the pools use {len(used)} nodes ({', '.join(used)}), "
+                "give one host per node in that order",
+                field="hosts",
             )
         names = {n: check_host(h) for n, h in zip(used, hosts, strict=True)}
     else:
@@ -109,7 +111,7 @@ def _servers(
 
 def build_recipe(
     project: Project, result, engine: str, hosts: Sequence[str] | None = None
-) -> DisaggRecipe:  # noqa: ANN001
+) -> DisaggRecipe:
     """The servers, their ports and arguments, and the router of a disaggregated plan."""
     rules = disagg_rules(engine)
     workers, names = _servers(project, result, hosts)
@@ -164,7 +166,7 @@ def build_recipe(
     )
 
 
-def _batch(result, role: str) -> int:  # noqa: ANN001
+def _batch(result, role: str) -> int:
     """Sequences one server of ``role`` runs at most, as costed (decode: its cap; prefill: prompts per iteration)."""
     return max(1, int((result.prefill if role == "prefill" else result.decode).max_running))
 
@@ -175,7 +177,7 @@ def _engine_args(
     engine: str,
     role: str,
     pool: PoolLayout,
-    rules: dict,  # noqa: ANN001
+    rules: dict,
     backend: str,
     bootstrap: int | None,
 ) -> dict[str, object]:
@@ -262,7 +264,7 @@ def _router(engine: str, rules: dict, servers: list[Server]) -> dict[str, object
 
 def _trtllm_configs(
     project: Project, result, rules: dict, servers: list[Server]
-) -> dict[str, dict]:  # noqa: ANN001
+) -> dict[str, dict]:
     sv, wl = project.serving, project.workload
     er = rules_for("trtllm")
     kv, _ = c.kv_cache_value(project, er.kv.emit, "TensorRT-LLM")
@@ -315,7 +317,7 @@ def export_disaggregated(
     result,
     *,
     engine: str,
-    model_path: str | None = None,  # noqa: ANN001
+    model_path: str | None = None,
     hosts: Sequence[str] | None = None,
 ) -> tuple[ExportBundle, DisaggRecipe]:
     """The files that launch a disaggregated plan on ``engine`` and the recipe they hold.
@@ -367,7 +369,7 @@ def export_disaggregated(
     return ExportBundle(files=files, notes=tuple(notes)), recipe
 
 
-def _header(project: Project, result, engine: str, model: str, notes: list[str]) -> list[str]:  # noqa: ANN001
+def _header(project: Project, result, engine: str, model: str, notes: list[str]) -> list[str]:
     wl = project.workload
     t = result.transfer
     lines = [
@@ -389,6 +391,7 @@ def _header(project: Project, result, engine: str, model: str, notes: list[str])
 
 
 def _server_command(engine: str, model: str, s: Server) -> str:
+    head: list[c.Word]
     if engine == "vllm":
         head = ["vllm", "serve", model]
     elif engine == "sglang":
@@ -402,14 +405,14 @@ def _server_command(engine: str, model: str, s: Server) -> str:
 def _router_command(engine: str, r: DisaggRecipe) -> str:
     a = r.router
     if engine == "vllm":
-        head = ["python3", str(a["script"])]
+        head: list[c.Word] = ["python3", str(a["script"])]
         flags = [(k, v) for k, v in a.items() if k != "script"]
         return c.shell_command([head] + c.flag_groups(flags))
     if engine == "sglang":
         groups: list[list] = [["python3", "-m", str(a["module"]), "--pd-disaggregation"]]
-        for url, boot in a["--prefill"]:  # type: ignore[union-attr]
+        for url, boot in cast("list[tuple[str, int | None]]", a["--prefill"]):
             groups.append(["--prefill", url] + ([boot] if boot is not None else []))
-        for url in a["--decode"]:  # type: ignore[union-attr]
+        for url in cast("list[str]", a["--decode"]):
             groups.append(["--decode", url])
         groups += c.flag_groups([("--host", a["--host"]), ("--port", a["--port"])])
         return c.shell_command(groups)

@@ -18,6 +18,7 @@ source it was read from) that make a disaggregated deployment refuse to start or
 from __future__ import annotations
 
 import json
+from typing import cast
 
 from studio.io.export.check import CheckReport, Finding
 from studio.io.export.disagg import DisaggRecipe, disagg_rules
@@ -118,8 +119,8 @@ def _vllm(r: DisaggRecipe, rules: dict, src: str) -> list[Finding]:
                 )
             )
         if s.side_port is not None:
-            tp = int(s.args.get("--tensor-parallel-size", 1)) * int(
-                s.args.get("--pipeline-parallel-size", 1)
+            tp = int(cast(int, s.args.get("--tensor-parallel-size", 1))) * int(
+                cast(int, s.args.get("--pipeline-parallel-size", 1))
             )
             ranges.setdefault(s.node, []).append((s.side_port, s.side_port + tp, name))
     for node, spans in ranges.items():
@@ -149,11 +150,11 @@ def _vllm(r: DisaggRecipe, rules: dict, src: str) -> list[Finding]:
                 )
             )
     want = {(s.host, s.port) for s in r.servers}
-    listed = set(
-        zip(a.get("--prefiller-hosts", []), a.get("--prefiller-ports", []), strict=False)
-    ) | set(  # type: ignore[arg-type]
-        zip(a.get("--decoder-hosts", []), a.get("--decoder-ports", []), strict=False)
-    )  # type: ignore[arg-type]
+    lists = {k: cast("list[str | int]", a.get(k, [])) for k in (
+        "--prefiller-hosts", "--prefiller-ports", "--decoder-hosts", "--decoder-ports")}
+    listed = set(zip(lists["--prefiller-hosts"], lists["--prefiller-ports"], strict=False)) | set(
+        zip(lists["--decoder-hosts"], lists["--decoder-ports"], strict=False)
+    )
     for host, port in sorted(want - listed, key=str):
         out.append(
             Finding(
@@ -192,7 +193,7 @@ def _sglang(r: DisaggRecipe, rules: dict, src: str) -> list[Finding]:
                 )
             )
         if s.role == "prefill":
-            port = int(s.args.get(rules["bootstrap_flag"], rules["bootstrap_port_default"]))  # type: ignore[arg-type]
+            port = int(cast(int, s.args.get(rules["bootstrap_flag"], rules["bootstrap_port_default"])))
             other = boots.get((s.node, port))
             if other:
                 out.append(
@@ -204,8 +205,8 @@ def _sglang(r: DisaggRecipe, rules: dict, src: str) -> list[Finding]:
                     )
                 )
             boots[(s.node, port)] = name
-    pre = {u for u, _ in r.router.get("--prefill", [])}  # type: ignore[union-attr]
-    dec = set(r.router.get("--decode", []))  # type: ignore[arg-type]
+    pre = {u for u, _ in cast("list[tuple[str, int | None]]", r.router.get("--prefill", []))}
+    dec = set(cast("list[str]", r.router.get("--decode", [])))
     from studio.io.export.safety import host_port
 
     for s in r.servers:

@@ -36,8 +36,11 @@ def first_unsafe_char(text: str) -> str | None:
     return None
 
 
-def check_model_argument(model: str, flag: str = "--model-path") -> str:
+def check_model_argument(model: str, name: str, field: str | None = None) -> str:
     """``model`` when it is safe as the model argument of a launch line.
+
+    ``name`` says where the value came from in the message (``"the model path"``,
+    ``"model.hf_model_id"``); ``field`` is the input to blame (:class:`StudioError`).
 
     Raises
     ------
@@ -46,17 +49,19 @@ def check_model_argument(model: str, flag: str = "--model-path") -> str:
         format or bidirectional character.
     """
     if not model.strip():
-        raise StudioError(f"{flag} is empty; give a local folder or a Hugging Face id")
+        raise StudioError(f"{name} is empty; give a local folder or a Hugging Face id", field=field)
     if model.lstrip().startswith("-"):
         raise StudioError(
-            f"{flag} '{escape_for_terminal(model)}' starts with '-', which the engine reads as an "
-            "option; give a folder (e.g. ./" + escape_for_terminal(model.lstrip()) + ") or a Hugging Face id"
+            f"{name} '{escape_for_terminal(model)}' starts with '-', which the engine reads as an "
+            "option; give a folder (e.g. ./" + escape_for_terminal(model.lstrip()) + ") or a Hugging Face id",
+            field=field,
         )
     bad = first_unsafe_char(model)
     if bad is not None:
         raise StudioError(
-            f"{flag} holds {bad}; control, format and bidirectional characters are not allowed "
-            "in a model path"
+            f"{name} holds {bad}; control, format and bidirectional characters are not allowed "
+            "in a model path",
+            field=field,
         )
     return model
 
@@ -74,7 +79,7 @@ def is_host_name(text: str) -> bool:
     return all(_LABEL.fullmatch(label) for label in text.rstrip(".").split("."))
 
 
-def check_host(host: str, flag: str = "--hosts") -> str:
+def check_host(host: str) -> str:
     """``host`` when it is a host name or IP address.
 
     Raises
@@ -85,9 +90,10 @@ def check_host(host: str, flag: str = "--hosts") -> str:
     """
     if not is_host_name(host):
         raise StudioError(
-            f"{flag}: '{escape_for_terminal(host)}' is not a host name or IP address (allowed: "
+            f"'{escape_for_terminal(host)}' is not a host name or IP address (allowed: "
             "letters, digits, '-' and '.' in dot-separated labels that do not start or end with "
-            "'-', or an IPv4/IPv6 address)"
+            "'-', or an IPv4/IPv6 address)",
+            field="hosts",
         )
     return host
 

@@ -23,12 +23,12 @@ def model_path(project: Project, given: str | None) -> tuple[str, list[str]]:
         format or bidirectional characters (see :func:`.safety.check_model_argument`).
     """
     if given is not None:
-        return check_model_argument(given), []
+        return check_model_argument(given, "the model path", field="model_path"), []
     if project.model.hf_model_id:
         return check_model_argument(project.model.hf_model_id, "model.hf_model_id"), []
     return check_model_argument(project.model.id, "model.id"), [
         f"The model '{project.model.name}' has no Hugging Face id; the launch lines use its preset id "
-        f"'{project.model.id}'. Pass --model-path with the checkpoint folder or the Hugging Face id."
+        f"'{project.model.id}'. Give the model path (the checkpoint folder or the Hugging Face id) to export with it."
     ]
 
 

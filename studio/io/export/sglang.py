@@ -11,6 +11,8 @@ interface (``--host 0.0.0.0``; SGLang's default is 127.0.0.1). The run-time rule
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.engine.results import PlanResult
@@ -77,11 +79,11 @@ def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[
             cfg["quantization"] = _QUANT[quant.value]
         else:
             notes.append(
-                f"SGLang does not quantise to {quant.value} at load time here; point --model-path "
+                f"SGLang does not quantise to {quant.value} at load time here; point the model path "
                 f"at a {quant.value} checkpoint and SGLang reads its quantization config."
             )
     per_rank = c.sequences_per_rank(plan)
-    divisor = int(cfg.get(rules.batch.divided_by, 1)) if rules.batch.divided_by else 1  # type: ignore[call-overload]
+    divisor = int(cfg.get(rules.batch.divided_by, 1)) if rules.batch.divided_by else 1  # type: ignore[call-overload]  # an int set by _mapping
     cfg[rules.batch.key] = per_rank * divisor
     if divisor > 1:
         notes.append(
@@ -94,9 +96,9 @@ def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[
     return notes
 
 
-def _launch(model: str, base: list[tuple[str, object]], extra: list[tuple[str, object]], env: list) -> str:
+def _launch(model: str, base: Sequence[tuple[str, object]], extra: Sequence[tuple[str, object]], env: list) -> str:
     groups: list[list[c.Word]] = [["python", "-m", "sglang.launch_server"], ["--model-path", model]]
-    return c.shell_command(groups + c.flag_groups(base + extra), env)
+    return c.shell_command(groups + c.flag_groups([*base, *extra]), env)
 
 
 def build(
@@ -110,11 +112,11 @@ def build(
     env: list[tuple[str, c.Word]] = list(c.partition_env(project, plan, rules.partition_env))
     if any(len(g.nodes) > 1 for g in groups) and fmt != "k8s":
         notes += c.address_notes(dep)
-    reserve = c.Reserve("mem-fraction-static", float(cfg["mem-fraction-static"]), "capacity",  # type: ignore[arg-type]
+    reserve = c.Reserve("mem-fraction-static", float(cfg["mem-fraction-static"]), "capacity",
                         "weights and the KV-cache pool")
     yaml_name = "sglang-serve.yaml"
-    flags = [(f"--{k}", v) for k, v in cfg.items()]
-    base = [("--config", yaml_name)] if fmt == "yaml" else flags
+    flags: list[tuple[str, object]] = [(f"--{k}", v) for k, v in cfg.items()]
+    base: list[tuple[str, object]] = [("--config", yaml_name)] if fmt == "yaml" else flags
     listen: list[tuple[str, object]] = [(rules.listen.flag, LISTEN)]
     files: dict[str, str] = {}
     head = c.header(project, plan, "sglang", model, notes, reserve)
@@ -139,7 +141,7 @@ def build(
     else:
         steps = []
         for g in groups:
-            port = [("--port", SERVE_PORT + g.port_offset)] if g.port_offset else []
+            port: list[tuple[str, object]] = [("--port", SERVE_PORT + g.port_offset)] if g.port_offset else []
             for pos in range(len(g.nodes)):
                 extra = listen + port
                 if len(g.nodes) > 1:

@@ -93,5 +93,5 @@ def flag_groups(flags: Sequence[tuple[str, object]]) -> list[list[Word]]:
         elif isinstance(value, (list, tuple)):
             out.append([name, *value])
         else:
-            out.append([name, value])  # type: ignore[list-item]
+            out.append([name, value])  # type: ignore[list-item]  # exporters pass str, int, float or Raw
     return out

@@ -114,7 +114,8 @@ def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[
 
 
 def _serve(model: str, extra: list[tuple[str, object]]) -> list[list[c.Word]]:
-    return [["trtllm-serve", model]] + c.flag_groups([("--config", YAML_NAME), ("--host", LISTEN), *extra])
+    groups: list[list[c.Word]] = [["trtllm-serve", model]]
+    return groups + c.flag_groups([("--config", YAML_NAME), ("--host", LISTEN), *extra])
 
 
 def _steps(dep: c.Deployment, groups: tuple[c.Group, ...], model: str, recipe: str) -> tuple[c.Step, ...]:

@@ -17,6 +17,7 @@ run-time rules in :mod:`.rules`):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from studio.core.layout import Layout
@@ -141,10 +142,10 @@ def _as_flags(cfg: dict[str, object]) -> list[tuple[str, object]]:
 
 
 def _serve(
-    model: str, base: list[tuple[str, object]], extra: list[tuple[str, object]], env: list
+    model: str, base: Sequence[tuple[str, object]], extra: Sequence[tuple[str, object]], env: list
 ) -> str:
     groups: list[list[c.Word]] = [["vllm", "serve", model]]
-    groups += c.flag_groups(base + extra)
+    groups += c.flag_groups([*base, *extra])
     return c.shell_command(groups, env)
 
 
@@ -153,7 +154,7 @@ def _recipes(
     groups: tuple[c.Group, ...],
     m: _Mapping,
     model: str,
-    base: list[tuple[str, object]],
+    base: Sequence[tuple[str, object]],
     env: list[tuple[str, c.Word]],
 ) -> list[c.Recipe]:
     lay = m.layout
@@ -162,7 +163,7 @@ def _recipes(
     ray_steps: list[c.Step] = []
     for g in groups:
         head = c.host_word(dep, g.head.node)
-        port = [("--port", SERVE_PORT + g.port_offset)] if g.port_offset else []
+        port: list[tuple[str, object]] = [("--port", SERVE_PORT + g.port_offset)] if g.port_offset else []
         start = 0
         for pos, node in enumerate(g.nodes):
             idx = c.group_node_index(dep, g, pos)
@@ -182,7 +183,8 @@ def _recipes(
                     ("--node-rank", pos),
                     ("--master-addr", head),
                     ("--master-port", MASTER_PORT),
-                ] + ([("--headless", True)] if pos else port)
+                    *([("--headless", True)] if pos else port),
+                ]
             mp_steps.append(c.Step(node=idx, text=_serve(model, base, extra, node_env)))
         if len(g.nodes) > 1:
             for pos in range(len(g.nodes)):
@@ -192,7 +194,7 @@ def _recipes(
                 else:
                     words = ["ray", "start", "--address", c.host_word(dep, g.head.node, RAY_PORT)]
                 ray_steps.append(c.Step(node=idx, text=c.shell_command([words]), blocking=False))
-            backend = (
+            backend: list[tuple[str, object]] = (
                 [("--data-parallel-backend", "ray")]
                 if m.mode == "dp"
                 else [("--distributed-executor-backend", "ray")]
@@ -272,10 +274,12 @@ def build(
     env: list[tuple[str, c.Word]] = list(c.partition_env(project, plan, rules.partition_env))
     if any(len(g.nodes) > 1 for g in groups) and fmt != "k8s":
         notes += c.address_notes(dep)
-    reserve = c.Reserve("gpu-memory-utilization", float(cfg["gpu-memory-utilization"]), "capacity",
+    util = cfg["gpu-memory-utilization"]
+    assert isinstance(util, (int, float))  # _config writes the serving config's fraction
+    reserve = c.Reserve("gpu-memory-utilization", float(util), "capacity",
                         "weights, activations and KV cache")
     yaml_name = "vllm-serve.yaml"
-    base = [("--config", yaml_name)] if fmt == "yaml" else _as_flags(cfg)
+    base: list[tuple[str, object]] = [("--config", yaml_name)] if fmt == "yaml" else _as_flags(cfg)
     files: dict[str, str] = {}
     if fmt == "k8s":
         text, k_notes = _k8s(project, m, groups, model, _as_flags(cfg), env, dep.vendor)

@@ -8,7 +8,7 @@ import yaml
 class _Dumper(yaml.SafeDumper):
     """SafeDumper that indents lists under their key (easier to read)."""
 
-    def increase_indent(self, flow: bool = False, indentless: bool = False):  # noqa: ANN201
+    def increase_indent(self, flow: bool = False, indentless: bool = False):
         return super().increase_indent(flow, False)
 
 

@@ -3,20 +3,18 @@
 # Model: Llama-3.1-405B-Instruct -> meta-llama/Llama-3.1-405B-Instruct
 # Cluster: Llama-3.1-405B on 2× DGX H100 (16 GPUs on 2 nodes)
 # Layout: TP8×PP2 = 16 GPUs; layers per stage 63,63; micro-batches 2
-# Fits: yes
+# Fits (plan figures)
 # Workload: 2048 input + 512 output tokens; batch 64 per replica
-# Per-GPU memory (busiest GPU rank0): weights 30.0 GiB, KV cache 39.0 GiB, activations 2.0 GiB, overhead 1.0 GiB; total 72.0 GiB of 80.0 GiB (72.0 GiB usable)
-# Engine memory: mem-fraction-static 0.862 x 80.0 GiB (the plan's device memory, busiest GPU rank0) = 69.0 GiB per GPU for weights and the KV-cache pool
-# KV cache: 400,000 tokens per replica; 156 sequences of 2560 tokens
-# TTFT 350.0 ms; TPOT 24.50 ms; request 12,900.0 ms
-# Throughput: 2,612.2 output tokens/s (326.5 per GPU, 40.8 per user)
-# Cost: $20.00/h; $2.127 per million output tokens
-# Assumptions:
-#   - Decode is memory-bound.
-# Warnings:
-#   - [warning] TP_CROSSES_NODE: TP group spans nodes. Fix: Keep TP inside a node.
+# Per-GPU memory (plan figures)
+# Engine memory (plan figures)
+# KV cache (plan figures)
+# TTFT (plan figures)
+# Throughput (plan figures)
+# Cost (plan figures)
+# Assumptions (plan figures)
+# Warnings (plan figures)
 # What SGLang 0.5.23 runs differently from the plan:
-#   - Node addresses: replace <HOST_0>..<HOST_1> with the host names or IPs of the nodes (listed below), or export again with --hosts.
+#   - Node addresses: replace <HOST_0>..<HOST_1> with the host names or IPs of the nodes (listed below), or export again with the host names given.
 
 # === One command per node (the same server on every node) ===
 # on node 0: DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0> (8 GPUs)

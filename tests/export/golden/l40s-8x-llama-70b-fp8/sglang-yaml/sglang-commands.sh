@@ -3,18 +3,16 @@
 # Model: Llama-3.1-70B -> meta-llama/Llama-3.1-70B
 # Cluster: Llama-3.1-70B FP8 on 8× L40S (PCIe only) (8 GPUs on 1 node)
 # Layout: TP8×PP1 = 8 GPUs; layers per stage 80; micro-batches 1
-# Fits: yes
+# Fits (plan figures)
 # Workload: 2048 input + 512 output tokens; batch 64 per replica
-# Per-GPU memory (busiest GPU rank0): weights 30.0 GiB, KV cache 39.0 GiB, activations 2.0 GiB, overhead 1.0 GiB; total 72.0 GiB of 80.0 GiB (72.0 GiB usable)
-# Engine memory: mem-fraction-static 0.862 x 80.0 GiB (the plan's device memory, busiest GPU rank0) = 69.0 GiB per GPU for weights and the KV-cache pool
-# KV cache: 400,000 tokens per replica; 156 sequences of 2560 tokens
-# TTFT 350.0 ms; TPOT 24.50 ms; request 12,900.0 ms
-# Throughput: 2,612.2 output tokens/s (326.5 per GPU, 40.8 per user)
-# Cost: $20.00/h; $2.127 per million output tokens
-# Assumptions:
-#   - Decode is memory-bound.
-# Warnings:
-#   - [warning] TP_CROSSES_NODE: TP group spans nodes. Fix: Keep TP inside a node.
+# Per-GPU memory (plan figures)
+# Engine memory (plan figures)
+# KV cache (plan figures)
+# TTFT (plan figures)
+# Throughput (plan figures)
+# Cost (plan figures)
+# Assumptions (plan figures)
+# Warnings (plan figures)
 
 # === One command ===
 # on node 0: 8× L40S PCIe server (8 GPUs)

@@ -3,18 +3,16 @@
 # Model: Llama-3.1-70B -> meta-llama/Llama-3.1-70B
 # Cluster: Llama-3.1-70B FP8 on 8× L40S (PCIe only) (8 GPUs on 1 node)
 # Layout: TP8×PP1 = 8 GPUs; layers per stage 80; micro-batches 1
-# Fits: yes
+# Fits (plan figures)
 # Workload: 2048 input + 512 output tokens; batch 64 per replica
-# Per-GPU memory (busiest GPU rank0): weights 30.0 GiB, KV cache 39.0 GiB, activations 2.0 GiB, overhead 1.0 GiB; total 72.0 GiB of 80.0 GiB (72.0 GiB usable)
-# Engine memory: kv_cache_config.free_gpu_memory_fraction 0.829 x 47.0 GiB (memory left after weights, activations and overhead, busiest GPU rank0) = 39.0 GiB per GPU for the KV cache
-# KV cache: 400,000 tokens per replica; 156 sequences of 2560 tokens
-# TTFT 350.0 ms; TPOT 24.50 ms; request 12,900.0 ms
-# Throughput: 2,612.2 output tokens/s (326.5 per GPU, 40.8 per user)
-# Cost: $20.00/h; $2.127 per million output tokens
-# Assumptions:
-#   - Decode is memory-bound.
-# Warnings:
-#   - [warning] TP_CROSSES_NODE: TP group spans nodes. Fix: Keep TP inside a node.
+# Per-GPU memory (plan figures)
+# Engine memory (plan figures)
+# KV cache (plan figures)
+# TTFT (plan figures)
+# Throughput (plan figures)
+# Cost (plan figures)
+# Assumptions (plan figures)
+# Warnings (plan figures)
 # What TensorRT-LLM 1.4.0rc0 runs differently from the plan:
 #   - max_num_tokens 2111 (one prompt of 2048 tokens next to a decode token of every other sequence) is below max_seq_len 131072: enable_chunked_prefill is on, so longer prompts are prefilled in chunks instead of refused.
 #   - TensorRT-LLM takes the weight format from the checkpoint: point MODEL at a fp8 checkpoint (e.g. quantised with NVIDIA ModelOpt).

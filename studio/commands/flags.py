@@ -1,0 +1,32 @@
+"""The command-line flag of each input that core, engine, io and service errors name by field.
+
+Those layers raise :class:`~studio.core.errors.StudioError` with ``field`` set to the input to
+blame (``"gpu"``, ``"hosts"``, …) and a message that names it in words; only the command line knows
+its flags, so it puts the flag in front here (``--gpu: the topology does not say which GPU model it
+is; …``). A window shows the message as is, next to its own control.
+"""
+
+from __future__ import annotations
+
+from studio.core.errors import StudioError
+
+#: Field name → flag, for every field an error below the commands may name.
+FLAGS: dict[str, str] = {
+    "gpu": "--gpu",
+    "nodes": "--nodes",
+    "node_template": "--node-template",
+    "nic_kind": "--nic-kind",
+    "hosts": "--hosts",
+    "model_path": "--model-path",
+    "isl": "--isl",
+    "osl": "--osl",
+    "tp": "--tp",
+    "pp": "--pp",
+}
+
+
+def cli_message(exc: StudioError) -> str:
+    """``exc`` as the command line prints it: ``SOURCE: --FLAG: message`` (each part when known)."""
+    flag = FLAGS.get(exc.field) if exc.field else None
+    text = f"{flag}: {exc.message}" if flag else exc.message
+    return f"{exc.source}: {text}" if exc.source else text
