@@ -3,10 +3,16 @@
 One sample = one undoable edit on the document (alternating the micro-batch count M, and a link's
 kind NVLink <-> PCIe), the canvas syncing to it, the engine evaluating the new project, the metrics
 panel, memory bars, warnings and timeline updating, a synchronous repaint of the metrics and
-timeline widgets, then a synchronous repaint of the whole canvas view (the cluster fitted in a
-1920×1080 window; tiles that did not change come from their cached pixmaps). Targets: median
-≤ 16 ms at 16 GPUs, ≤ 100 ms at 512 GPUs (64 × DGX H100) with the canvas repaint ≤ 40 ms; 1,024 GPUs
-(128 × DGX H100) is reported too.
+timeline widgets, then the canvas repaint the edit causes: the scene hands its changed items to the
+view and the window paints what they dirtied (the cluster fitted in a 1920×1080 window; Qt paints
+only the changed items' rectangles, and tiles that did not change come from their cached pixmaps).
+"canvas painted" is the share of the canvas area that repaint covered. For reference,
+"full canvas repaint" is a forced repaint of the whole canvas after the edit (what every edit cost
+before the canvas repainted only what changed); it is not part of the edit. The window's garbage
+collector is tuned as ``layout-studio`` does once its window is up (:func:`studio.gui.app.settle_memory`),
+and the Explorer's background sweep of the opened project is finished before the samples start.
+Targets: median ≤ 16 ms at 16 GPUs, ≤ 100 ms at 512 GPUs (64 × DGX H100) with the canvas repaint
+≤ 40 ms; 1,024 GPUs (128 × DGX H100) is reported too.
 
 Times are wall-clock medians; the CPU-time medians beside them are steadier on a busy machine
 (everything here runs on the GUI thread, so on an idle machine the two agree).
@@ -27,12 +33,14 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("LAYOUT_STUDIO_NO_SETTINGS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from PySide6.QtCore import QEvent, QObject
+
 from studio.core import edits
 from studio.core.builders import build_cluster
 from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.core.workload import Workload
-from studio.gui.app import application, build_window
+from studio.gui.app import application, build_window, settle_memory
 from studio.io.presets import load_catalog
 
 
@@ -63,6 +71,19 @@ class Clock:
         return out
 
 
+class PaintedArea(QObject):
+    """Event filter: the area (pixels) of the paint events a widget received since :meth:`clear`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pixels = 0
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Type.Paint:
+            self.pixels += sum(r.width() * r.height() for r in event.region())
+        return False
+
+
 def measure(p: Project, samples: int) -> dict[str, tuple[float, float]]:
     """Median (wall ms, CPU ms) of each part of an edit, by name."""
     app = application()
@@ -71,6 +92,16 @@ def measure(p: Project, samples: int) -> dict[str, tuple[float, float]]:
     win.show()
     app.processEvents()
     win.canvas.fit()
+    app.processEvents()
+    # The Explorer dock sweeps every layout in a worker thread after a change; the samples run no
+    # event loop, so no new sweep starts during them, and the one the window started is waited for
+    # (process CPU time counts every thread).
+    win.explorer.wait_idle()
+    settle_memory()
+    viewport = win.canvas.viewport()
+    painted = PaintedArea()
+    viewport.installEventFilter(painted)
+    area = viewport.width() * viewport.height()
     doc = win.doc
     engine_s: list[tuple[float, float]] = []
     evaluate = doc._evaluate
@@ -93,7 +124,9 @@ def measure(p: Project, samples: int) -> dict[str, tuple[float, float]]:
     link = next(lk.id for lk in p.cluster.links if lk.kind == nvl.id)
     parts: dict[str, list[tuple[float, float]]] = {
         "micro-batches": [], "link kind": [], "canvas repaint": [], "GUI share (total - engine)": [],
+        "full canvas repaint": [],
     }
+    shares: list[float] = []
 
     def sample(name: str, edit) -> None:
         clock = Clock()
@@ -102,13 +135,19 @@ def measure(p: Project, samples: int) -> dict[str, tuple[float, float]]:
         win.metrics.repaint()
         win.timeline.repaint()
         panels = clock.lap()
-        win.canvas.viewport().repaint()
+        painted.pixels = 0
+        app.sendPostedEvents(win.canvas.scene(), 0)  # the scene hands its changed items to the view
+        app.sendPostedEvents(None, QEvent.Type.UpdateRequest.value)  # the window paints them
         canvas = clock.lap()
+        shares.append(painted.pixels / area)
         total = (panels[0] + canvas[0], panels[1] + canvas[1])
         parts[name].append(total)
         parts["canvas repaint"].append(canvas)
         eng = engine_s[-1]
         parts["GUI share (total - engine)"].append((total[0] - eng[0], total[1] - eng[1]))
+        clock.lap()
+        viewport.repaint()
+        parts["full canvas repaint"].append(clock.lap())
 
     for i in range(samples):
         m = p.layout.micro_batches + 1 + (i % 2)
@@ -117,12 +156,15 @@ def measure(p: Project, samples: int) -> dict[str, tuple[float, float]]:
         sample("link kind", lambda k=kind: doc.edit_cluster("kind", lambda c: edits.set_link_kind(c, link, k)))
     parts["engine evaluate alone"] = engine_s
     doc.undo_stack.setClean()
+    viewport.removeEventFilter(painted)
     win.close()
     app.processEvents()
-    return {
+    out = {
         k: (statistics.median(w for w, _ in v) * 1000, statistics.median(c for _, c in v) * 1000)
         for k, v in parts.items()
     }
+    out["canvas painted, % of its area"] = (statistics.median(shares) * 100, max(shares) * 100)
+    return out
 
 
 CASES = {
@@ -141,9 +183,12 @@ def main() -> None:
         label, nodes, layout, target = CASES[gpus]
         res = measure(project(nodes, layout), args.samples)
         print(f"{label}: edit -> metrics, timeline and canvas redrawn, median of {args.samples} (load average {os.getloadavg()[0]:.1f})")
-        print(f"  {'':26s} {'wall ms':>8s} {'CPU ms':>8s}")
+        print(f"  {'':30s} {'wall ms':>8s} {'CPU ms':>8s}")
         for k, (wall, cpu) in res.items():
-            print(f"  {k:26s} {wall:8.1f} {cpu:8.1f}")
+            if k.startswith("canvas painted"):
+                print(f"  {k:30s} {wall:8.1f} {cpu:8.1f}  (median, largest)")
+            else:
+                print(f"  {k:30s} {wall:8.1f} {cpu:8.1f}")
         if target is not None:
             worst = max(res["micro-batches"][0], res["link kind"][0])
             print(f"  target: total <= {target:.0f} ms {'OK' if worst <= target else 'OVER'}", end="")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -20,6 +21,22 @@ from studio.io.presets import example_paths, load_catalog
 from studio.io.project_file import load_project, project_from_json
 
 DEFAULT_EXAMPLE = "dgx-h100-2node-llama-405b"
+
+#: Allocations between two young-generation collections (CPython's default is 700). Each edit of a
+#: 512-GPU plan allocates tens of thousands of short-lived objects, and every tenth collection of
+#: the older generations walked the whole window (~135,000 objects): about a third of an edit's
+#: time went to the garbage collector. Cycles are still collected, in larger batches.
+GC_THRESHOLD = (20_000, 10, 10)
+
+
+def settle_memory() -> None:
+    """Tune the cyclic garbage collector for editing (:data:`GC_THRESHOLD`) and move what exists
+    now (the modules, the window and its project: long-lived) out of its reach (``gc.freeze``),
+    so that a collection during an edit walks only what the edit made. Called once the window is
+    built; refcounting still frees every frozen object that is dropped."""
+    gc.set_threshold(*GC_THRESHOLD)
+    gc.collect()
+    gc.freeze()
 
 
 def application() -> QApplication:
@@ -76,6 +93,7 @@ def run(path: str | None = None) -> int:
         return 2
     hook = GuiExceptHook(lambda title, text: win.show_error(title, text)).install()
     win.show()
+    settle_memory()
     if not os.environ.get("LAYOUT_STUDIO_EXIT_AFTER_MS", "").strip():
         QTimer.singleShot(0, win.offer_recovery)  # after a crash: "Restore unsaved work from …?"
     _exit_after_env(app, win)

@@ -64,6 +64,8 @@ class Legend(QWidget):
         entries += [Entry("stage", f"S{s}", stage=s) for s in range(min(pp, 8))]
         if pp > 8:
             entries.append(Entry("heading", f"… {pp} stages"))
+        if entries == self.entries:
+            return  # an edit that changes none of it (most do) repaints no legend
         self.entries = entries
         self._relayout(self.width() or 800)
         self.update()

@@ -75,6 +75,10 @@ class ClusterScene(QGraphicsScene):
         self.switches: dict[str, ClusterSwitchItem] = {}
         self.links: dict[str, LinkItem] = {}
         self._ext_links: dict[str, set[str]] = {}  # node/switch id -> top-level links touching it
+        self._endpoint_node: dict[str, str] = {}  # GPU/switch/NIC id inside a node -> node id
+        self._link_values: dict[str, object] = {}  # link id -> the Link value its item draws
+        self._slow_drawn: set[str] = set()  # links drawn as slow hops
+        self._drawn_placement: Placement | None = None  # the placement the tiles were last given
         self.bundles: list[BundleItem] = []
         self._cluster: Cluster | None = None
         self._placement: Placement | None = None
@@ -105,9 +109,9 @@ class ClusterScene(QGraphicsScene):
         self._syncing_selection = True
         try:
             rebuilt = self._sync_nodes(cluster)
-            self._sync_switches(cluster)
-            self._sync_links(cluster, rebuilt)
-            self._sync_bundles(cluster)
+            switches_changed = self._sync_switches(cluster)
+            if self._sync_links(cluster, rebuilt) or switches_changed:
+                self._sync_bundles(cluster)
         finally:
             self._syncing_selection = False
         self._cluster = cluster
@@ -116,7 +120,7 @@ class ClusterScene(QGraphicsScene):
             self._paint_links(placement)  # the tiles show it already; new link items need it
         else:
             self._placement = placement
-            self._paint_overlay()
+            self._paint_overlay(every_tile=bool(rebuilt))
 
     def _sync_nodes(self, cluster: Cluster) -> set[str]:
         old = self._cluster
@@ -150,21 +154,26 @@ class ClusterScene(QGraphicsScene):
             del self.links[lid]
         self.removeItem(item)
 
-    def _sync_switches(self, cluster: Cluster) -> None:
+    def _sync_switches(self, cluster: Cluster) -> bool:
+        """Bring the cluster-switch items in line; returns whether one was added or removed."""
         want = {s.id: s for s in cluster.switches}
+        changed = False
         for sid in list(self.switches):
             if sid not in want or want[sid].kind != self.switches[sid].switch.kind or want[sid].name != self.switches[sid].switch.name:
                 self.removeItem(self.switches.pop(sid))
+                changed = True
         for s in cluster.switches:
             item = self.switches.get(s.id)
             if item is None:
                 item = ClusterSwitchItem(s)
                 self.addItem(item)
                 self.switches[s.id] = item
+                changed = True
             else:
                 item.switch = s
                 if item.pos() != QPointF(s.x, s.y):
                     item.setPos(s.x, s.y)
+        return changed
 
     def _endpoint(self, cluster: Cluster, eid: str, owner: dict[str, str] | None = None) -> QGraphicsItem | None:
         if eid in self.switches:
@@ -178,12 +187,46 @@ class ClusterScene(QGraphicsScene):
             return None
         return self.nodes[nid].endpoints.get(eid)
 
-    def _sync_links(self, cluster: Cluster, rebuilt: set[str]) -> None:
-        old_links = {lk.id: lk for lk in self._cluster.links} if self._cluster else {}
+    def _sync_links(self, cluster: Cluster, rebuilt: set[str]) -> bool:
+        """Bring the link items in line with ``cluster.links``; returns whether any link between a
+        node and a cluster switch may have changed (then the bundles are looked at again).
+
+        Incremental: a link value that is the same object as before (edits keep unchanged parts),
+        between endpoints that were not rebuilt and of a kind that did not change, keeps its item
+        without being looked at again, so a one-link edit on a 512-GPU cluster touches one item.
+        """
+        old = self._cluster
+        same_kinds = old is not None and _same_kinds(old.link_kinds, cluster.link_kinds)
+        if old is None or rebuilt or not same_kinds or not _same_nodes(old.nodes, cluster.nodes):
+            return self._sync_all_links(cluster, rebuilt)
+        changed, old_links = _changed_links(old.links, cluster.links)
+        if not changed and not old_links:
+            return False
+        endpoint_node = self._endpoint_node
+        bundles_touched = False
+        for lid, gone in old_links.items():  # links no longer in the cluster
+            self._drop_link_item(lid)
+            self._forget_ext(gone, endpoint_node)
+            bundles_touched = bundles_touched or gone.a in self.switches or gone.b in self.switches
+        for lk in changed:
+            self._drop_link_item(lk.id)
+            prev = self._link_values.get(lk.id)
+            if prev is not None:
+                self._forget_ext(prev, endpoint_node)
+            self._add_link_item(cluster, lk, endpoint_node)
+            bundles_touched = bundles_touched or lk.a in self.switches or lk.b in self.switches
+            bundles_touched = bundles_touched or (prev is not None and (prev.a in self.switches or prev.b in self.switches))
+        self._link_values = {lk.id: lk for lk in cluster.links}
+        return bundles_touched
+
+    def _sync_all_links(self, cluster: Cluster, rebuilt: set[str]) -> bool:
+        """:meth:`_sync_links` after nodes, switches or link kinds changed: every link is checked."""
+        old_links = self._link_values
         endpoint_node: dict[str, str] = {}
         for n in cluster.nodes:
             for e in (*n.gpus, *n.switches, *n.nics):
                 endpoint_node[e.id] = n.id
+        self._endpoint_node = endpoint_node
         want = {lk.id: lk for lk in cluster.links}
         for lid in list(self.links):
             lk = want.get(lid)
@@ -197,28 +240,47 @@ class ClusterScene(QGraphicsScene):
                 or _differs(cluster.link_kinds.get(lk.kind), item.kind)
             )
             if stale:
-                self.links.pop(lid)
-                if item.scene() is self:
-                    self.removeItem(item)
+                self._drop_link_item(lid)
         self._ext_links = {}
         for lk in cluster.links:
             na, nb = endpoint_node.get(lk.a), endpoint_node.get(lk.b)
             if na is None or na != nb:
                 for owner in (na or lk.a, nb or lk.b):
                     self._ext_links.setdefault(owner, set()).add(lk.id)
-            if lk.id in self.links:
-                continue
-            ea, eb = self._endpoint(cluster, lk.a, endpoint_node), self._endpoint(cluster, lk.b, endpoint_node)
-            if ea is None or eb is None:
-                continue
-            item = LinkItem(lk.id, cluster.link_kinds.get(lk.kind), lk.lanes, ea, eb)
-            if na is not None and na == nb:
-                item.setParentItem(self.nodes[na])
-                item.setZValue(1)
-                item.refresh()
-            else:
-                self.addItem(item)
-            self.links[lk.id] = item
+            if lk.id not in self.links:
+                self._add_link_item(cluster, lk, endpoint_node, ext=False)
+        self._link_values = want
+        return True
+
+    def _drop_link_item(self, lid: str) -> None:
+        item = self.links.pop(lid, None)
+        if item is not None and item.scene() is self:
+            self.removeItem(item)
+
+    def _forget_ext(self, lk, endpoint_node: dict[str, str]) -> None:
+        for end in (lk.a, lk.b):
+            owned = self._ext_links.get(endpoint_node.get(end) or end)
+            if owned is not None:
+                owned.discard(lk.id)
+
+    def _add_link_item(self, cluster: Cluster, lk, endpoint_node: dict[str, str], ext: bool = True) -> None:
+        """Draw link ``lk`` (inside its node when both ends are in one); with ``ext``, also note it
+        as an external link of its nodes/switches (which :meth:`node_moved` keeps attached)."""
+        na, nb = endpoint_node.get(lk.a), endpoint_node.get(lk.b)
+        if ext and (na is None or na != nb):
+            for owner in (na or lk.a, nb or lk.b):
+                self._ext_links.setdefault(owner, set()).add(lk.id)
+        ea, eb = self._endpoint(cluster, lk.a, endpoint_node), self._endpoint(cluster, lk.b, endpoint_node)
+        if ea is None or eb is None:
+            return
+        item = LinkItem(lk.id, cluster.link_kinds.get(lk.kind), lk.lanes, ea, eb)
+        if na is not None and na == nb:
+            item.setParentItem(self.nodes[na])
+            item.setZValue(1)
+            item.refresh()
+        else:
+            self.addItem(item)
+        self.links[lk.id] = item
 
     def _sync_bundles(self, cluster: Cluster) -> None:
         """Draw each node's links from its NICs or GPUs to the same cluster switch (same kind) as
@@ -301,38 +363,55 @@ class ClusterScene(QGraphicsScene):
     def placement(self) -> Placement | None:
         return self._placement
 
-    def _paint_overlay(self) -> None:
-        """Show the placement on the GPU tiles and links; only tiles whose rank changed repaint."""
+    def _paint_overlay(self, every_tile: bool = False) -> None:
+        """Show the placement on the GPU tiles and links; only tiles whose rank changed repaint.
+
+        When only the slow-hop marks changed since the tiles were last drawn (a link-kind edit),
+        only the GPUs that gained or lost the mark are looked at; ``every_tile`` (new tiles were
+        made) looks at all of them."""
         pl = self._placement
         if pl is None:
             return
-        for node in self.nodes.values():
-            for eid, ep in node.endpoints.items():
-                if not isinstance(ep, GpuTile):
-                    continue
-                stage = pl.stage_of.get(eid)
-                key = (stage, pl.dp_of.get(eid), pl.group_of.get(eid), pl.tp_rank_of.get(eid), eid in pl.slow_gpus)
-                if key == getattr(ep, "rank_key", None):
-                    continue  # same rank as drawn: skip building its label, colour and tooltip
-                ep.rank_key = key
-                if stage is None:
-                    ep.show_placement(None, None, "", None, "\n— not used by this layout")
-                    continue
-                dp = pl.dp_of[eid]
-                label = f"S{stage}" if dp == 0 else f"S{stage}r{dp}"
-                ring = QColor(SLOW_LINK_COLOR) if eid in pl.slow_gpus else stage_color(stage).darker(130)
-                note = (
-                    f"\n— stage {stage}, TP rank {pl.tp_rank_of[eid]} of group {pl.group_of[eid]}"
-                    + (f", replica {dp}" if dp else "")
-                    + ("\n— this TP group crosses a slow link" if eid in pl.slow_gpus else "")
-                )
-                ep.show_placement(stage, pl.group_of[eid], label, ring, note)
+        drawn, self._drawn_placement = self._drawn_placement, pl
+        if not every_tile and drawn is not None and _same_ranks(drawn, pl):
+            tiles = []
+            for gid in drawn.slow_gpus ^ pl.slow_gpus:
+                node = self.nodes.get(self._endpoint_node.get(gid, ""))
+                ep = node.endpoints.get(gid) if node is not None else None
+                if ep is not None:
+                    tiles.append((gid, ep))
+        else:
+            tiles = [(eid, ep) for node in self.nodes.values() for eid, ep in node.endpoints.items()]
+        for eid, ep in tiles:
+            if not isinstance(ep, GpuTile):
+                continue
+            stage = pl.stage_of.get(eid)
+            key = (stage, pl.dp_of.get(eid), pl.group_of.get(eid), pl.tp_rank_of.get(eid), eid in pl.slow_gpus)
+            if key == getattr(ep, "rank_key", None):
+                continue  # same rank as drawn: skip building its label, colour and tooltip
+            ep.rank_key = key
+            if stage is None:
+                ep.show_placement(None, None, "", None, "\n— not used by this layout")
+                continue
+            dp = pl.dp_of[eid]
+            label = f"S{stage}" if dp == 0 else f"S{stage}r{dp}"
+            ring = QColor(SLOW_LINK_COLOR) if eid in pl.slow_gpus else stage_color(stage).darker(130)
+            note = (
+                f"\n— stage {stage}, TP rank {pl.tp_rank_of[eid]} of group {pl.group_of[eid]}"
+                + (f", replica {dp}" if dp else "")
+                + ("\n— this TP group crosses a slow link" if eid in pl.slow_gpus else "")
+            )
+            ep.show_placement(stage, pl.group_of[eid], label, ring, note)
         self._paint_links(pl)
 
     def _paint_links(self, pl: Placement) -> None:
-        """Mark the slow hops a TP group crosses (only links whose mark changes repaint)."""
-        for lid, li in self.links.items():
-            li.set_slow(lid in pl.slow_links)
+        """Mark the slow hops a TP group crosses: only the links marked before or now are looked
+        at (a new link item starts unmarked), and only those whose mark changes repaint."""
+        for lid in self._slow_drawn | pl.slow_links:
+            li = self.links.get(lid)
+            if li is not None:
+                li.set_slow(lid in pl.slow_links)
+        self._slow_drawn = set(pl.slow_links)
 
     # ----------------------------------------------------------- selection
     def item_by_id(self, ident: str) -> QGraphicsItem | None:
@@ -618,6 +697,34 @@ class ClusterScene(QGraphicsScene):
         if kind is None:
             return False
         return self.add_link(a, b, kind)
+
+
+def _same_ranks(a: Placement, b: Placement) -> bool:
+    """Whether two placements put every GPU at the same stage, TP rank, group and replica."""
+    return a.stage_of == b.stage_of and a.tp_rank_of == b.tp_rank_of and a.group_of == b.group_of and a.dp_of == b.dp_of
+
+
+def _changed_links(old: tuple, new: tuple) -> tuple[list, dict]:
+    """(links of ``new`` that are not the same object as before, {id: link} of ``old`` links that
+    are gone). Edits keep unchanged links and their order, so most calls pair the tuples up."""
+    if len(old) == len(new):
+        pairs = [(a, b) for a, b in zip(old, new, strict=True) if a is not b]
+        if all(a.id == b.id for a, b in pairs):
+            return [b for _a, b in pairs], {}
+    gone = {lk.id: lk for lk in old}
+    changed = [lk for lk in new if gone.pop(lk.id, None) is not lk]
+    return changed, gone
+
+
+def _same_kinds(a: dict[str, LinkKind], b: dict[str, LinkKind]) -> bool:
+    """Whether two link-kind catalogues hold the same kinds (same objects, or equal)."""
+    return a is b or (a.keys() == b.keys() and all(not _differs(a[k], b[k]) for k in a))
+
+
+def _same_nodes(a: tuple[Node, ...], b: tuple[Node, ...]) -> bool:
+    """Whether two node tuples hold the same node values in the same order (by identity: edits
+    keep unchanged nodes, and :meth:`ClusterScene._sync_nodes` handles the others)."""
+    return a is b or (len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True)))
 
 
 def _differs(a: LinkKind | None, b: LinkKind | None) -> bool:

@@ -242,13 +242,18 @@ class MetricsPanel(QWidget):
     def set_result(self, r: PlanResult) -> None:
         self.result = r
         self.best.setVisible(False)
-        self.status.setToolTip("")
         if r.fits:
-            self.status.setText(f"<b>{r.layout.label}</b> on {r.gpus} GPUs — {r.fit_reason}")
-            self.status.setStyleSheet("")
+            status, style = f"<b>{r.layout.label}</b> on {r.gpus} GPUs — {r.fit_reason}", ""
         else:
-            self.status.setText(f"<b>{r.layout.label}</b> does not fit: {r.fit_reason}")
-            self.status.setStyleSheet("color: #c92a2a;")
+            status, style = f"<b>{r.layout.label}</b> does not fit: {r.fit_reason}", "color: #c92a2a;"
+        # in place: a style sheet set again re-polishes the label even when it is the same
+        for setter, getter, value in (
+            (self.status.setToolTip, self.status.toolTip, ""),
+            (self.status.setText, self.status.text, status),
+            (self.status.setStyleSheet, self.status.styleSheet, style),
+        ):
+            if getter() != value:
+                setter(value)
         for fig in FIGURES:
             card = self.cards[fig.key]
             value, caption = figure_value(r, fig.key)
