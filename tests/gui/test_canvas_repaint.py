@@ -118,3 +118,76 @@ def test_a_selected_link_is_drawn_directly_for_its_halo(qtbot, doc, canvas):
     assert item.cacheMode() == QGraphicsItem.CacheMode.NoCache  # the halo is wider than the cache
     item.setSelected(False)
     assert item.cacheMode() == cached
+
+
+class _PaintedRects:
+    """Event filter: the rectangles of the paint events a widget receives."""
+
+    def __init__(self, widget):
+        from PySide6.QtCore import QEvent, QObject
+
+        class _Filter(QObject):
+            def eventFilter(inner, obj, event):  # noqa: N802, N805 - Qt API
+                if event.type() == QEvent.Type.Paint:
+                    self.rects.extend(event.region())
+                return False
+
+        self.rects: list = []
+        self._filter = _Filter()
+        widget.installEventFilter(self._filter)
+
+
+def test_a_link_kind_edit_repaints_that_links_rectangle_not_the_canvas(qtbot, doc, canvas, catalog):
+    from PySide6.QtCore import QRect
+
+    scene = canvas.cluster_scene
+    _settle(qtbot, canvas)
+    viewport = canvas.viewport()
+    painted = _PaintedRects(viewport)
+    link = _link(doc, "nvlink4-nvswitch", inside_node=True)
+    line = scene.links[link.id].sceneBoundingRect()
+    doc.edit_cluster("kind", lambda c: edits.set_link_kind(c, link.id, catalog.link("pcie-gen5-switch")))
+    doc.recompute_now()
+    qtbot.waitUntil(lambda: bool(painted.rects))
+    qtbot.wait(20)  # anything else the edit queued paints too
+    whole = viewport.rect().width() * viewport.rect().height()
+    area = sum(r.width() * r.height() for r in painted.rects)
+    assert area < 0.05 * whole  # not the whole canvas
+    shown = canvas.mapFromScene(line).boundingRect()
+    hit = QRect()
+    for r in painted.rects:
+        hit = hit.united(r)
+    assert hit.intersects(shown)  # the edited link is among what was repainted
+
+
+def _link_state(scene):
+    return (
+        {lid: (li.kind.id if li.kind else None, li.slow, li.parentItem() is not None) for lid, li in scene.links.items()},
+        {k: set(v) for k, v in scene._ext_links.items() if v},
+        sorted((b.node.item_id, b.switch.item_id, tuple(b.members)) for b in scene.bundles),
+    )
+
+
+def test_link_edits_synced_incrementally_match_a_scene_built_from_scratch(qtbot, doc, canvas, catalog):
+    from studio.gui.canvas.scene import ClusterScene
+
+    scene = canvas.cluster_scene
+    _settle(qtbot, canvas)
+    inside = _link(doc, "nvlink4-nvswitch", inside_node=True)
+    outside = _link(doc, "ib-ndr", inside_node=False)
+    others = {lid: li for lid, li in scene.links.items() if lid not in (inside.id, outside.id)}
+    doc.edit_cluster("kind", lambda c: edits.set_link_kind(c, inside.id, catalog.link("pcie-gen5-switch")))
+    doc.edit_cluster("kind", lambda c: edits.set_link_kind(c, outside.id, catalog.link("ib-xdr")))
+    doc.edit_cluster("delete", lambda c: edits.remove_items(c, {outside.id}))
+    _settle(qtbot, canvas)
+    assert all(scene.links.get(lid) is li for lid, li in others.items())  # untouched links kept their items
+    assert outside.id not in scene.links and outside.id not in {m for b in scene.bundles for m in b.members}
+    fresh = ClusterScene(doc)
+    fresh._on_result(doc.result, 0)
+    assert _link_state(scene) == _link_state(fresh)
+    doc.undo_stack.undo()
+    doc.undo_stack.undo()
+    _settle(qtbot, canvas)
+    fresh = ClusterScene(doc)
+    fresh._on_result(doc.result, 0)
+    assert _link_state(scene) == _link_state(fresh)
