@@ -22,6 +22,7 @@ from studio.io.export import ENGINES, FORMATS, export_plan
 from studio.io.export.common import quote
 from studio.io.export.safety import first_unsafe_char
 from studio.io.project_file import load_project
+from tests.property_budget import examples
 from tests.robustness.golden_files import GOLDEN
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
@@ -44,7 +45,7 @@ def _bash_words(words: list[str], tmp_path) -> list[str]:
     return out.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]
 
 
-@settings(HOSTILE_SETTINGS, max_examples=40)
+@settings(HOSTILE_SETTINGS, max_examples=examples(500))
 @given(words=st.lists(quotable, min_size=1, max_size=40))
 def test_quoted_words_read_back_literally(tmp_path_factory, words):
     tmp = tmp_path_factory.mktemp("q")
@@ -62,7 +63,7 @@ def _renamed(names: list[str], project_name: str):
     return BASE.replace(name=project_name[:200], cluster=BASE.cluster.replace(nodes=nodes))
 
 
-@settings(HOSTILE_SETTINGS, max_examples=15)
+@settings(HOSTILE_SETTINGS, max_examples=examples(200))
 @given(names=st.lists(hostile.map(lambda s: s[:120]), min_size=1, max_size=2), model=hostile.filter(str.strip), title=hostile,
        hosts=st.one_of(st.lists(host_names, min_size=2, max_size=2), st.lists(hostile.filter(str.strip), min_size=2, max_size=2)))
 def test_exports_with_hostile_strings(tmp_path_factory, names, model, title, hosts):

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from studio.io.safe_regex import MAX_PATTERN_CHARS, SafePattern, UnsafePattern
+from tests.property_budget import examples
 from tests.robustness.hostile import bounded
 
 ATOMS = ["a", "b", ".", "[ab]", "[^a]", "\\.", "\\d", "\\w", "(a|b)", "(?:ab)", "a?", "b*", "(a*)*",
@@ -16,7 +17,7 @@ ATOMS = ["a", "b", ".", "[ab]", "[^a]", "\\.", "\\d", "\\w", "(a|b)", "(?:ab)", 
 
 
 @given(st.lists(st.sampled_from(ATOMS), min_size=1, max_size=6), st.text(alphabet="ab.1_ \n", max_size=10))
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(4000), deadline=None)
 def test_agrees_with_python_re(atoms, subject):
     pattern = "".join(atoms)
     p = SafePattern(pattern)

@@ -13,6 +13,7 @@ from studio.core.hardware import Cluster
 from studio.core.project import Project
 from studio.io.presets import load_catalog
 from studio.io.project_file import load_project, project_to_json
+from tests.property_budget import examples
 from tests.robustness.edit_commands import draw_command
 from tests.robustness.golden_files import GOLDEN
 
@@ -23,7 +24,7 @@ def _doc(cluster: Cluster) -> str:
     return project_to_json(START.replace(cluster=cluster))
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), start_empty=st.booleans(), steps=st.integers(1, 12))
 def test_edits_are_pure_and_replay_exactly(data, start_empty, steps):
     catalog = load_catalog()

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from studio.io.presets import load_catalog
 from studio.io.project_file import load_project, project_to_json
+from tests.property_budget import examples
 from tests.robustness.edit_commands import draw_command
 from tests.robustness.golden_files import GOLDEN
 
@@ -20,7 +21,7 @@ START = load_project(GOLDEN / "v1" / "example-l40s-8x-llama-70b-fp8.json")
 
 
 @settings(
-    max_examples=30,
+    max_examples=examples(400),
     deadline=None,
     derandomize=True,
     database=None,
