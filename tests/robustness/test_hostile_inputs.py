@@ -170,6 +170,19 @@ def test_lone_surrogate_is_refused_at_load_naming_the_field(tmp_path):
         project_from_json(text, "p.json")
 
 
+def test_surrogates_are_found_however_the_text_holds_them():
+    """The loader skips its walk over every string only when the JSON text can hold no surrogate:
+    a raw surrogate character and an escaped lone one (lower case or upper) are still refused, and
+    an escaped pair (an emoji) still loads."""
+    data = json.loads(GOOD_PROJECT.read_text(encoding="utf-8"))
+    text = json.dumps(data, ensure_ascii=False)
+    for bad in ("\udc80", "\\uDFFF", "\\udbff"):
+        with pytest.raises(StudioError, match=r"field 'description': holds a lone UTF-16 surrogate"):
+            project_from_json(text.replace('"description": "', f'"description": "{bad}', 1), "p.json")
+    pair = text.replace('"description": "', '"description": "\\ud83d\\ude00 é ', 1)
+    assert project_from_json(pair, "p.json").description.startswith("\U0001f600 é ")
+
+
 def test_lone_surrogate_in_memory_cannot_be_saved_and_the_file_is_kept(tmp_path):
     from studio.io.autosave import AutosaveStore
 
