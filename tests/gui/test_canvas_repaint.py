@@ -127,7 +127,7 @@ class _PaintedRects:
         from PySide6.QtCore import QEvent, QObject
 
         class _Filter(QObject):
-            def eventFilter(inner, obj, event):  # noqa: N802, N805 - Qt API
+            def eventFilter(inner, obj, event):  # noqa: N802 - Qt API
                 if event.type() == QEvent.Type.Paint:
                     self.rects.extend(event.region())
                 return False
