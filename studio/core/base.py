@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 _BUILDING: set[type] = set()
 
 
-def _frozen_parts(tp: object, out: list[type]) -> list[type]:
+def _frozen_parts(tp: object, out: list[type[Frozen]]) -> list[type[Frozen]]:
     """The :class:`Frozen` classes named in the annotation ``tp`` (``X``, ``X | None``,
     ``tuple[X, ...]``, ``dict[str, X]``, ...), appended to ``out``; unresolved names are skipped."""
     if typing.get_origin(tp) is None and isinstance(tp, type):
@@ -55,7 +55,7 @@ class Frozen(BaseModel):
         if (force or not cls.__pydantic_complete__) and cls not in _BUILDING:
             _BUILDING.add(cls)
             try:
-                parts: list[type] = []
+                parts: list[type[Frozen]] = []
                 for info in cls.__pydantic_fields__.values():
                     _frozen_parts(info.annotation, parts)
                 for part in dict.fromkeys(parts):
