@@ -136,3 +136,45 @@ def test_the_report_of_a_big_cluster_lists_node_kinds_not_gpus(big, qtbot):
     assert "The cluster as a map" in html and f"{NODES} nodes" in html
     assert html.count("TP ranks 0–7 of 1 replica") == 2
     assert "Each bar is the busiest GPU of one pipeline stage" in html
+
+
+def test_appendix_shows_the_first_nodes_commands_and_counts_the_rest():
+    from studio.gui.report.content import abridge_nodes
+
+    text = "\n".join(
+        [
+            "# What vLLM runs differently:",
+            "# === Multiprocessing backend: one command per node ===",
+            *(
+                line
+                for n in range(6)
+                for line in (f"# on node {n}: node #{n}", f"vllm serve m --node-rank {n}")
+            ),
+            "# === Ray backend ===",
+            "# on node 0: node #0",
+            "ray start --head",
+            "# on node 5: node #5",
+            "ray start --address h0",
+            "# on node 0: node #0",
+            "vllm serve m",
+        ]
+    )
+    out = abridge_nodes(text, "vllm", keep=2)
+    assert "--node-rank 1" in out and "--node-rank 2" not in out and "--node-rank 5" not in out
+    assert "# … and 4 more nodes: the same commands with each node's own rank and host" in out
+    assert "`layout-studio export --engine vllm` writes every one" in out
+    ray = out[out.index("# === Ray backend ===") :]
+    assert (
+        ray.count("# on node 0") == 2 and "ray start --address h0" in ray
+    )  # node 5 is the 2nd here
+    assert abridge_nodes("vllm serve m", "vllm") == "vllm serve m"
+
+
+def test_the_appendix_of_a_big_cluster_stays_short(big):
+    from studio.gui.report.content import MAX_NODES_SHOWN, _exports
+
+    project, plan = big
+    for title, text in _exports(project, plan):
+        assert "# on node 39:" not in text, title
+        assert "more nodes: the same commands" in text or "cannot run" in text, title
+        assert len(text.splitlines()) < 40 * MAX_NODES_SHOWN, title
