@@ -5,7 +5,11 @@ fresh process ``--repeat`` times and prints the median wall time and the peak re
 the target is ≤ 60 s and ≤ 4 GB (issue 16). Then times the parsers on 200,000-character lines that
 make a backtracking parser take quadratic time (medians of ``--repeat`` runs).
 
-Run: ``python benchmarks/max_cluster.py [--repeat 3] [--nodes 64] [--skip-plan]``
+``--report`` times ``layout-studio report`` (HTML) the same way on 8-GPU H100 nodes
+(``--report-nodes``, default 64 and 512) and on the maximum cluster, each run stopped after
+``--report-timeout`` seconds (a stopped run is reported as such, not as a time).
+
+Run: ``python benchmarks/max_cluster.py [--repeat 3] [--nodes 64] [--skip-plan] [--report]``
 """
 
 from __future__ import annotations
@@ -37,6 +41,45 @@ def plan_once(nodes: int) -> tuple[float, float]:
     return wall, max(peak, before) / 1024  # ru_maxrss is in KiB on Linux
 
 
+def report_once(nodes: int, gpus_per_node: int, timeout: float) -> tuple[float, float] | None:
+    """(seconds, peak RSS in MiB) of one ``report`` run in a child process; None when it was
+    stopped after ``timeout`` seconds."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "studio.cli", "report", "--gpu", "h100-sxm", "--model", "llama-3.1-405b",
+               "--nodes", str(nodes), "--gpus-per-node", str(gpus_per_node), "-o", str(Path(tmp) / "r.html")]
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen"}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        wall = time.perf_counter() - start
+        if proc.returncode != 0:
+            raise SystemExit(f"report failed ({proc.returncode}): {proc.stderr.strip()}")
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        return wall, max(peak, before) / 1024
+
+
+def report_figures(node_counts: list[int], repeat: int, timeout: float) -> None:
+    """Median wall time and peak RSS of ``report`` on 8-GPU nodes and on the maximum cluster."""
+    for nodes, per_node in [*((n, 8) for n in node_counts), (64, 1024)]:
+        runs = []
+        for _ in range(repeat):
+            r = report_once(nodes, per_node, timeout)
+            if r is None:
+                break
+            runs.append(r)
+        what = f"report, {nodes:,} × {per_node:,} GPUs ({nodes * per_node:,})"
+        if len(runs) < repeat:
+            print(f"{what}: stopped after {timeout:.0f} s (target ≤ 60 s, ≤ 4,096 MiB)")
+            continue
+        print(f"{what}: median {statistics.median(r[0] for r in runs):.1f} s, "
+              f"peak RSS {max(r[1] for r in runs):,.0f} MiB (target ≤ 60 s, ≤ 4,096 MiB)")
+
+
 def median_ms(fn, repeat: int) -> float:
     times = []
     for _ in range(repeat):
@@ -51,7 +94,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--nodes", type=int, default=64, help="nodes of 1,024 H100s (64 = 65,536 GPUs)")
     ap.add_argument("--skip-plan", action="store_true", help="only the parser timings")
+    ap.add_argument("--report", action="store_true", help="also time `layout-studio report`")
+    ap.add_argument("--report-nodes", type=int, nargs="+", default=[64, 512],
+                    help="8-GPU node counts for --report (the maximum cluster is always added)")
+    ap.add_argument("--report-timeout", type=float, default=600.0, help="stop a report run after this many s")
     args = ap.parse_args()
+    if args.report:
+        report_figures(args.report_nodes, args.repeat, args.report_timeout)
     if not args.skip_plan:
         runs = [plan_once(args.nodes) for _ in range(args.repeat)]
         print(f"plan, {args.nodes * 1024:,} GPUs: median {statistics.median(r[0] for r in runs):.1f} s, "

@@ -128,7 +128,22 @@ def _open_default(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the process exit code (never raises for bad input)."""
+    """Run the command line; returns the process exit code (never raises for bad input).
+
+    Everything written to stdout and stderr meanwhile passes through
+    :class:`studio.terminal.TerminalText`: a terminal escape or bidirectional control in a
+    name from a file is printed as ``\\u001b`` / ``\\u202e``, never acted on by the terminal."""
+    from studio.terminal import TerminalText
+
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TerminalText(out), TerminalText(err)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv  # accepted anywhere on the line, before or after the command
     argv = [a for a in argv if a != "--debug"]

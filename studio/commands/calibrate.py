@@ -100,6 +100,15 @@ def check_profile_name(name: str | None) -> None:
         raise StudioError("--save-as: the profile name holds control characters or invalid text")
 
 
+def check_output(path: str | None) -> None:
+    """Refuse a ``-o`` target that cannot take the profile (a folder, FIFO or device, a missing
+    folder) before any fitting is done, not after minutes of it."""
+    if path:
+        from studio.io.atomic import check_target
+
+        check_target(path, what="profile")
+
+
 def _profile(cls, **fields):
     """Build the profile; a value it refuses becomes a one-line error naming the field."""
     from pydantic import ValidationError
@@ -118,6 +127,7 @@ def run_nccl(args: argparse.Namespace) -> int:
     from studio.io.presets import load_catalog
 
     check_profile_name(args.save_as)
+    check_output(args.output)
     logs = [read_nccl_log(f) for f in args.files]
     collectives = {log.collective for log in logs}
     if len(collectives) != 1 or None in collectives:
@@ -262,6 +272,7 @@ def run_serving(args: argparse.Namespace) -> int:
     from studio.io.serving_bench import fit_files, serving_profile
 
     check_profile_name(args.save_as)
+    check_output(args.output)
     base, project = _serving_base(args)
     params = tuple(p.strip() for p in args.fit.split(",") if p.strip())
     fit = fit_files(base, args.files, params=params, tp=args.tp, pp=args.pp, isl=args.isl, osl=args.osl,

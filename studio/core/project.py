@@ -189,3 +189,89 @@ def _json_kind(value: Any) -> str:
     if value is None:
         return "null"
     return names.get(type(value), type(value).__name__)
+
+
+# ----------------------------------------------------------------------------- pinned layouts
+def _list(values: list[int], limit: int = 12) -> str:
+    shown = ", ".join(str(v) for v in values[:limit])
+    return shown + (", …" if len(values) > limit else "")
+
+
+def pinned_problem(project: Project, k: int) -> tuple[str, str] | None:
+    """Why pinned layout ``k`` cannot run on the project's model and cluster: ``(field, reason
+    with what is allowed)``, e.g. ``("tp", "TP=3 does not divide the 16 GPUs; allowed TP: 1, 2,
+    4, 8, 16")``, or ``None`` when it can.
+
+    The rules are :mod:`studio.core.parallelism`'s (the one place layout rules live), checked in
+    the order a user sets them: TP, PP, DP, EP; then the layer split and the placement.
+    """
+    from studio.core import parallelism as par
+
+    lay = project.pinned[k]
+    model, gpus = project.model, project.cluster.num_gpus
+    if gpus == 0:
+        return "tp", "the cluster has no GPUs, so no layout can run on it"
+    why = par.tp_reason(model, lay.tp, gpus)
+    if why:
+        return "tp", f"{why}; allowed TP: {_list(par.tp_options(model, gpus))}"
+    why = par.pp_reason(model, lay.pp, lay.tp, gpus)
+    if why:
+        return "pp", f"{why}; allowed PP after TP={lay.tp}: {_list(par.pp_options(model, lay.tp, gpus))}"
+    if lay.world_size != gpus:
+        return "dp", (f"TP×PP×DP = {lay.tp}×{lay.pp}×{lay.dp} = {lay.world_size:,} GPUs; the cluster has "
+                      f"{gpus:,}; allowed DP: {par.dp_for(lay.tp, lay.pp, gpus):,}")
+    why = par.ep_reason(model, lay.ep, lay.tp, lay.dp)
+    if why:
+        return "ep", f"{why}; allowed EP: {_list(par.ep_options(model, lay.tp, lay.dp))}"
+    if lay.layers_per_stage is not None and sum(lay.layers_per_stage) != model.num_layers:
+        return "layers_per_stage", (f"the stages hold {sum(lay.layers_per_stage):,} layers; the model has "
+                                    f"{model.num_layers:,} (the entries must add up to {model.num_layers:,})")
+    if lay.placement is not None:
+        known = {g.id for n in project.cluster.nodes for g in n.gpus}
+        for i, gpu in enumerate(lay.placement):
+            if gpu not in known:
+                return f"placement[{i}]", f"GPU '{gpu}' is not in the cluster; a placement names the cluster's GPUs"
+    return None
+
+
+def check_pinned(project: Project) -> None:
+    """Refuse a project whose pinned layouts cannot run on its model and cluster.
+
+    Raises
+    ------
+    PinnedLayoutError
+        Naming the first such layout's field (``pinned[2].tp``), why, and what is allowed.
+    """
+    bad = [k for k in range(len(project.pinned)) if pinned_problem(project, k) is not None]
+    if bad:
+        raise PinnedLayoutError(project, bad)
+
+
+def drop_unrunnable_pinned(project: Project) -> Project:
+    """``project`` without the pinned layouts that cannot run on its model and cluster (after a
+    cluster or model edit), so that a saved file always opens again."""
+    keep = tuple(lay for k, lay in enumerate(project.pinned) if pinned_problem(project, k) is None)
+    return project if len(keep) == len(project.pinned) else project.replace(pinned=keep)
+
+
+class PinnedLayoutError(StudioError):
+    """A project's pinned layouts that cannot run; :attr:`without` is the project with them left
+    out (the GUI offers to open that, leaving the file as it is)."""
+
+    def __init__(self, project: Project, bad: list[int], source: str | None = None) -> None:
+        self.project = project
+        self.bad = tuple(bad)
+        k = bad[0]
+        field, why = pinned_problem(project, k) or ("", "")
+        lay = project.pinned[k]
+        more = f" ({len(bad) - 1} more pinned layout{'s' if len(bad) > 2 else ''} cannot run either)" if len(bad) > 1 else ""
+        super().__init__(f"field 'pinned[{k}].{field}': pinned layout {lay.label} cannot run: {why}{more}", source)
+
+    @property
+    def without(self) -> Project:
+        """The project without the pinned layouts that cannot run."""
+        return self.project.replace(pinned=tuple(lay for k, lay in enumerate(self.project.pinned) if k not in self.bad))
+
+    def with_source(self, source: str) -> PinnedLayoutError:
+        """The same error naming ``source`` (the file)."""
+        return PinnedLayoutError(self.project, list(self.bad), source)

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 import studio
 from studio.core.errors import StudioError
 from studio.core.hardware import Cluster
-from studio.core.project import Project
+from studio.core.project import PinnedLayoutError, Project
 from studio.engine.results import PlanResult
 from studio.gui.canvas import CanvasView, ClusterScene
 from studio.gui.document import ProjectDocument
@@ -47,7 +47,8 @@ class MainWindow(QMainWindow):
 
     Hooks for tests and embedders: :attr:`ask_save` (returns "save", "discard" or "cancel"),
     :attr:`show_error` (title, text), :attr:`choose_recovery` (a crashed session's snapshot ->
-    "restore", "discard" or "later"), and :meth:`add_dock` for extra panels (the Explorer).
+    "restore", "discard" or "later"), :attr:`ask_drop_pinned` (a file whose pinned layouts cannot
+    run -> open it without them?), and :meth:`add_dock` for extra panels (the Explorer).
 
     With an ``autosave`` store, unsaved work is snapshotted a few seconds after each edit
     (:class:`studio.gui.recovery.Autosaver`) and the snapshot deleted on a clean save or close.
@@ -70,6 +71,7 @@ class MainWindow(QMainWindow):
         self.ask_save: Callable[[], str] = self._ask_save_dialog
         self.show_error: Callable[[str, str], None] = lambda title, text: QMessageBox.warning(self, title, text)
         self.choose_recovery: Chooser = lambda session: ask_recovery_dialog(self, session)
+        self.ask_drop_pinned: Callable[[PinnedLayoutError], bool] = self._ask_drop_pinned_dialog
         self.autosaver = Autosaver(doc, autosave, parent=self) if autosave is not None else None
         self.setWindowIcon(icon("app"))
         self.setDockOptions(QMainWindow.DockOption.AnimatedDocks | QMainWindow.DockOption.AllowTabbedDocks)
@@ -311,6 +313,21 @@ class MainWindow(QMainWindow):
             return self.save()
         return answer == "discard"
 
+    def _ask_drop_pinned_dialog(self, exc: PinnedLayoutError) -> bool:
+        n = len(exc.bad)
+        box = QMessageBox(self)
+        box.setIcon(QMessageBox.Icon.Warning)
+        box.setWindowTitle("Pinned layouts cannot run")
+        box.setText(f"{n} pinned layout{'s' if n != 1 else ''} in this file cannot run on its cluster and model.")
+        box.setInformativeText(
+            f"{exc}\n\nOpen the project without {'them' if n != 1 else 'it'}? The file is left as it is "
+            "until you save."
+        )
+        drop = box.addButton("Open without them" if n != 1 else "Open without it", QMessageBox.ButtonRole.AcceptRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.exec()
+        return box.clickedButton() is drop
+
     def _ask_save_dialog(self) -> str:
         box = QMessageBox(self)
         box.setIcon(QMessageBox.Icon.Warning)
@@ -352,6 +369,11 @@ class MainWindow(QMainWindow):
             return False
         try:
             self.doc.open(path)
+        except PinnedLayoutError as exc:  # the rest of the file is fine: offer it without those pins
+            if not self.ask_drop_pinned(exc):
+                return False
+            self.doc.replace_document(exc.without, path)
+            self.doc.undo_stack.resetClean()  # differs from the file: saving writes it without them
         except StudioError as exc:
             self.show_error("Cannot open project", str(exc))
             return False

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from studio.core.errors import StudioError
-from studio.core.project import Project
+from studio.core.project import PinnedLayoutError, Project
 from studio.io.project_file import (
     MAX_PROJECT_BYTES,
     MAX_PROJECT_DEPTH,
@@ -185,7 +185,10 @@ class AutosaveStore:
         """
         path = self.path_of(session_id)
         envelope = self._envelope(path)
-        return project_from_data(envelope["project"], f"{path} (project)")
+        try:
+            return project_from_data(envelope["project"], f"{path} (project)")
+        except PinnedLayoutError as exc:  # unsaved work is never lost to a stale pinned layout
+            return exc.without
 
     # ------------------------------------------------------------------ internals
     def _envelope(self, path: Path) -> dict[str, Any]:

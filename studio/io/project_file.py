@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from studio.core.errors import StudioError
-from studio.core.project import Project, migrate
+from studio.core.project import PinnedLayoutError, Project, check_pinned, migrate
 from studio.io.atomic import backup_path, write_text_atomic
 from studio.io.safe import decode_text, find_bad_text, loads_json_limited, read_bytes_limited
 
@@ -154,7 +154,15 @@ def _may_hold_surrogate(text: str) -> bool:
 def project_from_data(data: Any, source: str = "<project>", *, surrogates_possible: bool = True) -> Project:
     """Migrate and validate an already decoded project (a ``dict``). ``surrogates_possible=False``
     (the JSON text was seen to hold none) skips the walk over every string, which took ~10 s of a
-    million-GPU file the size check then refused."""
+    million-GPU file the size check then refused.
+
+    Raises
+    ------
+    StudioError
+        Naming the file and the field; a :class:`~studio.core.project.PinnedLayoutError` when
+        only pinned layouts cannot run on the project's model and cluster (its ``without`` is the
+        project with them left out).
+    """
     data = migrate(data, source)
     bad = find_bad_text(data) if surrogates_possible else None
     if bad is not None:
@@ -164,11 +172,16 @@ def project_from_data(data: Any, source: str = "<project>", *, surrogates_possib
             source,
         )
     try:
-        return Project.model_validate(data)
+        project = Project.model_validate(data)
     except ValidationError as exc:
         raise StudioError(validation_message(exc), source) from None
     except (ValueError, TypeError, RecursionError) as exc:  # a validator tripped on odd input
         raise StudioError(f"invalid project: {exc}", source) from None
+    try:
+        check_pinned(project)  # a pinned layout that cannot run is refused here, not when compared
+    except PinnedLayoutError as exc:
+        raise exc.with_source(source) from None
+    return project
 
 
 def project_from_json(text: str, source: str = "<project>") -> Project:

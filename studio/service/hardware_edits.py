@@ -18,7 +18,7 @@ from studio.core.errors import StudioError
 from studio.core.hardware import Cluster
 from studio.core.layout import Layout
 from studio.core.parallelism import dp_for, layout_reason, nearest_ep
-from studio.core.project import Project
+from studio.core.project import Project, drop_unrunnable_pinned
 
 
 def _placement_ok(layout: Layout, cluster: Cluster) -> bool:
@@ -29,7 +29,8 @@ def _placement_ok(layout: Layout, cluster: Cluster) -> bool:
 
 
 def follow_cluster(project: Project, cluster: Cluster) -> tuple[Project, str]:
-    """``project`` with ``cluster`` and a layout that runs on it.
+    """``project`` with ``cluster`` and a layout that runs on it; pinned layouts that cannot run
+    on the new cluster are dropped (a file is refused when they are stored; undo brings them back).
 
     Returns
     -------
@@ -37,6 +38,11 @@ def follow_cluster(project: Project, cluster: Cluster) -> tuple[Project, str]:
         The new project and a short note for the undo text ("layout TP8×PP3×DP1"), empty when
         the layout did not change.
     """
+    new, note = _follow(project, cluster)
+    return drop_unrunnable_pinned(new), note
+
+
+def _follow(project: Project, cluster: Cluster) -> tuple[Project, str]:
     model, old = project.model, project.layout
     gpus = cluster.num_gpus
     if gpus == 0 or cluster.gpus == project.cluster.gpus:

@@ -80,3 +80,15 @@ def test_throughput_and_tpot_say_what_they_assume(qtbot, project, evaluate):
     assert "prefill interference" in panel.cards["tpot"].toolTip()
     panel.show_why("throughput")
     assert panel.why.toPlainText().startswith("Sustained throughput")
+
+
+def test_memory_card_shows_the_capacity_as_precisely_as_the_figure(project, evaluate):
+    """The capacity has one decimal like the figure beside it ("of 79.6 GiB", not "of 80 GiB")."""
+    from studio.engine.results import GIB
+    from studio.gui.panels.metrics_panel import figure_value
+
+    r = evaluate(project)
+    value, caption = figure_value(r, "memory")
+    cap = r.peak_memory.capacity / GIB
+    assert value.endswith(" GiB") and len(value.split()[0].split(".")[-1]) == 1
+    assert caption.startswith(f"of {cap:,.1f} GiB ("), caption

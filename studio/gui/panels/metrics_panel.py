@@ -106,7 +106,7 @@ def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
         return _us(r.alltoall_us_per_layer_decode), f"prefill {_us(r.alltoall_us_per_layer_prefill)}"
     if key == "memory":
         m = r.peak_memory
-        return units.size_bytes(m.total), f"of {units.size_bytes(m.capacity, 0)} ({m.gpu_id})"
+        return units.size_bytes(m.total), f"of {units.size_bytes(m.capacity)} ({m.gpu_id})"
     raise KeyError(key)
 
 

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 from studio.core import parallelism as par
 from studio.core.errors import StudioError
 from studio.core.precision import WEIGHT_DTYPES, DType
-from studio.core.project import Project
+from studio.core.project import Project, drop_unrunnable_pinned
 from studio.gui.document import ProjectDocument
 
 KV_DTYPES = ("bf16", "fp16", "fp8")
@@ -191,13 +191,14 @@ class ModelPanel(QWidget):
         self.set_model(arch, mid, f"Model {arch.name}")
 
     def set_model(self, arch, ref: str | None, text: str) -> None:
-        """Swap the model (resetting a per-stage layer split that no longer adds up)."""
+        """Swap the model (resetting a per-stage layer split that no longer adds up; pinned layouts
+        the new model cannot run are dropped)."""
 
         def fn(p: Project) -> Project:
             layout = p.layout
             if layout.layers_per_stage is not None and par.split_reason(arch, layout.layers_per_stage, layout.pp):
                 layout = layout.replace(layers_per_stage=None)
-            return p.replace(model=arch, model_ref=ref, layout=layout)
+            return drop_unrunnable_pinned(p.replace(model=arch, model_ref=ref, layout=layout))
 
         self._edit(text, "model", fn)
 

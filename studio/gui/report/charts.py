@@ -62,11 +62,20 @@ def _grab(view, size: tuple[int, int]) -> QImage:
 
 
 def cluster_image(data: ReportData, max_width: int = 2400) -> QImage:
-    """The canvas picture of the cluster with the chosen layout's placement overlay and legend."""
+    """The canvas picture of the cluster with the chosen layout's placement overlay and legend;
+    above :data:`~studio.gui.report.nodes.CANVAS_MAX_GPUS` GPUs or
+    :data:`~studio.gui.report.nodes.CANVAS_MAX_NODES` nodes, the node map (a box per node, a cell
+    per GPU), whose size does not grow with the cluster."""
+    from studio.gui.report.nodes import draws_links
+
+    plan = data.chosen.plan
+    if not draws_links(data.project.cluster):
+        from studio.gui.report.node_map import node_map_image
+
+        return node_map_image(data.project.cluster, plan, CHART_WIDTH, SCALE)
     from studio.gui.canvas import CanvasView, ClusterScene
     from studio.gui.document import ProjectDocument
 
-    plan = data.chosen.plan
     doc = ProjectDocument(data.project, evaluate=lambda _p: plan, threaded=False)
     doc.recompute_now()
     scene = ClusterScene(doc)

@@ -4,6 +4,7 @@ export commands — gathered from the engine, with no drawing."""
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from dataclasses import dataclass
 
 from studio.core.errors import StudioError
@@ -121,6 +122,47 @@ def commands_only(text: str) -> str:
     return "\n".join(lines[differ:]).strip("\n")
 
 
+#: Nodes whose launch commands the appendix shows per section; the rest are counted in one line
+#: (at 512 nodes the commands ran to hundreds of pages).
+MAX_NODES_SHOWN = 4
+_NODE_LINE = re.compile(r"# on node (\d{1,6})\b")
+
+
+def abridge_nodes(text: str, engine: str, keep: int = MAX_NODES_SHOWN) -> str:
+    """``text`` with the per-node command blocks (``# on node N: …`` up to the next such line or
+    ``# ===`` section header) of only the first ``keep`` nodes of each section, and one line
+    saying how many nodes were left out and where to get every command."""
+    out: list[str] = []
+    kept: list[str] = []  # node numbers shown in this section, in order
+    left: set[str] = set()
+    skipping = False
+
+    def note() -> None:
+        if left:
+            out.append(f"# … and {len(left):,} more node{'s' if len(left) != 1 else ''}: the same commands with "
+                       f"each node's own rank and host (`layout-studio export --engine {engine}` writes every one)")
+            left.clear()
+
+    for line in text.splitlines():
+        if line.startswith("# ==="):
+            note()
+            kept, skipping = [], False
+            out.append(line)
+            continue
+        m = _NODE_LINE.match(line)
+        if m:
+            node = m.group(1)
+            if node not in kept and len(kept) < keep:
+                kept.append(node)
+            skipping = node not in kept
+            if skipping:
+                left.add(node)
+        if not skipping:
+            out.append(line)
+    note()
+    return "\n".join(out)
+
+
 def _exports(project: Project, plan: PlanResult) -> tuple[tuple[str, str], ...]:
     from studio.io.export import export_plan
 
@@ -128,7 +170,7 @@ def _exports(project: Project, plan: PlanResult) -> tuple[tuple[str, str], ...]:
     for engine, title in EXPORT_ENGINES:
         try:
             bundle = export_plan(project, plan, engine=engine, fmt="command")
-            text = commands_only("\n".join(t.rstrip("\n") for t in bundle.files.values()))
+            text = abridge_nodes(commands_only("\n".join(t.rstrip("\n") for t in bundle.files.values())), engine)
         except StudioError as exc:
             text = f"# {title} cannot run this layout: {exc}"
         out.append((title, text))

@@ -14,6 +14,15 @@ from html import escape
 
 from studio.engine.results import GIB
 from studio.gui.report.content import ReportData
+from studio.gui.report.nodes import (
+    CANVAS_MAX_GPUS,
+    CANVAS_MAX_NODES,
+    MAX_GROUP_ROWS,
+    describe,
+    draws_links,
+    node_groups,
+    node_names,
+)
 from studio.gui.report.summary import ROWS, cluster_phrase, executive_summary, num, winners
 from studio.service import units
 
@@ -103,6 +112,38 @@ def _cluster_rows(data: ReportData) -> list[tuple[str, str]]:
         ("Links drawn", links or "none"),
         ("Price", f"${price:,.2f} per GPU-hour"),
     ]
+
+
+def _cluster_caption(data: ReportData) -> str:
+    if draws_links(data.project.cluster):
+        return ('<p class="caption">The drawn cluster. Tiles are GPUs coloured by the pipeline stage that runs on '
+                "them (S0, S1, …); lines are the links the engine costs collectives over.</p>")
+    c = data.project.cluster
+    return (f'<p class="caption">The cluster as a map: each box is one of its {len(c.nodes):,} nodes, each cell one '
+            f"of its {c.num_gpus:,} GPUs, coloured by the pipeline stage that runs on it. Too many to draw link by "
+            f"link (the drawing shows every link up to {CANVAS_MAX_NODES} nodes and {CANVAS_MAX_GPUS:,} GPUs); the "
+            "links drawn are listed above.</p>")
+
+
+def _nodes_table(data: ReportData) -> str:
+    """What runs on each node: one row per kind of node (nodes doing the same work slot by slot
+    share a row), at most :data:`MAX_GROUP_ROWS` rows."""
+    plan = data.chosen.plan
+    groups = node_groups(data.project.cluster, plan)
+    th = "".join(f'<th bgcolor="{HEAD_BG}">{h}</th>' for h in ("Nodes", "Count", "GPUs per node", "Runs",
+                                                                 "Busiest GPU memory"))
+    rows = []
+    for g in groups[:MAX_GROUP_ROWS]:
+        gpus = " + ".join(f"{n} × {escape(name)}" for name, n in g.gpu_types)
+        mem = (f"{g.busiest.total / GIB:,.1f} of {g.busiest.capacity / GIB:,.1f} GiB" if g.busiest else "–")
+        rows.append(f"<tr><td>{escape(node_names(g))}</td><td align=\"right\">{g.count:,}</td><td>{gpus}</td>"
+                    f"<td>{escape(describe(g, plan))}</td><td align=\"right\">{mem}</td></tr>")
+    rest = groups[MAX_GROUP_ROWS:]
+    if rest:
+        n = sum(g.count for g in rest)
+        rows.append(f'<tr><td colspan="5">… {len(rest):,} more kinds of node ({n:,} nodes); '
+                    "<code>layout-studio plan --json</code> lists every GPU</td></tr>")
+    return (f'<table class="grid" border="1" cellspacing="0" cellpadding="4"><tr>{th}</tr>{"".join(rows)}</table>')
 
 
 def _comparison(data: ReportData) -> str:
@@ -242,8 +283,10 @@ def build_html(data: ReportData, images: Images, page_breaks: bool = False) -> s
         f"<h2{brk}>The cluster</h2>",
         _pairs(_cluster_rows(data)),
         _img(images, "cluster", "cluster drawing"),
-        '<p class="caption">The drawn cluster. Tiles are GPUs coloured by the pipeline stage that runs on them '
-        "(S0, S1, …); lines are the links the engine costs collectives over.</p>",
+        _cluster_caption(data),
+        "<h3>What runs on each node</h3>",
+        '<p class="caption">Nodes whose GPUs do the same work, slot by slot, share a row.</p>',
+        _nodes_table(data),
         f"<h2{brk}>Model and workload</h2>",
         _pairs(_model_rows(data)),
         *_load_section(data),
@@ -258,8 +301,13 @@ def build_html(data: ReportData, images: Images, page_breaks: bool = False) -> s
     if reasons:
         out.append(f"<h3>Why the sweep ranks them this way</h3><ul>{reasons}</ul>")
     out.append(f"<h2{brk}>Memory per GPU</h2>")
-    out.append('<p class="caption">Each bar is one GPU: weights, KV cache, activations and runtime overhead against '
-               "its capacity (the line at the top; red when over the usable share).</p>")
+    from studio.gui.memory_bars import MAX_BARS  # the bars' own rule (drawing needs Qt anyway)
+
+    per_stage = len(plan.memory) > MAX_BARS
+    out.append(f'<p class="caption">Each bar is {"the busiest GPU of one pipeline stage" if per_stage else "one GPU"}: '
+               "weights, KV cache, activations and runtime overhead against its capacity (the line at the top; red "
+               "when over the usable share)"
+               + (f"; with more than {MAX_BARS} GPUs the bars are grouped by stage." if per_stage else ".") + "</p>")
     for i, o in enumerate(data.options):
         peak = o.plan.peak_memory
         out.append(f"<h3>{'Chosen: ' if o.origin == 'chosen' else ''}{escape(o.name)} — busiest GPU "

@@ -1,0 +1,67 @@
+"""Text on its way to a terminal: terminal escapes and bidirectional controls written as escapes.
+
+A project, node, model or profile name comes from a file anyone can write. Printed raw, an ESC
+sequence in it recolours or clears the terminal, moves the cursor or sets the window title, and a
+right-to-left override (U+202E) makes a line read differently from what it says. The command line
+writes everything through :class:`TerminalText`, which writes each such character as a ``\\uXXXX``
+escape (valid inside JSON strings too, so ``--json`` output stays JSON). Line feeds and tabs pass.
+
+Only the standard library is imported here: the command line installs it before any command runs.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, TextIO
+
+#: Characters that are always safe (printable ASCII, line feed, tab): the fast path.
+_PLAIN = re.compile(r"[\t\n\x20-\x7e]*")
+#: Unicode categories written as escapes: controls (C0, C1, DEL), format characters (bidirectional
+#: controls, zero-width characters), line/paragraph separators and lone surrogates.
+UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # a UTF-16 surrogate pair, as JSON writes characters beyond the BMP
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every unsafe character but line feed and tab written as ``\\uXXXX``."""
+    if _PLAIN.fullmatch(text):
+        return text
+    return "".join(
+        _escape(ch) if ch not in "\n\t" and unicodedata.category(ch) in UNSAFE_CATEGORIES else ch
+        for ch in text
+    )
+
+
+class TerminalText:
+    """A text stream that writes :func:`terminal_safe` text to ``stream`` (everything else, such
+    as ``fileno`` or ``isatty``, is the stream's own)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    @property
+    def wrapped(self) -> TextIO:
+        """The stream written to."""
+        return self._stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(terminal_safe(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
