@@ -273,3 +273,24 @@ def test_cancel_with_no_sweep_in_flight_keeps_the_status(explorer):
     assert "candidates" in before and not explorer.running
     explorer.cancel()
     assert explorer.status.text() == before
+
+
+def test_a_row_the_rules_refuse_is_not_pinned(qtbot, dgx405):
+    """Llama-4-Scout's 40 heads: the sweep shows TP16 rows (unfit, with the reason) but pinning one
+    would save a project that cannot be opened again, so it is refused with the rule."""
+    from studio.core.project import pinned_problem
+    from studio.io.presets import load_catalog
+
+    scout = dgx405.replace(model=load_catalog().model("llama-4-scout").architecture, pinned=())
+    doc = ProjectDocument(scout, threaded=False)
+    widget = ExplorerWidget(doc, threaded=False)
+    qtbot.addWidget(widget)
+    widget.run_sweep()
+    r = widget.result
+    bad = next(i for i in range(r.candidates) if r.layout(i).tp == 16)
+    assert pinned_problem(scout.replace(pinned=(r.layout(bad),)), 0) is not None
+    messages: list[str] = []
+    doc.message.connect(messages.append)
+    assert not widget.pin_row(bad)
+    assert doc.project.pinned == ()
+    assert "cannot be pinned" in messages[-1] and "40 attention heads" in messages[-1]

@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 
 from studio.core.errors import StudioError
 from studio.core.layout import Layout
-from studio.core.project import Project
+from studio.core.project import Project, pinned_problem
 from studio.engine import evaluate, sweep
 from studio.engine.placement import PlacementOption, compare_placements
 from studio.engine.results import PlanResult
@@ -627,8 +627,13 @@ class ExplorerWidget(QWidget):
         if len(p.pinned) >= MAX_PINNED:
             self.doc.message.emit(f"at most {MAX_PINNED} layouts can be pinned; unpin one first")
             return False
+        pinned = p.replace(pinned=(*p.pinned, lay))
+        problem = pinned_problem(pinned, len(pinned.pinned) - 1)
+        if problem is not None:  # the file could not be opened again with it
+            self.doc.message.emit(f"{lay.label} cannot be pinned: {problem[1]}")
+            return False
         self._pin_batch[lay] = int(self.result.columns["batch"][row])
-        self.doc.apply(p.replace(pinned=(*p.pinned, lay)), f"Pin layout {lay.label}", "pinned")
+        self.doc.apply(pinned, f"Pin layout {lay.label}", "pinned")
         self.tabs.setCurrentWidget(self.compare)
         return True
 
