@@ -129,6 +129,7 @@ def add_project_args(parser: argparse.ArgumentParser, *, layout: bool) -> None:
         g.add_argument("--dp", type=positive_int, metavar="D", help="data-parallel replicas (default: GPUs / (TP×PP))")
         g.add_argument("--micro-batches", type=positive_int, metavar="M", help="pipeline micro-batches")
         g.add_argument("--layers-per-stage", type=int_list, metavar="L1,L2,...", help="layers of each stage, e.g. 63,63")
+        add_cp_args(g)
 
     g = parser.add_argument_group("workload")
     g.add_argument("--isl", type=positive_int, metavar="N", help="input (prompt) tokens")
@@ -147,6 +148,33 @@ def add_project_args(parser: argparse.ArgumentParser, *, layout: bool) -> None:
     from studio.commands.load_args import add_spec_args
 
     add_spec_args(parser)
+
+
+def add_cp_args(group) -> None:  # noqa: ANN001 - an argparse group or parser
+    """Add ``--cp`` and ``--cp-mode`` (context parallelism; see docs/engine.md)."""
+    group.add_argument("--cp", type=positive_int, metavar="C",
+                       help="context-parallel size: the KV cache of each sequence split C ways along the sequence")
+    group.add_argument("--cp-mode", choices=("decode", "prefill"),
+                       help="decode: inside the TP group (vLLM --decode-context-parallel-size, default); "
+                            "prefill: ring attention over C DP replicas")
+
+
+def apply_cp_args(args: argparse.Namespace, project: Project) -> Project:
+    """``project`` with ``--cp`` / ``--cp-mode`` applied to its layout; a CP the model or layout
+    cannot use is refused with the rule (nothing is computed from it)."""
+    from studio.core import parallelism
+
+    cp, mode = getattr(args, "cp", None), getattr(args, "cp_mode", None)
+    if cp is None and mode is None:
+        return project
+    lay = project.layout
+    cp = lay.cp if cp is None else cp
+    mode = lay.cp_mode if mode is None else mode
+    why = parallelism.cp_reason(project.model, cp, lay.tp, lay.dp, mode)
+    if why is not None:
+        allowed = ", ".join(map(str, parallelism.cp_options(project.model, lay.tp, lay.dp, mode)))
+        raise StudioError(f"--cp {cp}: {why}; allowed with TP={lay.tp}, DP={lay.dp} ({mode}): {allowed}")
+    return project.replace(layout=lay.replace(cp=cp, cp_mode=mode))
 
 
 def add_load_args(parser: argparse.ArgumentParser) -> None:
@@ -453,7 +481,7 @@ def project_from_args(args: argparse.Namespace) -> Project:
         from studio.engine.defaults import fitting_layout
 
         project = project.replace(layout=fitting_layout(project)[0])
-    return project
+    return apply_cp_args(args, project)
 
 
 # ----------------------------------------------------------------------------- text output

@@ -9,9 +9,22 @@ GPUs per node.
 Experts: ``ep`` GPUs of a stage hold disjoint expert sets. ``ep`` must divide ``tp × dp`` and be a
 divisor or a multiple of ``tp``; each expert is TP-sharded ``max(1, tp // ep)`` ways, so a GPU
 holds ``1 / max(tp, ep)`` of a stage's routed-expert weights.
+
+Context parallelism (``cp``, ``cp_mode``) shards the KV cache along the sequence and adds no GPUs:
+
+* ``cp_mode="decode"`` (decode context parallelism, vLLM ``--decode-context-parallel-size``): the
+  ``cp`` ranks ``tp_rank ≡ j (mod tp / cp)`` of a TP group each hold every ``cp``-th token of the
+  KV cache that TP would otherwise duplicate on them.
+* ``cp_mode="prefill"`` (ring attention / prefill context parallelism): ``cp`` consecutive DP
+  replicas serve one sequence together, each with ``1 / cp`` of its prompt and of its KV cache; the
+  independent replicas are ``dp / cp``.
+
+Which ``cp`` a model and layout allow is decided in :mod:`studio.core.parallelism` only.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -35,6 +48,10 @@ class Layout(Frozen):
         None, description="layers of each stage; None = as even as possible"
     )
     placement: tuple[str, ...] | None = Field(None, description="GPU id of each rank")
+    cp: int = Field(1, ge=1, le=MAX_TP, description="context-parallel size (KV cache sharded along the sequence)")
+    cp_mode: Literal["decode", "prefill"] = Field(
+        "decode", description="decode: inside the TP group (DCP); prefill: ring attention over cp DP replicas"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Layout:
@@ -75,7 +92,14 @@ class Layout(Frozen):
             parts.append(f"DP{self.dp}")
         if self.ep > 1:
             parts.append(f"EP{self.ep}")
+        if self.cp > 1:
+            parts.append(f"{'DCP' if self.cp_mode == 'decode' else 'PCP'}{self.cp}")
         return "×".join(parts)
+
+    @property
+    def replicas(self) -> int:
+        """Independent replicas: DP, or DP / CP when ``cp`` replicas share a sequence (prefill CP)."""
+        return self.dp // self.cp if self.cp_mode == "prefill" and self.cp > 1 else self.dp
 
     def stage_layers(self, num_layers: int) -> tuple[int, ...]:
         """Layers per stage: the explicit split, else as even as possible (earlier stages get the

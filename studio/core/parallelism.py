@@ -12,6 +12,12 @@ the topology import all apply:
 * **EP** (MoE only) divides the routed experts and ``tp × dp``, and is a divisor or a multiple of
   TP; a dense model has EP = 1. The part that needs no model (:func:`ep_shape_reason`) is also
   what :class:`studio.core.layout.Layout` checks on construction.
+* **CP** (context parallelism, :func:`cp_reason`) shards the KV cache along the sequence. Decode
+  CP (vLLM ``--decode-context-parallel-size``) divides TP and, without MLA, removes at most the
+  ``TP / KV heads`` copies TP makes of each KV head, with the query heads of a KV head split evenly
+  (vLLM ``ModelConfig.verify_with_parallel_config``). Prefill CP (ring attention) groups ``cp`` DP
+  replicas on one sequence, so it divides DP. Neither runs with sliding-window layers (vLLM's
+  hybrid KV-cache manager shards full-attention groups only).
 
 Every ``*_reason`` function returns ``None`` when the value is allowed, else one short sentence
 that says why not, for a tooltip, a refusal or a CLI message.
@@ -135,6 +141,49 @@ def ep_options(model: LLMArchitecture, tp: int, dp: int) -> list[int]:
     return [e for e in divisors(model.moe.num_experts) if ep_reason(model, e, tp, dp) is None]
 
 
+CP_MODES = ("decode", "prefill")
+
+
+def cp_reason(model: LLMArchitecture, cp: int, tp: int, dp: int, mode: str = "decode") -> str | None:
+    """Why context-parallel size ``cp`` (``mode`` "decode" or "prefill") cannot run with TP = ``tp``
+    and DP = ``dp``, or ``None`` when it can."""
+    if mode not in CP_MODES:
+        return f"CP mode '{mode}' is not one of {', '.join(CP_MODES)}"
+    if cp < 1:
+        return f"CP must be at least 1 (got {cp})"
+    if cp == 1:
+        return None
+    if model.sliding_window is not None and any(model.is_sliding_layer(i) for i in range(model.num_layers)):
+        return (f"CP={cp}: '{model.name}' has sliding-window layers; context parallelism shards "
+                "full-attention KV caches only (vLLM's hybrid KV-cache manager refuses it)")
+    if mode == "prefill":
+        if dp % cp:
+            return f"prefill CP={cp} must divide DP={dp} (CP groups {cp} replicas on one sequence)"
+        return None
+    if tp % cp:
+        return f"decode CP={cp} must divide TP={tp} (it shards the KV cache inside the TP group)"
+    if model.mla is None:
+        kv = model.num_kv_heads
+        copies = tp // kv
+        if copies < 2:
+            return (f"decode CP={cp}: TP={tp} does not duplicate the {kv} KV heads, so there is no KV copy "
+                    "for decode CP to remove (it needs TP > KV heads; raise TP or use prefill CP)")
+        if copies < cp:
+            return (f"decode CP={cp} exceeds TP / KV heads = {tp} / {kv} = {copies}: decode CP can only "
+                    f"remove the {copies} copies TP makes of each KV head (lower CP or raise TP)")
+        group = model.num_attention_heads // kv
+        if group % cp:
+            return (f"decode CP={cp} does not divide the {group} query heads of each KV head "
+                    f"({model.num_attention_heads} heads / {kv} KV heads)")
+    return None
+
+
+def cp_options(model: LLMArchitecture, tp: int, dp: int, mode: str = "decode") -> list[int]:
+    """Every CP allowed for TP = ``tp`` and DP = ``dp`` in ``mode`` (at least ``[1]``)."""
+    pool = divisors(max(tp if mode == "decode" else dp, 1))
+    return [c for c in pool if cp_reason(model, c, tp, dp, mode) is None] or [1]
+
+
 def layout_reason(model: LLMArchitecture, layout: Layout, gpus: int) -> str | None:
     """The first reason ``layout`` is not allowed for ``model`` on ``gpus`` GPUs, or ``None``."""
     if layout.world_size != gpus:
@@ -151,6 +200,7 @@ def layout_reason(model: LLMArchitecture, layout: Layout, gpus: int) -> str | No
             if layout.layers_per_stage is not None
             else None
         )
+        or cp_reason(model, layout.cp, layout.tp, layout.dp, layout.cp_mode)
     )
 
 
@@ -191,13 +241,15 @@ def nearest_ep(model: LLMArchitecture, want: int, tp: int, dp: int) -> int:
 
 
 def with_field(model: LLMArchitecture, layout: Layout, gpus: int, key: str, value: int) -> Layout:
-    """``layout`` with ``key`` ("tp", "pp", "ep" or "micro_batches") set to ``value`` and the
+    """``layout`` with ``key`` ("tp", "pp", "ep", "cp" or "micro_batches") set to ``value`` and the
     other fields moved to the nearest allowed values: PP stays if TP still leaves room for it,
-    DP fills the rest, EP falls back to the largest allowed value not above the old one. The
+    DP fills the rest, EP and CP fall back to the largest allowed value not above the old one. The
     placement and the explicit layer split reset when the shape changes.
     """
-    tp, pp, ep = layout.tp, layout.pp, layout.ep
-    if key == "tp":
+    tp, pp, ep, cp = layout.tp, layout.pp, layout.ep, layout.cp
+    if key == "cp":
+        cp = value
+    elif key == "tp":
         tp = value
     elif key == "pp":
         pp = value
@@ -206,12 +258,15 @@ def with_field(model: LLMArchitecture, layout: Layout, gpus: int, key: str, valu
     elif key == "micro_batches":
         return layout.replace(micro_batches=value)
     else:
-        raise ValueError(f"unknown layout field '{key}' (tp, pp, ep, micro_batches)")
+        raise ValueError(f"unknown layout field '{key}' (tp, pp, ep, cp, micro_batches)")
     pp = nearest_pp(model, pp, tp, gpus) if gpus % tp == 0 else pp
     dp = dp_for(tp, pp, gpus)
     ep = ep if ep_reason(model, ep, tp, dp) is None else nearest_ep(model, ep, tp, dp)
+    if cp_reason(model, cp, tp, dp, layout.cp_mode) is not None:
+        cp = max([o for o in cp_options(model, tp, dp, layout.cp_mode) if o <= cp] or [1])
     shape_changed = (tp, pp, dp) != (layout.tp, layout.pp, layout.dp)
     return layout.replace(
+        cp=cp,
         tp=tp,
         pp=pp,
         dp=dp,

@@ -263,3 +263,52 @@ def alltoall(topo: Topology, group: list[str], c: Constants, max_shifts: int = 8
         note=f"{n} GPUs exchange 1/{n} of their tokens with each peer",
     )
     return Collective("alltoall", tuple(group), (algo,))
+
+
+def allgather(topo: Topology, group: list[str], c: Constants) -> Collective:
+    """Ring all-gather (or reduce-scatter: the same traffic) over ``group``, the collective of
+    context parallelism (kind ``cp``): ``n − 1`` steps, each GPU receives ``(n − 1) / n`` of the
+    gathered message. ``time_us(S)`` takes ``S`` = the gathered (whole) message. A group spanning
+    scale-up islands pays the network collective floor; the bottleneck is the slowest ring edge."""
+    n = len(group)
+    if n <= 1:
+        return Collective("cp", tuple(group), ())
+    edges = [(group[i], group[(i + 1) % n]) for i in range(n)]
+    bw, li, lat = topo.concurrent(edges)
+    lid, lkind = _link(topo, li)
+    spans = len(topo.islands_of(group)) > 1
+    steps = n - 1
+    algo = Algo(
+        name="ring all-gather",
+        alpha_us=(c.network_collective_floor_us if spans else c.nccl_base_latency_us)
+        + steps * (c.nccl_step_latency_us + lat),
+        us_per_byte=(steps / n) / (bw * GB_PER_S_TO_BYTES_PER_US),
+        max_bytes=np.inf,
+        bandwidth_gbps=bw,
+        bottleneck_link=lid,
+        bottleneck_kind=lkind,
+        note=f"ring over {n} GPUs: n-1={steps} steps, each GPU receives (n-1)/n of the gathered message",
+    )
+    return Collective("cp", tuple(group), (algo,))
+
+
+def ring_pass(topo: Topology, group: list[str], c: Constants) -> Collective:
+    """One step of ring attention over ``group`` (kind ``cp``): every GPU sends its current KV block
+    to the next at once; ``time_us(S)`` takes ``S`` = the bytes of one block."""
+    n = len(group)
+    if n <= 1:
+        return Collective("cp", tuple(group), ())
+    edges = [(group[i], group[(i + 1) % n]) for i in range(n)]
+    bw, li, lat = topo.concurrent(edges)
+    lid, lkind = _link(topo, li)
+    algo = Algo(
+        name="ring pass",
+        alpha_us=c.p2p_base_latency_us + lat,
+        us_per_byte=1.0 / (bw * GB_PER_S_TO_BYTES_PER_US),
+        max_bytes=np.inf,
+        bandwidth_gbps=bw,
+        bottleneck_link=lid,
+        bottleneck_kind=lkind,
+        note=f"{n} concurrent sends of one KV block to the next GPU of the ring",
+    )
+    return Collective("cp", tuple(group), (algo,))

@@ -9,7 +9,8 @@ and micro-batch counts into per-stage prefill and decode times with numpy, so :f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from dataclasses import replace as dc_replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,6 +21,7 @@ from studio.core.layout import Layout
 from studio.core.precision import DType
 from studio.engine.comm import Collective, allreduce, alltoall, p2p
 from studio.engine.constants import Constants
+from studio.engine.context_parallel import CpCosts, cp_costs
 from studio.engine.shapes import LayerTable, StageShape, stage_shapes
 from studio.engine.topology import Topology
 
@@ -58,6 +60,7 @@ class LayoutCosts:
     num_experts: int
     a2a_bytes_per_token: float = 0.0  # bytes one GPU sends per token it routes, per all-to-all
     spec: Drafting | None = None  # speculative decoding (its drafter sits on the last stage)
+    cp: CpCosts | None = None  # context parallelism (None when cp = 1)
 
     @property
     def weights(self) -> np.ndarray:
@@ -130,6 +133,9 @@ def layout_costs(
     has_fp4 = all(x.tflops_fp4 for x in specs)
     shapes = stage_shapes(model, table, precision, kv_dtype, tp, ep, layout.stage_layers(model.num_layers),
                           has_fp8=has_fp8, has_fp4=has_fp4)
+    if layout.cp > 1:  # the KV cache of every GPU is split along the sequence
+        shapes = [dc_replace(sh, kv_full=sh.kv_full / layout.cp, kv_sliding=sh.kv_sliding / layout.cp)
+                  for sh in shapes]
     h = model.hidden_size
     moe = model.moe
     width = model.intermediate_size
@@ -193,6 +199,7 @@ def layout_costs(
         alltoall=a2a, window=model.sliding_window, hidden=h,
         experts_per_token=moe.experts_per_token if moe else 0, num_experts=moe.num_experts if moe else 0,
         a2a_bytes_per_token=a2a_bytes,
+        cp=cp_costs(model, kv_dtype, layout, groups, topo, c, reps),
     )
     if speculative is not None:
         from studio.engine.speculative import drafting
@@ -240,14 +247,18 @@ class StepTimes:
     ar_us_decode: np.ndarray
     p2p_us_prefill: np.ndarray  # one boundary, worst, (N,)
     p2p_us_decode: np.ndarray
+    prefill_cp: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # context parallelism
+    decode_cp: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    cp_us_prefill: np.ndarray = field(default_factory=lambda: np.zeros(0))  # one layer, worst stage, (N,)
+    cp_us_decode: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def prefill_stage(self) -> np.ndarray:
-        return self.prefill_compute + self.prefill_allreduce + self.prefill_alltoall
+        return self.prefill_compute + self.prefill_allreduce + self.prefill_alltoall + self.prefill_cp
 
     @property
     def decode_stage(self) -> np.ndarray:
-        return self.decode_compute + self.decode_allreduce + self.decode_alltoall
+        return self.decode_compute + self.decode_allreduce + self.decode_alltoall + self.decode_cp
 
 
 def step_times(lc: LayoutCosts, micro_batch: np.ndarray, isl: int, osl: int, c: Constants) -> StepTimes:
@@ -265,6 +276,7 @@ def step_times(lc: LayoutCosts, micro_batch: np.ndarray, isl: int, osl: int, c: 
         prefill_p2p=pf.p2p, decode_compute=dec.compute, decode_allreduce=dec.allreduce,
         decode_alltoall=dec.alltoall, decode_p2p=dec.p2p, ar_us_prefill=pf.ar_us,
         ar_us_decode=dec.ar_us, p2p_us_prefill=pf.p2p_us, p2p_us_decode=dec.p2p_us,
+        prefill_cp=pf.cp, decode_cp=dec.cp, cp_us_prefill=pf.cp_us, cp_us_decode=dec.cp_us,
     )
 
 

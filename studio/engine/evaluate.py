@@ -15,6 +15,7 @@ from studio.core.workload import Workload
 from studio.engine.comm import Collective
 from studio.engine.constants import Constants, default_constants
 from studio.engine.context import PlanContext
+from studio.engine.context_parallel import cp_comm_costs
 from studio.engine.costing import (
     LayoutCosts,
     ServeTimes,
@@ -189,7 +190,7 @@ def evaluate(
         load, figures = _under_load(lc, c, wl, layout, batch, max_seqs, m_eff, budget, sv_t)
         if figures is not None:
             ttft, tpot, request, tps_replica = figures
-    tps = layout.dp * tps_replica if fits else 0.0
+    tps = layout.replicas * tps_replica if fits else 0.0
     price = sum(
         sv.price_per_gpu_hour if sv.price_per_gpu_hour is not None else project.cluster.gpu_specs[topo.gpu_type[g]].price_per_gpu_hour
         for g in placement
@@ -239,6 +240,7 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None) 
             decode_compute_ms=float(st.decode_compute[s, 0]),
             decode_allreduce_ms=float(st.decode_allreduce[s, 0] + st.decode_alltoall[s, 0]),
             p2p_prefill_ms=float(st.prefill_p2p[s, 0]), p2p_decode_ms=float(st.decode_p2p[s, 0]),
+            prefill_cp_ms=float(st.prefill_cp[s, 0]), decode_cp_ms=float(st.decode_cp[s, 0]),
         )
         for s, sh in enumerate(lc.shapes)
     )
@@ -259,11 +261,12 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None) 
             w = _worst(cols, a2a_size)
             if w is not None and (cc := _comm_cost(w, phase, a2a_size)):
                 comm.append(cc)
+    comm.extend(cp_comm_costs(lc, ctx.micro_batch_size, project.workload.isl))
     timelines = {
         "prefill": timeline("prefill", st.prefill_compute[:, 0], st.prefill_allreduce[:, 0], st.prefill_p2p[:, 0],
-                            ctx.micro_batches, alltoall_ms=st.prefill_alltoall[:, 0]),
+                            ctx.micro_batches, alltoall_ms=st.prefill_alltoall[:, 0], cp_ms=st.prefill_cp[:, 0]),
         "decode": timeline("decode", st.decode_compute[:, 0], st.decode_allreduce[:, 0], st.decode_p2p[:, 0],
-                           ctx.micro_batches, alltoall_ms=st.decode_alltoall[:, 0]),
+                           ctx.micro_batches, alltoall_ms=st.decode_alltoall[:, 0], cp_ms=st.decode_cp[:, 0]),
     }
     a2a_us = {ph: max((cc.time_us for cc in comm if cc.kind == "alltoall" and cc.phase == ph), default=0.0)
               for ph in ("prefill", "decode")}
@@ -289,6 +292,8 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None) 
         warnings=plan_warnings(ctx), explanations=explanations(ctx),
         assumptions=_assumptions(ctx), calibration=cal.name if cal else None, load=ctx.load,
         alltoall_us_per_layer_prefill=a2a_us["prefill"], alltoall_us_per_layer_decode=a2a_us["decode"],
+        cp_us_per_layer_prefill=float(st.cp_us_prefill[0]), cp_us_per_layer_decode=float(st.cp_us_decode[0]),
+        max_context_tokens=ctx.capacity_tokens,
     )
 
 
@@ -310,7 +315,7 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
     from studio.engine.load import closed_loop, open_loop
 
     ld = wl.load
-    dp = layout.dp
+    dp = layout.replicas  # prefill CP: cp replicas serve one request stream together
     cap = float(max(1, min(wl.max_batch, max_seqs)))
     im = IterationModel(lc, c)
     sat = None
@@ -372,6 +377,15 @@ def _assumptions(ctx: PlanContext) -> tuple[str, ...]:
         f"decode context averaged at isl + osl/2 = {ctx.project.workload.isl + ctx.project.workload.osl / 2:,.0f} tokens",
         "two TP all-reduces per layer; PP hands full hidden states from each TP rank to the next stage",
     ]
+    lay = ctx.lc.layout
+    if lay.cp > 1:
+        out.append(
+            f"context parallelism CP={lay.cp} ({lay.cp_mode}): each GPU keeps 1/{lay.cp} of every sequence's KV cache; "
+            + ("queries all-gathered and partial outputs + log-sum-exp reduce-scattered per layer (vLLM DCP ag_rs)"
+               if lay.cp_mode == "decode" else
+               f"prompts split {lay.cp} ways with ring passes of KV blocks behind the attention; "
+               f"{lay.replicas} independent replicas of {lay.dp}")
+        )
     if ctx.micro_batches != ctx.lc.layout.micro_batches:
         out.append(f"micro-batches capped at the batch: {ctx.lc.layout.micro_batches} → {ctx.micro_batches}")
     return tuple(out)

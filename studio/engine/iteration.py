@@ -28,11 +28,12 @@ steady state (:mod:`studio.engine.load`), the sweep and the request simulation
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from studio.engine.constants import Constants
+from studio.engine.context_parallel import prefill_split
 from studio.engine.costing import LayoutCosts, coll_time_us, sliding_avg
 
 
@@ -47,11 +48,13 @@ class IterationTimes:
     ar_us: np.ndarray  # one all-reduce of the worst stage, (N,)
     a2a_us: np.ndarray  # one all-to-all of the worst stage, (N,)
     p2p_us: np.ndarray  # one stage boundary, worst, (N,)
+    cp: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # context-parallel communication
+    cp_us: np.ndarray = field(default_factory=lambda: np.zeros(0))  # one layer of the worst stage, (N,)
 
     @property
     def stage(self) -> np.ndarray:
         """Compute + collectives of each stage (without the hand-off)."""
-        return self.compute + self.allreduce + self.alltoall
+        return self.compute + self.allreduce + self.alltoall + self.cp
 
 
 class IterationModel:
@@ -93,8 +96,12 @@ class IterationModel:
         x = np.atleast_1d(np.asarray(prefill_tokens, dtype=float))
         d = np.atleast_1d(np.asarray(decode_seqs, dtype=float))
         x, d = np.broadcast_arrays(x, d)
+        # prefill context parallelism: each GPU takes 1/cp of the prompt tokens and of the context
+        split = prefill_split(lc.cp)
+        x = x / split
         n = x.shape[0]
-        ctx = np.broadcast_to(np.asarray(decode_ctx, dtype=float), (n,))
+        ctx_full = np.broadcast_to(np.asarray(decode_ctx, dtype=float), (n,))
+        ctx = ctx_full / split
         plen = np.broadcast_to(np.maximum(np.asarray(prompt_len, dtype=float), 1.0), (n,))
         dv = d * (lc.spec.verify_tokens if lc.spec is not None else 1)  # decode tokens through the model
         tokens = x + dv
@@ -115,6 +122,8 @@ class IterationModel:
         ar_worst = np.zeros(n)
         a2a_worst = np.zeros(n)
         p2p_worst = np.zeros(n)
+        cpt = np.zeros((pp, n))
+        cp_worst = np.zeros(n)
         for s, sh in enumerate(lc.shapes):
             # routed experts: grouped GEMMs of tokens × k / E rows each (per EP group), far smaller
             # than the dense GEMMs when experts are many and fine-grained
@@ -141,7 +150,8 @@ class IterationModel:
                 touched = 1.0 - miss ** (tokens * route)
             else:
                 touched = np.zeros(n)
-            kv_read = d * np.asarray(sh.kv_bytes_for(ctx, lc.window), dtype=float)
+            # the stage's KV bytes are already split by CP; the context each GPU reads is the full one
+            kv_read = d * np.asarray(sh.kv_bytes_for(ctx_full, lc.window), dtype=float)
             mem_s = (dense_w + sh.expert_bytes * touched + kv_read) / (lc.hbm_bps[s] * c.decode_efficiency)
             busy = np.maximum(cmp_s, mem_s) + c.roofline_blend * np.minimum(cmp_s, mem_s)
             # the MoE layer's routing, dispatch and combine synchronisation grows with the tokens routed
@@ -153,6 +163,12 @@ class IterationModel:
             t_ar = coll_time_us(lc.allreduce[s], ar_size)
             ar_worst = np.maximum(ar_worst, t_ar)
             ar[s] = np.where(tokens > 0, 2 * sh.layers * t_ar / 1e3, 0.0)
+            if lc.cp is not None and sh.full_layers:
+                pf_attn_us = x * sliding_avg(plen, None) * lc.sec_attn_ctx[s] / sh.full_layers \
+                    / c.attention_efficiency * 1e6
+                t_cp = lc.cp.layer_us(s, x, d, pf_attn_us)
+                cp_worst = np.maximum(cp_worst, t_cp)
+                cpt[s] = np.where(tokens > 0, sh.full_layers * t_cp / 1e3, 0.0)
             if lc.alltoall[s]:
                 t_a2a = coll_time_us(lc.alltoall[s], tokens * lc.a2a_bytes_per_token)
                 a2a_worst = np.maximum(a2a_worst, t_a2a)
@@ -166,7 +182,7 @@ class IterationModel:
             p2p[s] = np.where(tokens > 0, t / 1e3, 0.0)
             p2p_worst = np.maximum(p2p_worst, t)
         return IterationTimes(compute=comp, allreduce=ar, alltoall=a2a, p2p=p2p, ar_us=ar_worst,
-                              a2a_us=a2a_worst, p2p_us=p2p_worst)
+                              a2a_us=a2a_worst, p2p_us=p2p_worst, cp=cpt, cp_us=cp_worst)
 
     def round_ms(
         self,

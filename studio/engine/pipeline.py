@@ -7,8 +7,8 @@ import numpy as np
 from studio.core.errors import StudioError
 from studio.engine.results import SEGMENT_KINDS, Timeline
 
-_COMPUTE, _AR, _A2A, _P2P, _IDLE = (
-    SEGMENT_KINDS.index(k) for k in ("compute", "allreduce", "alltoall", "p2p", "idle"))
+_COMPUTE, _AR, _A2A, _P2P, _IDLE, _CP = (
+    SEGMENT_KINDS.index(k) for k in ("compute", "allreduce", "alltoall", "p2p", "idle", "cp"))
 MAX_DRAWN_MICRO_BATCHES = 256
 
 
@@ -19,6 +19,7 @@ def timeline(
     p2p_ms: np.ndarray,
     micro_batches: int,
     alltoall_ms: np.ndarray | None = None,
+    cp_ms: np.ndarray | None = None,
 ) -> Timeline:
     """GPipe-style schedule of one step.
 
@@ -34,13 +35,17 @@ def timeline(
         Per-stage times (ms) of one micro-batch; ``p2p_ms[s]`` is the hand-off to stage ``s + 1``.
     alltoall_ms:
         Per-stage EP all-to-all time (ms) of one micro-batch; ``None`` = none (dense model).
+    cp_ms:
+        Per-stage context-parallel communication (ms) of one micro-batch, drawn as a ``cp``
+        segment after the all-to-all; ``None`` = no context parallelism.
     """
     if phase not in ("prefill", "decode"):
         raise StudioError(f"timeline phase must be 'prefill' or 'decode' (got {phase!r})")
     p = len(compute_ms)
     m = max(1, min(int(micro_batches), MAX_DRAWN_MICRO_BATCHES))
     a2a = np.zeros(p) if alltoall_ms is None else np.asarray(alltoall_ms, float)
-    work = np.asarray(compute_ms, float) + np.asarray(allreduce_ms, float) + a2a
+    cpm = np.zeros(p) if cp_ms is None else np.asarray(cp_ms, float)
+    work = np.asarray(compute_ms, float) + np.asarray(allreduce_ms, float) + a2a + cpm
     hand = np.asarray(p2p_ms, float)
     start = np.zeros((p, m))
     for s in range(p):
@@ -68,7 +73,7 @@ def timeline(
             t0 = start[s, k]
             if t0 > cursor + 1e-12:
                 segment(s, cursor, t0 - cursor, _IDLE, -1)
-            for kd, d in ((_COMPUTE, compute_ms[s]), (_AR, allreduce_ms[s]), (_A2A, a2a[s])):
+            for kd, d in ((_COMPUTE, compute_ms[s]), (_AR, allreduce_ms[s]), (_A2A, a2a[s]), (_CP, cpm[s])):
                 if d > 0:
                     segment(s, t0, d, kd, k)
                     t0 += d

@@ -18,7 +18,7 @@ Severity = Literal["error", "warning", "info"]
 GIB = float(2**30)
 
 #: Segment kinds of a pipeline timeline, in drawing order; ``Timeline.kind`` indexes this tuple.
-SEGMENT_KINDS: tuple[str, ...] = ("compute", "allreduce", "alltoall", "p2p", "idle")
+SEGMENT_KINDS: tuple[str, ...] = ("compute", "allreduce", "alltoall", "p2p", "idle", "cp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +125,7 @@ class GpuMemory:
 class CommCost:
     """One collective or transfer, costed over the links that join its GPUs."""
 
-    kind: Literal["allreduce", "p2p", "alltoall"]
+    kind: Literal["allreduce", "p2p", "alltoall", "cp"]
     phase: Literal["prefill", "decode"]
     group: tuple[str, ...]
     message_bytes: float
@@ -151,6 +151,8 @@ class StageResult:
     decode_allreduce_ms: float
     p2p_prefill_ms: float  # to the next stage (0 on the last)
     p2p_decode_ms: float
+    prefill_cp_ms: float = 0.0  # context-parallel communication of the stage (0 without CP)
+    decode_cp_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -215,6 +217,9 @@ class PlanResult:
     load: LoadSummary | None = None
     alltoall_us_per_layer_prefill: float = 0.0  # one EP all-to-all of a MoE layer (0 without EP)
     alltoall_us_per_layer_decode: float = 0.0
+    cp_us_per_layer_prefill: float = 0.0  # context-parallel communication of one layer (0 without CP)
+    cp_us_per_layer_decode: float = 0.0
+    max_context_tokens: int = 0  # longest single sequence the KV cache of a replica holds
 
     @property
     def gpus(self) -> int:
@@ -236,6 +241,8 @@ class PlanResult:
                 "dp": self.layout.dp,
                 "gpus": self.layout.world_size,
                 "micro_batches": self.layout.micro_batches,
+                "cp": self.layout.cp,
+                "cp_mode": self.layout.cp_mode,
                 "layers_per_stage": [s.layers for s in self.stages],
                 "placement": list(self.layout.placement or ()),
             },
@@ -275,6 +282,7 @@ class PlanResult:
                 "bytes_per_token_card_formula": self.kv_bytes_per_token_card,
                 "capacity_tokens": self.kv_capacity_tokens,
                 "max_concurrent_sequences": self.max_concurrent_sequences,
+                "max_context_tokens": self.max_context_tokens,
             },
             "comm": {
                 "allreduce_us_per_layer": {
@@ -284,6 +292,10 @@ class PlanResult:
                 "p2p_us_per_boundary": {
                     "prefill": self.p2p_us_per_boundary_prefill,
                     "decode": self.p2p_us_per_boundary_decode,
+                },
+                "cp_us_per_layer": {
+                    "prefill": self.cp_us_per_layer_prefill,
+                    "decode": self.cp_us_per_layer_decode,
                 },
                 "bottlenecks": sorted({c.bottleneck_kind for c in self.comm if c.bottleneck_kind}),
             },

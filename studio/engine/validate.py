@@ -49,6 +49,10 @@ def check_layout(layout: Layout, cluster: Cluster, model: LLMArchitecture) -> tu
     if why is not None:
         allowed = ", ".join(map(str, par.ep_options(model, layout.tp, layout.dp)))
         raise StudioError(f"layout.ep: {why}; allowed: {_short(allowed)}")
+    why = par.cp_reason(model, layout.cp, layout.tp, layout.dp, layout.cp_mode)
+    if why is not None:
+        allowed = ", ".join(map(str, par.cp_options(model, layout.tp, layout.dp, layout.cp_mode)))
+        raise StudioError(f"layout.cp: {why}; allowed {layout.cp_mode} CP: {allowed}")
     ids = [g.id for g in gpus]
     if layout.placement is None:
         return tuple(ids)

@@ -9,6 +9,7 @@ SEGMENT_COLORS: dict[str, str] = {
     "alltoall": "#0ca678",
     "p2p": "#ae3ec9",
     "idle": "#ced4da",
+    "cp": "#c2255c",
 }
 SEGMENT_LABELS: dict[str, str] = {
     "compute": "Compute",
@@ -16,6 +17,7 @@ SEGMENT_LABELS: dict[str, str] = {
     "alltoall": "All-to-all (EP)",
     "p2p": "P2P (stage → stage)",
     "idle": "Idle (bubble)",
+    "cp": "Context parallel (KV shards)",
 }
 
 #: Memory bar parts, bottom to top.
