@@ -11,6 +11,7 @@ from studio.commands.common import (
     add_project_args,
     fmt,
     format_table,
+    int_list,
     positive_int,
     print_json,
     project_from_args,
@@ -52,6 +53,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--top", type=positive_int, default=10, metavar="K", help="layouts to show (default 10)")
     g.add_argument("--json", action="store_true", help="print one JSON object (the scripting contract)")
     g.add_argument("--csv", metavar="FILE", help="write every evaluated row with all its columns to FILE")
+    g = p.add_argument_group("context parallelism (see docs/engine.md)")
+    g.add_argument("--cp", dest="sweep_cp", type=int_list, metavar="C1,C2,...",
+                   help="context-parallel sizes to try (default: every size the rules allow; 1 = none)")
+    g.add_argument("--cp-mode", dest="sweep_cp_mode", choices=("decode", "prefill"),
+                   help="try only this context-parallel mode (default both)")
     from studio.commands.sweep_slo import add_slo_args
 
     add_slo_args(p)
@@ -76,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
         objective=args.objective,
         ttft_ms=project.workload.ttft_ms,
         tpot_ms=project.workload.tpot_ms,
+        cp_sizes=_cp_sizes(args.sweep_cp),
+        cp_modes=(args.sweep_cp_mode,) if args.sweep_cp_mode else ("decode", "prefill"),
     )
     rows = shown_rows(result, args.top)
     slo = check_slo(project, result, targets, simulate=args.slo_check) if targets is not None else None
@@ -127,6 +135,15 @@ def _disagg(args: argparse.Namespace, project, result):
     from studio.engine.disagg_sweep import sweep_disaggregated
 
     return sweep_disaggregated(project, objective=args.objective, ttft_ms=result.ttft_ms, tpot_ms=result.tpot_ms)
+
+
+def _cp_sizes(values: list[int] | None) -> list[int] | None:
+    if values is None:
+        return None
+    bad = [v for v in values if v < 1]
+    if bad:
+        raise StudioError(f"--cp sizes must be positive integers (got {bad[0]})")
+    return sorted(set(values))
 
 
 def _check_writable(path: Path) -> None:
@@ -186,6 +203,9 @@ def _label(cols, r: int) -> str:
         label += f"×DP{dp}"
     if ep > 1:
         label += f"×EP{ep}"
+    cp = int(cols["cp"][r]) if "cp" in cols else 1
+    if cp > 1:
+        label += f"×{'PCP' if bool(cols['cp_prefill'][r]) else 'DCP'}{cp}"
     return label
 
 

@@ -49,12 +49,15 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
         ("figures from reference/memory.md M4, M5, M13",),
     )
     kvl = (sh.kv_full + sh.kv_sliding) / max(sh.layers, 1)
+    cp_note = (f" / CP {lay.cp} (every {lay.cp}-th token on each GPU of the "
+               f"{'TP group' if lay.cp_mode == 'decode' else 'replica group'})") if lay.cp > 1 else ""
     out["kv_cache.bytes_per_token_per_gpu"] = Explanation(
         "kv_cache.bytes_per_token_per_gpu", ctx.kv_per_token_gpu, "B",
         "Σ stage layers of per-layer KV bytes per GPU (sliding layers capped at the window), averaged over isl+osl",
         (Term("per layer per GPU", kvl, "B",
-              "MLA latent (not split by TP)" if model.mla else
-              f"2 × ceil({model.num_kv_heads} KV heads / TP {lay.tp}) × {model.head_dim} × {ctx.project.serving.kv_dtype.value}"),
+              ("MLA latent (not split by TP)" if model.mla else
+               f"2 × ceil({model.num_kv_heads} KV heads / TP {lay.tp}) × {model.head_dim} × "
+               f"{ctx.project.serving.kv_dtype.value}") + cp_note),
          Term("layers on the stage", sh.layers, ""),
          Term("sliding layers", sh.sliding_layers, "", f"window {model.sliding_window}" if model.sliding_window else ""),
          Term("card formula (whole model)", model.card_kv_bytes_per_token(ctx.project.serving.kv_dtype), "B",
@@ -66,7 +69,10 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
         "min over stages of (usable − weights − activations − overhead) / KV bytes per token per GPU",
         (Term("usable", float(lc.usable[s]) / GIB, "GiB", f"{ctx.project.serving.gpu_memory_utilization:.0%} of capacity"),
          Term("KV pool (tightest stage)", float(ctx.pool.min()) / GIB, "GiB"),
-         Term("sequences of isl+osl", ctx.max_seqs, "")),
+         Term("sequences of isl+osl", ctx.max_seqs, ""))
+        + ((Term("context parallelism", lay.cp, "ways",
+                 f"{lay.cp_mode}: each GPU keeps 1/{lay.cp} of every sequence, so the pool holds {lay.cp}× the tokens"),)
+           if lay.cp > 1 else ()),
     )
     for phase, size, us in (("decode", ctx.micro_batch_size, st.ar_us_decode[0]),
                             ("prefill", ctx.micro_batch_size * wl.isl, st.ar_us_prefill[0])):
@@ -87,6 +93,7 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
             "min over algorithms of (α + message / bottleneck bandwidth), worst TP group",
             tuple(terms), tuple(notes) if lay.tp > 1 else ("TP = 1: no all-reduce",),
         )
+    out["comm.cp"] = _cp_explanation(ctx)
     out["comm.p2p"] = Explanation(
         "comm.p2p", float(st.p2p_us_decode[0]), "µs",
         "α (launch + hop latencies) + hidden states of the micro-batch / bandwidth of the link joining the stages",
@@ -193,3 +200,42 @@ def _speculative(out: dict[str, Explanation], ctx: PlanContext, dc) -> None:
          "verification reads the weights and each sequence's KV once: nearly free while decode is memory-bound "
          "(small batch), k + 1 times the compute once it is compute-bound, so the gain shrinks with batch",),
     )
+
+
+def _cp_explanation(ctx: PlanContext) -> Explanation:
+    """Why context parallelism costs what it does: the per-layer exchange, its bytes, its link."""
+    lc, st, lay = ctx.lc, ctx.st, ctx.lc.layout
+    cpx = lc.cp
+    if cpx is None:
+        return Explanation("comm.cp", 0.0, "µs", "no context parallelism (CP = 1)", (),
+                           ("the KV cache of each sequence sits whole on every GPU that holds its heads",))
+    link, kind, algo = cpx.bottleneck()
+    mb = ctx.micro_batch_size
+    n = cpx.degree
+    terms = [
+        Term("CP", n, "GPUs", f"{lay.cp_mode} context parallelism"),
+        Term("KV per token per layer per GPU before the split", cpx.kv_layer_bytes, "B"),
+        Term("query per token per GPU", cpx.q_bytes, "B"),
+        Term("partial output + log-sum-exp per token per GPU", cpx.out_bytes, "B"),
+        Term("decode exchange, one layer", float(st.cp_us_decode[0]), "µs",
+             f"micro-batch of {mb} sequences; slowest hop {kind or 'none'} ({link or '-'}), {algo}"),
+        Term("prefill exchange, one layer (exposed)", float(st.cp_us_prefill[0]), "µs"),
+        Term("per decode step, all stages", float(st.decode_cp[:, 0].sum()), "ms"),
+    ]
+    if lay.cp_mode == "decode":
+        formula = ("per full-attention layer: all-gather of the queries over the CP ranks (CP × query bytes) + "
+                   "reduce-scatter of the partial outputs and log-sum-exp (CP × output bytes) for each decoding "
+                   "token, and an all-gather of the prompt chunk's KV shards for prompt tokens")
+        notes = ("decode CP adds no GPUs: attention FLOPs per GPU stay (CP × the heads over 1/CP of the tokens); "
+                 "KV bytes stored and read per GPU fall by CP",
+                 "vLLM --decode-context-parallel-size, dcp_comm_backend ag_rs; SGLang --dcp-size; "
+                 "TensorRT-LLM Helix (cp_type HELIX)")
+    else:
+        formula = ("per full-attention layer: (CP − 1) ring passes of each GPU's KV block (prompt / CP tokens) minus "
+                   "the block attention they hide behind, and an all-gather of the partial outputs and log-sum-exp "
+                   "of each decoding token")
+        notes = (f"{n} replicas serve one sequence: prompts and contexts split {n} ways, dense layers of a decode "
+                 f"step replicated; {lay.replicas} independent replicas of DP {lay.dp}",
+                 "vLLM --prefill-context-parallel-size (with --decode-context-parallel-size over the PCP axis); "
+                 "TensorRT-LLM context_parallel_size with cp_type RING")
+    return Explanation("comm.cp", float(st.cp_us_decode[0]), "µs", formula, tuple(terms), notes)

@@ -1,4 +1,4 @@
-"""Sweep every layout of a cluster (TP × PP × DP × EP × micro-batches × batch), vectorised.
+"""Sweep every layout of a cluster (TP × PP × DP × EP × CP × micro-batches × batch), vectorised.
 
 Per (TP, PP, EP) the batch-independent costs — memory shapes and every collective over the drawn
 links — are computed once (:func:`studio.engine.costing.layout_costs`); the batch × micro-batch grid
@@ -33,9 +33,11 @@ OBJECTIVES = ("throughput", "cost", "latency")
 COLUMNS = (
     "tp", "pp", "dp", "ep", "micro_batches", "batch", "fits", "mem_peak_gib", "kv_capacity_tokens", "ttft_ms",
     "tpot_ms", "tokens_per_s", "tokens_per_s_per_gpu", "tokens_per_s_per_user", "usd_per_million", "bubble",
-    "warnings_count", "meets_targets",
+    "warnings_count", "meets_targets", "cp", "cp_prefill",
 )
 MAX_SAMPLED_REPLICAS = 4
+#: Largest prefill-CP degree the sweep tries (ring attention over more replicas is rarely served).
+MAX_SWEPT_PREFILL_CP = 8
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,8 @@ class SweepResult:
         """The layout of row ``i`` (placement in cluster order)."""
         col = self.columns
         return Layout(tp=int(col["tp"][i]), pp=int(col["pp"][i]), dp=int(col["dp"][i]), ep=int(col["ep"][i]),
-                      micro_batches=int(col["micro_batches"][i]))
+                      micro_batches=int(col["micro_batches"][i]), cp=int(col["cp"][i]),
+                      cp_mode="prefill" if bool(col["cp_prefill"][i]) else "decode")
 
     def plan(self, i: int) -> PlanResult:
         """Full :func:`evaluate` of row ``i`` at its batch size (cached)."""
@@ -92,6 +95,23 @@ def layout_candidates(project: Project, n_gpus: int) -> list[tuple[int, int, int
     the model's layers, EP as the layout rule allows. TPs that do not split the heads stay in (the
     sweep lists them as not running, with the reason)."""
     return parallelism.candidates(project.model, n_gpus, check_heads=False)
+
+
+def cp_variants(project: Project, tp: int, pp: int, dp: int, sizes: list[int] | None = None,
+                modes: tuple[str, ...] = ("decode", "prefill")) -> list[tuple[int, str]]:
+    """The (CP, mode) pairs the sweep tries for one (TP, PP, DP): no CP, every decode CP the rules
+    allow, and prefill CP up to :data:`MAX_SWEPT_PREFILL_CP` on single-stage layouts. ``sizes``
+    keeps only those CP degrees (1 = no CP)."""
+    out = [(1, "decode")]
+    model = project.model
+    if "decode" in modes:
+        out += [(c, "decode") for c in parallelism.cp_options(model, tp, dp, "decode") if c > 1]
+    if "prefill" in modes and pp == 1:
+        out += [(c, "prefill") for c in parallelism.cp_options(model, tp, dp, "prefill")
+                if 1 < c <= MAX_SWEPT_PREFILL_CP]
+    if sizes is not None:
+        out = [(c, m) for c, m in out if c in sizes]
+    return out
 
 
 def _heads_ok(project: Project, tp: int) -> bool:
@@ -124,6 +144,8 @@ def sweep(
     tpot_ms: float | None = None,
     batches: list[int] | None = None,
     progress: Callable[[float], bool] | None = None,
+    cp_sizes: list[int] | None = None,
+    cp_modes: tuple[str, ...] = ("decode", "prefill"),
 ) -> SweepResult:
     """Evaluate every layout that uses all GPUs of the cluster, rank and explain.
 
@@ -140,6 +162,9 @@ def sweep(
     progress:
         Called with the fraction done; returning False cancels (the result so far comes back with
         ``cancelled=True``).
+    cp_sizes, cp_modes:
+        Context-parallel degrees and modes to try (:func:`cp_variants`); ``None`` = every allowed
+        one, ``[1]`` = no context parallelism.
     """
     if objective not in OBJECTIVES:
         raise StudioError(f"sweep objective '{objective}' is not one of {', '.join(OBJECTIVES)}")
@@ -167,18 +192,22 @@ def sweep(
 
         check_speculative(model, sv.speculative)
         acceptance(sv.speculative)
-    combos = layout_candidates(project, n_gpus)
+    combos = [(tp, pp, dp, ep, cp, mode) for tp, pp, dp, ep in layout_candidates(project, n_gpus)
+              for cp, mode in (cp_variants(project, tp, pp, dp, cp_sizes, cp_modes) if _heads_ok(project, tp)
+                               else [(1, "decode")])]
     cols: dict[str, list[np.ndarray]] = {k: [] for k in COLUMNS}
     reasons_unfit: list[str] = []
-    extra: dict[str, list[np.ndarray]] = {"allreduce_ms": [], "alltoall_ms": [], "bottleneck": [], "max_seqs": []}
+    extra: dict[str, list[np.ndarray]] = {"allreduce_ms": [], "alltoall_ms": [], "bottleneck": [], "max_seqs": [],
+                                          "cp_ms": [], "max_context": []}
+    cp_kinds: list[str] = []
     kinds: list[str] = []
     a2a_kinds: list[str] = []
     cancelled = False
-    for i, (tp, pp, dp, ep) in enumerate(combos):
+    for i, (tp, pp, dp, ep, cp, mode) in enumerate(combos):
         if progress is not None and progress(i / len(combos)) is False:
             cancelled = True
             break
-        layout = Layout(tp=tp, pp=pp, dp=dp, ep=ep)
+        layout = Layout(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, cp_mode=mode)
         try:
             lc = layout_costs(model, table, precision, sv.kv_dtype, layout, placement, topo, c,
                               sv.gpu_memory_utilization, wl.max_batch, replicas=_sample(dp),
@@ -186,9 +215,10 @@ def sweep(
                               token_budget=token_budget(project, tp, pp, int(c.max_num_batched_tokens)),
                               speculative=sv.speculative)
         except StudioError as exc:  # e.g. GPUs of a group not linked
-            _append_unfit(cols, reasons_unfit, extra, tp, pp, dp, ep, str(exc))
+            _append_unfit(cols, reasons_unfit, extra, tp, pp, dp, ep, str(exc), cp, mode)
             kinds.append("")
             a2a_kinds.append("")
+            cp_kinds.append("")
             continue
         rows = _rows(lc, grid, seq_len, wl, c, usd_per_hour, project, ttft_ms, tpot_ms, topo)
         for name in COLUMNS:
@@ -198,16 +228,18 @@ def sweep(
         reasons_unfit.extend(rows["reasons"])
         kinds.extend([rows["kind"]] * len(rows["tp"]))
         a2a_kinds.extend([rows["a2a_kind"]] * len(rows["tp"]))
+        cp_kinds.extend([rows["cp_kind"]] * len(rows["tp"]))
     columns = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items()}
-    for k in ("tp", "pp", "dp", "ep", "micro_batches", "batch", "kv_capacity_tokens", "warnings_count"):
+    for k in ("tp", "pp", "dp", "ep", "micro_batches", "batch", "kv_capacity_tokens", "warnings_count", "cp"):
         columns[k] = columns[k].astype(np.int64)
-    for k in ("fits", "meets_targets"):
+    for k in ("fits", "meets_targets", "cp_prefill"):
         columns[k] = columns[k].astype(bool)
     ex = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in extra.items()}
     order = _order(columns, objective)
     pareto = pareto_front(columns["tokens_per_s_per_gpu"], columns["tokens_per_s_per_user"], columns["fits"])
     rec = int(order[0]) if len(order) and columns["fits"][order[0]] and columns["meets_targets"][order[0]] else None
     ex["a2a_kind"] = a2a_kinds  # type: ignore[assignment]  # per-row labels ride with the number columns
+    ex["cp_kind"] = cp_kinds  # type: ignore[assignment]
     reasons = _reasons(columns, reasons_unfit, ex, kinds, order, rec, objective, model.num_layers)
     if progress is not None and not cancelled:
         progress(1.0)
@@ -218,11 +250,11 @@ def sweep(
     )
 
 
-def _append_unfit(cols, reasons, extra, tp, pp, dp, ep, why) -> None:
+def _append_unfit(cols, reasons, extra, tp, pp, dp, ep, why, cp=1, mode="decode") -> None:
     vals = dict(tp=tp, pp=pp, dp=dp, ep=ep, micro_batches=1, batch=1, fits=False, mem_peak_gib=np.nan,
                 kv_capacity_tokens=0, ttft_ms=np.inf, tpot_ms=np.inf, tokens_per_s=0.0, tokens_per_s_per_gpu=0.0,
                 tokens_per_s_per_user=0.0, usd_per_million=np.inf, bubble=0.0, warnings_count=1,
-                meets_targets=False)
+                meets_targets=False, cp=cp, cp_prefill=mode == "prefill")
     for k, v in vals.items():
         cols[k].append(np.array([v]))
     for k in extra:
@@ -247,7 +279,7 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
     ttft, tpot = sv_t.ttft_ms, sv_t.tpot_ms
     heads_ok = _heads_ok(project, tp)
     fits = weights_fit & (B <= max_seqs) & heads_ok & (seq_len <= project.model.max_context)
-    tps = np.where(fits, dp * sv_t.tokens_per_s_replica, 0.0)
+    tps = np.where(fits, lay.replicas * sv_t.tokens_per_s_replica, 0.0)
     n = len(B)
     world = lay.world_size
     meets = fits.copy()
@@ -280,6 +312,11 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
     # serve_times sums all-reduces and all-to-alls; the reasons name each collective
     a2a_ms = sv_t.steps.decode_alltoall.sum(axis=0)[sv_t.index] * np.maximum(1.0, M / max(1, pp))
     ar_ms = sv_t.decode_allreduce_ms - a2a_ms
+    cp_ms = sv_t.steps.decode_cp.sum(axis=0)[sv_t.index] * np.maximum(1.0, M / max(1, pp))
+    cp_kind = ""
+    if lc.cp is not None:
+        _, kind, algo = lc.cp.bottleneck()
+        cp_kind = f"{kind} ({algo})" if kind else algo
     a2a_kind = ""
     for cols_ in lc.alltoall[:1]:
         for col in cols_[:1]:
@@ -301,6 +338,8 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
         "bubble": np.asarray(bubble, dtype=float) * np.ones(n), "warnings_count": wcount, "meets_targets": meets,
         "allreduce_ms": ar_ms, "alltoall_ms": a2a_ms, "bottleneck": np.zeros(n),
         "max_seqs": np.full(n, max_seqs, dtype=float), "reasons": reasons, "kind": bott_kind, "a2a_kind": a2a_kind,
+        "cp": np.full(n, lay.cp), "cp_prefill": np.full(n, lay.cp_mode == "prefill" and lay.cp > 1),
+        "cp_ms": cp_ms, "max_context": np.full(n, float(cap_tokens)), "cp_kind": cp_kind,
     }
 
 
@@ -341,6 +380,8 @@ def _fmt_layout(col: dict[str, np.ndarray], i: int) -> str:
         s += f"×DP{col['dp'][i]}"
     if col["ep"][i] > 1:
         s += f"×EP{col['ep'][i]}"
+    if "cp" in col and col["cp"][i] > 1:
+        s += f"×{'PCP' if col['cp_prefill'][i] else 'DCP'}{col['cp'][i]}"
     return s
 
 
@@ -368,10 +409,10 @@ def _reasons(col, unfit, ex, kinds, order, rec, objective, num_layers) -> list[s
             f"tok/s per user, TTFT {col['ttft_ms'][best]:,.0f} ms, TPOT {col['tpot_ms'][best]:.1f} ms, "
             f"${col['usd_per_million'][best]:.2f} per M tokens; {_collectives(ex, kinds, best)}"
         )
-    seen = {(col["tp"][best], col["pp"][best], col["ep"][best])}
+    seen = {(col["tp"][best], col["pp"][best], col["ep"][best], col["cp"][best], col["cp_prefill"][best])}
     for i in order:
         i = int(i)
-        lay = (col["tp"][i], col["pp"][i], col["ep"][i])
+        lay = (col["tp"][i], col["pp"][i], col["ep"][i], col["cp"][i], col["cp_prefill"][i])
         if lay in seen:
             continue
         seen.add(lay)
@@ -390,6 +431,10 @@ def _collectives(ex, kinds, i: int) -> str:
     a2a = float(ex["alltoall_ms"][i])
     if a2a > 0:
         text += f", EP all-to-alls {a2a:.1f} ms over {ex['a2a_kind'][i] or 'the expert group'}"
+    cp = float(ex["cp_ms"][i])
+    if cp > 0:
+        text += (f", context-parallel exchanges {cp:.1f} ms over {ex['cp_kind'][i] or 'the CP group'} for a KV "
+                 f"cache of {int(ex['max_context'][i]):,} tokens per replica")
     return text
 
 
@@ -412,6 +457,10 @@ def _tradeoff(col, unfit, ex, kinds, best, i, key, unit, higher) -> str:
         facts.append(f"pipeline bubble {col['bubble'][i]:.0%} vs {col['bubble'][best]:.0%}")
     if ex["max_seqs"][i] < ex["max_seqs"][best] * 0.8:
         facts.append(f"its KV cache holds {int(ex['max_seqs'][i])} sequences vs {int(ex['max_seqs'][best])}")
+    cp_b, cp_i = float(ex["cp_ms"][best]), float(ex["cp_ms"][i])
+    if cp_i > 1.5 * cp_b + 0.05:
+        facts.append(f"its context-parallel exchanges take {cp_i:.1f} ms per decode step over "
+                     f"{ex['cp_kind'][i] or 'the CP group'} vs {cp_b:.1f} ms")
     if col["tokens_per_s_per_user"][i] > col["tokens_per_s_per_user"][best] * 1.05:
         facts.append(f"it gives more tok/s per user ({col['tokens_per_s_per_user'][i]:.1f} vs "
                      f"{col['tokens_per_s_per_user'][best]:.1f})")
