@@ -30,6 +30,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("pp", "PP", "d", "pipeline stages"),
     Column("ep", "EP", "d", "expert-parallel size (MoE)"),
     Column("dp", "DP", "d", "data-parallel replicas"),
+    Column("cp", "CP", "d", "context-parallel size: KV cache split along the sequence (the layout label says "
+           "DCP = inside the TP group, PCP = ring attention over replicas)"),
     Column("micro_batches", "M", "d", "pipeline micro-batches"),
     Column("batch", "Batch", "d", "concurrent sequences per replica"),
     Column("fits", "Fits", "b", "weights + KV cache of the batch fit the usable memory"),

@@ -1,5 +1,6 @@
-"""Layout panel: TP, PP, EP, DP, micro-batches and layers per stage, offered only with values
-that are valid for the drawn cluster and the model; "best layout for my targets" from the sweep."""
+"""Layout panel: TP, PP, EP, DP, context parallelism (CP and its mode), micro-batches and layers per
+stage, offered only with values that are valid for the drawn cluster and the model; "best layout for
+my targets" from the sweep."""
 
 from __future__ import annotations
 
@@ -33,12 +34,41 @@ def valid_choices(p: Project) -> dict[str, list[int]]:
     pp = par.pp_options(m, lay.tp, n)
     dp = [par.dp_for(lay.tp, lay.pp, n)]
     ep = par.ep_options(m, lay.tp, lay.dp)
-    for key, values in (("tp", tp), ("pp", pp), ("dp", dp), ("ep", ep)):
+    cp = par.cp_options(m, lay.tp, lay.dp, lay.cp_mode)
+    for key, values in (("tp", tp), ("pp", pp), ("dp", dp), ("ep", ep), ("cp", cp)):
         cur = getattr(lay, key)
         if cur not in values:
             values.append(cur)  # keep showing an invalid current value; the engine explains it
             values.sort()
-    return {"tp": tp, "pp": pp, "dp": dp, "ep": ep}
+    return {"tp": tp, "pp": pp, "dp": dp, "ep": ep, "cp": cp}
+
+
+CP_MODES: tuple[tuple[str, str], ...] = (
+    ("decode", "Decode (inside TP)"),
+    ("prefill", "Prefill (ring over replicas)"),
+)
+CP_TIP = ("Context parallel: the KV cache of each sequence split along the sequence. Decode CP (vLLM "
+          "--decode-context-parallel-size) removes the KV copies TP makes; prefill CP (ring attention) puts "
+          "CP replicas on one sequence")
+
+
+def cp_refusal(p: Project) -> str | None:
+    """Why no context parallelism is offered for the current layout (the rule of the smallest
+    CP > 1 that the mode would use), or ``None`` when some CP > 1 is allowed."""
+    lay, m = p.layout, p.model
+    if len(par.cp_options(m, lay.tp, lay.dp, lay.cp_mode)) > 1:
+        return None
+    pool = par.divisors(max(lay.tp if lay.cp_mode == "decode" else lay.dp, 1))
+    trial = next((c for c in pool if c > 1), 2)
+    return par.cp_reason(m, trial, lay.tp, lay.dp, lay.cp_mode)
+
+
+def with_cp_mode(p: Project, mode: str) -> Layout:
+    """The layout with context-parallel ``mode`` and the largest CP of that mode not above the
+    current one (1 when the mode allows none)."""
+    lay = p.layout
+    ok = [c for c in par.cp_options(p.model, lay.tp, lay.dp, mode) if c <= lay.cp]
+    return lay.replace(cp_mode=mode, cp=max(ok or [1]))
 
 
 def with_field(p: Project, key: str, value: int) -> Layout:
@@ -61,13 +91,21 @@ class LayoutPanel(QWidget):
             "pp": "Pipeline parallel: consecutive layer groups on different GPUs (P2P between stages)",
             "ep": "Expert parallel (MoE): GPUs holding disjoint experts",
             "dp": "Data parallel: independent replicas; fills the GPUs that TP × PP leave",
+            "cp": CP_TIP,
         }
-        for key, label in (("tp", "TP"), ("pp", "PP"), ("ep", "EP"), ("dp", "DP")):
+        for key, label in (("tp", "TP"), ("pp", "PP"), ("ep", "EP"), ("dp", "DP"), ("cp", "CP")):
             c = QComboBox()
             c.setToolTip(tips[key])
             c.activated.connect(lambda _i, k=key: self._field(k))
             self.combos[key] = c
             form.addRow(label, c)
+        self.cp_mode = QComboBox()
+        for mode, text in CP_MODES:
+            self.cp_mode.addItem(text, mode)
+        self.cp_mode.setToolTip("Decode CP shards the KV cache inside the TP group (no extra GPUs); prefill CP "
+                                "(ring attention) splits each prompt over CP data-parallel replicas")
+        self.cp_mode.activated.connect(lambda _i: self._cp_mode())
+        form.addRow("CP mode", self.cp_mode)
         self.micro = QSpinBox()
         self.micro.setRange(1, 4096)
         self.micro.setKeyboardTracking(False)
@@ -104,6 +142,9 @@ class LayoutPanel(QWidget):
                         combo.addItem(str(v), v)
                 combo.setCurrentIndex(combo.findData(getattr(p.layout, key)))
                 combo.setEnabled(len(choices[key]) > 1)
+            self.cp_mode.setCurrentIndex(self.cp_mode.findData(p.layout.cp_mode))
+            why = cp_refusal(p)
+            self.combos["cp"].setToolTip(CP_TIP + (f"\n\nNot offered here: {why}" if why else ""))
             self.micro.setValue(p.layout.micro_batches)
             split = p.layout.stage_layers(p.model.num_layers)
             self.layers.setText(",".join(map(str, p.layout.layers_per_stage)) if p.layout.layers_per_stage else "")
@@ -124,6 +165,11 @@ class LayoutPanel(QWidget):
         value = self.combos[key].currentData()
         if value is not None and value != getattr(self.doc.project.layout, key):
             self._apply(f"{key.upper()} = {value}", lambda p: with_field(p, key, value))
+
+    def _cp_mode(self) -> None:
+        mode = self.cp_mode.currentData()
+        if mode is not None and mode != self.doc.project.layout.cp_mode:
+            self._apply(f"CP mode = {mode}", lambda p: with_cp_mode(p, mode))
 
     def set_field(self, key: str, value: int) -> None:
         """Programmatic twin of choosing ``value`` in the ``key`` box."""
