@@ -169,13 +169,22 @@ def _bubble(ctx: PlanContext) -> list[PlanWarning]:
 
 def _long_context(ctx: PlanContext) -> list[PlanWarning]:
     lim = ctx.constants.long_context_tokens
-    if ctx.seq_len <= lim:
+    lay = ctx.lc.layout
+    if ctx.seq_len <= lim or lay.cp > 1:
         return []
+    from studio.core import parallelism
+
+    model = ctx.project.model
+    opts = {m: [c for c in parallelism.cp_options(model, lay.tp, lay.dp, m) if c > 1] for m in ("decode", "prefill")}
+    offered = "; ".join(f"{m} CP {', '.join(map(str, v))}" for m, v in opts.items() if v)
+    fix = (f"set context parallelism in the layout (--cp, --cp-mode): {offered}" if offered else
+           "context parallelism needs TP > KV heads (or MLA) for decode CP, or DP ≥ 2 for prefill CP; "
+           "use chunked prefill meanwhile")
     return [PlanWarning(
         "LONG_CONTEXT_NO_SP", "info",
         f"context {ctx.seq_len:,} tokens exceeds {lim:,.0f} and the layout has no sequence/context parallelism: "
         "each GPU of a stage holds the whole sequence's KV shard and prefill activations",
-        "enable sequence/context parallelism (or chunked prefill) in the serving engine",
+        fix,
     )]
 
 

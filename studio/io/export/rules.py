@@ -62,6 +62,26 @@ class ListenRule:
 
 
 @dataclass(frozen=True)
+class CpVariant:
+    """One context-parallel variant an engine runs: the attention kinds it accepts, whether the
+    engine keeps its own data parallelism beside it, and the CP type written (TensorRT-LLM)."""
+
+    attention: tuple[str, ...]  # "mla", "gqa"
+    engine_dp: bool
+    cp_type: str | None
+    source: str
+
+
+@dataclass(frozen=True)
+class CpRule:
+    """Which context-parallel variants the engine runs (``None`` = it has none of that mode)."""
+
+    decode: CpVariant | None
+    prefill: CpVariant | None
+    prefill_refusal: str  # why prefill CP cannot be exported, when ``prefill`` is None
+
+
+@dataclass(frozen=True)
 class Vendor:
     """Container image and Kubernetes device resource for one GPU vendor."""
 
@@ -86,6 +106,7 @@ class EngineRules:
     vendors_source: str
     parser_module: str
     parser_class: str
+    cp: CpRule | None = None
 
     def vendor(self, vendor: str) -> Vendor | None:
         """Image and resource for GPUs of ``vendor``; ``None`` when the engine has none."""
@@ -96,6 +117,27 @@ def _get(data: dict, key: str, where: str) -> Any:
     if not isinstance(data, dict) or key not in data:
         raise StudioError(f"field '{where}.{key}' is missing", RULES_FILE)
     return data[key]
+
+
+def _cp_variant(d: dict | None, where: str) -> CpVariant | None:
+    if d is None:
+        return None
+    return CpVariant(
+        attention=tuple(_get(d, "attention", where)),
+        engine_dp=bool(_get(d, "engine_dp", where)),
+        cp_type=d.get("cp_type"),
+        source=str(_get(d, "source", where)),
+    )
+
+
+def _cp_rule(d: dict | None, w: str) -> CpRule | None:
+    if d is None:
+        return None
+    return CpRule(
+        decode=_cp_variant(d.get("decode"), w + ".context_parallel.decode"),
+        prefill=_cp_variant(d.get("prefill"), w + ".context_parallel.prefill"),
+        prefill_refusal=str(d.get("prefill_refusal", "")),
+    )
 
 
 def _parse(engine: str, d: dict) -> EngineRules:
@@ -147,6 +189,7 @@ def _parse(engine: str, d: dict) -> EngineRules:
         vendors_source=str(d.get("vendors_source", "")),
         parser_module=_get(parser, "module", w + ".parser"),
         parser_class=_get(parser, "class", w + ".parser"),
+        cp=_cp_rule(d.get("context_parallel"), w),
     )
 
 

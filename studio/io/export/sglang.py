@@ -17,6 +17,7 @@ from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.engine.results import PlanResult
 from studio.io.export import common as c
+from studio.io.export.context_parallel import cp_export
 from studio.io.export.k8s import LwsSpec, lws_manifest
 from studio.io.export.rules import rules_for
 
@@ -58,6 +59,10 @@ def _mapping(project: Project, plan: PlanResult, dep: c.Deployment):
         cfg["dp-size"] = lay.dp if mode == "one" else 1
         if moe and lay.ep > 1:
             cfg["ep-size"] = lay.ep
+    cpx = cp_export("sglang", project, plan)
+    if cpx is not None:
+        cfg.update(cpx.config)
+        notes += list(cpx.notes)
     return lay, mode, cfg, notes
 
 

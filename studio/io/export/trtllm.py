@@ -19,6 +19,7 @@ from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.engine.results import PlanResult
 from studio.io.export import common as c
+from studio.io.export.context_parallel import cp_export
 from studio.io.export.rules import rules_for
 
 SERVE_PORT = 8000  # trtllm-serve --port default
@@ -28,6 +29,9 @@ LISTEN = "0.0.0.0"  # every interface (trtllm-serve's default is localhost)
 
 def _mapping(project: Project, plan: PlanResult):
     lay, notes = c.served_layout(project, plan)
+    cpx = cp_export("trtllm", project, plan)
+    if cpx is not None:
+        return _cp_mapping(project, plan, lay, notes, cpx)
     moe = project.model.is_moe
     cfg: dict[str, object] = {}
     attn_dp = moe and lay.ep > lay.tp
@@ -69,6 +73,28 @@ def _mapping(project: Project, plan: PlanResult):
     if split:
         cfg["pp_partition"] = list(split)
     return lay, mode, cfg, notes
+
+
+def _cp_mapping(project: Project, plan: PlanResult, lay: Layout, notes: list[str], cpx):  # noqa: ANN001
+    """Context parallelism: Helix (TP / CP attention heads x CP KV shards) or one ring-CP server per
+    CP group; the returned grouping layout puts each server's GPUs together."""
+    tp = cpx.tensor_parallel or lay.tp
+    cfg: dict[str, object] = {"tensor_parallel_size": tp, "pipeline_parallel_size": lay.pp}
+    if project.model.is_moe:
+        cfg["moe_tensor_parallel_size"] = lay.tp // lay.ep
+        cfg["moe_expert_parallel_size"] = lay.ep
+        cfg["enable_attention_dp"] = False
+    cfg.update(cpx.config)
+    notes = notes + list(cpx.notes)
+    servers = cpx.server_layout if cpx.server_layout is not None else lay
+    replicas = servers.dp
+    if replicas > 1:
+        notes.append(f"TensorRT-LLM has no engine-level data parallelism; the {replicas} replicas run as "
+                     f"{replicas} separate trtllm-serve instances (put a load balancer in front).")
+    split = c.uneven_split(project, plan)
+    if split:
+        cfg["pp_partition"] = list(split)
+    return servers, "replicas" if replicas > 1 else "one", cfg, notes
 
 
 def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[str]:
@@ -181,7 +207,8 @@ def build(
             files["trtllm-launch.sh"] = c.render_script(head, dep, recipes)
         else:
             files["trtllm-commands.sh"] = c.render_commands(head, dep, recipes)
-    nearest: Layout | None = lay if lay != plan.layout else None
+    # with CP, ``lay`` only groups the GPUs into servers; the plan runs as planned
+    nearest: Layout | None = lay if lay != plan.layout and plan.layout.cp <= 1 else None
     recipe = c.EngineRecipe(
         engine="trtllm", model=model, config=dict(cfg), env={}, host=LISTEN,
         model_dtype=c.model_dtype(project), mla=project.model.mla is not None,

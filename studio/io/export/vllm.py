@@ -19,11 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from dataclasses import replace as dc_replace
 
 from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.engine.results import PlanResult
 from studio.io.export import common as c
+from studio.io.export.context_parallel import CpExport, cp_export
 from studio.io.export.k8s import LwsSpec, lws_manifest
 from studio.io.export.rules import rules_for
 
@@ -41,11 +43,23 @@ class _Mapping:
     mode: str  # "one": one server; "dp": one server with data-parallel-size; "replicas"
     expert_parallel: bool | None  # None for dense models (flag not written)
     notes: tuple[str, ...]
+    cp: CpExport | None = None  # context parallelism (flags and, for prefill CP, the server split)
 
 
 def _mapping(project: Project, plan: PlanResult, dep: c.Deployment) -> _Mapping:
     """How vLLM runs the plan's layout; at most one note says what changes, and the layout it
     names is the one the files run."""
+    cpx = cp_export("vllm", project, plan)
+    if cpx is not None and cpx.server_layout is not None:  # prefill CP: one server per CP group
+        lay, notes = c.served_layout(project, plan)
+        expert = (lay.ep > 1) if project.model.is_moe else None
+        return _Mapping(layout=lay, mode="one" if lay.replicas == 1 else "replicas", expert_parallel=expert,
+                        notes=tuple(notes) + cpx.notes, cp=cpx)
+    m = _plain_mapping(project, plan, dep)
+    return m if cpx is None else dc_replace(m, notes=m.notes + cpx.notes, cp=cpx)
+
+
+def _plain_mapping(project: Project, plan: PlanResult, dep: c.Deployment) -> _Mapping:
     lay, notes = c.served_layout(project, plan)
     moe = project.model.is_moe
     expert: bool | None = None
@@ -104,6 +118,8 @@ def _config(project: Project, plan: PlanResult, m: _Mapping) -> tuple[dict[str, 
         "pipeline-parallel-size": lay.pp,
         "data-parallel-size": lay.dp if m.mode == "dp" else 1,
     }
+    if m.cp is not None:
+        cfg.update(m.cp.config)
     if m.expert_parallel is not None:
         cfg["enable-expert-parallel"] = m.expert_parallel
     cfg["max-model-len"] = c.max_model_len(project, plan)
@@ -269,7 +285,8 @@ def build(
     m = _mapping(project, plan, dep)
     cfg, cfg_notes = _config(project, plan, m)
     notes = notes + list(m.notes) + cfg_notes
-    groups = c.replica_groups(dep, m.layout) if m.mode == "replicas" else c.one_group(dep)
+    servers = m.cp.server_layout if m.cp is not None and m.cp.server_layout is not None else m.layout
+    groups = c.replica_groups(dep, servers) if m.mode == "replicas" else c.one_group(dep)
     rules = rules_for("vllm")
     env: list[tuple[str, c.Word]] = list(c.partition_env(project, plan, rules.partition_env))
     if any(len(g.nodes) > 1 for g in groups) and fmt != "k8s":
