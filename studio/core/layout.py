@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from studio.core.base import Frozen
 from studio.core.hardware import MAX_CLUSTER_GPUS
@@ -79,6 +79,15 @@ class Layout(Frozen):
             if len(set(self.placement)) != len(self.placement):
                 raise ValueError("placement lists a GPU twice")
         return self
+
+    @model_serializer(mode="wrap")
+    def _drop_default_cp(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """Without context parallelism a saved layout reads as before CP existed (files unchanged)."""
+        data = handler(self)
+        if isinstance(data, dict) and self.cp == 1 and self.cp_mode == "decode":
+            data.pop("cp", None)
+            data.pop("cp_mode", None)
+        return data
 
     @property
     def world_size(self) -> int:
