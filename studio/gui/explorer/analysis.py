@@ -96,25 +96,29 @@ def row_layout(result: SweepResult, i: int) -> Layout:
     return result.layout(i)
 
 
-def best_rows(result: SweepResult) -> dict[tuple[int, int, int, int], int]:
-    """Best row (first in :attr:`SweepResult.order`) of each (TP, PP, DP, EP)."""
+def best_rows(result: SweepResult) -> dict[tuple[int, ...], int]:
+    """Best row (first in :attr:`SweepResult.order`) of each (TP, PP, DP, EP) without context
+    parallelism, and of each (TP, PP, DP, EP, CP, prefill) with it."""
     c = result.columns
-    out: dict[tuple[int, int, int, int], int] = {}
+    out: dict[tuple[int, ...], int] = {}
     for i in result.order:
-        key = (int(c["tp"][i]), int(c["pp"][i]), int(c["dp"][i]), int(c["ep"][i]))
+        key: tuple[int, ...] = (int(c["tp"][i]), int(c["pp"][i]), int(c["dp"][i]), int(c["ep"][i]))
+        if "cp" in c and int(c["cp"][i]) > 1:
+            key += (int(c["cp"][i]), int(bool(c["cp_prefill"][i])))
         out.setdefault(key, int(i))
     return out
 
 
 def factorizations(result: SweepResult) -> list[int]:
     """One row per TP × PP factorization of the whole cluster (DP = 1), TP ascending: the best
-    row of each (any EP), so 16 GPUs give 1×16, 2×8, 4×4, 8×2, 16×1 (those the model allows)."""
+    row of each (any EP, no context parallelism: CP rows are compared in the table), so 16 GPUs
+    give 1×16, 2×8, 4×4, 8×2, 16×1 (those the model allows)."""
     n = result.project.cluster.num_gpus
     c = result.columns
     best: dict[int, int] = {}
     for i in result.order:
         tp, pp, dp = int(c["tp"][i]), int(c["pp"][i]), int(c["dp"][i])
-        if dp == 1 and tp * pp == n:
+        if dp == 1 and tp * pp == n and ("cp" not in c or int(c["cp"][i]) == 1):
             best.setdefault(tp, int(i))
     return [best[tp] for tp in sorted(best)]
 
