@@ -6,8 +6,9 @@ Two variants, both without extra GPUs (:class:`studio.core.layout.Layout` ``cp``
   ``--dcp-size`` and TensorRT-LLM Helix run it: the ``cp`` ranks ``tp_rank ≡ j (mod tp / cp)`` of a
   TP group hold the same KV heads (TP duplicates them once TP exceeds the KV heads; MLA's one latent
   head is on every rank) and each keeps every ``cp``-th token. Per layer, a decoding token's
-  queries are all-gathered over those ranks, each attends to its shard, and the partial outputs
-  with their log-sum-exp are reduce-scattered back (vLLM ``dcp_comm_backend="ag_rs"``). Attention
+  queries are all-gathered over those ranks, each attends to its shard, the log-sum-exp values
+  are all-gathered and the partial outputs reduce-scattered back (vLLM ``dcp_comm_backend="ag_rs"``,
+  three collectives). Attention
   FLOPs per GPU do not change (``cp`` × the heads over ``1 / cp`` of the tokens); the KV bytes each
   GPU stores and reads fall by ``cp``. Prompt tokens gather the chunk's KV shards so each rank
   attends to the whole chunk (SGLang's MHA-extend path, vLLM's chunked-prefill context path).
@@ -55,9 +56,17 @@ class CpCosts:
     q_bytes: float  # query bytes of one token on one GPU (decode mode all-gathers cp of them)
     out_bytes: float  # partial output + log-sum-exp of one token on one GPU
     kv_layer_bytes: float  # KV bytes of one token in one layer on one GPU before the sequence split
+    lse_bytes: float = (
+        0.0  # the log-sum-exp part of ``out_bytes`` (decode CP gathers it on its own)
+    )
 
-    def layer_us(self, s: int, prefill_tokens: np.ndarray, decode_seqs: np.ndarray,
-                 attn_us_per_layer: np.ndarray) -> np.ndarray:
+    def layer_us(
+        self,
+        s: int,
+        prefill_tokens: np.ndarray,
+        decode_seqs: np.ndarray,
+        attn_us_per_layer: np.ndarray,
+    ) -> np.ndarray:
         """Exposed CP communication (µs) of one full-attention layer of stage ``s``, per row.
 
         ``prefill_tokens`` are the prompt tokens one GPU works on (already split in prefill mode),
@@ -68,10 +77,12 @@ class CpCosts:
         n = self.degree
         out = np.zeros(np.broadcast(x, d).shape)
         if self.mode == "decode":
+            # vLLM ag_rs: all-gather Q, all-gather the LSE, reduce-scatter the partial outputs
             q = _worst(self.gather[s], d * self.q_bytes * n)
-            o = _worst(self.gather[s], d * self.out_bytes * n)
+            lse = _worst(self.gather[s], d * self.lse_bytes * n)
+            o = _worst(self.gather[s], d * (self.out_bytes - self.lse_bytes) * n)
             kv = _worst(self.gather[s], x * self.kv_layer_bytes)
-            out += np.where(d > 0, q + o, 0.0) + np.where(x > 0, kv, 0.0)
+            out += np.where(d > 0, q + lse + o, 0.0) + np.where(x > 0, kv, 0.0)
         else:
             passes = (n - 1) * _worst(self.ring[s], x * self.kv_layer_bytes)
             out += np.where(x > 0, np.maximum(passes - attn_us_per_layer, 0.0), 0.0)
@@ -81,7 +92,12 @@ class CpCosts:
 
     def bottleneck(self) -> tuple[str | None, str | None, str]:
         """(link id, link kind, algorithm) of the slowest sampled CP group's collective."""
-        cols = [c for st in (self.ring if self.mode == "prefill" else self.gather) for c in st if c.algos]
+        cols = [
+            c
+            for st in (self.ring if self.mode == "prefill" else self.gather)
+            for c in st
+            if c.algos
+        ]
         if not cols:
             return None, None, ""
         worst = max(cols, key=lambda col: float(col.time_us(2**20)))
@@ -99,7 +115,9 @@ def _worst(cols: list[Collective], size: np.ndarray) -> np.ndarray:
     return out
 
 
-def cp_groups(layout: Layout, groups: list[list[list[str]]], replicas: list[int]) -> list[list[list[str]]]:
+def cp_groups(
+    layout: Layout, groups: list[list[list[str]]], replicas: list[int]
+) -> list[list[list[str]]]:
     """The CP groups of every stage, sampled (``[stage] -> [group] -> GPU ids``).
 
     Decode: inside each TP group, ranks ``j, j + tp/cp, …`` (vLLM builds its DCP groups with this
@@ -120,13 +138,17 @@ def cp_groups(layout: Layout, groups: list[list[list[str]]], replicas: list[int]
                 for t in range(tp):
                     found.append([groups[d][s][t] for d in range(d0, d0 + cp)])
         if len(found) > MAX_SAMPLED_GROUPS:
-            idx = sorted({int(round(v)) for v in np.linspace(0, len(found) - 1, MAX_SAMPLED_GROUPS)})
+            idx = sorted(
+                {int(round(v)) for v in np.linspace(0, len(found) - 1, MAX_SAMPLED_GROUPS)}
+            )
             found = [found[i] for i in idx]
         out.append(found)
     return out
 
 
-def message_bytes(model: LLMArchitecture, tp: int, kv_dtype: DType, act_bytes: float) -> tuple[float, float, float]:
+def message_bytes(
+    model: LLMArchitecture, tp: int, kv_dtype: DType, act_bytes: float
+) -> tuple[float, float, float]:
     """(query, partial output + LSE, unsplit KV per layer) bytes of one token on one GPU.
 
     MLA decodes in the latent space (absorbed weights): a query head is ``kv_lora_rank +
@@ -142,18 +164,38 @@ def message_bytes(model: LLMArchitecture, tp: int, kv_dtype: DType, act_bytes: f
     return q, out, kv_bytes_per_token_layer(model, tp, kv_dtype)
 
 
-def cp_costs(model: LLMArchitecture, kv_dtype: DType, layout: Layout, groups: list[list[list[str]]],
-             topo: Topology, c: Constants, replicas: list[int]) -> CpCosts | None:
+def cp_costs(
+    model: LLMArchitecture,
+    kv_dtype: DType,
+    layout: Layout,
+    groups: list[list[list[str]]],
+    topo: Topology,
+    c: Constants,
+    replicas: list[int],
+) -> CpCosts | None:
     """CP figures of ``layout`` (``None`` without context parallelism)."""
     if layout.cp <= 1:
         return None
     sampled = cp_groups(layout, groups, replicas)
     gather = [[allgather(topo, g, c) for g in st] for st in sampled]
-    ring = [[ring_pass(topo, g, c) for g in st] for st in sampled] if layout.cp_mode == "prefill" else \
-        [[] for _ in sampled]
+    ring = (
+        [[ring_pass(topo, g, c) for g in st] for st in sampled]
+        if layout.cp_mode == "prefill"
+        else [[] for _ in sampled]
+    )
     q, out, kv = message_bytes(model, layout.tp, kv_dtype, c.activation_bytes)
-    return CpCosts(mode=layout.cp_mode, degree=layout.cp, groups=sampled, gather=gather, ring=ring,
-                   q_bytes=q, out_bytes=out, kv_layer_bytes=kv)
+    lse = math.ceil(model.num_attention_heads / layout.tp) * LSE_BYTES
+    return CpCosts(
+        mode=layout.cp_mode,
+        degree=layout.cp,
+        groups=sampled,
+        gather=gather,
+        ring=ring,
+        q_bytes=q,
+        out_bytes=out,
+        kv_layer_bytes=kv,
+        lse_bytes=lse,
+    )
 
 
 def prefill_split(lc_cp: CpCosts | None) -> int:
@@ -173,22 +215,39 @@ def cp_comm_costs(lc: object, micro_batch: int, isl: int) -> list[CommCost]:
     n = cpx.degree
     out: list[CommCost] = []
     if cpx.mode == "decode":
-        items = (("decode", cpx.gather, micro_batch * cpx.q_bytes * n),
-                 ("prefill", cpx.gather, micro_batch * isl * cpx.kv_layer_bytes))
+        items = (
+            ("decode", cpx.gather, micro_batch * cpx.q_bytes * n),
+            ("prefill", cpx.gather, micro_batch * isl * cpx.kv_layer_bytes),
+        )
     else:
-        items = (("decode", cpx.gather, micro_batch * cpx.out_bytes * n),
-                 ("prefill", cpx.ring, micro_batch * isl / n * cpx.kv_layer_bytes))
+        items = (
+            ("decode", cpx.gather, micro_batch * cpx.out_bytes * n),
+            ("prefill", cpx.ring, micro_batch * isl / n * cpx.kv_layer_bytes),
+        )
     for phase, cols, size in items:
-        col = max((cc for st in cols for cc in st if cc.algos), key=lambda cc: float(cc.time_us(size)), default=None)
+        col = max(
+            (cc for st in cols for cc in st if cc.algos),
+            key=lambda cc: float(cc.time_us(size)),
+            default=None,
+        )
         if col is None:
             continue
         algo = col.pick(size)
         if algo is None:
             continue
-        out.append(CommCost(
-            kind="cp", phase=phase, group=col.group, message_bytes=size,  # type: ignore[arg-type]
-            time_us=algo.alpha_us + size * algo.us_per_byte, algorithm=algo.name,
-            bandwidth_gbps=algo.bandwidth_gbps, latency_us=algo.alpha_us, bottleneck_link=algo.bottleneck_link,
-            bottleneck_kind=algo.bottleneck_kind, explanation=algo.note,
-        ))
+        out.append(
+            CommCost(
+                kind="cp",
+                phase=phase,
+                group=col.group,
+                message_bytes=size,  # type: ignore[arg-type]
+                time_us=algo.alpha_us + size * algo.us_per_byte,
+                algorithm=algo.name,
+                bandwidth_gbps=algo.bandwidth_gbps,
+                latency_us=algo.alpha_us,
+                bottleneck_link=algo.bottleneck_link,
+                bottleneck_kind=algo.bottleneck_kind,
+                explanation=algo.note,
+            )
+        )
     return out

@@ -224,8 +224,8 @@ def _cp_explanation(ctx: PlanContext) -> Explanation:
     ]
     if lay.cp_mode == "decode":
         formula = ("per full-attention layer: all-gather of the queries over the CP ranks (CP × query bytes) + "
-                   "reduce-scatter of the partial outputs and log-sum-exp (CP × output bytes) for each decoding "
-                   "token, and an all-gather of the prompt chunk's KV shards for prompt tokens")
+                   "all-gather of the log-sum-exp + reduce-scatter of the partial outputs (CP × output bytes) for "
+                   "each decoding token, and an all-gather of the prompt chunk's KV shards for prompt tokens")
         notes = ("decode CP adds no GPUs: attention FLOPs per GPU stay (CP × the heads over 1/CP of the tokens); "
                  "KV bytes stored and read per GPU fall by CP",
                  "vLLM --decode-context-parallel-size, dcp_comm_backend ag_rs; SGLang --dcp-size; "

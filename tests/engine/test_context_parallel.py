@@ -12,18 +12,37 @@ from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.workload import ServingConfig, Workload
 from studio.engine import evaluate, sweep
-from tests.engine.fixtures import DGX_H100, H100, HGX_H200, H200, LLAMA_70B, cluster, llama, project
+from tests.engine.fixtures import DGX_H100, H100, H200, HGX_H200, LLAMA_70B, cluster, llama, project
 
 # deepseek-ai/DeepSeek-V3 config.json: hidden 7168, 61 layers, 128 heads, kv_lora_rank 512,
 # qk_rope 64, qk_nope 128, v_head 128, q_lora 1536, 256 routed experts (8 active, 2048 wide),
 # 1 shared expert, first 3 layers dense (18432 wide), vocab 129280, context 163840
 DSV3 = LLMArchitecture(
-    id="deepseek-v3", name="DeepSeek-V3", model_type="deepseek_v3", hidden_size=7168, num_layers=61,
-    num_attention_heads=128, num_kv_heads=128, head_dim=128, intermediate_size=18432, vocab_size=129280,
+    id="deepseek-v3",
+    name="DeepSeek-V3",
+    model_type="deepseek_v3",
+    hidden_size=7168,
+    num_layers=61,
+    num_attention_heads=128,
+    num_kv_heads=128,
+    head_dim=128,
+    intermediate_size=18432,
+    vocab_size=129280,
     max_context=163840,
-    mla=MLAConfig(q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128),
-    moe=MoEConfig(num_experts=256, experts_per_token=8, expert_intermediate_size=2048, num_shared_experts=1,
-                  first_dense_layers=3),
+    mla=MLAConfig(
+        q_lora_rank=1536,
+        kv_lora_rank=512,
+        qk_nope_head_dim=128,
+        qk_rope_head_dim=64,
+        v_head_dim=128,
+    ),
+    moe=MoEConfig(
+        num_experts=256,
+        experts_per_token=8,
+        expert_intermediate_size=2048,
+        num_shared_experts=1,
+        first_dense_layers=3,
+    ),
 )
 FP8 = ServingConfig(weight_dtype="fp8", kv_dtype="fp8")
 LONG = Workload(isl=100_000, osl=2_000, batch="auto", max_batch=256)
@@ -61,7 +80,9 @@ def test_prefill_cp_divides_dp_and_sliding_models_are_refused():
 def test_layout_reason_and_evaluate_refuse_a_bad_cp_with_the_rule():
     bad = Layout(tp=8, cp=2)
     assert "does not duplicate" in par.layout_reason(LLAMA_70B, bad, 8)
-    with pytest.raises(StudioError, match=r"layout\.cp: decode CP=2: TP=8 does not duplicate.*allowed decode CP: 1"):
+    with pytest.raises(
+        StudioError, match=r"layout\.cp: decode CP=2: TP=8 does not duplicate.*allowed decode CP: 1"
+    ):
         _plan(LLAMA_70B, bad)
 
 
@@ -92,7 +113,9 @@ def test_decode_cp_on_gqa_removes_the_kv_copies_tp_makes():
     base = _plan(two_kv, Layout(tp=8))
     dcp = _plan(two_kv, Layout(tp=8, cp=4))
     head = 2 * 128 * 1.0 * 80  # one K and V head of 128 dims per layer, FP8
-    assert base.kv_bytes_per_token_per_gpu == pytest.approx(head)  # 1 head per GPU: 4 copies of 2 heads
+    assert base.kv_bytes_per_token_per_gpu == pytest.approx(
+        head
+    )  # 1 head per GPU: 4 copies of 2 heads
     assert dcp.kv_bytes_per_token_per_gpu == pytest.approx(head / 4)  # no copy left
 
 
@@ -157,7 +180,9 @@ def test_sweep_picks_decode_cp_for_long_contexts_on_few_gpus():
     assert rec is not None and cps[rec] > 1, res.reasons[0]
     assert "context-parallel exchanges" in res.reasons[0]
     lay = res.layout(rec)
-    assert lay.cp == cps[rec] and lay.cp_mode == ("prefill" if res.columns["cp_prefill"][rec] else "decode")
+    assert lay.cp == cps[rec] and lay.cp_mode == (
+        "prefill" if res.columns["cp_prefill"][rec] else "decode"
+    )
 
 
 def test_sweep_can_be_limited_to_no_cp():

@@ -13,7 +13,7 @@ from studio.core.workload import ServingConfig, Workload
 from studio.engine import evaluate
 from studio.io.export import export_plan
 from studio.io.export.check import check_recipe
-from tests.engine.fixtures import DGX_H100, H100, HGX_H200, H200, LLAMA_70B, cluster, project
+from tests.engine.fixtures import DGX_H100, H100, H200, HGX_H200, LLAMA_70B, cluster, project
 from tests.engine.test_context_parallel import DSV3
 from tests.export import fields
 
@@ -41,8 +41,15 @@ def test_vllm_decode_cp_flag():
 
 
 def test_vllm_prefill_cp_runs_one_server_per_cp_group():
-    b = _bundle(LLAMA_70B, Layout(tp=8, dp=4, cp=2, cp_mode="prefill"), "vllm", fmt="command", nodes=4,
-                template=DGX_H100, spec=H100)
+    b = _bundle(
+        LLAMA_70B,
+        Layout(tp=8, dp=4, cp=2, cp_mode="prefill"),
+        "vllm",
+        fmt="command",
+        nodes=4,
+        template=DGX_H100,
+        spec=H100,
+    )
     text = b.files["vllm-commands.sh"]
     mp = text.split("=== Ray backend")[0]
     # 4 replicas, 2 per CP group: 2 servers of 16 GPUs, each over two nodes
@@ -62,9 +69,14 @@ def test_sglang_decode_cp_for_mla_and_refusals():
     if cfg is not None:
         assert set(cfg) <= fields.sglang().yaml_keys
     two_kv = LLAMA_70B.replace(num_kv_heads=2, id="gqa2", name="GQA-2")
-    with pytest.raises(StudioError, match=r"SGLang export of CP=4 \(decode\): SGLang runs it for MLA attention only"):
+    with pytest.raises(
+        StudioError,
+        match=r"SGLang export of CP=4 \(decode\): SGLang runs it for MLA attention only",
+    ):
         _bundle(two_kv, Layout(tp=8, cp=4), "sglang")
-    with pytest.raises(StudioError, match="SGLang export of CP=2 \\(prefill\\).*all-gathers the KV cache"):
+    with pytest.raises(
+        StudioError, match="SGLang export of CP=2 \\(prefill\\).*all-gathers the KV cache"
+    ):
         _bundle(LLAMA_70B, Layout(tp=4, dp=2, cp=2, cp_mode="prefill"), "sglang")
 
 
@@ -77,7 +89,11 @@ def test_trtllm_helix_splits_tp_into_attention_tp_and_cp():
     assert cfg["moe_tensor_parallel_size"] * cfg["moe_expert_parallel_size"] == 8
     acc = fields.trtllm()
     assert set(cfg) <= acc.yaml_keys
-    section = (fields.DATA / "trtllm-llmargs-fields.txt").read_text().split("## cp_config (CpConfig)\n", 1)[1]
+    section = (
+        (fields.DATA / "trtllm-llmargs-fields.txt")
+        .read_text()
+        .split("## cp_config (CpConfig)\n", 1)[1]
+    )
     cp_fields = {part.split(":")[0].strip() for part in section.splitlines()[0].split("|")}
     assert "cp_type" in cp_fields and set(cfg["cp_config"]) <= cp_fields
     assert any("not Blackwell" in n for n in b.notes)
@@ -95,11 +111,36 @@ def test_trtllm_prefill_cp_is_ring():
 def test_cli_refuses_a_bad_cp_with_the_rule(capsys):
     from studio.cli import main
 
-    assert main(["plan", "--model", "llama-3.1-70b", "--gpu", "h200-sxm", "--tp", "8", "--cp", "2"]) == 2
+    assert (
+        main(["plan", "--model", "llama-3.1-70b", "--gpu", "h200-sxm", "--tp", "8", "--cp", "2"])
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "--cp 2" in err and "does not duplicate the 8 KV heads" in err
-    assert main(["export", "--model", "llama-3.1-70b", "--gpu", "h200-sxm", "--tp", "4", "--cp", "2",
-                 "--cp-mode", "prefill", "--isl", "100000", "--osl", "1000", "--engine", "sglang"]) == 2
+    assert (
+        main(
+            [
+                "export",
+                "--model",
+                "llama-3.1-70b",
+                "--gpu",
+                "h200-sxm",
+                "--tp",
+                "4",
+                "--cp",
+                "2",
+                "--cp-mode",
+                "prefill",
+                "--isl",
+                "100000",
+                "--osl",
+                "1000",
+                "--engine",
+                "sglang",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "SGLang export of CP=2 (prefill)" in err
 
@@ -107,7 +148,29 @@ def test_cli_refuses_a_bad_cp_with_the_rule(capsys):
 def test_cli_sweep_accepts_cp_sizes(capsys):
     from studio.cli import main
 
-    assert main(["sweep", "--model", "deepseek-v3", "--gpu", "h200-sxm", "--weight-dtype", "fp8", "--isl", "100000",
-                 "--osl", "2000", "--cp", "1,8", "--cp-mode", "decode", "--top", "3"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--model",
+                "deepseek-v3",
+                "--gpu",
+                "h200-sxm",
+                "--weight-dtype",
+                "fp8",
+                "--isl",
+                "100000",
+                "--osl",
+                "2000",
+                "--cp",
+                "1,8",
+                "--cp-mode",
+                "decode",
+                "--top",
+                "3",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "DCP8" in out and "PCP" not in out

@@ -35,8 +35,12 @@ class CpExport:
 
     config: dict[str, object]  # keys in the engine's spelling, added to its config
     notes: tuple[str, ...]
-    server_layout: Layout | None  # prefill CP: one server per CP group (TP × CP GPUs a stage, DP = replicas)
-    tensor_parallel: int | None = None  # the engine's TP when it differs from the plan's (Helix: TP / CP)
+    server_layout: (
+        Layout | None
+    )  # prefill CP: one server per CP group (TP × CP GPUs a stage, DP = replicas)
+    tensor_parallel: int | None = (
+        None  # the engine's TP when it differs from the plan's (Helix: TP / CP)
+    )
 
 
 def cp_export(engine: str, project: Project, plan: PlanResult) -> CpExport | None:
@@ -54,7 +58,9 @@ def cp_export(engine: str, project: Project, plan: PlanResult) -> CpExport | Non
     name = ENGINE_NAMES.get(engine, engine)
     rule = rules_for(engine).cp
     if rule is None:
-        raise StudioError(f"{name} export: this engine version has no context-parallelism rules; plan with CP = 1")
+        raise StudioError(
+            f"{name} export: this engine version has no context-parallelism rules; plan with CP = 1"
+        )
     variant = rule.decode if lay.cp_mode == "decode" else rule.prefill
     if variant is None:
         why = rule.prefill_refusal or f"{name} has no {lay.cp_mode} context parallelism"
@@ -69,24 +75,40 @@ def cp_export(engine: str, project: Project, plan: PlanResult) -> CpExport | Non
     group = None
     if lay.cp_mode == "prefill":
         group = Layout(tp=lay.tp * lay.cp, pp=lay.pp, dp=lay.replicas)
-    servers = (f"one server per CP group of {lay.tp * lay.pp * lay.cp} GPUs"
-               + (f", {lay.replicas} servers (put a load balancer in front)" if lay.replicas > 1 else ""))
+    servers = f"one server per CP group of {lay.tp * lay.pp * lay.cp} GPUs" + (
+        f", {lay.replicas} servers (put a load balancer in front)" if lay.replicas > 1 else ""
+    )
     if engine == "vllm":
         if lay.cp_mode == "decode":
-            return CpExport({"decode-context-parallel-size": lay.cp}, (
-                f"Decode context parallelism: each GPU of a TP group keeps every {lay.cp}-th token of the KV "
-                "cache (--decode-context-parallel-size).",), None)
-        notes = [f"Prefill context parallelism: --prefill-context-parallel-size {lay.cp} with "
-                 f"--decode-context-parallel-size {lay.cp} so the KV cache is split over the PCP ranks as "
-                 f"planned; vLLM runs PCP without data parallelism, so this is {servers}."]
+            return CpExport(
+                {"decode-context-parallel-size": lay.cp},
+                (
+                    f"Decode context parallelism: each GPU of a TP group keeps every {lay.cp}-th token of the KV "
+                    "cache (--decode-context-parallel-size).",
+                ),
+                None,
+            )
+        notes = [
+            f"Prefill context parallelism: --prefill-context-parallel-size {lay.cp} with "
+            f"--decode-context-parallel-size {lay.cp} so the KV cache is split over the PCP ranks as "
+            f"planned; vLLM runs PCP without data parallelism, so this is {servers}."
+        ]
         if project.model.is_moe and lay.ep > 1:
             notes.append(f"vLLM's expert-parallel group spans TP x PCP = {lay.tp * lay.cp} GPUs.")
-        return CpExport({"prefill-context-parallel-size": lay.cp, "decode-context-parallel-size": lay.cp},
-                        tuple(notes), group)
+        return CpExport(
+            {"prefill-context-parallel-size": lay.cp, "decode-context-parallel-size": lay.cp},
+            tuple(notes),
+            group,
+        )
     if engine == "sglang":
-        return CpExport({"dcp-size": lay.cp}, (
-            f"Decode context parallelism: --dcp-size {lay.cp} stripes each request's MLA KV cache over the "
-            "ranks of the TP group.",), None)
+        return CpExport(
+            {"dcp-size": lay.cp},
+            (
+                f"Decode context parallelism: --dcp-size {lay.cp} stripes each request's MLA KV cache over the "
+                "ranks of the TP group.",
+            ),
+            None,
+        )
     if engine == "trtllm":
         if project.model.is_moe and lay.ep > lay.tp:
             raise StudioError(
@@ -95,15 +117,28 @@ def cp_export(engine: str, project: Project, plan: PlanResult) -> CpExport | Non
             )
         if lay.cp_mode == "decode":
             gpu_names = " ".join(s.name for s in project.cluster.gpu_specs.values())
-            notes = [f"Helix decode context parallelism: tensor_parallel_size {lay.tp // lay.cp} (attention heads) x "
-                     f"context_parallel_size {lay.cp} (KV cache) = the plan's TP {lay.tp}; the FFN/MoE layers use "
-                     "all of them. TensorRT-LLM runs Helix in the generation servers of disaggregated serving; "
-                     "set cp_config.tokens_per_block to kv_cache_config.tokens_per_block."]
+            notes = [
+                f"Helix decode context parallelism: tensor_parallel_size {lay.tp // lay.cp} (attention heads) x "
+                f"context_parallel_size {lay.cp} (KV cache) = the plan's TP {lay.tp}; the FFN/MoE layers use "
+                "all of them. TensorRT-LLM runs Helix in the generation servers of disaggregated serving; "
+                "set cp_config.tokens_per_block to kv_cache_config.tokens_per_block."
+            ]
             if not any(k in gpu_names for k in ("B200", "B300", "GB200", "GB300", "Blackwell")):
-                notes.append("TensorRT-LLM documents Helix on Blackwell GPUs only; these GPUs are not Blackwell.")
-            return CpExport({"context_parallel_size": lay.cp, "cp_config": {"cp_type": variant.cp_type}},
-                            tuple(notes), None, tensor_parallel=lay.tp // lay.cp)
-        return CpExport({"context_parallel_size": lay.cp, "cp_config": {"cp_type": variant.cp_type}}, (
-            f"Prefill context parallelism: context_parallel_size {lay.cp} with cp_config.cp_type "
-            f"{variant.cp_type} (a prototype field in TensorRT-LLM 1.4); {servers}.",), group)
+                notes.append(
+                    "TensorRT-LLM documents Helix on Blackwell GPUs only; these GPUs are not Blackwell."
+                )
+            return CpExport(
+                {"context_parallel_size": lay.cp, "cp_config": {"cp_type": variant.cp_type}},
+                tuple(notes),
+                None,
+                tensor_parallel=lay.tp // lay.cp,
+            )
+        return CpExport(
+            {"context_parallel_size": lay.cp, "cp_config": {"cp_type": variant.cp_type}},
+            (
+                f"Prefill context parallelism: context_parallel_size {lay.cp} with cp_config.cp_type "
+                f"{variant.cp_type} (a prototype field in TensorRT-LLM 1.4); {servers}.",
+            ),
+            group,
+        )
     raise StudioError(f"unknown engine '{engine}' for context parallelism (vllm, sglang, trtllm)")
