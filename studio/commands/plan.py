@@ -216,7 +216,7 @@ def _load_head(project: Project, plan) -> tuple[str, str]:
     """The ``load`` line of the Plan section: mode, rate or users, saturation rate."""
     from studio.commands.load_text import load_line
 
-    return ("load", load_line(project.workload.load, plan.load, plan.layout.dp))
+    return ("load", load_line(project.workload.load, plan.load, plan.layout.replicas))
 
 
 def _load_pairs(s) -> list[tuple[str, str]]:

@@ -63,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
         "project": project.name,
         "layout": plan.layout.label,
         "gpus": plan.gpus,
-        "replicas": plan.layout.dp,
-        "load": describe_load(load, summary.users * plan.layout.dp if summary else None),
+        "replicas": plan.layout.replicas,
+        "load": describe_load(load, summary.users * plan.layout.replicas if summary else None),
         "isl": describe_lengths(load.isl_dist, project.workload.isl),
         "osl": describe_lengths(load.osl_dist, project.workload.osl),
         "requests": load.num_requests,
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     if not plan.fits:
         raise_not_fitting(plan)
     if summary is not None and summary.saturated:
-        message = saturated_message(load.rate_per_s or 0.0, summary.saturation_rate_per_s, plan.layout.dp)
+        message = saturated_message(load.rate_per_s or 0.0, summary.saturation_rate_per_s, plan.layout.replicas)
         if args.json:
             print_json({**head, "saturated": True, "message": message, "definitions": DEFINITIONS})
         else:

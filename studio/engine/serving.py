@@ -86,7 +86,7 @@ def serving_setup(
     m_eff = max(1, min(layout.micro_batches, batch))
     im = IterationModel(lc, c)
     return ServingSetup(
-        model=im, replicas=layout.dp, micro_batches=m_eff,
+        model=im, replicas=layout.replicas, micro_batches=m_eff,
         budget=budget, running_cap=cap,
         kv_tokens=float(cap_tokens), isl=wl.isl, osl=wl.osl, batch=batch, gpus=layout.world_size,
     )

@@ -116,7 +116,7 @@ def assumption(r: PlanResult, key: str) -> str:
     ld = r.load
     if key == "throughput":
         at = f" at {ld.request_rate_per_s:,.3g} requests/s" if ld is not None else ""
-        return (f"Sustained throughput{at}: {r.layout.dp} replica(s) × {r.batch:,} running sequences, each prompt "
+        return (f"Sustained throughput{at}: {r.layout.replicas} replica(s) × {r.batch:,} running sequences, each prompt "
                 "prefilled and then decoded, so prefill time is included; it is below batch × tok/s per user.")
     if key == "tpot":
         return (f"The mean scheduler iteration under the load: the next token of each of the {r.batch:,} running "
