@@ -70,3 +70,20 @@ def test_decode_cp_offered_for_gqa_when_tp_duplicates_kv_heads(qtbot, catalog, m
         _pick(qtbot, panel.combos["cp"], 2)
     assert d.project.layout.cp == 4 and d.project.layout.cp_mode == "decode"
     assert "DCP4" in panel.summary.text()
+
+
+def test_timeline_draws_the_cp_exchange_as_its_own_bars(qtbot, catalog, model):
+    from studio.engine import evaluate
+    from studio.gui.timeline import TimelinePlot
+
+    few_kv = model.replace(num_kv_heads=2, id="gqa-2kv", name="GQA 2 KV heads")
+    plain = evaluate(make_project(catalog, few_kv, layout=Layout(tp=8, dp=2)))
+    dcp = evaluate(make_project(catalog, few_kv, layout=Layout(tp=8, dp=2, cp=4)))
+    plot = TimelinePlot()
+    qtbot.addWidget(plot)
+    plot.set_timeline(plain.timelines["decode"])
+    assert len(plot.bars["cp"].opts["x0"]) == 0
+    plot.set_timeline(dcp.timelines["decode"])
+    widths = plot.bars["cp"].opts["width"]
+    assert len(widths) == 1 and widths[0] > 0
+    assert widths[0] == dcp.stages[0].decode_cp_ms
