@@ -116,9 +116,10 @@ def _worst(cols: list[Collective], size: np.ndarray) -> np.ndarray:
 
 
 def cp_groups(
-    layout: Layout, groups: list[list[list[str]]], replicas: list[int]
+    layout: Layout, groups: list[list[list[str]]], replicas: list[int], sample: bool = True
 ) -> list[list[list[str]]]:
-    """The CP groups of every stage, sampled (``[stage] -> [group] -> GPU ids``).
+    """The CP groups of every stage (``[stage] -> [group] -> GPU ids``), at most
+    :data:`MAX_SAMPLED_GROUPS` per stage when ``sample``.
 
     Decode: inside each TP group, ranks ``j, j + tp/cp, …`` (vLLM builds its DCP groups with this
     stride). Prefill: the same (stage, TP rank) in ``cp`` consecutive replicas."""
@@ -137,7 +138,7 @@ def cp_groups(
                     continue
                 for t in range(tp):
                     found.append([groups[d][s][t] for d in range(d0, d0 + cp)])
-        if len(found) > MAX_SAMPLED_GROUPS:
+        if sample and len(found) > MAX_SAMPLED_GROUPS:
             idx = sorted(
                 {int(round(v)) for v in np.linspace(0, len(found) - 1, MAX_SAMPLED_GROUPS)}
             )

@@ -257,5 +257,27 @@ def _targets(ctx: PlanContext) -> list[PlanWarning]:
     return out
 
 
+def _cp_crosses_node(ctx: PlanContext) -> list[PlanWarning]:
+    cpx = ctx.lc.cp
+    if cpx is None:
+        return []
+    from studio.engine.context_parallel import cp_groups
+
+    lay = ctx.lc.layout
+    every = cp_groups(lay, ctx.lc.groups, list(range(lay.dp)), sample=False)
+    bad = [g for st in every for g in st if len(ctx.topo.islands_of(g)) > 1]
+    if not bad:
+        return []
+    link, kind, _ = cpx.bottleneck()
+    return [PlanWarning(
+        "CP_CROSSES_NODE", "info",
+        f"{len(bad)} context-parallel group(s) span nodes: every full-attention layer's CP exchange crosses "
+        f"{kind or 'the network'} ({ctx.st.cp_us_decode[0]:.0f} µs per decode layer)",
+        "keep each CP group inside a node (decode CP inside an in-node TP group; prefill CP over replicas "
+        "of one node)",
+        gpus=tuple(g for grp in bad for g in grp), links=(link,) if link else (),
+    )]
+
+
 RULES = (_fit, _context, _heads, _tp_crosses_node, _tp_slow_link, _nvswitch, _pp_uneven, _bubble,
-         _long_context, _fits_one_gpu, _targets)
+         _long_context, _fits_one_gpu, _targets, _cp_crosses_node)

@@ -197,3 +197,13 @@ def test_short_contexts_gain_nothing_from_decode_cp():
     dcp = _plan(DSV3, Layout(tp=8, cp=8), wl=wl)
     # same batch, so the exchange only adds time
     assert dcp.tpot_ms > base.tpot_ms
+
+
+def test_a_cp_group_across_nodes_is_named_in_a_warning():
+    cl = cluster(DGX_H100, 2, H100)
+    wl = Workload(isl=120_000, osl=500, batch=1, max_batch=64)
+    across = _plan(LLAMA_70B, Layout(tp=8, dp=2, cp=2, cp_mode="prefill"), cl, wl)
+    hit = [w for w in across.warnings if w.code == "CP_CROSSES_NODE"]
+    assert len(hit) == 1 and "ib-ndr" in hit[0].message and len(hit[0].gpus) == 16
+    inside = _plan(LLAMA_70B, Layout(tp=4, dp=4, cp=2, cp_mode="prefill"), cl, wl)
+    assert not [w for w in inside.warnings if w.code == "CP_CROSSES_NODE"]
