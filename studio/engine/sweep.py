@@ -164,7 +164,8 @@ def sweep(
         ``cancelled=True``).
     cp_sizes, cp_modes:
         Context-parallel degrees and modes to try (:func:`cp_variants`); ``None`` = every allowed
-        one, ``[1]`` = no context parallelism.
+        one when isl + osl exceeds ``long_context_tokens`` (else none), ``[1]`` = no context
+        parallelism.
     """
     if objective not in OBJECTIVES:
         raise StudioError(f"sweep objective '{objective}' is not one of {', '.join(OBJECTIVES)}")
@@ -192,6 +193,8 @@ def sweep(
 
         check_speculative(model, sv.speculative)
         acceptance(sv.speculative)
+    if cp_sizes is None and seq_len <= c.long_context_tokens:
+        cp_sizes = [1]  # short contexts: the KV cache is small, CP only adds its exchange
     combos = [(tp, pp, dp, ep, cp, mode) for tp, pp, dp, ep in layout_candidates(project, n_gpus)
               for cp, mode in (cp_variants(project, tp, pp, dp, cp_sizes, cp_modes) if _heads_ok(project, tp)
                                else [(1, "decode")])]

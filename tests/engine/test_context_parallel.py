@@ -207,3 +207,11 @@ def test_a_cp_group_across_nodes_is_named_in_a_warning():
     assert len(hit) == 1 and "ib-ndr" in hit[0].message and len(hit[0].gpus) == 16
     inside = _plan(LLAMA_70B, Layout(tp=4, dp=4, cp=2, cp_mode="prefill"), cl, wl)
     assert not [w for w in inside.warnings if w.code == "CP_CROSSES_NODE"]
+
+
+def test_short_context_sweeps_try_cp_only_when_asked():
+    wl = Workload(isl=2048, osl=512, batch="auto", max_batch=64)
+    proj = project(cluster(HGX_H200, 1, H200), DSV3, Layout(tp=8), wl, FP8)
+    assert np.all(sweep(proj).columns["cp"] == 1)
+    asked = sweep(proj, cp_sizes=[1, 8], cp_modes=("decode",)).columns["cp"]
+    assert set(np.unique(asked)) == {1, 8}
