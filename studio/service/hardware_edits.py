@@ -17,7 +17,7 @@ from __future__ import annotations
 from studio.core.errors import StudioError
 from studio.core.hardware import Cluster
 from studio.core.layout import Layout
-from studio.core.parallelism import dp_for, layout_reason, nearest_ep
+from studio.core.parallelism import cp_options, dp_for, layout_reason, nearest_ep
 from studio.core.project import Project, drop_unrunnable_pinned
 
 
@@ -53,9 +53,10 @@ def _follow(project: Project, cluster: Cluster) -> tuple[Project, str]:
         return new, ("" if layout == old else "layout placement reset to cluster order")
     tp, pp = layout.tp, layout.pp
     base = layout.replace(placement=None)
-    if layout_reason(model, base.replace(dp=dp_for(tp, pp, gpus), ep=1), gpus) is None:
+    if layout_reason(model, base.replace(dp=dp_for(tp, pp, gpus), ep=1, cp=1), gpus) is None:
         dp = dp_for(tp, pp, gpus)
-        layout = base.replace(dp=dp, ep=nearest_ep(model, layout.ep, tp, dp))
+        cps = [c for c in cp_options(model, tp, dp, layout.cp_mode) if c <= layout.cp]
+        layout = base.replace(dp=dp, ep=nearest_ep(model, layout.ep, tp, dp), cp=max(cps or [1]))
         return project.replace(cluster=cluster, layout=layout), f"DP follows the GPUs: layout {layout.label}"
     from studio.engine.defaults import fitting_layout, node_tp
 

@@ -87,3 +87,18 @@ def test_timeline_draws_the_cp_exchange_as_its_own_bars(qtbot, catalog, model):
     widths = plot.bars["cp"].opts["width"]
     assert len(widths) == 1 and widths[0] > 0
     assert widths[0] == dcp.stages[0].decode_cp_ms
+
+
+def test_removing_a_node_keeps_decode_cp_and_drops_prefill_cp_that_no_longer_divides(
+    catalog, model
+):
+    from studio.service.hardware_edits import follow_cluster
+
+    few_kv = model.replace(num_kv_heads=2, id="gqa-2kv", name="GQA 2 KV heads")
+    one = make_project(catalog, few_kv, nodes=1).cluster
+    dcp = make_project(catalog, few_kv, layout=Layout(tp=8, dp=2, cp=4))
+    kept, _ = follow_cluster(dcp, one)
+    assert (kept.layout.dp, kept.layout.cp) == (1, 4)
+    pcp = make_project(catalog, few_kv, layout=Layout(tp=8, dp=2, cp=2, cp_mode="prefill"))
+    dropped, _ = follow_cluster(pcp, one)
+    assert (dropped.layout.dp, dropped.layout.cp) == (1, 1)
