@@ -102,3 +102,22 @@ def test_removing_a_node_keeps_decode_cp_and_drops_prefill_cp_that_no_longer_div
     pcp = make_project(catalog, few_kv, layout=Layout(tp=8, dp=2, cp=2, cp_mode="prefill"))
     dropped, _ = follow_cluster(pcp, one)
     assert (dropped.layout.dp, dropped.layout.cp) == (1, 1)
+
+
+def test_cp_card_shows_the_exchange_and_its_why_only_with_cp(qtbot, catalog, model):
+    from studio.engine import evaluate
+    from studio.gui.panels.metrics_panel import MetricsPanel
+
+    few_kv = model.replace(num_kv_heads=2, id="gqa-2kv", name="GQA 2 KV heads")
+    panel = MetricsPanel()
+    qtbot.addWidget(panel)
+    panel.set_result(evaluate(make_project(catalog, few_kv, layout=Layout(tp=8, dp=2))))
+    card = panel.cards["cp"]
+    assert not card.isVisibleTo(panel)
+    r = evaluate(make_project(catalog, few_kv, layout=Layout(tp=8, dp=2, cp=4)))
+    panel.set_result(r)
+    assert card.isVisibleTo(panel)
+    assert card.caption.text().startswith("prefill ")
+    assert "all-gather of the queries" in card.toolTip()
+    panel.show_why("cp")
+    assert "comm.cp =" in panel.why.toPlainText()

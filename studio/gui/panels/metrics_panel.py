@@ -45,7 +45,10 @@ FIGURES: tuple[Figure, ...] = (
     Figure("bubble", "Bubble", ("bubble_fraction", "bubble")),
     Figure("memory", "Peak memory", ("peak_memory", "memory", "weights")),
     Figure("alltoall", "All-to-all (EP) / layer", ("alltoall_us_per_layer_decode", "alltoall")),
+    Figure("cp", "Context parallel / layer", ("cp_us_per_layer_decode", "comm.cp")),
 )
+#: Cards shown only when the plan has the collective (the others are always shown).
+OPTIONAL_CARDS = ("alltoall", "cp")
 
 
 def find_explanation(explanations: dict[str, Explanation], keys: tuple[str, ...]) -> Explanation | None:
@@ -104,6 +107,10 @@ def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
         if not has_alltoall(r):
             return "—", "no expert all-to-all"
         return _us(r.alltoall_us_per_layer_decode), f"prefill {_us(r.alltoall_us_per_layer_prefill)}"
+    if key == "cp":
+        if r.layout.cp <= 1:
+            return "—", "no context parallelism"
+        return _us(r.cp_us_per_layer_decode), f"prefill {_us(r.cp_us_per_layer_prefill)}"
     if key == "memory":
         m = r.peak_memory
         return units.size_bytes(m.total), f"of {units.size_bytes(m.capacity)} ({m.gpu_id})"
@@ -210,7 +217,7 @@ class MetricsPanel(QWidget):
         grid.setSpacing(4)
         for i, fig in enumerate(FIGURES):
             card = FigureCard(fig)
-            card.setVisible(fig.key != "alltoall")  # shown once a plan has expert all-to-alls
+            card.setVisible(fig.key not in OPTIONAL_CARDS)  # shown once a plan has the collective
             card.clicked.connect(self.show_why)
             self.cards[fig.key] = card
             grid.addWidget(card, i // 2, i % 2)
@@ -263,6 +270,8 @@ class MetricsPanel(QWidget):
                 e = None
                 tip = f"<pre>{_html(alltoall_text(r))}</pre>"
             else:
+                if fig.key == "cp":
+                    card.setVisible(r.layout.cp > 1)
                 tip = f"<pre>{_html(e.as_text())}</pre>" if e else f"{fig.title}: no breakdown from the engine"
                 if note := assumption(r, fig.key):
                     tip = f"<p>{_html(note)}</p>{tip}"
