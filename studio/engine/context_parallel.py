@@ -8,9 +8,8 @@ Two variants, both without extra GPUs (:class:`studio.core.layout.Layout` ``cp``
   head is on every rank) and each keeps every ``cp``-th token. Per layer, a decoding token's
   queries are all-gathered over those ranks, each attends to its shard, the log-sum-exp values
   are all-gathered and the partial outputs reduce-scattered back (vLLM ``dcp_comm_backend="ag_rs"``,
-  three collectives). Attention
-  FLOPs per GPU do not change (``cp`` × the heads over ``1 / cp`` of the tokens); the KV bytes each
-  GPU stores and reads fall by ``cp``. Prompt tokens gather the chunk's KV shards so each rank
+  three collectives). Attention FLOPs per GPU do not change (``cp`` × the heads over ``1 / cp`` of
+  the tokens); the KV bytes each GPU stores and reads fall by ``cp``. Prompt tokens gather the chunk's KV shards so each rank
   attends to the whole chunk (SGLang's MHA-extend path, vLLM's chunked-prefill context path).
 * **prefill** — ring attention (vLLM ``--prefill-context-parallel-size`` with DCP over the PCP axis,
   TensorRT-LLM ``cp_config.cp_type: RING``): ``cp`` consecutive DP replicas take one sequence; the
@@ -56,9 +55,8 @@ class CpCosts:
     q_bytes: float  # query bytes of one token on one GPU (decode mode all-gathers cp of them)
     out_bytes: float  # partial output + log-sum-exp of one token on one GPU
     kv_layer_bytes: float  # KV bytes of one token in one layer on one GPU before the sequence split
-    lse_bytes: float = (
-        0.0  # the log-sum-exp part of ``out_bytes`` (decode CP gathers it on its own)
-    )
+    #: the log-sum-exp part of ``out_bytes`` (decode CP gathers it on its own)
+    lse_bytes: float = 0.0
 
     def layer_us(
         self,

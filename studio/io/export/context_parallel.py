@@ -35,12 +35,10 @@ class CpExport:
 
     config: dict[str, object]  # keys in the engine's spelling, added to its config
     notes: tuple[str, ...]
-    server_layout: (
-        Layout | None
-    )  # prefill CP: one server per CP group (TP × CP GPUs a stage, DP = replicas)
-    tensor_parallel: int | None = (
-        None  # the engine's TP when it differs from the plan's (Helix: TP / CP)
-    )
+    #: prefill CP: one server per CP group (TP × CP GPUs a stage, DP = replicas)
+    server_layout: Layout | None
+    #: the engine's TP when it differs from the plan's (Helix: TP / CP)
+    tensor_parallel: int | None = None
 
 
 def cp_export(engine: str, project: Project, plan: PlanResult) -> CpExport | None:
