@@ -166,7 +166,7 @@ class IterationModel:
             if lc.cp is not None and sh.full_layers:
                 pf_attn_us = x * sliding_avg(plen, None) * lc.sec_attn_ctx[s] / sh.full_layers \
                     / c.attention_efficiency * 1e6
-                t_cp = lc.cp.layer_us(s, x, d, pf_attn_us)
+                t_cp = lc.cp.layer_us(s, x, dv, pf_attn_us)  # every verified token attends
                 cp_worst = np.maximum(cp_worst, t_cp)
                 cpt[s] = np.where(tokens > 0, sh.full_layers * t_cp / 1e3, 0.0)
             if lc.alltoall[s]:
