@@ -150,7 +150,7 @@ def add_project_args(parser: argparse.ArgumentParser, *, layout: bool) -> None:
     add_spec_args(parser)
 
 
-def add_cp_args(group) -> None:  # noqa: ANN001 - an argparse group or parser
+def add_cp_args(group: argparse._ActionsContainer) -> None:
     """Add ``--cp`` and ``--cp-mode`` (context parallelism; see docs/engine.md)."""
     group.add_argument("--cp", type=positive_int, metavar="C",
                        help="context-parallel size: the KV cache of each sequence split C ways along the sequence")

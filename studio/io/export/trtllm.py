@@ -19,7 +19,7 @@ from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.engine.results import PlanResult
 from studio.io.export import common as c
-from studio.io.export.context_parallel import cp_export
+from studio.io.export.context_parallel import CpExport, cp_export
 from studio.io.export.rules import rules_for
 
 SERVE_PORT = 8000  # trtllm-serve --port default
@@ -75,7 +75,9 @@ def _mapping(project: Project, plan: PlanResult):
     return lay, mode, cfg, notes
 
 
-def _cp_mapping(project: Project, plan: PlanResult, lay: Layout, notes: list[str], cpx):  # noqa: ANN001
+def _cp_mapping(
+    project: Project, plan: PlanResult, lay: Layout, notes: list[str], cpx: CpExport
+) -> tuple[Layout, str, dict[str, object], list[str]]:
     """Context parallelism: Helix (TP / CP attention heads x CP KV shards) or one ring-CP server per
     CP group; the returned grouping layout puts each server's GPUs together."""
     tp = cpx.tensor_parallel or lay.tp
