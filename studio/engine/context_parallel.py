@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -203,7 +204,7 @@ def prefill_split(lc_cp: CpCosts | None) -> int:
     return lc_cp.degree if lc_cp is not None and lc_cp.mode == "prefill" else 1
 
 
-def cp_comm_costs(lc: object, micro_batch: int, isl: int) -> list[CommCost]:
+def cp_comm_costs(lc: object, micro_batch: int, isl: float) -> list[CommCost]:
     """The CP collectives of a plan (one per phase, the slowest sampled group), for ``comm``:
     decode = the query all-gather of a decode micro-batch (decode mode) or the partial-output
     all-gather (prefill mode); prefill = the prompt's KV all-gather (decode mode) or one ring pass of
@@ -213,6 +214,7 @@ def cp_comm_costs(lc: object, micro_batch: int, isl: int) -> list[CommCost]:
         return []
     n = cpx.degree
     out: list[CommCost] = []
+    items: tuple[tuple[Literal["prefill", "decode"], list[list[Collective]], float], ...]
     if cpx.mode == "decode":
         items = (
             ("decode", cpx.gather, micro_batch * cpx.q_bytes * n),
@@ -239,7 +241,7 @@ def cp_comm_costs(lc: object, micro_batch: int, isl: int) -> list[CommCost]:
                 kind="cp",
                 phase=phase,
                 group=col.group,
-                message_bytes=size,  # type: ignore[arg-type]
+                message_bytes=size,
                 time_us=algo.alpha_us + size * algo.us_per_byte,
                 algorithm=algo.name,
                 bandwidth_gbps=algo.bandwidth_gbps,
