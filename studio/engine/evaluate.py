@@ -326,6 +326,7 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
         sat_rate = float(sv_t.tokens_per_s_replica[0]) / wl.osl * dp
     figures = None
     note = ""
+    busy_share = 1.0  # share of the replicas that have work (a closed loop of fewer users than replicas)
     if ld.mode == "rate":
         assert ld.rate_per_s is not None  # Workload refuses mode 'rate' without a rate
         state, _ = open_loop(im, float(ld.rate_per_s) / dp, m_eff, wl.isl, wl.osl, budget, cap,
@@ -334,11 +335,17 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
             note = (f"{ld.rate_per_s:g} req/s is at or above saturation ({sat_rate:.3g} req/s): the queue grows "
                     "without bound, so TTFT has no steady state; figures shown are at saturation")
     elif ld.mode == "concurrency" and ld.concurrency is not None:
-        state = closed_loop(im, np.array([ld.concurrency / dp]), np.array([float(m_eff)]), wl.isl, wl.osl,
+        # fewer users than replicas keep only that many replicas busy, each with one user
+        busy = min(float(dp), float(ld.concurrency))
+        per_replica = ld.concurrency / busy
+        state = closed_loop(im, np.array([per_replica]), np.array([float(m_eff)]), wl.isl, wl.osl,
                             budget, running_cap=np.array([cap]))
-        if ld.concurrency / dp > cap:
-            note = (f"{ld.concurrency / dp:.0f} users per replica but {cap:.0f} can run at once: the rest wait, "
+        busy_share = busy / dp
+        if per_replica > cap:
+            note = (f"{per_replica:.0f} users per replica but {cap:.0f} can run at once: the rest wait, "
                     "which TTFT includes")
+        elif busy < dp:
+            note = f"{ld.concurrency} users keep {busy:.0f} of the {dp} replicas busy; the others idle"
     else:
         state = None
     if state is not None:
@@ -346,11 +353,11 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
         # first token reaches the client
         front = c.request_overhead_ms
         figures = (float(state.ttft_ms[0]) + front, float(state.tpot_ms[0]), float(state.e2e_ms[0]) + front,
-                   float(state.output_tokens_per_s[0]))
+                   float(state.output_tokens_per_s[0]) * busy_share)
         users, running = float(state.concurrency[0]), float(min(state.concurrency[0], cap))
         dec, pre = float(state.decode_seqs[0]), float(state.prefill_tokens[0])
         it, bound = float(state.iteration_ms[0]), bool(state.budget_bound[0])
-        rate = float(state.requests_per_s[0]) * dp
+        rate = float(state.requests_per_s[0]) * dp * busy_share
         saturated = bool(state.saturated[0])
     else:
         users = running = float(batch)

@@ -128,7 +128,7 @@ def closed_loop(
         ttft = n_pf * t
         e2e = ttft
         rps = b / e2e * 1e3
-        wait = (c_users - b) / np.maximum(rps, 1e-12) * 1e3
+        wait = np.maximum(c_users - b, 0.0) / np.maximum(rps, 1e-12) * 1e3
         return SteadyState(
             concurrency=c_users, decode_seqs=np.zeros_like(b), prefill_tokens=p, iteration_ms=t,
             ttft_ms=ttft + wait, tpot_ms=t, e2e_ms=e2e + wait, output_tokens_per_s=rps * osl,
@@ -152,7 +152,8 @@ def closed_loop(
     tpot = t / E
     e2e = ttft + o1 * t
     rps = b / e2e * 1e3
-    queue = (c_users - b) / np.maximum(rps, 1e-12) * 1e3  # users beyond the running cap wait
+    # users beyond the running cap wait (fewer than one user per replica never queue)
+    queue = np.maximum(c_users - b, 0.0) / np.maximum(rps, 1e-12) * 1e3
     return SteadyState(
         concurrency=c_users, decode_seqs=d, prefill_tokens=p, iteration_ms=t, ttft_ms=ttft + queue,
         tpot_ms=tpot, e2e_ms=e2e + queue, output_tokens_per_s=rps * osl, requests_per_s=rps,

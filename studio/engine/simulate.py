@@ -166,6 +166,9 @@ def simulate(
     """
     rng = np.random.default_rng(load.seed)
     n_total = int(load.num_requests)
+    if load.mode == "concurrency" and load.concurrency is not None:
+        # fewer users than replicas keep only that many replicas busy; the rest idle
+        replicas = max(1, min(replicas, int(load.concurrency)))
     n = max(1, math.ceil(n_total / replicas))
     lens_in = sample_lengths(load.isl_dist, isl, n, rng)
     lens_out = sample_lengths(load.osl_dist, osl, n, rng)

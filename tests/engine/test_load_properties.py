@@ -164,3 +164,19 @@ def test_bad_load_refused_naming_the_field(kwargs, field):
 def test_malformed_length_distribution_refused(kwargs):
     with pytest.raises(ValidationError):
         LengthDistribution(**kwargs)
+
+
+@pytest.mark.parametrize("users", [1, 3, 8])
+def test_fewer_users_than_replicas_leave_replicas_idle(p8, users):
+    """A closed loop of N ≤ DP users runs one user on N replicas: TTFT is positive and the same as
+    with one user on every replica, and throughput is N single-user streams (not DP of them)."""
+    dp = p8.layout.dp
+    plan = evaluate(_at(p8, Load(mode="concurrency", concurrency=users)))
+    one_each = evaluate(_at(p8, Load(mode="concurrency", concurrency=dp)))
+    assert plan.ttft_ms > 0
+    assert plan.ttft_ms == pytest.approx(one_each.ttft_ms, rel=1e-9)
+    assert plan.output_tokens_per_s == pytest.approx(users / dp * one_each.output_tokens_per_s, rel=1e-9)
+    assert plan.load.request_rate_per_s == pytest.approx(users / dp * one_each.load.request_rate_per_s, rel=1e-9)
+    sim = simulate_plan(p8, load=Load(mode="concurrency", concurrency=users, num_requests=64))
+    assert sim.ttft.mean > 0
+    assert sim.output_tokens_per_s == pytest.approx(plan.output_tokens_per_s, rel=0.2)
