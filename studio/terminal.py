@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 #: Characters that are always safe (printable ASCII, line feed, tab): the fast path.
 _PLAIN = re.compile(r"[\t\n\x20-\x7e]*")
+#: Every other character: looked at one by one (most of them, such as "×" or "µ", pass).
+_OTHER = re.compile(r"[^\t\n\x20-\x7e]")
 #: Unicode categories written as escapes: controls (C0, C1, DEL), format characters (bidirectional
 #: controls, zero-width characters), line/paragraph separators and lone surrogates.
 UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
@@ -37,10 +39,12 @@ def terminal_safe(text: str) -> str:
     """``text`` with every unsafe character but line feed and tab written as ``\\uXXXX``."""
     if _PLAIN.fullmatch(text):
         return text
-    return "".join(
-        _escape(ch) if ch not in "\n\t" and unicodedata.category(ch) in UNSAFE_CATEGORIES else ch
-        for ch in text
-    )
+    return _OTHER.sub(_escaped_if_unsafe, text)
+
+
+def _escaped_if_unsafe(match: re.Match[str]) -> str:
+    ch = match.group()
+    return _escape(ch) if unicodedata.category(ch) in UNSAFE_CATEGORIES else ch
 
 
 class TerminalText:
