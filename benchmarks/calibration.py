@@ -66,8 +66,11 @@ PRIOR: dict[str, float] = {
     "hbm_efficiency:rtx-pro-6000": 0.85, "attention_efficiency": 1.0, "moe_imbalance_factor": 2.0,
     "moe_permute_passes": 4.0, "request_overhead_ms": 2.0, "moe_overhead_half_tokens": 16.0,
 }
-#: Step factors of the held-out fits (the all-data fit refines further with 1.07).
-HELD_OUT_FACTORS = (1.5, 1.2)
+#: Step factors of the held-out fits. They start from PRIOR, so they need the longer schedule: from
+#: PRIOR on every point, (1.5, 1.2) stops at loss 0.174 (median 13.7 %), this one reaches 0.157
+#: (11.0 %), the loss of the bundled constants — a held-out figure then measures the points left out,
+#: not an unfinished search.
+HELD_OUT_FACTORS = (2.0, 1.5, 1.2, 1.1, 1.05)
 FAIL = math.log(10.0)  # loss of a point the engine cannot cost (does not fit, error)
 
 
