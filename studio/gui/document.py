@@ -35,10 +35,10 @@ class SwapProject(QUndoCommand):
         self._new = new
         self._kind = kind
 
-    def redo(self) -> None:  # noqa: D102 - Qt API
+    def redo(self) -> None:
         self._doc._set_project(self._new, self._kind)
 
-    def undo(self) -> None:  # noqa: D102 - Qt API
+    def undo(self) -> None:
         self._doc._set_project(self._old, self._kind)
 
 

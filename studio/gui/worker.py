@@ -49,7 +49,7 @@ class _Task(QRunnable):
         self.job.cancel()
         return False
 
-    def run(self) -> None:  # noqa: D102 - QRunnable API
+    def run(self) -> None:
         self._emit("done", self.job.run())
 
 

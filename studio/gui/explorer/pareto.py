@@ -196,6 +196,6 @@ class ParetoPlot(pg.PlotWidget):
         self.hover.setPos(x[row], y[row])
         self.hover.show()
 
-    def _clicked(self, _item, points, *_args) -> None:  # noqa: ANN001
+    def _clicked(self, _item, points, *_args) -> None:
         if len(points):
             self.rowClicked.emit(int(points[0].data()))

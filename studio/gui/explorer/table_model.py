@@ -36,7 +36,7 @@ class SweepTableModel(QAbstractTableModel):
     """Rows in :attr:`SweepResult.order` (best first; with an SLO, the rows meeting it first, in
     that order); cells formatted on demand."""
 
-    def __init__(self, parent=None) -> None:  # noqa: ANN001
+    def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.result: SweepResult | None = None
         self._rows = np.zeros(0, dtype=np.int64)
@@ -99,7 +99,7 @@ class SweepTableModel(QAbstractTableModel):
             return str(section + 1)
         return None
 
-    def _raw(self, i: int, key: str):  # noqa: ANN202
+    def _raw(self, i: int, key: str):
         assert self.result is not None
         if key == "reason":
             return self.result.reasons_unfit[i] if i < len(self.result.reasons_unfit) else ""
@@ -110,7 +110,7 @@ class SweepTableModel(QAbstractTableModel):
             return float("nan") if v is None else v
         return self.result.columns[key][i]
 
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole):  # noqa: C901
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or self.result is None:
             return None
         i = int(self._rows[index.row()])
@@ -156,7 +156,7 @@ class SweepFilterProxy(QSortFilterProxyModel):
     """Sorts by the raw numbers; hides unfit rows on request; filters by layout text
     (``tp8``, ``pp2``, ``tp8 pp2``: every word must match the row's label)."""
 
-    def __init__(self, parent=None) -> None:  # noqa: ANN001
+    def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setSortRole(SORT_ROLE)
         self.hide_unfit = False
@@ -174,7 +174,7 @@ class SweepFilterProxy(QSortFilterProxyModel):
         words = tuple(w for w in text.lower().replace("×", " ").split() if w)
         self._refilter(lambda: setattr(self, "words", words))
 
-    def _refilter(self, change) -> None:  # noqa: ANN001
+    def _refilter(self, change) -> None:
         if hasattr(self, "beginFilterChange"):  # Qt ≥ 6.9; invalidateFilter is deprecated there
             self.beginFilterChange()
             change()

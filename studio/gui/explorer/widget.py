@@ -299,7 +299,7 @@ class ExplorerWidget(QWidget):
         self.compare.unpinRequested.connect(self.unpin)
         self.placement.applyRequested.connect(self.apply_placement)
 
-    def showEvent(self, event) -> None:  # noqa: N802, ANN001 - Qt API
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
         """Sweep the first time the dock is shown (a hidden dock costs nothing), and again when it
         is reopened after a close cancelled a sweep or skipped a change."""
         super().showEvent(event)
@@ -308,7 +308,7 @@ class ExplorerWidget(QWidget):
         if rerun or (self.result is None and not self.running and not self.jobs.pending):
             self.schedule()
 
-    def hideEvent(self, event) -> None:  # noqa: N802, ANN001 - Qt API
+    def hideEvent(self, event) -> None:  # noqa: N802 - Qt API
         """Closing the dock or the window cancels the sweep in flight and any pending one.
 
         A dock tabbed away behind another (or a minimised window) is not closed: the sweep
