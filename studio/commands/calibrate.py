@@ -50,7 +50,7 @@ def _reference_cluster(catalog, kind_id: str, ranks: int):
     for t in catalog.nodes.values():
         uses = (
             t.scale_up_link == kind_id
-            if kind.family.value in ("nvlink", "nvlink-bridge", "xgmi")
+            if kind.family.is_scale_up
             else t.nic_kind == kind_id
             if kind.family.is_network
             else t.pcie_switch_link == kind_id and t.fabric == "pcie"

@@ -269,9 +269,6 @@ class _PathStore:
         return out
 
 
-SCALE_UP_FAMILIES = (LinkFamily.NVLINK, LinkFamily.NVLINK_BRIDGE, LinkFamily.XGMI)
-
-
 class Topology:
     """Link graph of one cluster with per-link effective bandwidth and latency."""
 
@@ -336,7 +333,7 @@ class Topology:
                 parent[ry] = rx
 
         for i, (a, b) in enumerate(self.link_ends):
-            if self.link_family[i] in SCALE_UP_FAMILIES:
+            if self.link_family[i].is_scale_up:
                 union(a, b)
         first: dict[str, str] = {}
         for g in self.gpu_ids:
