@@ -22,6 +22,8 @@ FLAGS: dict[str, str] = {
     "osl": "--osl",
     "tp": "--tp",
     "pp": "--pp",
+    "disagg": "--disagg",
+    "spec_acceptance": "--spec-acceptance",
 }
 
 

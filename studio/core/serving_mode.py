@@ -26,6 +26,7 @@ from pydantic import Field, model_validator
 from studio.core.base import Frozen
 from studio.core.errors import StudioError
 from studio.core.layout import MAX_PP, MAX_TP, Layout
+from studio.core.parallelism import ep_shape_reason
 
 #: Most workers one pool may have.
 MAX_POOL_WORKERS = 4096
@@ -63,10 +64,9 @@ class PoolLayout(Frozen):
     @model_validator(mode="after")
     def _check(self) -> PoolLayout:
         per = self.tp * self.pp
-        if self.ep > 1 and (self.ep % self.tp and self.tp % self.ep):
-            raise ValueError(f"ep ({self.ep}) must divide tp ({self.tp}) or be a multiple of it")
-        if self.ep > 1 and (self.tp * self.workers) % self.ep:
-            raise ValueError(f"ep ({self.ep}) must divide tp × workers ({self.tp * self.workers})")
+        why = ep_shape_reason(self.ep, self.tp, self.workers)  # the workers are the pool's DP
+        if why is not None:
+            raise ValueError(why)
         if self.placement is not None:
             if len(self.placement) != per * self.workers:
                 raise ValueError(
@@ -181,24 +181,32 @@ SPEC_HELP = (
 )
 
 
-def parse_pools(text: str, what: str = "--disagg") -> ServingMode:
+def parse_pools(text: str, what: str | None = None) -> ServingMode:
     """The :class:`ServingMode` of a compact pool description such as ``2P:tp4,1D:tp8``.
 
     Raises
     ------
     StudioError
-        Naming ``what`` and the expected form when the text does not parse or a value is out of range.
+        With the expected form when the text does not parse or a value is out of range; the
+        message starts with ``what`` (a window's name for its control) when given, else the error's
+        field is ``"disagg"`` (the command line puts its flag in front).
     """
+
+    def fail(message: str) -> StudioError:
+        if what:
+            return StudioError(f"{what}: {message}")
+        return StudioError(message, field="disagg")
+
     parts = [p.strip() for p in str(text).split(",") if p.strip()]
     pools: dict[str, PoolLayout] = {}
     for part in parts:
         m = _PART.match(part)
         if m is None:
-            raise StudioError(f"{what}: cannot read {part!r}; expected {SPEC_HELP}")
+            raise fail(f"cannot read {part!r}; expected {SPEC_HELP}")
         role = m["role"].upper()
         if role in pools:
-            raise StudioError(
-                f"{what}: two {'prefill' if role == 'P' else 'decode'} pools ({part!r}); give one P and one D part"
+            raise fail(
+                f"two {'prefill' if role == 'P' else 'decode'} pools ({part!r}); give one P and one D part"
             )
         values = {
             "workers": int(m["n"]),
@@ -208,16 +216,16 @@ def parse_pools(text: str, what: str = "--disagg") -> ServingMode:
         }
         for key, v in values.items():
             if v < 1:
-                raise StudioError(f"{what}: {key} in {part!r} must be ≥ 1")
+                raise fail(f"{key} in {part!r} must be ≥ 1")
         try:
             pools[role] = PoolLayout(**values, gpu_type=m["gpu"].lower() if m["gpu"] else None)
         except ValueError as exc:
             from studio.core.errors import first_error_message
 
-            raise StudioError(f"{what}: {part!r}: {first_error_message(exc)}") from None
+            raise fail(f"{part!r}: {first_error_message(exc)}") from None
     if set(pools) != {"P", "D"}:
         missing = " and ".join(
             n for r, n in (("P", "a prefill (P)"), ("D", "a decode (D)")) if r not in pools
         )
-        raise StudioError(f"{what}: {text!r} lacks {missing} pool; expected {SPEC_HELP}")
+        raise fail(f"{text!r} lacks {missing} pool; expected {SPEC_HELP}")
     return ServingMode(mode="disaggregated", prefill=pools["P"], decode=pools["D"])

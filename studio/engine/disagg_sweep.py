@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from studio.core import parallelism as par
 from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.core.serving_mode import PoolLayout, ServingMode
@@ -107,11 +108,13 @@ def worker_shapes(project: Project, gpu_type: str | None) -> list[PoolLayout]:
     tps = sorted({t for t in (1, 2, 4, 8, 16, 32, 64, 72) if t <= per_node} | {per_node})
     out = []
     for tp in tps:
+        if par.heads_reason(model, tp) is not None:
+            continue  # the engines refuse a TP that does not split the attention heads
         for pp in (1, 2, 4):
             if tp * pp > total or pp > model.num_layers:
                 continue
             eps = [1]
-            if model.moe is not None and tp > 1 and model.moe.num_experts % tp == 0:
+            if tp > 1 and par.ep_reason(model, tp, tp, 1) is None:
                 eps.append(tp)
             for ep in eps:
                 out.append(PoolLayout(tp=tp, pp=pp, ep=ep, gpu_type=gpu_type))

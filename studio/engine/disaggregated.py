@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from studio.core import parallelism as par
 from studio.core.errors import StudioError, nearest
 from studio.core.project import CalibrationProfile, Project
 from studio.core.serving_mode import PoolLayout, ServingMode
@@ -82,7 +83,8 @@ def place_pools(project: Project, mode: ServingMode) -> tuple[tuple[str, ...], t
     """
     if not mode.disaggregated or mode.prefill is None or mode.decode is None:
         raise StudioError(
-            "serving_mode.mode is 'aggregated'; give prefill and decode pools (--disagg 2P:tp4,1D:tp8)"
+            "serving_mode.mode is 'aggregated'; give prefill and decode pools (e.g. 2P:tp4,1D:tp8)",
+            field="disagg",
         )
     gpus = [(g.id, g.type) for g in project.cluster.gpus]
     known = {g for g, _ in gpus}
@@ -157,20 +159,25 @@ class Worker:
 
 
 def _check_pool(project: Project, pool: PoolLayout, field: str) -> None:
+    """Refuse a pool whose workers the model cannot run (:mod:`studio.core.parallelism`'s rules,
+    the workers being the pool's DP)."""
     model = project.model
+    why = par.heads_reason(model, pool.tp)
+    if why is not None:
+        raise StudioError(f"{field}.tp: {why}; allowed: {', '.join(map(str, _pool_tps(model)))}")
     if pool.pp > model.num_layers:
         raise StudioError(
             f"{field}.pp = {pool.pp} exceeds the model's {model.num_layers} layers; allowed: 1..{model.num_layers}"
         )
-    if pool.ep > 1:
-        if model.moe is None:
-            raise StudioError(
-                f"{field}.ep = {pool.ep} but '{model.name}' has no experts; allowed: ep = 1"
-            )
-        if model.moe.num_experts % pool.ep:
-            raise StudioError(
-                f"{field}.ep = {pool.ep} does not divide the {model.moe.num_experts} routed experts"
-            )
+    why = par.ep_reason(model, pool.ep, pool.tp, pool.workers)
+    if why is not None:
+        allowed = ", ".join(map(str, par.ep_options(model, pool.tp, pool.workers)))
+        raise StudioError(f"{field}.ep: {why}; allowed: {allowed}")
+
+
+def _pool_tps(model) -> list[int]:
+    """The TPs that split the model's attention (each divides the attention heads)."""
+    return [t for t in par.divisors(model.num_attention_heads) if par.heads_reason(model, t) is None]
 
 
 def pool_costs(

@@ -177,7 +177,7 @@ def _long_context(ctx: PlanContext) -> list[PlanWarning]:
     model = ctx.project.model
     opts = {m: [c for c in parallelism.cp_options(model, lay.tp, lay.dp, m) if c > 1] for m in ("decode", "prefill")}
     offered = "; ".join(f"{m} CP {', '.join(map(str, v))}" for m, v in opts.items() if v)
-    fix = (f"set context parallelism in the layout (--cp, --cp-mode): {offered}" if offered else
+    fix = (f"set context parallelism (CP and its mode) in the layout: {offered}" if offered else
            "context parallelism needs TP > KV heads (or MLA) for decode CP, or DP ≥ 2 for prefill CP; "
            "use chunked prefill meanwhile")
     return [PlanWarning(

@@ -153,7 +153,8 @@ def acceptance(spec: SpeculativeConfig) -> Acceptance:
     if entry is None:
         raise StudioError(
             f"serving.speculative.acceptance: method '{spec.method}' has no published default (acceptance depends "
-            "on the draft/model pair); give an acceptance rate in (0, 1] (--spec-acceptance)"
+            "on the draft/model pair); give an acceptance rate in (0, 1]",
+            field="spec_acceptance",
         )
     if "acceptance" in entry:
         a = float(entry["acceptance"])

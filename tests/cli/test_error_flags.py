@@ -46,6 +46,77 @@ def test_no_cli_flag_in_headless_error_messages():
     assert hits == []
 
 
+def _cli_flags() -> set[str]:
+    """Every ``--long`` option of every layout-studio command."""
+    import argparse
+
+    from studio.cli import build_parser
+
+    out: set[str] = set()
+    todo = [build_parser()]
+    while todo:
+        parser = todo.pop()
+        for action in parser._actions:
+            out.update(o for o in action.option_strings if o.startswith("--") and o != "--help")
+            if isinstance(action, argparse._SubParsersAction):
+                todo.extend(action.choices.values())
+    return out
+
+
+#: Strings that hold one of our flag names as another tool's flag (GenAI-Perf's --concurrency).
+OTHER_TOOLS = {("evaluate.py", "--concurrency")}
+
+
+def flag_hits(root: Path = STUDIO) -> list[str]:
+    """``file:line: --flag`` for each flag of ours in a string (docstrings aside) of the headless
+    packages under ``root``. ``io/export`` is left out: it writes the engines' own command lines,
+    whose flags share names with ours (``--model``)."""
+    flags = _cli_flags()
+    pattern = re.compile(
+        r"(?<![\w-])(" + "|".join(map(re.escape, sorted(flags, key=len, reverse=True))) + r")(?![\w-])"
+    )
+    hits = []
+    for layer in HEADLESS:
+        for path in sorted((root / layer).rglob("*.py")):
+            if "export" in path.relative_to(root).parts:
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            docstrings = {
+                id(node.body[0].value)
+                for node in ast.walk(tree)
+                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.body
+                and isinstance(node.body[0], ast.Expr)
+                and isinstance(node.body[0].value, ast.Constant)
+            }
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                    hits += [
+                        f"{path.name}:{node.lineno}: {m.group(0)}"
+                        for m in pattern.finditer(node.value)
+                        if (path.name, m.group(0)) not in OTHER_TOOLS
+                    ]
+    return hits
+
+
+def test_no_cli_flag_in_any_headless_text():
+    """Not only errors: warnings' fixes, notes and explanations below the commands name no flag of
+    ours either (a window would tell its user to pass one)."""
+    assert {"--disagg", "--cp", "--gpu"} <= _cli_flags(), "the parser scan is broken"
+    assert flag_hits() == []
+
+
+def test_a_flag_in_a_warning_fix_is_found(tmp_path):
+    """The scan sees a flag inside an f-string part of a warning's fix, and not in a docstring."""
+    engine = tmp_path / "engine"
+    engine.mkdir()
+    (engine / "rules.py").write_text(
+        'def f(x):\n    """Use --cp here is fine."""\n    return f"set it (--cp, --cp-mode): {x}"\n',
+        encoding="utf-8",
+    )
+    assert flag_hits(tmp_path) == ["rules.py:3: --cp", "rules.py:3: --cp-mode"]
+
+
 def test_cli_message_puts_the_flag_first():
     exc = StudioError(
         "the node count must be between 1 and 4096 (got 0)", "topo.txt", field="nodes"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from studio.commands.flags import cli_message
 from studio.core.edits import add_template_node, connect_nodes_to_fabric
 from studio.core.errors import StudioError
 from studio.core.layout import Layout
@@ -26,6 +27,7 @@ from tests.engine.fixtures import (
     LLAMA_8B,
     LLAMA_70B,
     cluster,
+    llama,
     project,
 )
 
@@ -52,13 +54,17 @@ def test_parse_pools_reads_workers_layouts_and_gpu_types():
         ("2P:tp4,1P:tp2,1D:tp8", "two prefill pools"),
         ("2X:tp4,1D:tp8", "cannot read '2X:tp4'"),
         ("0P:tp4,1D:tp8", "workers"),
-        ("1P:tp4ep3,1D:tp8", "ep (3)"),
+        ("1P:tp4ep3,1D:tp8", "EP=3 does not divide TP×DP = 4"),
     ],
 )
-def test_parse_pools_names_the_flag_and_the_form(text, says):
+def test_parse_pools_names_the_form_and_the_cli_its_flag(text, says):
     with pytest.raises(StudioError) as e:
         parse_pools(text)
-    assert e.value.message.startswith("--disagg") and says in e.value.message
+    assert e.value.field == "disagg" and says in e.value.message
+    assert cli_message(e.value).startswith("--disagg: ")
+    with pytest.raises(StudioError) as e:
+        parse_pools(text, "Pools")  # a window names its own control
+    assert e.value.message.startswith("Pools: ") and "--disagg" not in e.value.message
 
 
 def test_project_without_serving_mode_loads_aggregated_and_the_mode_round_trips():
@@ -215,6 +221,20 @@ def test_a_decode_pool_whose_kv_cannot_hold_one_sequence_is_refused():
         StudioError, match=r"^serving_mode.decode: a TP2 worker needs .* GiB per GPU"
     ):
         evaluate_disaggregated(p, parse_pools("1P:tp8@h200-sxm,1D:tp2@l40s"))
+
+
+def test_pool_workers_follow_the_parallelism_rules_of_a_layout():
+    """A worker is a TP × PP (× EP) instance of the model: a TP that does not split the attention
+    heads, or an EP a dense model cannot have, is refused as the layout of an aggregated plan is."""
+    heads40 = llama(5120, 48, 40, 8, 16384, "forty-heads")
+    p = project(cluster(HGX_H200, 3, H200), heads40, workload=WL)
+    with pytest.raises(
+        StudioError,
+        match=r"^serving_mode.prefill.tp: TP=16 does not divide the 40 attention heads; allowed: 1, 2, 4, 8, 40$",
+    ):
+        evaluate_disaggregated(p, parse_pools("1P:tp16,1D:tp8", "Pools"))
+    with pytest.raises(StudioError, match=r"^serving_mode.decode.ep: .* has no experts .*; allowed: 1$"):
+        evaluate_disaggregated(_h200(1), parse_pools("1P:tp4,1D:tp2ep2"))
 
 
 def test_unknown_gpu_type_and_shared_gpus_are_refused():

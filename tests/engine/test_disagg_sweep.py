@@ -6,7 +6,7 @@ import pytest
 
 from studio.core.workload import Workload
 from studio.engine.disagg_sweep import sweep_disaggregated, worker_shapes
-from tests.engine.fixtures import H200, HGX_H200, LLAMA_8B, MIXTRAL, cluster, project
+from tests.engine.fixtures import H200, HGX_H200, LLAMA_8B, MIXTRAL, cluster, llama, project
 
 WL = Workload(isl=2048, osl=256, max_batch=128, ttft_ms=1000, tpot_ms=30)
 
@@ -52,6 +52,14 @@ def test_a_tighter_tpot_target_never_raises_the_best_throughput(swept):
     tight = sweep_disaggregated(p, tpot_ms=10)
     assert tight.best is None or tight.best.tokens_per_s_per_gpu <= swept.best.tokens_per_s_per_gpu
     assert all(r.tpot_ms <= 10 for r in tight.rows if r.meets_targets)
+
+
+def test_workers_tried_split_the_attention_heads():
+    heads40 = llama(5120, 48, 40, 8, 16384, "forty-heads")
+    shapes = worker_shapes(project(cluster(HGX_H200, 2, H200), heads40), None)
+    assert {w.tp for w in shapes} == {1, 2, 4, 8}
+    wide = worker_shapes(project(cluster(HGX_H200.replace(gpus_per_node=16), 1, H200), heads40), None)
+    assert 16 not in {w.tp for w in wide} and 8 in {w.tp for w in wide}
 
 
 def test_moe_workers_try_expert_parallel_and_dense_ones_do_not():

@@ -78,7 +78,8 @@ def _missing_note(project: Project, engine: str) -> list[str]:
     return [
         f"{engine}: speculative decoding ({spec.method}) needs the draft weights: no published "
         f"{'EAGLE head' if spec.method.startswith('eagle') else 'checkpoint'} is known for this model; "
-        "give one with --draft-checkpoint (the engine refuses to start without it)."
+        "give one as the project's serving.speculative.draft_checkpoint (on the command line: "
+        "layout-studio export --draft-checkpoint); the engine refuses to start without it."
     ]
 
 
