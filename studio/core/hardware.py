@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from studio.core.base import Frozen
+from studio.core.units import GIB
 
 ID_PATTERN = r"^[A-Za-z0-9_.:/~\-]+$"
 
@@ -99,7 +100,7 @@ class GpuSpec(Frozen):
     def memory_bytes(self) -> float:
         """Device memory in bytes: the driver-reported total when known, else the marketed GB."""
         if self.memory_gib is not None:
-            return self.memory_gib * 2**30
+            return self.memory_gib * GIB
         return self.memory_gb * 1e9
 
     def peak_tflops(self, compute_class: str) -> float:

@@ -19,6 +19,7 @@ from studio.core.architecture import LLMArchitecture, ModulePrecision
 from studio.core.hardware import GpuSpec
 from studio.core.layout import Layout
 from studio.core.precision import DType
+from studio.core.units import GIB
 from studio.engine.comm import Collective, allreduce, alltoall, p2p
 from studio.engine.constants import Constants
 from studio.engine.context_parallel import CpCosts, cp_costs
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from studio.core.workload import SpeculativeConfig
     from studio.engine.speculative import Drafting
 
-GIB = float(2**30)
 
 
 @dataclass

@@ -27,6 +27,7 @@ from studio.core import parallelism as par
 from studio.core.errors import StudioError, nearest
 from studio.core.project import CalibrationProfile, Project
 from studio.core.serving_mode import PoolLayout, ServingMode
+from studio.core.units import GIB, MIB
 from studio.engine.constants import Constants
 from studio.engine.costing import LayoutCosts, layout_costs
 from studio.engine.disagg_pools import (
@@ -49,7 +50,6 @@ from studio.engine.kv_transfer import KvTransfer, kv_transfer
 from studio.engine.results import Explanation, Term
 from studio.engine.topology import Topology, topology_of
 
-GIB = float(2**30)
 ROLE_NAME = {"P": "prefill", "D": "decode"}
 
 
@@ -548,7 +548,7 @@ def _reasons(res: DisaggResult, pf: PrefillCurve, dc: DecodeCurve) -> tuple[str,
         f"per worker, {d.utilisation:.0%} busy, {d.batch:.3g} sequences decoding per worker"
     )
     out.append(
-        f"KV transfer: {t.bytes_per_request / 2**20:,.1f} MiB per request in {t.flows} rank-to-rank flows; "
+        f"KV transfer: {t.bytes_per_request / MIB:,.1f} MiB per request in {t.flows} rank-to-rank flows; "
         f"slowest {t.src_gpu} → {t.dst_gpu} at {t.bandwidth_gbps:.3g} GB/s"
     )
     out.append(res.balance.describe(p.pool.workers, d.pool.workers))
@@ -619,8 +619,8 @@ def _explain(
             "ms",
             "latency of the route + largest flow bytes / its share of the slowest link",
             (
-                Term("bytes per request", t.bytes_per_request / 2**20, "MiB"),
-                Term("largest flow", t.bytes_per_flow / 2**20, "MiB"),
+                Term("bytes per request", t.bytes_per_request / MIB, "MiB"),
+                Term("largest flow", t.bytes_per_flow / MIB, "MiB"),
                 Term("flows", t.flows, ""),
                 Term("bandwidth per flow", t.bandwidth_gbps, "GB/s", t.bottleneck_name),
                 Term("latency", t.latency_us, "µs"),

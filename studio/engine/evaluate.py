@@ -11,6 +11,7 @@ from studio.core.architecture import LLMArchitecture
 from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.project import CalibrationProfile, Project
+from studio.core.units import GIB
 from studio.core.workload import Workload
 from studio.engine.comm import Collective
 from studio.engine.constants import Constants, default_constants
@@ -157,18 +158,18 @@ def evaluate(
     weights_fit = bool((pool > 0).all())
     if not weights_fit:
         s = int(np.argmin(pool))
-        need = (lc.weights[s] + lc.activations[s] + lc.overhead[s]) / 2**30
+        need = (lc.weights[s] + lc.activations[s] + lc.overhead[s]) / GIB
         if sv.runtime == "trtllm":
             fit_reason = (
                 f"stage {s} needs {need:.1f} GiB per GPU for weights, activations and runtime, "
-                f"more than the device's {lc.capacity[s] / 2**30:.1f} GiB (TensorRT-LLM gives the KV cache "
+                f"more than the device's {lc.capacity[s] / GIB:.1f} GiB (TensorRT-LLM gives the KV cache "
                 f"{sv.gpu_memory_utilization:.0%} of what is left)"
             )
         else:
             fit_reason = (
                 f"stage {s} needs {need:.1f} GiB per GPU "
-                f"for weights, activations and runtime, above the {lc.usable[s] / 2**30:.1f} GiB usable "
-                f"({sv.gpu_memory_utilization:.0%} of {lc.capacity[s] / 2**30:.1f} GiB)"
+                f"for weights, activations and runtime, above the {lc.usable[s] / GIB:.1f} GiB usable "
+                f"({sv.gpu_memory_utilization:.0%} of {lc.capacity[s] / GIB:.1f} GiB)"
             )
     elif max_seqs < 1:
         fit_reason = (f"weights fit, but the KV cache holds {cap_tokens:,} tokens, less than one "

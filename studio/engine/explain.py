@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from studio.core.units import GIB, MIB
 from studio.engine.context import PlanContext
 from studio.engine.results import Explanation, Term
-
-GIB = float(2**30)
 
 
 def _peak_stage(ctx: PlanContext) -> int:
@@ -34,7 +33,7 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
         "memory.kv_cache", ctx.batch * float(ctx.seq_bytes[s]) / GIB, "GiB",
         "batch × KV bytes per GPU of one sequence of isl+osl tokens",
         (Term("batch", ctx.batch, "sequences"), Term("sequence", ctx.seq_len, "tokens"),
-         Term("per sequence per GPU", float(ctx.seq_bytes[s]) / 2**20, "MiB")),
+         Term("per sequence per GPU", float(ctx.seq_bytes[s]) / MIB, "MiB")),
     )
     out["memory.activations"] = Explanation(
         "memory.activations", float(lc.activations[s]) / GIB, "GiB",

@@ -6,6 +6,7 @@ import math
 
 from studio.core.parallelism import heads_reason
 from studio.core.precision import DType
+from studio.core.units import GIB
 from studio.engine.context import PlanContext
 from studio.engine.results import PlanWarning
 from studio.engine.shapes import LayerTable, stage_shapes
@@ -217,7 +218,7 @@ def _fits_one_gpu(ctx: PlanContext) -> list[PlanWarning]:
         return []
     return [PlanWarning(
         "FITS_ONE_GPU_PREFER_DP", "info",
-        f"the model fits one GPU ({one.weights / 2**30:.1f} GiB of weights): replicas avoid all TP/PP communication",
+        f"the model fits one GPU ({one.weights / GIB:.1f} GiB of weights): replicas avoid all TP/PP communication",
         f"try tp=1, pp=1, dp={lay.world_size} (compare throughput per GPU)",
     )]
 

@@ -17,6 +17,7 @@ from studio.core import parallelism
 from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.project import Objective, Project
+from studio.core.units import GIB
 from studio.engine.costing import LayoutCosts, bubble_fraction, layout_costs, serve_times
 from studio.engine.evaluate import (
     cached_layer_table,
@@ -305,8 +306,8 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
             reasons.append(parallelism.heads_reason(project.model, tp) or "")
         elif not weights_fit:
             s = int(np.argmin(pool))
-            reasons.append(f"does not fit: stage {s} needs {(lc.weights[s] + lc.activations[s] + lc.overhead[s]) / 2**30:.1f} GiB "
-                           f"of {lc.usable[s] / 2**30:.1f} GiB usable per GPU")
+            reasons.append(f"does not fit: stage {s} needs {(lc.weights[s] + lc.activations[s] + lc.overhead[s]) / GIB:.1f} GiB "
+                           f"of {lc.usable[s] / GIB:.1f} GiB usable per GPU")
         elif seq_len > project.model.max_context:
             reasons.append(f"isl+osl {seq_len} exceeds the model context {project.model.max_context}")
         else:
@@ -335,7 +336,7 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
     return {
         "tp": np.full(n, tp), "pp": np.full(n, pp), "dp": np.full(n, dp), "ep": np.full(n, ep),
         "micro_batches": M.astype(np.int64), "batch": B.astype(np.int64), "fits": fits,
-        "mem_peak_gib": mem_peak.max(axis=1) / 2**30, "kv_capacity_tokens": np.full(n, cap_tokens),
+        "mem_peak_gib": mem_peak.max(axis=1) / GIB, "kv_capacity_tokens": np.full(n, cap_tokens),
         "ttft_ms": ttft, "tpot_ms": tpot, "tokens_per_s": tps, "tokens_per_s_per_gpu": tps / world,
         "tokens_per_s_per_user": np.where(fits, 1e3 / tpot, 0.0), "usd_per_million": usd_m,
         "bubble": np.asarray(bubble, dtype=float) * np.ones(n), "warnings_count": wcount, "meets_targets": meets,

@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from studio.core.architecture import LLMArchitecture
 from studio.core.precision import DType
 from studio.core.project import Project
-
-GIB = float(2**30)
+from studio.core.units import GIB
 
 #: Bytes per weight element as trtllm-bench counts them (FP8 and FP8 block scales 1, NVFP4 0.5,
 #: anything else 2) — ``BYTES_PER_ELEM`` in tensorrt_llm/bench/build/tuning.py.

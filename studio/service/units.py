@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 
+from studio.core.units import GIB, MIB
+
 DASH = "—"
-GIB = float(2**30)
 
 
 def _missing(v: float | None) -> bool:
@@ -51,7 +52,7 @@ def size_bytes(b: float | None, digits: int = 1) -> str:
         return f"{b / (1024 * GIB):,.2f} TiB"
     if abs(b) >= GIB:
         return f"{b / GIB:,.{digits}f} GiB"
-    return f"{b / 2**20:,.0f} MiB"
+    return f"{b / MIB:,.0f} MiB"
 
 
 def usd(v: float | None, digits: int = 2) -> str:
