@@ -99,6 +99,65 @@ def loss(points: list[Point], c: Constants) -> float:
     return sum(log_error(p, c) for p in points) / max(1, len(points))
 
 
+def _acts_on(name: str, p: Point) -> bool:
+    """Whether constant ``name`` can change ``p``'s prediction (a superset is always safe).
+
+    Most constants act on every point; the GPU-specific ones only on that GPU's points (FP4 matmul
+    only with FP4 weights), the MoE ones only on MoE models, the front end's request overhead only
+    on served (not offline) runs. The fit re-costs only these points when it moves one constant.
+    """
+    from benchmarks.validation.corpus import project_for
+
+    key, _, gpu = name.partition(":")
+    if key == "matmul_efficiency_fp4":
+        own = {g for g in PARAMS_GPUS.get(key, ()) if g != "default"}
+        on_gpu = p.gpu == gpu if gpu != "default" else p.gpu not in own
+        return on_gpu and p.precision == "fp4"
+    if gpu:
+        own = {g for g in PARAMS_GPUS.get(key, ()) if g != "default"}
+        return p.gpu == gpu if gpu != "default" else p.gpu not in own
+    if key in MOE_PARAMS:
+        return project_for(p)[0].model.moe is not None
+    if key == "request_overhead_ms":
+        return project_for(p)[0].workload.load.mode != "offline"
+    return True
+
+
+#: The constants that act on MoE models only, and the GPUs each per-GPU constant is fitted for.
+MOE_PARAMS = frozenset({"moe_layer_overhead_us", "moe_overhead_half_tokens", "moe_permute_passes",
+                        "expert_gemm_half_tokens", "moe_imbalance_factor"})
+PARAMS_GPUS: dict[str, tuple[str, ...]] = {}
+for _name in PARAMS:
+    _key, _, _gpu = _name.partition(":")
+    if _gpu:
+        PARAMS_GPUS[_key] = (*PARAMS_GPUS.get(_key, ()), _gpu)
+
+
+class _Errors:
+    """Per-point log errors at the fit's current constants; a trial move of one constant re-costs
+    only the points it acts on (:func:`_acts_on`), so the loss is the same as :func:`loss`'s."""
+
+    def __init__(self, points: list[Point], base: Constants, values: dict[str, float]) -> None:
+        self.points, self.base = points, base
+        self.errs = [log_error(p, _with(base, values)) for p in points]
+        self.deps = {name: [i for i, p in enumerate(points) if _acts_on(name, p)] for name in PARAMS}
+
+    @property
+    def loss(self) -> float:
+        return sum(self.errs) / max(1, len(self.errs))
+
+    def trial(self, values: dict[str, float], name: str) -> tuple[float, dict[int, float]]:
+        """Loss with ``values`` (differing from the current ones in ``name`` only) and the changed errors."""
+        c = _with(self.base, values)
+        changed = {i: log_error(self.points[i], c) for i in self.deps[name]}
+        total = sum(self.errs) + sum(e - self.errs[i] for i, e in changed.items())
+        return total / max(1, len(self.errs)), changed
+
+    def accept(self, changed: dict[int, float]) -> None:
+        for i, e in changed.items():
+            self.errs[i] = e
+
+
 def fit(points: list[Point], base: Constants | None = None, verbose: bool = False,
         factors: tuple[float, ...] = (1.5, 1.2, 1.07)) -> dict[str, float]:
     """Constants (the names of :data:`PARAMS`) that minimise :func:`loss` on ``points``.
@@ -109,7 +168,8 @@ def fit(points: list[Point], base: Constants | None = None, verbose: bool = Fals
     """
     base = base or default_constants()
     values = {k: _get(base, k) for k in PARAMS}
-    best = loss(points, _with(base, values))
+    errors = _Errors(points, base, values)
+    best = errors.loss
 
     def moved(name: str, v0: float, direction: int, factor: float) -> float:
         lo, hi, step = PARAMS[name]
@@ -125,17 +185,18 @@ def fit(points: list[Point], base: Constants | None = None, verbose: bool = Fals
                     v1 = moved(name, values[name], direction, factor)
                     if v1 == values[name]:
                         continue
-                    l1 = loss(points, _with(base, dict(values, **{name: v1})))
+                    l1, changed = errors.trial(dict(values, **{name: v1}), name)
                     if l1 >= best - 1e-5:
                         continue
                     while l1 < best - 1e-5:  # keep going while it pays
                         best, values, improved = l1, dict(values, **{name: v1}), True
+                        errors.accept(changed)
                         if verbose:
                             print(f"  loss {best:.4f}  {name} = {v1:.4g}", flush=True)
                         v1 = moved(name, v1, direction, factor)
                         if v1 == values[name]:
                             break
-                        l1 = loss(points, _with(base, dict(values, **{name: v1})))
+                        l1, changed = errors.trial(dict(values, **{name: v1}), name)
                     break
     return values
 
