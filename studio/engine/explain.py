@@ -137,8 +137,9 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
         + (Term("M", ctx.micro_batches, "micro-batches"),
            Term("all-reduce share per step", float(st.decode_allreduce[:, 0].sum()), "ms"))
         + ((Term("mean iteration", ld.iteration_ms, "ms", "what TPOT is"),) if ld is not None else ()),
-        ("decode step = max(FLOPs / compute rate, (weights + KV read) / (HBM × hbm_efficiency × decode_efficiency)) "
-         "+ fixed costs per iteration, layer and MoE layer",) + load_notes,
+        ("decode step = max(FLOPs / compute rate, (weights read + KV read) / (HBM × hbm_efficiency × decode_efficiency)) "
+         "+ fixed costs per iteration, layer and MoE layer; the weights read are all but the embedding table, "
+         "of which a step gathers only its tokens' rows",) + load_notes,
     )
     if lc.spec is not None:
         _speculative(out, ctx, dc)

@@ -9,7 +9,8 @@ prompts being prefilled, within a token budget (``max_num_batched_tokens`` / ``m
   (``prefill_efficiency``) × ``T / (T + gemm_half_tokens)``, ``T`` the tokens of the micro-batch:
   a few tokens leave the tensor cores idle, thousands saturate them. Routed experts run grouped
   GEMMs of ``T · k / E`` tokens each (over the EP group), at ``t / (t + expert_gemm_half_tokens)``.
-* Weights (and the routed experts actually touched) and the KV cache of the decoding sequences are
+* Weights (all but the embedding table, of which a pass gathers only its tokens' rows; and only
+  the routed experts actually touched) and the KV cache of the decoding sequences are
   read once per micro-batch at ``decode_efficiency`` × the achievable memory bandwidth.
 * A stage takes ``max(compute, memory) + roofline_blend × min(compute, memory)`` (kernels do not
   overlap perfectly) + fixed costs (per iteration, per layer, and per MoE layer for routing and the
@@ -144,7 +145,7 @@ class IterationModel:
                 # memory-bound kernels between the GEMMs, in proportion to tokens × k
                 cmp_s = cmp_s + (tokens * sh.moe_layers * lc.experts_per_token * h * act_b
                                  * c.moe_permute_passes / lc.hbm_bps[s])
-            dense_w = sh.weights - sh.expert_bytes
+            dense_w = sh.streamed_bytes - sh.expert_bytes  # the embedding table is gathered, not read
             if lc.num_experts:
                 miss = 1.0 - lc.experts_per_token / lc.num_experts
                 touched = 1.0 - miss ** (tokens * route)

@@ -96,10 +96,19 @@ class StageShape:
     kv_sliding: float  # same, sliding layers (capped at the window)
     expert_params: float = 0.0  # routed-expert parameters per GPU per token (balanced), in params_by_class
     expert_class: str = "bf16"
+    embeddings_are_head: bool = False  # tied embeddings on a one-stage model: the table is the LM head
 
     @property
     def weights(self) -> float:
         return sum(self.weights_by_module.values())
+
+    @property
+    def streamed_bytes(self) -> float:
+        """Weight bytes one forward pass reads from memory: all but the embedding table, of which a
+        pass gathers only its tokens' rows (unless the tied table also serves as the LM head)."""
+        if self.embeddings_are_head:
+            return self.weights
+        return self.weights - self.weights_by_module.get("embeddings", 0.0)
 
     def kv_bytes_for(self, tokens: float | np.ndarray, window: int | None) -> float | np.ndarray:
         """KV bytes per GPU of one sequence of ``tokens`` tokens."""
@@ -212,6 +221,7 @@ def stage_shapes(
                 kv_sliding=kv_layer * sliding,
                 expert_params=ts("experts", first, count) * k_active / tp,
                 expert_class=_cls(p_exp, has_fp8, has_fp4),
+                embeddings_are_head=bool(model.tie_word_embeddings) and s == 0 and s == last_stage,
             )
         )
         first += count
