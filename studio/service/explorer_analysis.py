@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from studio.core.layout import Layout
+from studio.core.units import GIB
 from studio.engine.placement import topology_for, tp_bottleneck
-from studio.engine.results import GIB, PlanResult
+from studio.engine.results import PlanResult
 from studio.engine.sweep import SweepResult
 
 

@@ -12,10 +12,10 @@ from PySide6.QtTest import QTest
 
 from studio.gui.document import ProjectDocument
 from studio.gui.explorer import ExplorerWidget
-from studio.gui.explorer.analysis import COLUMNS
 from studio.gui.explorer.table_model import ROW_ROLE
 from studio.io.project_file import load_project
 from studio.service import slo as slo_service
+from studio.service.explorer_analysis import COLUMNS
 
 
 def _col(key: str) -> int:

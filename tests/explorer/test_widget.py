@@ -10,7 +10,7 @@ import pytest
 from studio.engine import sweep
 from studio.gui.document import ProjectDocument
 from studio.gui.explorer import ExplorerWidget
-from studio.gui.explorer.analysis import best_rows
+from studio.service.explorer_analysis import best_rows
 
 
 @pytest.fixture

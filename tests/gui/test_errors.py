@@ -204,8 +204,8 @@ def test_document_destroyed_with_unsaved_changes_emits_nothing_afterwards(qtbot,
 
 
 def test_sweep_task_stops_quietly_when_its_window_is_gone(project):
-    from studio.gui.explorer.task import explore_work
     from studio.gui.worker import _Relay, _Task
+    from studio.service.explorer_work import explore_work
     from studio.service.scheduler import Job, Request
 
     calls = []

@@ -9,7 +9,7 @@ from PySide6.QtCore import QPointF, Signal
 from PySide6.QtWidgets import QWidget
 
 from studio.engine.sweep import SweepResult
-from studio.gui.explorer.analysis import AXIS_LABELS, PLOT_MODES, frontier
+from studio.service.explorer_analysis import AXIS_LABELS, PLOT_MODES, frontier
 
 POINT_COLOR = "#4c6ef5"
 FRONT_COLOR = "#e8590c"

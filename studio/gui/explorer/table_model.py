@@ -14,7 +14,7 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QBrush, QColor, QFont
 
 from studio.engine.sweep import SweepResult
-from studio.gui.explorer.analysis import COLUMNS, format_value
+from studio.service.explorer_analysis import COLUMNS, format_value
 from studio.service.slo import LayoutSlo, SloReport
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1

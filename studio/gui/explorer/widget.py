@@ -39,7 +39,14 @@ from studio.engine.placement import PlacementOption, compare_placements
 from studio.engine.results import PlanResult
 from studio.engine.sweep import SweepResult
 from studio.gui.document import ProjectDocument
-from studio.gui.explorer.analysis import (
+from studio.gui.explorer.compare_view import MAX_PINNED, CompareView
+from studio.gui.explorer.multiples import SmallMultiples
+from studio.gui.explorer.pareto import ParetoPlot
+from studio.gui.explorer.placement_view import PlacementView
+from studio.gui.explorer.table_model import ROW_ROLE, SweepFilterProxy, SweepTableModel
+from studio.gui.timeline import TimelinePanel
+from studio.gui.worker import ScheduledWork
+from studio.service.explorer_analysis import (
     COLUMNS,
     PLOT_MODES,
     SLO_KEYS,
@@ -47,14 +54,7 @@ from studio.gui.explorer.analysis import (
     first_tp_group,
     why_loses,
 )
-from studio.gui.explorer.compare_view import MAX_PINNED, CompareView
-from studio.gui.explorer.multiples import SmallMultiples
-from studio.gui.explorer.pareto import ParetoPlot
-from studio.gui.explorer.placement_view import PlacementView
-from studio.gui.explorer.table_model import ROW_ROLE, SweepFilterProxy, SweepTableModel
-from studio.gui.explorer.task import Sweeper, explore_work
-from studio.gui.timeline import TimelinePanel
-from studio.gui.worker import ScheduledWork
+from studio.service.explorer_work import Sweeper, explore_work
 from studio.service.recommend import sweep_kwargs, with_row
 from studio.service.scheduler import Response
 from studio.service.slo import Explored, SloReport, SloTargets, resolve_targets
