@@ -24,7 +24,7 @@ from studio.core.architecture import LLMArchitecture, MLAConfig, ModulePrecision
 from studio.core.errors import StudioError, first_error_message
 from studio.core.precision import DType
 from studio.io.safe import load_json_file
-from studio.io.safe_regex import SafePattern, UnsafePattern
+from studio.io.safe_regex import MAX_STATES, PatternTooLarge, SafePattern, UnsafePattern
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
@@ -430,41 +430,99 @@ def _base_dtype(cfg: dict[str, Any]) -> DType:
 MAX_MODULE_PATTERN_CHARS = 1000
 #: Most module-name patterns read from one config (real lists name a few thousand modules).
 MAX_MODULE_PATTERNS = 100_000
+#: Most wildcard patterns (globs with ``* ? [`` and ``re:`` patterns) matched for one config; plain
+#: module names, however many, cost a set lookup each and are not counted.
+MAX_WILDCARD_PATTERNS = 1_000
+#: Most automaton states the ``re:`` patterns of one config compile to together (one pattern may
+#: have up to :data:`~studio.io.safe_regex.MAX_STATES`; 200,000 compile in well under a second).
+MAX_PATTERN_STATES = 200_000
+
+_GLOB_CHARS = frozenset("*?[")
 
 
-def _matches(patterns: Iterable[Any], group: str) -> bool:
-    """Whether any module-name pattern (glob, substring or ``re:`` regex) names ``group``.
+def _spans(module: str) -> frozenset[str]:
+    """Every run of whole dot-separated parts of ``module`` ("a.b.c": a, a.b, a.b.c, b, b.c, c).
 
-    ``re:`` patterns are matched by :class:`~studio.io.safe_regex.SafePattern` (polynomial time,
-    so ``re:(.*)*X`` cannot hang); patterns it cannot match safely (look-arounds,
-    back-references) are skipped like invalid ones. Over-long patterns are skipped.
+    A glob or name ``p`` names a module when it matches it as ``p``, ``p.*``, ``*.p`` or ``*.p.*``,
+    which is exactly when ``p`` matches one of these runs."""
+    parts = module.split(".")
+    return frozenset(".".join(parts[i:j]) for i in range(len(parts)) for j in range(i + 1, len(parts) + 1))
+
+
+_GROUP_SPANS = {g: frozenset().union(*(_spans(m) for m in mods)) for g, mods in _GROUP_MODULES.items()}
+
+
+def _excluded_groups(patterns: Iterable[Any], groups: Iterable[str], source: str | None = None) -> set[str]:
+    """The ``groups`` that some module-name pattern (name, glob or ``re:`` regex) names.
+
+    Each distinct pattern is looked at once. A plain name is a set lookup; globs go through
+    :func:`fnmatch.fnmatchcase` and ``re:`` patterns through
+    :class:`~studio.io.safe_regex.SafePattern` (linear time, so ``re:(.*)*X`` cannot hang).
+    Patterns it cannot match safely (look-arounds, back-references, a single automaton over
+    :data:`~studio.io.safe_regex.MAX_STATES` states), over-long patterns and non-strings are
+    skipped like invalid ones.
+
+    Raises
+    ------
+    StudioError
+        More than :data:`MAX_WILDCARD_PATTERNS` wildcard patterns, or ``re:`` patterns compiling to
+        more than :data:`MAX_PATTERN_STATES` states together: checking them would take minutes.
     """
+    wanted = set(groups)
+    found: set[str] = set()
+    seen: set[str] = set()
+    wildcards = 0
+    states = 0
     for pat in patterns:
-        if not isinstance(pat, str) or not pat or len(pat) > MAX_MODULE_PATTERN_CHARS:
+        if found == wanted:
+            break
+        if not isinstance(pat, str) or not pat or len(pat) > MAX_MODULE_PATTERN_CHARS or pat in seen:
             continue
-        if pat.startswith("re:"):
+        seen.add(pat)
+        is_re = pat.startswith("re:")
+        if not is_re and _GLOB_CHARS.isdisjoint(pat):
+            found.update(g for g in wanted if pat in _GROUP_SPANS[g])
+            continue
+        wildcards += 1
+        if wildcards > MAX_WILDCARD_PATTERNS:
+            raise StudioError(
+                f"quantization_config holds more than {MAX_WILDCARD_PATTERNS:,} wildcard or re: module "
+                "patterns; at most that many are matched (plain module names are not limited)",
+                source,
+            )
+        todo = wanted - found
+        if is_re:
+            budget = MAX_PATTERN_STATES - states
             try:
-                compiled = SafePattern(pat[3:])
+                compiled = SafePattern(pat[3:], max_states=budget)
+            except PatternTooLarge:
+                if budget < MAX_STATES:
+                    raise StudioError(
+                        f"quantization_config: the re: module patterns compile to more than "
+                        f"{MAX_PATTERN_STATES:,} automaton states together (their repeats are too large); "
+                        "at most that many are matched",
+                        source,
+                    ) from None
+                states += MAX_STATES  # built, then refused: that work counts too
+                continue
             except UnsafePattern:
                 continue
-            if any(compiled.search(module) for module in _GROUP_MODULES[group]):
-                return True
-            continue
-        for module in _GROUP_MODULES[group]:
-            if any(fnmatchcase(module, p) for p in (pat, pat + ".*", "*." + pat, "*." + pat + ".*")):
-                return True
-    return False
+            states += compiled.states
+            found.update(g for g in todo if any(compiled.search(m) for m in _GROUP_MODULES[g]))
+        else:
+            found.update(g for g in todo if any(fnmatchcase(span, pat) for span in _GROUP_SPANS[g]))
+    return found
 
 
 def _apply(dtype: DType, base: DType, excluded: list[Any], quantize_embeddings: bool = False,
-           quantize_lm_head: bool = False) -> ModulePrecision:
-    groups = {}
-    for g in _GROUP_MODULES:
-        quantized = g in ("attention", "mlp", "experts") or (g == "lm_head" and quantize_lm_head) or (
-            g == "embeddings" and quantize_embeddings
-        )
-        groups[g] = base if (not quantized or _matches(excluded, g)) else dtype
-    return ModulePrecision(**groups)
+           quantize_lm_head: bool = False, source: str | None = None) -> ModulePrecision:
+    quantized = [
+        g for g in _GROUP_MODULES
+        if g in ("attention", "mlp", "experts") or (g == "lm_head" and quantize_lm_head)
+        or (g == "embeddings" and quantize_embeddings)
+    ]
+    skipped = _excluded_groups(excluded, quantized, source)
+    return ModulePrecision(**{g: dtype if g in quantized and g not in skipped else base for g in _GROUP_MODULES})
 
 
 def _patterns(qc: dict[str, Any], *keys: str, source: str | None = None) -> list[Any]:
@@ -495,9 +553,9 @@ def _precision(cfg: dict[str, Any], modelopt: dict[str, Any] | None, source: str
     method = qc.get("quant_method")
     skip = _patterns(qc, "modules_to_not_convert", "ignored_layers", "ignore", source=source)
     if method == "fp8":
-        return _apply(DType.FP8, base, skip)
+        return _apply(DType.FP8, base, skip, source=source)
     if method == "mxfp4":
-        return _apply(DType.FP4, base, skip)
+        return _apply(DType.FP4, base, skip, source=source)
     if method in ("awq", "gptq"):
         bits = qc.get("bits", qc.get("w_bit"))
         dtype = {4: DType.INT4, 8: DType.INT8}.get(bits) if isinstance(bits, int) else None
@@ -505,7 +563,7 @@ def _precision(cfg: dict[str, Any], modelopt: dict[str, Any] | None, source: str
             raise StudioError(
                 f"quantization_config.bits is {bits!r:.20} for {method}; supported: 4, 8", source
             )
-        return _apply(dtype, base, skip, quantize_lm_head=qc.get("lm_head") is True)
+        return _apply(dtype, base, skip, quantize_lm_head=qc.get("lm_head") is True, source=source)
     if method == "compressed-tensors":
         return _compressed_tensors(qc, base, skip, source)
     if method == "modelopt" and isinstance(qc.get("quantization"), dict):
@@ -538,7 +596,7 @@ def _compressed_tensors(qc: dict[str, Any], base: DType, skip: list[Any], source
             "supported: 8 float (FP8), 8 int, 4 int, 4 float (FP4)",
             source,
         )
-    return _apply(dtype, base, skip)
+    return _apply(dtype, base, skip, source=source)
 
 
 def _modelopt(q: dict[str, Any], base: DType, source: str) -> ModulePrecision:
@@ -552,7 +610,9 @@ def _modelopt(q: dict[str, Any], base: DType, source: str) -> ModulePrecision:
             + ", ".join(sorted(table)),
             source,
         )
-    return _apply(table[algo], base, _patterns(q, "exclude_modules", source=source), quantize_lm_head=True)
+    return _apply(
+        table[algo], base, _patterns(q, "exclude_modules", source=source), quantize_lm_head=True, source=source
+    )
 
 
 # --------------------------------------------------------------------------- files

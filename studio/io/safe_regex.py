@@ -42,6 +42,10 @@ class UnsafePattern(ValueError):
     """A pattern that is invalid, too long, or uses a construct this matcher does not support."""
 
 
+class PatternTooLarge(UnsafePattern):
+    """A pattern whose automaton would need more states than allowed (its repeats are too large)."""
+
+
 _WORD = re.compile(r"\w")
 _DIGIT = re.compile(r"\d")
 _SPACE = re.compile(r"\s")
@@ -133,14 +137,19 @@ class SafePattern:
     ----------
     pattern:
         Python regex syntax, at most :data:`MAX_PATTERN_CHARS` characters.
+    max_states:
+        Most automaton states the pattern may compile to (at most :data:`MAX_STATES`); a caller
+        compiling many patterns passes what is left of its own budget.
 
     Raises
     ------
     UnsafePattern
-        Invalid, too long, too large once compiled, or using an unsupported construct.
+        Invalid, too long, or using an unsupported construct; :class:`PatternTooLarge` when it
+        would compile to more than ``max_states`` states.
     """
 
-    def __init__(self, pattern: str) -> None:
+    def __init__(self, pattern: str, max_states: int = MAX_STATES) -> None:
+        self._max_states = min(max_states, MAX_STATES)
         if len(pattern) > MAX_PATTERN_CHARS:
             raise UnsafePattern(f"pattern is {len(pattern)} characters; at most {MAX_PATTERN_CHARS}")
         try:
@@ -164,8 +173,8 @@ class SafePattern:
 
     # ------------------------------------------------------------------ compiling
     def _new(self, kind: int, arg: Any, out: list[int]) -> int:
-        if len(self._kind) >= MAX_STATES:
-            raise UnsafePattern(f"pattern compiles to more than {MAX_STATES:,} states (repeats too large)")
+        if len(self._kind) >= self._max_states:
+            raise PatternTooLarge(f"pattern compiles to more than {self._max_states:,} states (repeats too large)")
         self._kind.append(kind)
         self._arg.append(arg)
         self._out.append(out)
@@ -198,6 +207,11 @@ class SafePattern:
         for _ in range(lo):
             cur = self._seq(sub, cur)
         return cur
+
+    @property
+    def states(self) -> int:
+        """How many states the automaton has (a match costs at most this per subject character)."""
+        return len(self._kind)
 
     # ------------------------------------------------------------------ matching
     def _prep(self, subject: str) -> str:

@@ -216,6 +216,54 @@ def test_engine_re_patterns_cannot_hang_plan_model_config():
     assert err is None and arch.precision.lm_head.value == "bf16" and arch.precision.mlp.value == "fp8"
 
 
+def _fp8_with(patterns):
+    cfg = json.loads(HF.read_text(encoding="utf-8"))
+    cfg["quantization_config"] = {"quant_method": "fp8", "ignored_layers": patterns}
+    return lambda: architecture_from_config(cfg, model_id="m", name="m", source="config.json")
+
+
+@pytest.mark.parametrize(
+    ("patterns", "limit"),
+    [
+        # distinct patterns of ~49,000 states each: compiling all 200 took minutes
+        ([f"re:(.{{{999 - i}}}){{49}}" for i in range(200)], "200,000 automaton states"),
+        # each over one automaton's limit: built (to the limit), refused, and counted
+        ([f"re:(.{{{999 - i}}}){{60}}" for i in range(200)], "200,000 automaton states"),
+        ([f"x{i}*y*z" for i in range(100_000)], "1,000 wildcard or re: module patterns"),
+        ([f"re:x{i}" for i in range(100_000)], "1,000 wildcard or re: module patterns"),
+    ],
+    ids=["re-large", "re-too-large", "globs", "re-many"],
+)
+def test_many_costly_module_patterns_are_refused_not_matched_for_minutes(patterns, limit):
+    _, err, peak = bounded(_fp8_with(patterns))
+    assert isinstance(err, StudioError) and limit in str(err), err
+    assert peak < 64 * 2**20
+
+
+def test_plain_module_names_are_not_limited_and_each_pattern_is_compiled_once():
+    names = [f"model.layers.{i}.mlp.gate" for i in range(98_000)]
+    arch, err, _ = bounded(_fp8_with(names + ["self_attn"] + ["re:(.{999}){49}"] * 1000))
+    assert err is None and arch.precision.attention.value == "bf16" and arch.precision.mlp.value == "fp8"
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["self_attn", "q_proj", "layers.0", "model", "mlp.experts", "0.down_proj", "*", "*attn*", "*.mlp",
+     "layers.*.mlp", "*ers.0.mlp", "model.?ayers.0.mlp.experts", "lm_h[a-e]ad", "embed_tokens", "ayers",
+     "mlp.down", "*.0.*", "[!m]*", "experts.*", "mlp*"],
+)
+def test_names_and_globs_name_the_modules_fnmatch_names(pattern):
+    from fnmatch import fnmatchcase
+
+    from studio.io.hf_config import _GROUP_MODULES, _excluded_groups
+
+    expected = {
+        g for g, modules in _GROUP_MODULES.items()
+        if any(fnmatchcase(m, p) for m in modules for p in (pattern, pattern + ".*", "*." + pattern, "*." + pattern + ".*"))
+    }
+    assert _excluded_groups([pattern], _GROUP_MODULES) == expected
+
+
 # ----------------------------------------------------------------------------- 200k-character lines
 N = 200_000
 LINES = {
