@@ -132,7 +132,7 @@ def test_snapshot_renders_the_explorer_in_its_own_window(tmp_path):
 
 
 def test_the_report_ranks_alternatives_by_the_projects_objective(dgx405):
-    from studio.gui.report.content import gather
+    from studio.service.report_content import gather
 
     p = dgx405.replace(explorer=dgx405.explorer.replace(objective="cost"))
     assert gather(p).objective == "cost"

@@ -6,9 +6,9 @@ import dataclasses
 
 from studio.core.layout import Layout
 from studio.engine import evaluate
-from studio.gui.report.content import commands_only, gather, layout_key
 from studio.gui.report.document import Images, build_html
-from studio.gui.report.summary import ROWS, executive_summary, num, winners
+from studio.service.report_content import commands_only, gather, layout_key
+from studio.service.report_summary import ROWS, executive_summary, num, winners
 
 FAKE = Images(src=lambda name: f"data:image/png;base64,{name}", width=600)
 

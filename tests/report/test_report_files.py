@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from studio.engine import evaluate
-from studio.gui.report.summary import num
+from studio.service.report_summary import num
 
 SECTIONS = ("Executive summary", "The cluster", "Model and workload", "Chosen layout and alternatives",
             "Memory per GPU", "Pipeline timelines", "Pareto plot", "Warnings", "Assumptions",

@@ -15,7 +15,7 @@ from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QImage, QPainter
 
 from studio.engine.results import PlanResult
-from studio.gui.report.content import Option, ReportData
+from studio.service.report_content import Option, ReportData
 
 SCALE = 2.0
 LANE_AXIS_WIDTH = 64
@@ -63,10 +63,10 @@ def _grab(view, size: tuple[int, int]) -> QImage:
 
 def cluster_image(data: ReportData, max_width: int = 2400) -> QImage:
     """The canvas picture of the cluster with the chosen layout's placement overlay and legend;
-    above :data:`~studio.gui.report.nodes.CANVAS_MAX_GPUS` GPUs or
-    :data:`~studio.gui.report.nodes.CANVAS_MAX_NODES` nodes, the node map (a box per node, a cell
+    above :data:`~studio.service.report_nodes.CANVAS_MAX_GPUS` GPUs or
+    :data:`~studio.service.report_nodes.CANVAS_MAX_NODES` nodes, the node map (a box per node, a cell
     per GPU), whose size does not grow with the cluster."""
-    from studio.gui.report.nodes import draws_links
+    from studio.service.report_nodes import draws_links
 
     plan = data.chosen.plan
     if not draws_links(data.project.cluster):

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from html import escape
 
 from studio.engine.results import GIB
-from studio.gui.report.content import ReportData
-from studio.gui.report.nodes import (
+from studio.service import units
+from studio.service.report_content import ReportData
+from studio.service.report_nodes import (
     CANVAS_MAX_GPUS,
     CANVAS_MAX_NODES,
     MAX_GROUP_ROWS,
@@ -23,8 +24,7 @@ from studio.gui.report.nodes import (
     node_groups,
     node_names,
 )
-from studio.gui.report.summary import ROWS, cluster_phrase, executive_summary, num, winners
-from studio.service import units
+from studio.service.report_summary import ROWS, cluster_phrase, executive_summary, num, winners
 
 WIN_BG = "#d3f9d8"
 HEAD_BG = "#e9ecef"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from studio.core.errors import StudioError
-from studio.gui.report.content import ReportData
+from studio.service.report_content import ReportData
 
 FORMATS = (".html", ".htm", ".pdf")
 PDF_IMAGE_WIDTH = 680  # document pixels across an A4 page inside the margins

@@ -107,15 +107,15 @@ def node_groups(cluster: Cluster, plan: PlanResult) -> list[NodeGroup]:
         for t, _s, _r in key:
             name = cluster.gpu_specs[t].name if t in cluster.gpu_specs else t
             types[name] = types.get(name, 0) + 1
-        used = [(s, r) for _t, s, r in key if s >= 0]
+        ranks = [(s, r) for _t, s, r in key if s >= 0]
         out.append(
             NodeGroup(
                 names=tuple(acc.names),
                 gpu_types=tuple(types.items()),
-                stages=tuple(sorted({s for s, _r in used})),
-                tp_ranks=tuple(sorted({r for _s, r in used})),
+                stages=tuple(sorted({s for s, _r in ranks})),
+                tp_ranks=tuple(sorted({r for _s, r in ranks})),
                 replicas=acc.replicas,
-                idle=len(key) - len(used),
+                idle=len(key) - len(ranks),
                 busiest=acc.busiest,
             )
         )

@@ -9,9 +9,10 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from studio.engine.results import GIB, PlanResult
-from studio.gui.report.content import ReportData, layout_key
+from studio.core.units import GIB
+from studio.engine.results import PlanResult
 from studio.service import units
+from studio.service.report_content import ReportData, layout_key
 
 
 def num(value: float, digits: int = 3) -> str:
