@@ -8,7 +8,8 @@ Two checks:
   packages above it;
 * a fresh interpreter in which PySide6, shiboken6 and pyqtgraph cannot be imported (a meta-path
   finder refuses them, as on a machine without Qt) loads every headless module, imports every
-  ``studio.service`` module and runs ``plan``, ``sweep`` and ``export``.
+  ``studio.service`` module and runs ``plan``, ``sweep`` and ``export``; another runs the
+  application layer's tests (``tests/service``) under pytest the same way.
 """
 
 from __future__ import annotations
@@ -161,3 +162,25 @@ def test_qt_block_refuses_qt():
         [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert proc.stdout.strip() == "refused", proc.stderr
+
+
+#: The application layer's own tests, run by pytest in an interpreter where Qt cannot be imported
+#: (pytest-qt is switched off: it imports Qt when it loads).
+SERVICE_TESTS = BLOCK_QT + """
+import pytest
+sys.exit(pytest.main(["-q", "-p", "no:pytest-qt", "-p", "no:cacheprovider",
+                      "--durations=0", "--durations-min=3600", "tests/service"]))
+"""
+
+
+def test_service_tests_pass_without_qt():
+    """Every test of ``studio.service`` (tests/service) runs and passes with Qt refused."""
+    proc = subprocess.run(
+        [sys.executable, "-c", SERVICE_TESTS % (QT_MODULES,)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert " passed" in proc.stdout and "skipped" not in proc.stdout, proc.stdout[-2000:]
