@@ -18,7 +18,11 @@ Severity = Literal["error", "warning", "info"]
 GIB = float(2**30)
 
 #: Segment kinds of a pipeline timeline, in drawing order; ``Timeline.kind`` indexes this tuple.
-SEGMENT_KINDS: tuple[str, ...] = ("compute", "allreduce", "alltoall", "p2p", "idle", "cp")
+SEGMENT_KINDS: tuple[str, ...] = (
+    "compute", "allreduce", "alltoall", "p2p", "idle", "cp", "kv_transfer",
+)
+#: Kinds only a disaggregated request timeline has (:mod:`studio.engine.disagg_timeline`).
+REQUEST_ONLY_KINDS: frozenset[str] = frozenset({"kv_transfer"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +167,7 @@ class Timeline:
     :data:`SEGMENT_KINDS`, times in ms from the start of the step.
     """
 
-    phase: Literal["prefill", "decode"]
+    phase: Literal["prefill", "decode", "request"]
     lanes: tuple[str, ...]
     lane: np.ndarray
     start: np.ndarray

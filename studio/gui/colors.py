@@ -10,6 +10,7 @@ SEGMENT_COLORS: dict[str, str] = {
     "p2p": "#ae3ec9",
     "idle": "#ced4da",
     "cp": "#c2255c",
+    "kv_transfer": "#f08c00",
 }
 SEGMENT_LABELS: dict[str, str] = {
     "compute": "Compute",
@@ -18,6 +19,7 @@ SEGMENT_LABELS: dict[str, str] = {
     "p2p": "P2P (stage → stage)",
     "idle": "Idle (bubble)",
     "cp": "Context parallel (KV shards)",
+    "kv_transfer": "KV transfer (prefill → decode)",
 }
 
 #: Memory bar parts, bottom to top.

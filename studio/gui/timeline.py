@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.engine.results import SEGMENT_KINDS, PlanResult, Timeline
+from studio.engine.results import REQUEST_ONLY_KINDS, SEGMENT_KINDS, PlanResult, Timeline
 from studio.gui.colors import SEGMENT_COLORS, SEGMENT_LABELS
 
 BAR_HEIGHT = 0.64
@@ -139,7 +139,12 @@ class TimelinePlot(pg.PlotWidget):
         room = note_px / max(h_px - note_px, 1.0) * span if h_px > note_px else span
         bottom = n - 0.4 + max(0.3, room)
         self.setYRange(top, bottom, padding=0)
-        self.note.setPos(max(tl.total_ms, 1e-9) * 1.01, bottom)
+        if tl.phase == "request":  # a long caption: from the left edge, not the right
+            self.note.setAnchor((0, 1))
+            self.note.setPos(0.0, bottom)
+        else:
+            self.note.setAnchor((1, 1))
+            self.note.setPos(max(tl.total_ms, 1e-9) * 1.01, bottom)
 
     def set_detail(self, text: str) -> None:
         """A second line under the bubble note saying what the step holds (empty: none)."""
@@ -154,9 +159,21 @@ class TimelinePlot(pg.PlotWidget):
     def _write_note(self) -> None:
         tl = self.timeline
         assert tl is not None
-        text = f"bubble {tl.bubble_fraction:.0%} of the step · step {max(tl.total_ms, 1e-9):,.2f} ms"
+        if tl.phase == "request":
+            text = f"one request from its prefill batch · first output token at {self.ttft_at(tl):,.1f} ms"
+        else:
+            text = f"bubble {tl.bubble_fraction:.0%} of the step · step {max(tl.total_ms, 1e-9):,.2f} ms"
         detail = getattr(self, "detail", "")
         self.note.setText(f"{text}\n{detail}" if detail else text)
+
+    @staticmethod
+    def ttft_at(tl: Timeline) -> float:
+        """End of the first decode-lane segment of a request timeline: the first token's time."""
+        last = len(tl.lanes) - 1
+        first = np.nonzero(tl.lane == last)[0]
+        if len(first):
+            return float(tl.start[first[0]])
+        return float(tl.total_ms)
 
     def segment_at(self, x: float, y: float) -> int | None:
         """Index of the segment under data point (x ms, y lane), or None."""
@@ -173,7 +190,10 @@ class TimelinePlot(pg.PlotWidget):
         kind = SEGMENT_KINDS[int(tl.kind[i])]
         s, d = float(tl.start[i]), float(tl.duration[i])
         mb = int(tl.micro_batch[i])
-        who = f"micro-batch {mb}" if mb >= 0 else ""
+        if tl.phase == "request":
+            who = f"output token {mb + 1}" if mb >= 0 else ("wait for a prefill batch" if kind == "idle" else "")
+        else:
+            who = f"micro-batch {mb}" if mb >= 0 else ""
         return (
             f"{tl.lanes[int(tl.lane[i])]} · {SEGMENT_LABELS.get(kind, kind)} {who}\n"
             f"{s:,.3f} → {s + d:,.3f} ms  ({d:,.3f} ms)"
@@ -203,6 +223,9 @@ class TimelinePanel(QWidget):
         self.timelines: dict[str, Timeline] = {}
         self.stage_timelines: dict[str, Timeline] = {}
         self.result: PlanResult | None = None
+        #: The request timeline of a disaggregated plan (None when aggregated) and its caption.
+        self.request: Timeline | None = None
+        self.request_caption = ""
         self.phase = "decode"
         self.lane_mode = "stage"
         self.lanes = QComboBox()
@@ -220,24 +243,31 @@ class TimelinePanel(QWidget):
         top = QHBoxLayout()
         top.setContentsMargins(6, 2, 6, 0)
         self._group = QButtonGroup(self)
-        for phase, text in (("prefill", "Prefill"), ("decode", "Decode step")):
+        self.phase_buttons: dict[str, QRadioButton] = {}
+        for phase, text in (
+            ("prefill", "Prefill"), ("decode", "Decode step"), ("request", "Request (P → KV → D)")
+        ):
             b = QRadioButton(text)
             b.setObjectName(f"phase-{phase}")
             b.setChecked(phase == self.phase)
             b.toggled.connect(lambda on, ph=phase: on and self.set_phase(ph))
             self._group.addButton(b)
             top.addWidget(b)
+            self.phase_buttons[phase] = b
+        req = self.phase_buttons["request"]
+        req.setToolTip(
+            "Disaggregated serving: one request on the prefill worker, the KV transfer and the decode worker"
+        )
+        req.setVisible(False)
         top.addSpacing(12)
         top.addWidget(self.caption)
         top.addStretch(1)
         top.addWidget(self.lanes)
         keyrow = QHBoxLayout()
         keyrow.setContentsMargins(6, 0, 6, 0)
-        key = QLabel(
-            "  ".join(
-                f'<span style="color:{SEGMENT_COLORS[k]}">■</span> {SEGMENT_LABELS[k]}' for k in SEGMENT_KINDS
-            )
-        )
+        key = QLabel("")
+        self.key = key
+        self._set_key(False)
         key.setObjectName("timelineKey")
         key.setWordWrap(True)
         keyrow.addWidget(key, 1)
@@ -247,6 +277,33 @@ class TimelinePanel(QWidget):
         lay.addLayout(top)
         lay.addLayout(keyrow)
         lay.addWidget(self.plot, 1)
+
+    def _set_key(self, request: bool) -> None:
+        """The colour key: the step kinds, or with a request timeline shown the request's own."""
+        kinds = ["compute", "idle", "kv_transfer"] if request else [
+            k for k in SEGMENT_KINDS if k not in REQUEST_ONLY_KINDS
+        ]
+        self.key.setText(
+            "  ".join(f'<span style="color:{SEGMENT_COLORS[k]}">■</span> {SEGMENT_LABELS[k]}' for k in kinds)
+        )
+
+    def set_request(self, timeline: Timeline | None, caption: str = "", show: bool = False) -> None:
+        """The disaggregated request timeline (None: the project is aggregated, the view goes);
+        ``show`` switches to it."""
+        self.request = timeline
+        self.request_caption = caption
+        btn = self.phase_buttons["request"]
+        btn.setVisible(timeline is not None)
+        if timeline is None:
+            self.timelines.pop("request", None)
+            if self.phase == "request":
+                self.phase_buttons["decode"].setChecked(True)  # set_phase("decode") via toggled
+            return
+        self.timelines["request"] = timeline
+        if show and self.phase != "request":
+            btn.setChecked(True)
+        elif self.phase == "request":
+            self.set_phase("request")
 
     def set_result(self, result: PlanResult) -> None:
         """Show the timelines of ``result`` (lanes as the lane mode says)."""
@@ -275,6 +332,8 @@ class TimelinePanel(QWidget):
 
     def set_timelines(self, timelines: dict[str, Timeline], micro_batches: int | None = None) -> None:
         self.timelines = dict(timelines)
+        if self.request is not None:
+            self.timelines["request"] = self.request
         tl = self.timelines.get(self.phase)
         self.plot.set_timeline(tl)
         self._micro_batches = micro_batches
@@ -285,6 +344,12 @@ class TimelinePanel(QWidget):
         tl = self.timelines.get(self.phase)
         if tl is None:
             self.caption.setText("no timeline")
+            return
+        self._set_key(self.phase == "request")
+        if self.phase == "request":
+            self.caption.setText("one request")
+            self.caption.setToolTip(self.request_caption)
+            self.plot.set_detail(self.request_caption)
             return
         m = getattr(self, "_micro_batches", None)
         mb = f"M = {m} · " if m else ""
@@ -306,9 +371,11 @@ class TimelinePanel(QWidget):
         self._update_caption()
 
     def clear(self, reason: str = "") -> None:
-        self.timelines = {}
+        self.timelines = {} if self.request is None else {"request": self.request}
         self.stage_timelines = {}
         self.result = None
+        if self.phase == "request" and self.request is not None:
+            return  # the request view does not depend on the aggregated plan
         self.plot.set_timeline(None)
         self.caption.setText(reason)
 

@@ -114,13 +114,15 @@ def _timeline_plot(option: Option, phase: str, x_max: float, width: int):
 
 def _paint_key(p: QPainter, x: float, y: float) -> float:
     """The segment colours once for all stacked timelines (the GUI's own colours); returns height."""
-    from studio.engine.results import SEGMENT_KINDS
+    from studio.engine.results import REQUEST_ONLY_KINDS, SEGMENT_KINDS
     from studio.gui.colors import SEGMENT_COLORS, SEGMENT_LABELS
 
     font = QFont()
     font.setPointSizeF(9)
     p.setFont(font)
     for kind in SEGMENT_KINDS:
+        if kind in REQUEST_ONLY_KINDS:
+            continue  # the report stacks layout steps; a disaggregated request is not one
         label = SEGMENT_LABELS.get(kind, kind)
         p.fillRect(QRectF(x, y + 5, 12, 12), QColor(SEGMENT_COLORS.get(kind, "#999999")))
         p.setPen(QColor("#212529"))
