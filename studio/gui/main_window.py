@@ -97,6 +97,7 @@ class MainWindow(QMainWindow):
 
         self.serving_mode_panel = ServingModePanel(doc)
         setup.addTab(_scrolled(self.serving_mode_panel), "Serving mode")
+        self.serving_mode_panel.planned.connect(self._on_disagg)
         self.setup_tabs = setup
         self.add_dock(setup, Qt.DockWidgetArea.LeftDockWidgetArea, "Plan")
         self.add_dock(self.metrics, Qt.DockWidgetArea.RightDockWidgetArea, "Live metrics")
@@ -480,6 +481,21 @@ class MainWindow(QMainWindow):
             f"{r.layout.label} · {r.gpus} GPUs · {fit} · TTFT {r.ttft_ms:,.0f} ms · TPOT {r.tpot_ms:,.1f} ms"
         )
 
+    def _on_disagg(self, res) -> None:
+        """A costed disaggregated plan (None: aggregated or refused): the canvas's KV-transfer
+        arrow, the legend's pools and the timeline's request view follow it."""
+        self.scene.set_disagg(res)
+        self.canvas.refresh_legend()
+        self.metrics.set_serving_note(disagg_note(self.doc.project, res))
+        if res is None:
+            self.timeline.set_request(None)
+            return
+        from studio.engine.disagg_timeline import request_note, request_timeline
+
+        osl = self.doc.project.workload.osl
+        first = self.timeline.request is None
+        self.timeline.set_request(request_timeline(res, osl), request_note(res, osl), show=first)
+
     def _on_error(self, message: str) -> None:
         if not message:
             return
@@ -538,6 +554,21 @@ class _WidthFollowingScrollArea(QScrollArea):
         if obj is self.widget() and event.type() == QEvent.Type.LayoutRequest:
             self.updateGeometry()
         return super().eventFilter(obj, event)
+
+
+def disagg_note(project: Project, res) -> str:
+    """The Live metrics line of a disaggregated project: its pools' figures (or that they are not
+    costed), and that the cards show the aggregated layout for comparison ("" when aggregated)."""
+    m = project.serving_mode
+    if not m.disaggregated:
+        return ""
+    cards = f"Cards: aggregated {project.layout.label}."
+    if res is None:
+        return f"<b>Disaggregated {m.label}</b> not costed (Serving mode tab). {cards}"
+    return (
+        f"<b>Disaggregated {res.label}</b>: TTFT {res.ttft_ms:,.0f} ms · TPOT {res.tpot_ms:.3g} ms · "
+        f"{res.output_tokens_per_s_per_gpu:,.1f} tok/s/GPU. {cards}"
+    )
 
 
 def _scrolled(panel: QWidget) -> QScrollArea:

@@ -49,6 +49,8 @@ def render_main_window(project: Project | None, out: Path, size: tuple[int, int]
     app.processEvents()
     win.doc.recompute_now()
     app.processEvents()
+    win.serving_mode_panel.jobs.wait_idle()  # the disaggregated plan (pools, KV arrow, request lanes)
+    app.processEvents()
     win.canvas.fit()
     app.processEvents()
     target = win

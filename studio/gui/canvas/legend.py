@@ -53,17 +53,29 @@ class Legend(QWidget):
         """Height of the legend's text in pixels (tests: ≥ 9 px)."""
         return QFontMetricsF(self._font).ascent()
 
-    def set_content(self, cluster: Cluster, pp: int, tp: int, slow: bool) -> None:
-        """Show the link kinds the cluster uses, ``pp`` stage swatches, and the slow-link mark."""
+    def set_content(self, cluster: Cluster, pp: int, tp: int, slow: bool,
+                    pools: tuple[str, str] | None = None, kv_arrow: bool = False) -> None:
+        """Show the link kinds the cluster uses, ``pp`` stage swatches, and the slow-link mark;
+        with ``pools`` (the prefill and decode pool labels of disaggregated serving) the pool
+        swatches instead of the stages, and the KV-transfer arrow when ``kv_arrow``."""
         used = {lk.kind for lk in cluster.links}
         kinds = sorted((k for k in cluster.link_kinds.values() if k.id in used), key=lambda k: -k.bandwidth_gbps)
         entries = [Entry("heading", "Links")] + [Entry("link", _kind_text(k), link=k) for k in kinds]
         if slow:
             entries.append(Entry("slow", "slow hop inside a TP group"))
-        entries.append(Entry("heading", f"Stages (TP group = {tp} GPUs)"))
-        entries += [Entry("stage", f"S{s}", stage=s) for s in range(min(pp, 8))]
-        if pp > 8:
-            entries.append(Entry("heading", f"… {pp} stages"))
+        if pools is not None:
+            from studio.gui.canvas.pools import POOL_INDEX
+
+            entries.append(Entry("heading", "Pools"))
+            entries.append(Entry("stage", f"prefill {pools[0]}", stage=POOL_INDEX["prefill"]))
+            entries.append(Entry("stage", f"decode {pools[1]}", stage=POOL_INDEX["decode"]))
+            if kv_arrow:
+                entries.append(Entry("arrow", "KV transfer (slowest flow)"))
+        else:
+            entries.append(Entry("heading", f"Stages (TP group = {tp} GPUs)"))
+            entries += [Entry("stage", f"S{s}", stage=s) for s in range(min(pp, 8))]
+            if pp > 8:
+                entries.append(Entry("heading", f"… {pp} stages"))
         if entries == self.entries:
             return  # an edit that changes none of it (most do) repaints no legend
         self.entries = entries
@@ -116,6 +128,13 @@ class Legend(QWidget):
             elif e.sample == "slow":
                 p.setPen(QPen(QColor(SLOW_LINK_COLOR), 4))
                 p.drawLine(QLineF(x, mid, x + SAMPLE, mid))
+            elif e.sample == "arrow":
+                from studio.gui.canvas.pools import ARROW_COLOR
+
+                p.setPen(QPen(QColor(ARROW_COLOR), 3))
+                p.drawLine(QLineF(x, mid, x + SAMPLE - 6, mid))
+                p.drawLine(QLineF(x + SAMPLE - 12, mid - 5, x + SAMPLE - 6, mid))
+                p.drawLine(QLineF(x + SAMPLE - 12, mid + 5, x + SAMPLE - 6, mid))
             elif e.sample == "stage":
                 p.setPen(Qt.PenStyle.NoPen)
                 p.setBrush(stage_color(e.stage))

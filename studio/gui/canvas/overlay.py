@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from studio.core.hardware import Cluster
 from studio.core.layout import Layout
@@ -18,6 +18,9 @@ class Placement:
     dp_of: dict[str, int]
     slow_links: frozenset[str]  # links that are the bottleneck of a TP all-reduce over a slow kind
     slow_gpus: frozenset[str]  # GPUs of the TP groups that cross such a link
+    #: Disaggregated serving: gpu id -> "prefill" or "decode" (empty when aggregated); ``stage_of``
+    #: then holds the pool's colour index and ``dp_of`` the worker.
+    pool_of: dict[str, str] = field(default_factory=dict)
 
 
 def resolve_placement(layout: Layout, cluster: Cluster) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ from studio.core import edits
 from studio.core.errors import StudioError
 from studio.core.hardware import Cluster, LinkKind, Node
 from studio.core.project import Project
+from studio.core.units import MIB
 from studio.gui.canvas.free_spot import free_offset
 from studio.gui.canvas.items import (
     BundleItem,
@@ -35,6 +36,7 @@ from studio.gui.canvas.items import (
 )
 from studio.gui.canvas.kinds import applicable_kinds, refusal
 from studio.gui.canvas.overlay import Placement, compute_placement
+from studio.gui.canvas.pools import KvTransferArrow, pool_placement, tile_text
 from studio.gui.canvas.style import SLOW_LINK_COLOR, stage_color
 from studio.gui.document import ProjectDocument
 from studio.gui.mime import DragItem, from_mime
@@ -86,6 +88,9 @@ class ClusterScene(QGraphicsScene):
         self._link_src: Endpoint | None = None
         self._link_press = QPointF()
         self._link_line: QGraphicsLineItem | None = None
+        #: The KV-transfer arrow of a costed disaggregated plan (None when aggregated).
+        self.kv_arrow: KvTransferArrow | None = None
+        self._disagg = None  # the DisaggResult the arrow shows
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
         self.setBackgroundBrush(QColor("#f8f9fa"))
         self.sync(doc.project)
@@ -99,9 +104,11 @@ class ClusterScene(QGraphicsScene):
     def _on_project(self, project: Project, kind: str) -> None:
         if kind in ("cluster", "file"):
             self.sync(project)
-        elif kind == "layout":
-            self._placement = compute_placement(project.layout, project.cluster, self._current_comm(project))
+        elif kind in ("layout", "serving"):
+            self._placement = self._placement_of(project, self._current_comm(project))
             self._paint_overlay()
+        if not project.serving_mode.disaggregated:
+            self.set_disagg(None)
 
     def sync(self, project: Project) -> None:
         """Bring the items in line with ``project.cluster`` (incremental)."""
@@ -115,12 +122,14 @@ class ClusterScene(QGraphicsScene):
         finally:
             self._syncing_selection = False
         self._cluster = cluster
-        placement = compute_placement(project.layout, cluster, self._current_comm(project))
+        placement = self._placement_of(project, self._current_comm(project))
         if placement == self._placement and not rebuilt:
             self._paint_links(placement)  # the tiles show it already; new link items need it
         else:
             self._placement = placement
             self._paint_overlay(every_tile=bool(rebuilt))
+        if self.kv_arrow is not None:
+            self._place_arrow()  # its tiles may have moved or gone
 
     def _sync_nodes(self, cluster: Cluster) -> set[str]:
         old = self._cluster
@@ -335,6 +344,8 @@ class ClusterScene(QGraphicsScene):
         for b in self.bundles:
             if b.node is item or b.switch is item:
                 b.refresh()
+        if self.kv_arrow is not None:
+            self._place_arrow()
 
     # ------------------------------------------------------------- overlay
     def _current_comm(self, project: Project) -> tuple:
@@ -343,8 +354,44 @@ class ClusterScene(QGraphicsScene):
             return r.comm
         return ()
 
+    def _placement_of(self, project: Project, comm: tuple) -> Placement:
+        """The overlay: the disaggregated pools when the project has them, else the layout's ranks."""
+        pools = pool_placement(project)
+        if pools is not None:
+            return pools
+        return compute_placement(project.layout, project.cluster, comm)
+
+    def set_disagg(self, result) -> None:
+        """Show the KV-transfer arrow of a costed disaggregated plan (None removes it)."""
+        self._disagg = result
+        self._place_arrow()
+
+    def _place_arrow(self) -> None:
+        res = self._disagg
+        t = getattr(res, "transfer", None)
+        src = self.item_by_id(t.src_gpu) if t is not None and t.src_gpu else None
+        dst = self.item_by_id(t.dst_gpu) if t is not None and t.dst_gpu else None
+        if res is None or t is None or src is None or dst is None:
+            if self.kv_arrow is not None:
+                self.removeItem(self.kv_arrow)
+                self.kv_arrow = None
+            return
+        if self.kv_arrow is None:
+            self.kv_arrow = KvTransferArrow()
+            self.addItem(self.kv_arrow)
+        over = t.bottleneck_name or "the same GPU"
+        text = f"KV transfer {t.time_ms:.3g} ms"
+        tip = (
+            f"KV cache of one request, prefill → decode: {t.bytes_per_request / MIB:,.1f} MiB in "
+            f"{t.flows} rank-to-rank flows, {t.time_ms:.3g} ms; slowest hop {over} "
+            f"({t.src_gpu} → {t.dst_gpu})"
+        )
+        self.kv_arrow.set_ends(src.sceneBoundingRect().center(), dst.sceneBoundingRect().center(), text, tip)
+
     def _on_result(self, result, revision: int) -> None:
         project = self.doc.project
+        if project.serving_mode.disaggregated and pool_placement(project) is not None:
+            return  # the tiles show the pools, not the aggregated layout
         layout = result.layout if result.layout.placement else project.layout
         placement = compute_placement(layout, project.cluster, result.comm)
         if placement == self._placement:
@@ -386,7 +433,8 @@ class ClusterScene(QGraphicsScene):
             if not isinstance(ep, GpuTile):
                 continue
             stage = pl.stage_of.get(eid)
-            key = (stage, pl.dp_of.get(eid), pl.group_of.get(eid), pl.tp_rank_of.get(eid), eid in pl.slow_gpus)
+            key = (stage, pl.dp_of.get(eid), pl.group_of.get(eid), pl.tp_rank_of.get(eid), eid in pl.slow_gpus,
+                   pl.pool_of.get(eid))
             if key == getattr(ep, "rank_key", None):
                 continue  # same rank as drawn: skip building its label, colour and tooltip
             ep.rank_key = key
@@ -394,6 +442,10 @@ class ClusterScene(QGraphicsScene):
                 ep.show_placement(None, None, "", None, "\n— not used by this layout")
                 continue
             dp = pl.dp_of[eid]
+            if eid in pl.pool_of:
+                label, note = tile_text(pl, eid, self.doc.project)
+                ep.show_placement(stage, pl.group_of[eid], label, stage_color(stage).darker(130), note)
+                continue
             label = f"S{stage}" if dp == 0 else f"S{stage}r{dp}"
             ring = QColor(SLOW_LINK_COLOR) if eid in pl.slow_gpus else stage_color(stage).darker(130)
             note = (
@@ -701,7 +753,8 @@ class ClusterScene(QGraphicsScene):
 
 def _same_ranks(a: Placement, b: Placement) -> bool:
     """Whether two placements put every GPU at the same stage, TP rank, group and replica."""
-    return a.stage_of == b.stage_of and a.tp_rank_of == b.tp_rank_of and a.group_of == b.group_of and a.dp_of == b.dp_of
+    return (a.stage_of == b.stage_of and a.tp_rank_of == b.tp_rank_of and a.group_of == b.group_of
+            and a.dp_of == b.dp_of and a.pool_of == b.pool_of)
 
 
 def _changed_links(old: tuple, new: tuple) -> tuple[list, dict]:

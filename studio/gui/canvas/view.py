@@ -47,7 +47,12 @@ class CanvasView(QGraphicsView):
     def refresh_legend(self) -> None:
         p = self.cluster_scene.doc.project
         pl = self.cluster_scene.placement
-        self.legend.set_content(p.cluster, p.layout.pp, p.layout.tp, bool(pl and pl.slow_links))
+        m = p.serving_mode
+        pools = None
+        if pl is not None and pl.pool_of and m.prefill is not None and m.decode is not None:
+            pools = (m.prefill.label("P"), m.decode.label("D"))
+        arrow = self.cluster_scene.kv_arrow is not None
+        self.legend.set_content(p.cluster, p.layout.pp, p.layout.tp, bool(pl and pl.slow_links), pools, arrow)
 
     def pane(self) -> CanvasPane:
         """This view with the legend strip under it (the window's central widget)."""

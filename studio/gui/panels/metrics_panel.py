@@ -208,6 +208,12 @@ class MetricsPanel(QWidget):
         self.status = QLabel("Computing…")
         self.status.setObjectName("planStatus")
         self.status.setWordWrap(True)
+        #: Disaggregated serving: the pools' figures, and that the cards are the aggregated layout.
+        self.serving_note = QLabel("")
+        self.serving_note.setObjectName("servingNote")
+        self.serving_note.setWordWrap(True)
+        self.serving_note.setStyleSheet("background: #fff4e6; border: 1px solid #f08c00; padding: 1px 3px;")
+        self.serving_note.setVisible(False)
         self.best = QPushButton("Use best layout")
         self.best.setToolTip("Sweep every layout this model and cluster allow and apply the best one (one undo step)")
         self.best.setVisible(False)
@@ -230,6 +236,7 @@ class MetricsPanel(QWidget):
         top = QWidget()
         tl = QVBoxLayout(top)
         tl.setContentsMargins(0, 0, 0, 0)
+        tl.addWidget(self.serving_note)
         tl.addWidget(self.status)
         tl.addWidget(self.best, 0, Qt.AlignmentFlag.AlignLeft)
         tl.addLayout(grid)
@@ -242,6 +249,7 @@ class MetricsPanel(QWidget):
         split.setStretchFactor(2, 2)
         split.setChildrenCollapsible(False)
         split.setSizes([300, 230, 110])
+        self._split = split
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addWidget(split)
@@ -284,6 +292,22 @@ class MetricsPanel(QWidget):
                     setter(text)
         self.memory.set_memory(r.memory)
         self.show_why(self._why_key)
+
+    def set_serving_note(self, text: str) -> None:
+        """The disaggregated plan's headline above the cards ("" hides it: aggregated serving)."""
+        shown = self.serving_note.isVisibleTo(self)
+        if text != self.serving_note.text():
+            self.serving_note.setText(text)
+            self.serving_note.setToolTip(
+                "Disaggregated serving: the prefill and decode pools are costed in the Serving mode "
+                "tab; the figures below are the project's aggregated layout on the same GPUs" if text else ""
+            )
+        self.serving_note.setVisible(bool(text))
+        if bool(text) != shown:  # room for the note above the cards, taken from the memory bars
+            delta = self.serving_note.sizeHint().height() + 4
+            sizes = self._split.sizes()
+            delta = min(delta, max(sizes[1] - 80, 0)) if text else -delta
+            self._split.setSizes([sizes[0] + delta, sizes[1] - delta, *sizes[2:]])
 
     def set_error(self, message: str) -> None:
         """The engine refused the project: say why, grey out the figures."""

@@ -59,6 +59,9 @@ class ServingModePanel(QWidget):
 
     #: Emitted when a disaggregated plan (or its error) is shown: (text, is_error).
     shown = Signal(str, bool)
+    #: The costed disaggregated plan (a ``DisaggResult``), or None: aggregated, or the engine
+    #: refused the pools (the canvas arrow and the timeline's request view follow it).
+    planned = Signal(object)
 
     def __init__(
         self, doc: ProjectDocument, parent: QWidget | None = None, threaded: bool = True
@@ -129,6 +132,7 @@ class ServingModePanel(QWidget):
             self.view.setPlainText(
                 "One pool: every replica prefills and decodes (see Live metrics)."
             )
+            self.planned.emit(None)
             return
         self.jobs.start()
 
@@ -139,6 +143,7 @@ class ServingModePanel(QWidget):
         text = error if result is None else summary_text(result)
         self.view.setPlainText(text)
         self.shown.emit(text, result is None)
+        self.planned.emit(result)
 
     @property
     def result(self):

@@ -1,0 +1,143 @@
+"""Disaggregated serving on the canvas: each pool's GPUs in the pool's colour, and the KV-transfer
+arrow from the prefill GPU to the decode GPU of the slowest flow, labelled with its time and hop.
+
+:func:`pool_placement` places the pools the way the engine does
+(:func:`studio.engine.disaggregated.place_pools`); :class:`KvTransferArrow` is drawn once the
+disaggregated plan is costed (:class:`studio.engine.disagg_results.DisaggResult`).
+"""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
+from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPainterPath, QPen, QPolygonF
+from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
+
+from studio.core.errors import StudioError
+from studio.core.project import Project
+from studio.gui.canvas.overlay import Placement
+
+#: Colour index (``style.stage_color``) of each pool: blue prefill, orange decode.
+POOL_INDEX = {"prefill": 0, "decode": 1}
+ROLE_LETTER = {"prefill": "P", "decode": "D"}
+ARROW_COLOR = "#c92a2a"
+ARC_RISE = 40.0  # scene units the arrow's arc rises above the higher GPU
+
+
+def pool_placement(project: Project) -> Placement | None:
+    """The placement overlay of a disaggregated project's pools (None when aggregated or when the
+    pools cannot be placed: the Serving mode tab then shows the engine's reason)."""
+    mode = project.serving_mode
+    if not mode.disaggregated or mode.prefill is None or mode.decode is None:
+        return None
+    from studio.engine.disaggregated import place_pools
+
+    try:
+        placements = place_pools(project, mode)
+    except StudioError:
+        return None
+    stage_of: dict[str, int] = {}
+    tp_rank_of: dict[str, int] = {}
+    group_of: dict[str, int] = {}
+    dp_of: dict[str, int] = {}
+    pool_of: dict[str, str] = {}
+    groups = 0
+    for role, pool, gpus in (
+        ("prefill", mode.prefill, placements[0]),
+        ("decode", mode.decode, placements[1]),
+    ):
+        per = pool.gpus_per_worker
+        for rank, gid in enumerate(gpus):
+            stage_of[gid] = POOL_INDEX[role]
+            dp_of[gid] = rank // per
+            tp_rank_of[gid] = rank % pool.tp
+            group_of[gid] = groups + rank // pool.tp
+            pool_of[gid] = role
+        groups += len(gpus) // max(pool.tp, 1)
+    return Placement(stage_of, tp_rank_of, group_of, dp_of, frozenset(), frozenset(), pool_of)
+
+
+def tile_text(pl: Placement, gid: str, project: Project) -> tuple[str, str]:
+    """Badge (``P1``, ``D0``) and tooltip note of a GPU in a pool."""
+    role = pl.pool_of[gid]
+    mode = project.serving_mode
+    pool = mode.prefill if role == "prefill" else mode.decode
+    worker = pl.dp_of[gid]
+    label = f"{ROLE_LETTER[role]}{worker}"
+    shape = pool.worker_label() if pool is not None else ""
+    note = f"\n— {role} pool, worker {worker} ({shape}), TP rank {pl.tp_rank_of[gid]}"
+    return label, note
+
+
+class KvTransferArrow(QGraphicsItem):
+    """An arrow between two scene points with the KV transfer's time and hop as its label."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setZValue(40)  # above nodes and links
+        self.setAcceptedMouseButtons(Qt.MouseButton.NoButton)
+        self.src = QPointF()
+        self.dst = QPointF()
+        self.text = ""
+        self._font = QFont()
+        self._font.setPointSizeF(9)
+        self._font.setBold(True)
+
+    def set_ends(self, src: QPointF, dst: QPointF, text: str, tip: str) -> None:
+        self.prepareGeometryChange()
+        self.src, self.dst, self.text = QPointF(src), QPointF(dst), text
+        self.setToolTip(tip)
+        self.update()
+
+    def _control(self) -> QPointF:
+        """Control point of the arc: above the two GPUs, clear of the node headers."""
+        mid = (self.src + self.dst) / 2
+        rise = max(ARC_RISE, 0.25 * QLineF(self.src, self.dst).length())
+        return QPointF(mid.x(), min(self.src.y(), self.dst.y()) - rise)
+
+    def _apex(self) -> QPointF:
+        c = self._control()
+        return (self.src + self.dst) / 4 + c / 2  # the quadratic curve at t = 1/2
+
+    def _label_rect(self) -> QRectF:
+        from PySide6.QtGui import QFontMetricsF
+
+        fm = QFontMetricsF(self._font)
+        w, h = fm.horizontalAdvance(self.text) + 10, fm.height() + 4
+        apex = self._apex()
+        return QRectF(apex.x() - w / 2, apex.y() - h / 2, w, h)
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API
+        r = QRectF(self.src, self.dst).normalized().united(QRectF(self._control(), self._control()))
+        return r.adjusted(-16, -16, 16, 16).united(self._label_rect().adjusted(-2, -2, 2, 2))
+
+    def paint(self, p: QPainter, _opt: QStyleOptionGraphicsItem, _w: QWidget | None = None) -> None:
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        color = QColor(ARROW_COLOR)
+        pen = QPen(color, 3)
+        pen.setCapStyle(Qt.PenCapStyle.RoundCap)
+        p.setPen(pen)
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        c = self._control()
+        arc = QPainterPath(self.src)
+        arc.quadTo(c, self.dst)
+        p.drawPath(arc)
+        line = QLineF(c, self.dst)  # the curve's direction where it ends
+        angle = math.atan2(line.dy(), line.dx())
+        head = QPolygonF([
+            self.dst,
+            self.dst - QPointF(math.cos(angle - 0.4) * 14, math.sin(angle - 0.4) * 14),
+            self.dst - QPointF(math.cos(angle + 0.4) * 14, math.sin(angle + 0.4) * 14),
+        ])
+        p.setBrush(QBrush(color))
+        p.drawPolygon(head)
+        rect = self._label_rect()
+        path = QPainterPath()
+        path.addRoundedRect(rect, 4, 4)
+        p.fillPath(path, QColor(255, 255, 255, 235))
+        p.setPen(QPen(color, 1.2))
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        p.drawPath(path)
+        p.setFont(self._font)
+        p.drawText(rect, Qt.AlignmentFlag.AlignCenter, self.text)

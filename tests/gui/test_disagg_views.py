@@ -1,0 +1,125 @@
+"""Disaggregated serving in the main window: typing pools in the Serving mode tab colours the pool
+GPUs on the canvas, draws the KV-transfer arrow with its time, adds the timeline's request lanes
+(prefill worker, KV transfer, decode worker) and the pools' line in Live metrics; undo takes all of
+it back."""
+
+from __future__ import annotations
+
+import pytest
+from gui_helpers import engine_evaluate
+from PySide6.QtCore import Qt
+
+from studio.engine.disagg_timeline import request_timeline
+from studio.engine.disaggregated import evaluate_disaggregated
+from studio.engine.results import SEGMENT_KINDS
+
+
+@pytest.fixture
+def window(qtbot, project):
+    engine_evaluate()
+    from studio.gui.app import build_window
+
+    win = build_window(project, threaded=False)
+    win.ask_save = lambda: "discard"
+    win.show_error = lambda title, text: pytest.fail(f"{title}: {text}")
+    qtbot.addWidget(win)
+    win.show()
+    win.doc.recompute_now()
+    return win
+
+
+def _type_pools(qtbot, win, text):
+    panel = win.serving_mode_panel
+    win.setup_tabs.setCurrentIndex(2)
+    with qtbot.waitSignal(panel.planned, timeout=30_000) as sig:
+        panel.mode.setFocus()
+        qtbot.keyClick(panel.mode, Qt.Key.Key_Down)  # "Disaggregated prefill / decode"
+    if text != win.doc.project.serving_mode.spec():
+        with qtbot.waitSignal(panel.planned, timeout=30_000) as sig:
+            panel.spec.selectAll()
+            qtbot.keyClicks(panel.spec, text)
+            qtbot.keyClick(panel.spec, Qt.Key.Key_Return)
+    return sig.args[0]
+
+
+def _tile(win, gid):
+    return win.scene.item_by_id(gid)
+
+
+def test_pools_arrow_lanes_and_note_follow_the_serving_mode(qtbot, window):
+    win = window
+    steps = win.doc.undo_stack.count()
+    res = _type_pools(qtbot, win, "2P:tp4,1D:tp8")
+    assert res is not None and win.doc.project.serving_mode.spec() == "2P:tp4,1D:tp8"
+    assert win.doc.undo_stack.count() == steps + 2  # the mode, then the pools: one step each
+
+    # canvas: every GPU of a pool carries its pool's badge and colour
+    pl = win.scene.placement
+    prefill, decode = res.prefill.placement, res.decode.placement
+    assert {pl.pool_of[g] for g in prefill} == {"prefill"} and {pl.pool_of[g] for g in decode} == {"decode"}
+    assert _tile(win, prefill[0]).badge == "P0" and _tile(win, prefill[-1]).badge == "P1"
+    assert _tile(win, decode[0]).badge == "D0"
+    assert _tile(win, prefill[0]).badge_color != _tile(win, decode[0]).badge_color
+    # the KV-transfer arrow, from the slowest flow's prefill GPU to its decode GPU, with its time
+    arrow = win.scene.kv_arrow
+    t = res.transfer
+    assert arrow is not None and arrow.text == f"KV transfer {t.time_ms:.3g} ms"
+    assert arrow.src == _tile(win, t.src_gpu).sceneBoundingRect().center()
+    assert arrow.dst == _tile(win, t.dst_gpu).sceneBoundingRect().center()
+    assert t.bottleneck_name in arrow.toolTip()
+    texts = [e.text for e in win.canvas.legend.entries]
+    assert "prefill 2P(TP4)" in texts and "decode 1D(TP8)" in texts and "KV transfer (slowest flow)" in texts
+
+    # timeline: the request view with the three lanes, shown on its own
+    tl = win.timeline
+    assert tl.phase == "request" and tl.phase_buttons["request"].isVisibleTo(tl)
+    drawn = tl.plot.timeline
+    assert drawn is not None and drawn.phase == "request"
+    assert drawn.lanes[0].startswith("prefill worker TP4") and drawn.lanes[2].startswith("decode worker TP8")
+    assert drawn.lanes[1] == f"KV transfer {t.time_ms:.3g} ms"
+    kv = drawn.kind == SEGMENT_KINDS.index("kv_transfer")
+    assert drawn.duration[kv].tolist() == [pytest.approx(t.time_ms)]
+
+    # live metrics say the project is disaggregated and what the cards are
+    note = win.metrics.serving_note
+    assert note.isVisibleTo(win.metrics) and "Disaggregated 2P(TP4)+1D(TP8)" in note.text()
+    assert f"TPOT {res.tpot_ms:.3g} ms" in note.text() and "Cards: aggregated" in note.text()
+
+    # the user can look at the aggregated decode step and come back
+    qtbot.mouseClick(tl.phase_buttons["decode"], Qt.MouseButton.LeftButton)
+    assert tl.plot.timeline.phase == "decode"
+    qtbot.mouseClick(tl.phase_buttons["request"], Qt.MouseButton.LeftButton)
+    assert tl.plot.timeline.phase == "request"
+
+    # undo back to aggregated: stages again, no arrow, no request view, no note
+    with qtbot.waitSignal(win.serving_mode_panel.planned, timeout=30_000):
+        win.doc.undo_stack.undo()  # the pools
+    with qtbot.waitSignal(win.serving_mode_panel.planned, timeout=30_000) as sig:
+        win.doc.undo_stack.undo()  # the mode
+    assert sig.args[0] is None and not win.doc.project.serving_mode.disaggregated
+    assert win.scene.kv_arrow is None and not win.scene.placement.pool_of
+    assert _tile(win, prefill[0]).badge == "S0"
+    assert not tl.phase_buttons["request"].isVisibleTo(tl) and tl.phase == "decode"
+    assert not note.isVisibleTo(win.metrics)
+
+
+def test_pools_the_gpus_cannot_hold_draw_nothing_and_say_so(qtbot, window):
+    win = window
+    res = _type_pools(qtbot, win, "1P:tp8,2D:tp8")  # 24 GPUs on 16
+    assert res is None
+    assert win.scene.kv_arrow is None and not win.scene.placement.pool_of
+    assert "not costed" in win.metrics.serving_note.text()
+    assert "serving_mode.decode" in win.serving_mode_panel.view.toPlainText()
+
+
+def test_request_timeline_adds_up_to_ttft(project):
+    from studio.core.serving_mode import parse_pools
+
+    p = project.replace(serving_mode=parse_pools("2P:tp4,1D:tp8"))
+    res = evaluate_disaggregated(p)
+    tl = request_timeline(res, osl=p.workload.osl, decode_steps=4)
+    prefill = tl.lane == 0
+    assert tl.duration[prefill].tolist() == [pytest.approx(res.prefill_ms)]
+    first_token = tl.start[tl.lane == 2][0]
+    assert first_token + res.queue_ms == pytest.approx(res.ttft_ms)
+    assert tl.duration[tl.lane == 2].tolist() == [pytest.approx(res.tpot_ms)] * 4
