@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from studio.core import parallelism as par
+from studio.core.architecture import LLMArchitecture
 from studio.core.errors import StudioError, first_error_message
 from studio.core.hardware import (
     Cluster,
@@ -18,6 +20,7 @@ from studio.core.hardware import (
     NodeTemplate,
     Switch,
 )
+from studio.core.project import Project, drop_unrunnable_pinned
 from studio.core.templates import instantiate
 
 
@@ -315,3 +318,13 @@ def join_fabric(cluster: Cluster, node_ids: tuple[str, ...] | list[str]) -> tupl
     if not links:
         return cluster, 0
     return _rebuild(cluster, links=cluster.links + tuple(links)), len(links)
+
+
+def with_model(project: Project, model: LLMArchitecture, ref: str | None) -> Project:
+    """``project`` running ``model`` (``ref``: the preset id or path it came from). A per-stage
+    layer split that no longer adds up goes back to the even split, and pinned layouts the new
+    model cannot run are dropped; the rest of the layout stays."""
+    layout = project.layout
+    if layout.layers_per_stage is not None and par.split_reason(model, layout.layers_per_stage, layout.pp):
+        layout = layout.replace(layers_per_stage=None)
+    return drop_unrunnable_pinned(project.replace(model=model, model_ref=ref, layout=layout))

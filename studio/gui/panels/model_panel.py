@@ -20,10 +20,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.core import parallelism as par
+from studio.core.edits import with_model
 from studio.core.errors import StudioError
 from studio.core.precision import WEIGHT_DTYPES, DType
-from studio.core.project import Project, drop_unrunnable_pinned
+from studio.core.project import Project
 from studio.gui.document import ProjectDocument
 
 KV_DTYPES = ("bf16", "fp16", "fp8")
@@ -191,16 +191,8 @@ class ModelPanel(QWidget):
         self.set_model(arch, mid, f"Model {arch.name}")
 
     def set_model(self, arch, ref: str | None, text: str) -> None:
-        """Swap the model (resetting a per-stage layer split that no longer adds up; pinned layouts
-        the new model cannot run are dropped)."""
-
-        def fn(p: Project) -> Project:
-            layout = p.layout
-            if layout.layers_per_stage is not None and par.split_reason(arch, layout.layers_per_stage, layout.pp):
-                layout = layout.replace(layers_per_stage=None)
-            return drop_unrunnable_pinned(p.replace(model=arch, model_ref=ref, layout=layout))
-
-        self._edit(text, "model", fn)
+        """Swap the model (:func:`studio.core.edits.with_model`), one undo step."""
+        self._edit(text, "model", lambda p: with_model(p, arch, ref))
 
     def _load_config(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Load a Hugging Face config.json", "", "config.json (*.json)")
