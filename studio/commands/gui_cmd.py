@@ -32,6 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("file", nargs="?", metavar="PROJECT.json", help="project file (default: the bundled example)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.png", help="PNG file to write")
     p.add_argument("--size", type=parse_size, default=(1280, 800), metavar="WxH", help="window size in pixels (default 1280x800)")
+    p.add_argument("--view", choices=("main", "explorer", "explorer-window"), default="main",
+                   help="main: the window as it opens; explorer: with the Explorer raised and its sweep done "
+                   "(disaggregated pools too when the project is disaggregated); explorer-window: the Explorer alone")
     p.set_defaults(func=_run_snapshot)
 
 
@@ -100,6 +103,6 @@ def _run_snapshot(args: argparse.Namespace) -> int:
         from studio.gui.snapshot import render_main_window
     except ImportError as exc:
         raise StudioError(f"snapshot needs PySide6 and pyqtgraph ({exc})") from None
-    written = render_main_window(project, out, args.size)
+    written = render_main_window(project, out, args.size, view=getattr(args, "view", "main"))
     print(written)
     return 0

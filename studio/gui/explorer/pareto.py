@@ -1,5 +1,9 @@
 """Pareto plot of a sweep (pyqtgraph): every fitting layout as a point, the frontier as a line with
-larger markers, the service targets as limit lines; hover names a layout, click selects it."""
+larger markers, the service targets as limit lines; hover names a layout, click selects it.
+
+Disaggregated candidates (:class:`studio.engine.disagg_sweep.DisaggRow`, when the Explorer sweeps
+them) share the axes and the limit lines: diamonds, filled when they meet the targets, with their
+own frontier dashed."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ POINT_COLOR = "#4c6ef5"
 FRONT_COLOR = "#e8590c"
 RECOMMENDED_COLOR = "#2b8a3e"
 TARGET_COLOR = "#c92a2a"
+DISAGG_COLOR = "#9c36b5"
 HOVER_PIXELS = 12.0
 
 
@@ -28,6 +33,8 @@ class ParetoPlot(pg.PlotWidget):
     """
 
     rowClicked = Signal(int)
+    #: Index (into :attr:`disagg`) of the clicked disaggregated candidate.
+    disaggClicked = Signal(int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent, background="w")
@@ -37,6 +44,7 @@ class ParetoPlot(pg.PlotWidget):
         self.rows = np.zeros(0, dtype=np.int64)
         self.front = np.zeros(0, dtype=np.int64)
         self.selected: int | None = None
+        self.disagg: tuple = ()  # DisaggRow of every disaggregated candidate shown
         self.setMenuEnabled(False)
         self.hideButtons()
         pi = self.getPlotItem()
@@ -51,6 +59,10 @@ class ParetoPlot(pg.PlotWidget):
         self.recommended = pg.ScatterPlotItem(size=22, symbol="star", pen=pg.mkPen("#1b5e20", width=1),
                                               brush=pg.mkBrush(RECOMMENDED_COLOR), name="recommended")
         self.ring = pg.ScatterPlotItem(size=24, pen=pg.mkPen("#212529", width=2), brush=pg.mkBrush(0, 0, 0, 0))
+        self.disagg_points = pg.ScatterPlotItem(size=9, symbol="d", pen=pg.mkPen(DISAGG_COLOR, width=1),
+                                                brush=pg.mkBrush(DISAGG_COLOR + "88"), name="disaggregated pools")
+        self.disagg_front = pg.PlotDataItem(pen=pg.mkPen(DISAGG_COLOR, width=2, style=pg.QtCore.Qt.PenStyle.DashLine),
+                                            name="disaggregated frontier")
         for item in (self.points, self.front_line, self.front_points, self.recommended, self.ring):
             self.addItem(item)
         self.limits: list[pg.InfiniteLine] = []
@@ -59,6 +71,9 @@ class ParetoPlot(pg.PlotWidget):
         self.hover.setZValue(50)
         self.hover.hide()
         self.addItem(self.hover, ignoreBounds=True)
+        self.addItem(self.disagg_front)
+        self.addItem(self.disagg_points)
+        self.disagg_points.sigClicked.connect(self._disagg_clicked)
         self.points.sigClicked.connect(self._clicked)
         self.front_points.sigClicked.connect(self._clicked)
         self.recommended.sigClicked.connect(self._clicked)
@@ -73,6 +88,35 @@ class ParetoPlot(pg.PlotWidget):
             int(result.recommended) if result is not None and result.recommended is not None else None)
         self.selected = None
         self._redraw()
+
+    def set_disagg(self, rows) -> None:
+        """Plot the disaggregated candidates ``rows`` (``DisaggRow``s; empty hides them)."""
+        self.disagg = tuple(rows)
+        self._redraw()
+
+    def disagg_xy(self) -> tuple[np.ndarray, np.ndarray]:
+        """x and y of every disaggregated candidate in the current mode."""
+        _t, xk, yk, _xh, _yh = PLOT_MODES[self.mode]
+        x = np.array([float(getattr(r, xk)) for r in self.disagg], dtype=float)
+        y = np.array([float(getattr(r, yk)) for r in self.disagg], dtype=float)
+        return x, y
+
+    def _draw_disagg(self) -> None:
+        empty = np.zeros(0)
+        if not self.disagg:
+            self.disagg_points.setData(x=empty, y=empty)
+            self.disagg_front.setData(x=empty, y=empty)
+            return
+        _t, _xk, _yk, xh, yh = PLOT_MODES[self.mode]
+        x, y = self.disagg_xy()
+        idx = np.flatnonzero(np.isfinite(x) & np.isfinite(y))
+        meets = [r.meets_targets for r in self.disagg]
+        filled = pg.mkBrush(DISAGG_COLOR + "cc")
+        hollow = pg.mkBrush(255, 255, 255, 0)
+        self.disagg_points.setData(x=x[idx], y=y[idx], data=idx,
+                                   brush=[filled if meets[i] else hollow for i in idx])
+        front = frontier(x, y, idx, xh, yh)
+        self.disagg_front.setData(x=x[front], y=y[front])
 
     def set_mode(self, mode: str) -> None:
         if mode not in PLOT_MODES:
@@ -98,6 +142,7 @@ class ParetoPlot(pg.PlotWidget):
         pi.setTitle(title, size="9pt")
         res = self.result
         empty = np.zeros(0)
+        self._draw_disagg()
         if res is None or len(res.columns["tp"]) == 0:
             self.rows = np.zeros(0, dtype=np.int64)
             for item in (self.points, self.front_points, self.recommended, self.ring):
@@ -182,6 +227,30 @@ class ParetoPlot(pg.PlotWidget):
                 f"{c['tokens_per_s_per_gpu'][row]:,.1f} tok/s/GPU · {c['tokens_per_s_per_user'][row]:,.1f} tok/s/user\n"
                 f"TTFT {c['ttft_ms'][row]:,.0f} ms · TPOT {c['tpot_ms'][row]:,.1f} ms · ${c['usd_per_million'][row]:,.2f}/M tok")
 
+    def disagg_near(self, scene_pos: QPointF) -> int | None:
+        """Index of the disaggregated candidate within :data:`HOVER_PIXELS` of a scene position."""
+        if not self.disagg:
+            return None
+        vb = self.getPlotItem().getViewBox()
+        x, y = self.disagg_xy()
+        (x0, x1), (y0, y1) = vb.viewRange()
+        rect = vb.sceneBoundingRect()
+        sx = rect.width() / max(x1 - x0, 1e-300)
+        sy = rect.height() / max(y1 - y0, 1e-300)
+        p = vb.mapSceneToView(scene_pos)
+        d = np.hypot((x - p.x()) * sx, (y - p.y()) * sy)
+        d[~np.isfinite(d)] = np.inf
+        k = int(np.argmin(d))
+        return k if d[k] <= HOVER_PIXELS else None
+
+    def describe_disagg(self, i: int) -> str:
+        r = self.disagg[i]
+        verdict = "meets the targets" if r.meets_targets else "misses the targets"
+        return (f"{r.label}, batch {r.batch} per decode worker  [disaggregated, {verdict}]\n"
+                f"{r.tokens_per_s_per_gpu:,.1f} tok/s/GPU · {r.tokens_per_s_per_user:,.1f} tok/s/user\n"
+                f"TTFT {r.ttft_ms:,.0f} ms · TPOT {r.tpot_ms:,.1f} ms · KV transfer {r.transfer_ms:.3g} ms · "
+                f"${r.usd_per_million:,.2f}/M tok")
+
     def _on_mouse(self, pos: QPointF) -> None:
         vb = self.getPlotItem().getViewBox()
         if not vb.sceneBoundingRect().contains(pos):
@@ -189,7 +258,14 @@ class ParetoPlot(pg.PlotWidget):
             return
         row = self.row_near(pos)
         if row is None:
-            self.hover.hide()
+            k = self.disagg_near(pos)
+            if k is None:
+                self.hover.hide()
+                return
+            x, y = self.disagg_xy()
+            self.hover.setText(self.describe_disagg(k))
+            self.hover.setPos(x[k], y[k])
+            self.hover.show()
             return
         x, y = self.xy()
         self.hover.setText(self.describe(row))
@@ -199,3 +275,7 @@ class ParetoPlot(pg.PlotWidget):
     def _clicked(self, _item, points, *_args) -> None:
         if len(points):
             self.rowClicked.emit(int(points[0].data()))
+
+    def _disagg_clicked(self, _item, points, *_args) -> None:
+        if len(points):
+            self.disaggClicked.emit(int(points[0].data()))

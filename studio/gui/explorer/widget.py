@@ -46,6 +46,7 @@ from studio.gui.explorer.placement_view import PlacementView
 from studio.gui.explorer.table_model import ROW_ROLE, SweepFilterProxy, SweepTableModel
 from studio.gui.timeline import TimelinePanel
 from studio.gui.worker import ScheduledWork
+from studio.service.disagg_explore import applied_pools, with_pools
 from studio.service.explorer_analysis import (
     COLUMNS,
     PLOT_MODES,
@@ -121,7 +122,10 @@ class ExplorerWidget(QWidget):
         self._closed = False  # the dock or window was closed: no sweeps until it is shown again
         self._rerun_on_show = False
         #: The sweeps: newest only, debounced, in a worker thread (or synchronous when not threaded).
-        self.jobs = ScheduledWork(explore_work(self._sweeper), self._request, threaded=threaded,
+        #: The disaggregated candidates of the shown sweep (a DisaggSweep; None when not swept).
+        self.disagg = None
+        self.disagg_selected: int | None = None
+        self.jobs = ScheduledWork(with_pools(explore_work(self._sweeper)), self._request, threaded=threaded,
                                   debounce_ms=debounce_ms, max_threads=2, name="the sweep", parent=self)
         self.jobs.started.connect(self._on_started)
         self.jobs.progressed.connect(self._on_progress)
@@ -140,6 +144,10 @@ class ExplorerWidget(QWidget):
         self.ttft = self._limit_box("TTFT limit in ms (0 = none)")
         self.tpot = self._limit_box("TPOT limit in ms (0 = none)")
         self.hide_unfit = QCheckBox("Hide unfit")
+        self.pools_box = QCheckBox("Disaggregated pools")
+        self.pools_box.setToolTip("also sweep every prefill/decode pool split of the cluster and plot them "
+                                  "beside the layouts (diamonds; filled when they meet the targets)")
+        self.pools_box.setChecked(self.doc.project.serving_mode.disaggregated)
         # the latency SLO as percentiles under load (the project's, saved and undoable)
         self.ttft_p99 = self._limit_box("p99 TTFT target in ms at the SLO's request rate (0 = none)")
         self.tpot_p99 = self._limit_box("p99 TPOT target in ms at the SLO's request rate (0 = none)")
@@ -181,7 +189,7 @@ class ExplorerWidget(QWidget):
         targets = QHBoxLayout()
         targets.setContentsMargins(4, 0, 4, 2)
         for w in (QLabel("Objective"), self.objective, QLabel("TTFT ≤"), self.ttft, QLabel("TPOT ≤"), self.tpot,
-                  self.hide_unfit, self.filter):
+                  self.hide_unfit, self.pools_box, self.filter):
             targets.addWidget(w)
         targets.addStretch(1)
         slo_bar = QHBoxLayout()
@@ -216,6 +224,10 @@ class ExplorerWidget(QWidget):
         self.apply_button = QPushButton("Apply")
         self.apply_button.setToolTip("make this the project's layout (one undo step)")
         self.best_button = QPushButton("Show recommended")
+        self.apply_pools_button = QPushButton("Apply pools")
+        self.apply_pools_button.setToolTip("serve the project with the disaggregated candidate clicked on the "
+                                           "Pareto plot (one undo step)")
+        self.apply_pools_button.setEnabled(False)
         for b in (self.pin_button, self.apply_button):
             b.setEnabled(False)
         left = QWidget()
@@ -223,7 +235,7 @@ class ExplorerWidget(QWidget):
         ll.setContentsMargins(0, 0, 0, 0)
         ll.addWidget(self.table, 1)
         row = QHBoxLayout()
-        for b in (self.best_button, self.pin_button, self.apply_button):
+        for b in (self.best_button, self.pin_button, self.apply_button, self.apply_pools_button):
             row.addWidget(b)
         row.addStretch(1)
         ll.addLayout(row)
@@ -293,6 +305,9 @@ class ExplorerWidget(QWidget):
         self.apply_button.clicked.connect(lambda: self.apply_row(self.selected_row()))
         self.plot_mode.currentIndexChanged.connect(lambda _i: self.plot.set_mode(self.plot_mode.currentData()))
         self.plot.rowClicked.connect(self.select_row)
+        self.plot.disaggClicked.connect(self.select_disagg)
+        self.pools_box.toggled.connect(lambda _on: self.schedule())
+        self.apply_pools_button.clicked.connect(lambda: self.apply_disagg(self.disagg_selected))
         self.table.selectionModel().selectionChanged.connect(lambda *_a: self._on_row_selected())
         self.tabs.currentChanged.connect(lambda _i: self._refresh_visible_tab())
         self.compare.applyRequested.connect(self.apply_pinned)
@@ -407,12 +422,12 @@ class ExplorerWidget(QWidget):
         """Start a sweep of the current project now (cancelling one in flight)."""
         self.jobs.start()
 
-    def _request(self) -> tuple[Project, dict, SloTargets | None]:
-        """The frozen request of a sweep: the current project, its objective and targets, and its
-        percentile SLO."""
+    def _request(self) -> tuple[Project, dict, SloTargets | None, bool]:
+        """The frozen request of a sweep: the current project, its objective and targets, its
+        percentile SLO, and whether the disaggregated candidates are swept too."""
         project = self.doc.project
         self._inputs = _sweep_inputs(project)
-        return project, self.sweep_kwargs(), self.slo_targets()
+        return project, self.sweep_kwargs(), self.slo_targets(), self.pools_box.isChecked()
 
     def _on_started(self, _revision: int) -> None:
         self.progress.setValue(0)
@@ -447,6 +462,11 @@ class ExplorerWidget(QWidget):
             return
         self.progress.setValue(1000)
         out: Explored = response.result
+        self.disagg = getattr(out, "disagg", None)
+        self._disagg_error = getattr(out, "disagg_error", "")
+        self.disagg_selected = None
+        self.apply_pools_button.setEnabled(False)
+        self.plot.set_disagg(self.disagg.rows if self.disagg is not None else ())
         self.show_result(out.sweep, out.slo, out.slo_error or self.slo_error)
 
     def show_result(self, result: SweepResult, slo: SloReport | None = None, slo_error: str = "") -> None:
@@ -491,7 +511,53 @@ class ExplorerWidget(QWidget):
         elif slo_error:
             head = f"<b>SLO not checked:</b> {html.escape(slo_error)}<br>{head}"
         items = "".join(f"<li>{html.escape(t)}</li>" for t in r.reasons)
+        pools = self.disagg_line(r)
+        if pools:
+            head = f"{head}<br>{pools}"
         self.reasons.setHtml(f"{head}<ul style='margin-top:2px; margin-left:-20px'>{items}</ul>")
+
+    def disagg_line(self, r: SweepResult) -> str:
+        """The reasons' line on the disaggregated candidates: the best one against the recommended
+        layout ("" when they were not swept)."""
+        if getattr(self, "_disagg_error", ""):
+            return f"<b>Disaggregated pools not swept:</b> {html.escape(self._disagg_error)}"
+        sw = self.disagg
+        if sw is None:
+            return ""
+        best = sw.best
+        if best is None:
+            return (f"<b>Disaggregated:</b> none of {len(sw.rows):,} pool splits × decode batches meets the "
+                    "targets")
+        text = f"<b>Best disaggregated:</b> {html.escape(best.why())}; {best.tokens_per_s_per_gpu:,.1f} tok/s/GPU"
+        rec = r.recommended
+        if rec is not None:
+            agg = float(r.columns["tokens_per_s_per_gpu"][rec])
+            if agg > 0:
+                text += f" = {best.tokens_per_s_per_gpu / agg:.2f}× the recommended layout"
+        return text
+
+    def select_disagg(self, i: int) -> None:
+        """Show disaggregated candidate ``i`` (a point clicked on the Pareto plot) in the reasons and
+        offer to apply it."""
+        if self.disagg is None or not 0 <= i < len(self.disagg.rows):
+            return
+        self.disagg_selected = i
+        row = self.disagg.rows[i]
+        self.apply_pools_button.setEnabled(True)
+        verdict = "meets" if row.meets_targets else "misses"
+        self.reasons.setHtml(
+            f"<b>{html.escape(row.label)}</b>, batch {row.batch} per decode worker ({verdict} the targets): "
+            f"{html.escape(row.why())}; {row.tokens_per_s_per_gpu:,.1f} tok/s/GPU, "
+            f"{row.tokens_per_s_per_user:,.1f} tok/s/user, TTFT {row.ttft_ms:,.0f} ms, limited by the "
+            f"{html.escape(row.limited_by)}"
+        )
+
+    def apply_disagg(self, i: int | None) -> bool:
+        """Serve the project with disaggregated candidate ``i`` (one undo step)."""
+        if self.disagg is None or i is None or not 0 <= i < len(self.disagg.rows):
+            return False
+        row = self.disagg.rows[i]
+        return self.doc.edit(f"Serving: {row.label}", "serving", lambda p: applied_pools(p, row.mode, row.batch))
 
     def _on_project(self, project: Project, kind: str) -> None:
         self._load_targets(project)
