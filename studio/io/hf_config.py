@@ -118,12 +118,27 @@ UPPER_LIMITS = _upper_limits()
 MAX_INT_LIST = 10_000
 
 
+def _shown(value: int) -> str:
+    """An integer for a message: in full up to 10^15, else in e-notation (or its digit count, past
+    what a float holds), so a 4,000-digit value is neither an OverflowError nor a 4,000-character
+    line."""
+    if abs(value) < 10**15:
+        return f"{value:,}"
+    try:
+        return f"{float(value):.3e}"
+    except OverflowError:
+        return f"a {'negative ' if value < 0 else ''}{len(str(abs(value))):,}-digit number"
+
+
 class _Fields:
     """Typed reads from one config dict that collect every problem before failing."""
 
     def __init__(self, cfg: dict[str, Any]) -> None:
         self.cfg = cfg
         self.problems: list[str] = []
+        # Checks across fields; told only when every field read well (a refused field is read as
+        # its minimum, and "hidden_size (1) is not a multiple of ..." would follow from that).
+        self.derived: list[str] = []
 
     def int(self, key: str, default: int | None = None, *, minimum: int = 1, aliases: tuple[str, ...] = ()) -> int:
         value = None
@@ -142,12 +157,11 @@ class _Fields:
             self.problems.append(f"'{key}' must be an integer (got {value!r:.40})")
             return minimum
         if value < minimum:
-            self.problems.append(f"'{key}' must be ≥ {minimum} (got {value})")
+            self.problems.append(f"'{key}' must be ≥ {minimum} (got {_shown(value)})")
             return minimum
         maximum = UPPER_LIMITS.get(key, 2**40)
         if value > maximum:
-            shown = f"{value:,}" if value < 10**15 else f"{float(value):.3e}"
-            self.problems.append(f"'{key}' must be ≤ {maximum:,} (got {shown})")
+            self.problems.append(f"'{key}' must be ≤ {maximum:,} (got {_shown(value)})")
             return minimum
         return value
 
@@ -175,9 +189,10 @@ class _Fields:
         return list(value)
 
     def check(self, source: str) -> None:
-        if self.problems:
+        problems = self.problems or self.derived
+        if problems:
             raise StudioError(
-                "cannot describe this model: " + "; ".join(self.problems) + ". "
+                "cannot describe this model: " + "; ".join(problems) + ". "
                 + "See the model's Hugging Face config.json for the expected fields.",
                 source,
             )
@@ -298,7 +313,7 @@ def _moe(cfg: dict[str, Any], mt: str, layers: int, f: _Fields) -> MoEConfig | N
     try:
         return MoEConfig(**data)
     except ValidationError as exc:
-        f.problems.append("MoE: " + first_error_message(exc, quote_field=True))
+        f.derived.append("MoE: " + first_error_message(exc, quote_field=True))
         return None
 
 
@@ -364,13 +379,13 @@ def architecture_from_config(
         try:
             mla = _mla(cfg, mt, f)
         except ValidationError as exc:
-            f.problems.append("MLA: " + first_error_message(exc, quote_field=True))
+            f.derived.append("MLA: " + first_error_message(exc, quote_field=True))
     if mla is not None:
         head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
     elif cfg.get("head_dim") is not None:
         head_dim = f.int("head_dim")
     elif hidden % heads:
-        f.problems.append(
+        f.derived.append(
             f"'head_dim' is missing and hidden_size ({hidden}) is not a multiple of "
             f"num_attention_heads ({heads})"
         )

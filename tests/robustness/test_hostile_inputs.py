@@ -315,13 +315,23 @@ MISTRAL = {
         ("num_hidden_layers", 10**8, "10,000"),
         ("sliding_window", 10**15, "100,000,000"),
         ("intermediate_size", 10**30, "10,000,000"),
+        ("hidden_size", int("9" * 4000), "1,000,000"),  # past a float: was an OverflowError, exit 1
+        ("num_attention_heads", -int("9" * 4000), None),
     ],
+    ids=["layers-int", "layers-float", "layers-1e8", "window", "intermediate", "hidden-4000-digits",
+         "heads-minus-4000-digits"],
 )
 def test_config_counts_are_checked_before_anything_is_expanded(field, value, limit):
     cfg = {**MISTRAL, "num_hidden_layers": 32, field: value}
     _, err, peak = bounded(lambda: architecture_from_config(cfg, model_id="m", name="m", source="config.json"))
     assert isinstance(err, StudioError)
-    assert f"'{field}' must be ≤ {limit}" in str(err)
+    if limit is None:
+        assert f"'{field}' must be ≥ 1 (got a negative 4,000-digit number)" in str(err)
+    else:
+        assert f"'{field}' must be ≤ {limit}" in str(err)
+    # only the field itself: nothing said of the stand-in value it is read as ("hidden_size (1) is
+    # not a multiple of ...")
+    assert str(err).count(";") == 0 and len(str(err)) < 300, str(err)
     assert peak < 8 * 2**20
 
 
