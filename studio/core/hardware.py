@@ -290,9 +290,10 @@ class Cluster(Frozen):
         return self
 
     # ----------------------------------------------------------------- queries
-    @property
+    @cached_property
     def gpus(self) -> tuple[GpuInstance, ...]:
-        """All GPUs, node by node, slot order."""
+        """All GPUs, node by node, slot order (sorted once per immutable cluster: the engine and
+        the window ask several times per edit)."""
         return tuple(g for n in self.nodes for g in sorted(n.gpus, key=lambda g: g.slot))
 
     @property

@@ -17,7 +17,9 @@ minimum the sweep evaluates over arrays of message sizes.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -49,11 +51,21 @@ class Collective:
     group: tuple[str, ...]
     algos: tuple[Algo, ...]
 
+    @cached_property
+    def cost_terms(self) -> tuple[tuple[float, float, float], ...]:
+        """(α µs, µs per byte, largest message) of each algorithm, in order: everything
+        :meth:`time_us` reads, so two collectives with the same terms take the same time for every
+        size (the replicas of a big cluster mostly do; :func:`costing.coll_time_us` times each
+        distinct set once)."""
+        return tuple((a.alpha_us, a.us_per_byte, a.max_bytes) for a in self.algos)
+
     def time_us(self, size: np.ndarray | float) -> np.ndarray:
         """Fastest algorithm's time for message size(s) ``size`` (bytes)."""
         s = np.asarray(size, dtype=float)
         if not self.algos:
             return np.zeros_like(s)
+        if s.ndim == 0:  # one size: the same arithmetic in Python floats (an evaluation asks ~500 times)
+            return np.float64(_fastest(self.cost_terms, float(s)))
         best = np.full(s.shape, np.inf)
         for a in self.algos:
             t = a.alpha_us + s * a.us_per_byte
@@ -69,6 +81,20 @@ class Collective:
                 if best is None or t < best[0]:
                     best = (t, a)
         return best[1] if best else None
+
+
+def _fastest(terms: tuple[tuple[float, float, float], ...], s: float) -> float:
+    """:meth:`Collective.time_us` of one size, step for step as the array code: ``min`` over the
+    algorithms of ``α + s·c`` where ``s ≤`` the algorithm's limit, else ∞, a NaN winning as in
+    ``np.minimum``."""
+    best = math.inf
+    for alpha, per_byte, limit in terms:
+        t = alpha + s * per_byte if s <= limit else math.inf
+        if t != t or best != best:
+            best = math.nan
+        elif t < best:
+            best = t
+    return best
 
 
 def _link(topo: Topology, li: int | None) -> tuple[str | None, str | None]:

@@ -217,8 +217,12 @@ def coll_time_us(colls: list[Collective], size: np.ndarray | float) -> np.ndarra
     if not colls:
         return np.zeros_like(size, dtype=float)
     out = colls[0].time_us(size)
+    seen = {colls[0].cost_terms}
     for col in colls[1:]:
-        out = np.maximum(out, col.time_us(size))
+        terms = col.cost_terms
+        if terms not in seen:  # replicas with the same algorithms take the same time
+            seen.add(terms)
+            out = np.maximum(out, col.time_us(size))
     return out
 
 

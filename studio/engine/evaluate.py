@@ -109,7 +109,15 @@ def _comm_cost(col: Collective, phase: str, size: float) -> CommCost | None:
 def _worst(cols: list[Collective], size: float) -> Collective | None:
     if not cols:
         return None
-    return max(cols, key=lambda col: float(col.time_us(size)))
+    times: dict[tuple, float] = {}  # replicas with the same algorithms take the same time
+
+    def time_of(col: Collective) -> float:
+        t = times.get(col.cost_terms)
+        if t is None:
+            t = times[col.cost_terms] = float(col.time_us(size))
+        return t
+
+    return max(cols, key=time_of)
 
 
 def evaluate(

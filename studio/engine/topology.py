@@ -121,6 +121,10 @@ class _PathStore:
         self._local: OrderedDict[str, _Search] = OrderedDict()
         self._hub: dict[str, _Search] = {}
         self._routes: OrderedDict[tuple[str, str], tuple[tuple[int, ...], tuple[bool, ...]] | None] = OrderedDict()
+        #: Finished :class:`Path` values by (a, b). A path reads only what the store's key fixes
+        #: (link ids, kinds, lanes, the kinds' figures), so every Topology sharing the store shares
+        #: them: an undo, or a link edit back and forth, does not rebuild them.
+        self.paths: dict[tuple[str, str], Path] = {}
 
     # ------------------------------------------------------------------ searching
     def _top(self, s: _Search) -> tuple[float, float, int] | None:
@@ -304,8 +308,8 @@ class Topology:
         self.switch_kind: dict[str, str] = {s.id: s.kind for n in cluster.nodes for s in n.switches}
         self.switch_kind.update({s.id: s.kind for s in cluster.switches})
         hubs = frozenset(s.id for s in cluster.switches)
-        self._paths: dict[tuple[str, str], Path] = {}
         self._store = _store_for(cluster, figures, self, hubs)
+        self._paths = self._store.paths
         self._nvl: dict[str, list[tuple[str, int]]] = {}
         for g in self.gpu_ids:
             for nb, li, _ in self.adj.get(g, ()):
@@ -367,6 +371,8 @@ class Topology:
         idx, fwd = r
         bws, lats = self.link_bw, self.link_lat
         bott = min(idx, key=lambda i: (bws[i], -lats[i]))
+        if len(self._paths) >= _PathStore.ROUTE_CACHE:
+            self._paths.clear()
         p = self._paths[key] = Path(
             a=a, b=b, hops=tuple(self.link_ids[i] for i in idx), bottleneck_link=self.link_ids[bott],
             bottleneck_kind=self.link_kind[bott], bandwidth_gbps=bws[bott],

@@ -77,3 +77,38 @@ def test_disconnected_gpus_are_a_clear_error():
     c2 = c.model_copy(update={"links": tuple(lk for lk in c.links if "nvswitch" not in lk.id and "pcie" not in lk.id)})
     with pytest.raises(StudioError, match="not joined"):
         evaluate(project(c2, LLAMA_70B, Layout(tp=8)))
+
+
+def test_one_size_takes_the_same_time_as_the_array_code():
+    # Collective.time_us answers one size in Python floats; it must equal the array code bit for
+    # bit, limits, infinities and NaN included (np.minimum lets a NaN win)
+    import math
+
+    import numpy as np
+
+    from studio.engine.comm import Algo, Collective
+    from studio.engine.costing import coll_time_us
+
+    def algo(alpha, per_byte, limit):
+        return Algo("a", alpha, per_byte, limit, 1.0, None, None)
+
+    cols = [
+        Collective("allreduce", ("g0",), (algo(5.0, 1e-4, 2**20), algo(20.0, 3e-5, math.inf))),
+        Collective("allreduce", ("g1",), (algo(5.0, 1e-4, 2**20), algo(20.0, 3e-5, math.inf))),
+        Collective("allreduce", ("g2",), (algo(7.5, 2e-4, math.inf),)),
+        Collective("p2p", ("g3",), (algo(math.nan, 1e-4, math.inf), algo(1.0, 0.0, math.inf))),
+        Collective("p2p", ("g4",), (algo(1.0, 0.0, 10.0),)),
+    ]
+    sizes = [0.0, 1.0, 2**20, 2**20 + 1, 3.7e9, math.inf, math.nan]
+    for col in cols:
+        whole = col.time_us(np.array(sizes))
+        for i, s in enumerate(sizes):
+            one = col.time_us(s)
+            assert type(one) is np.float64
+            assert one == whole[i] or (math.isnan(one) and math.isnan(whole[i])), (col.group, s)
+    # replicas with the same algorithms are timed once; the slowest is the same as over all of them
+    for size in (1.0, 2**21, np.array(sizes)):
+        want = cols[0].time_us(size)
+        for col in cols[1:3]:
+            want = np.maximum(want, col.time_us(size))
+        np.testing.assert_array_equal(coll_time_us(cols[:3], size), want)
