@@ -20,6 +20,7 @@ flag and the allowed values, which :func:`studio.cli.main` turns into exit code 
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -488,8 +489,11 @@ def project_from_args(args: argparse.Namespace) -> Project:
 def json_safe(value):
     """``value`` with numpy scalars/arrays made plain and non-finite floats made ``None`` (strict
     JSON has no NaN or Infinity)."""
-    import math
-
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:  # most leaves of a sweep's JSON
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
     if isinstance(value, dict):
         return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
