@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _reference_cluster(catalog, kind_id: str, ranks: int):
     """A cluster of bundled nodes whose GPUs reach each other over ``kind_id``."""
-    from studio.core.builders import build_cluster
+    from studio.core.builders import MAX_NODES, build_cluster
 
     kind = catalog.link(kind_id)
     for t in catalog.nodes.values():
@@ -59,6 +59,12 @@ def _reference_cluster(catalog, kind_id: str, ranks: int):
             nodes = -(-ranks // t.gpus_per_node)
             if kind.family.is_network and nodes < 2:
                 nodes = 2
+            if nodes > MAX_NODES:
+                raise StudioError(
+                    f"--ranks: {ranks:,} ranks on '{t.id}' nodes ({t.gpus_per_node} GPUs each) need "
+                    f"{nodes:,} nodes; the reference cluster has at most {MAX_NODES:,} nodes "
+                    f"({MAX_NODES * t.gpus_per_node:,} ranks); pass --project with a cluster that large"
+                )
             return build_cluster(t, nodes, catalog.gpu(t.gpu_type), catalog.links)
     raise StudioError(f"no bundled node template uses link kind '{kind_id}'; pass --project")
 

@@ -21,6 +21,10 @@ from studio.core.templates import TRAY_COLUMNS, TRAY_SPACING_Y, instantiate
 NODE_SPACING_X = 520.0
 
 
+#: Most copies of a node template one cluster is built from.
+MAX_NODES = 4096
+
+
 def build_cluster(
     template: NodeTemplate,
     nodes: int,
@@ -35,8 +39,8 @@ def build_cluster(
     link_kinds:
         The link-kind catalogue; must hold every kind the template names.
     """
-    if not 1 <= nodes <= 4096:
-        raise StudioError(f"the node count must be between 1 and 4096 (got {nodes})", field="nodes")
+    if not 1 <= nodes <= MAX_NODES:
+        raise StudioError(f"the node count must be between 1 and {MAX_NODES} (got {nodes})", field="nodes")
     needed = {template.pcie_switch_link, template.host_link}
     for k in (template.socket_link, template.scale_up_link, template.nic_kind):
         if k:

@@ -375,6 +375,18 @@ def test_argument_errors_are_one_line_with_the_flag(argv, flag, capsys):
     assert flag in err and "usage:" not in err
 
 
+def test_ranks_beyond_the_reference_cluster_name_ranks_not_nodes(capsys):
+    argv = ["calibrate", "nccl", str(NCCL), "--link-kind", "nvlink3-nvswitch", "--ranks", "65536"]
+    code, err, peak = bounded(lambda: main(argv))
+    assert err is None and code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == [
+        "layout-studio: error: --ranks: 65,536 ranks on 'dgx-a100' nodes (8 GPUs each) need 8,192 nodes; "
+        "the reference cluster has at most 4,096 nodes (32,768 ranks); pass --project with a cluster that large"
+    ]
+    assert peak < 16 * 2**20
+
+
 def test_profile_name_too_long_is_one_line(tmp_path, capsys):
     code = main(["calibrate", "nccl", str(NCCL), "--link-kind", "nvlink3-nvswitch", "--save-as", "x" * 121])
     assert code == 2
