@@ -281,6 +281,14 @@ def run_serving(args: argparse.Namespace) -> int:
     check_output(args.output)
     base, project = _serving_base(args)
     params = tuple(p.strip() for p in args.fit.split(",") if p.strip())
+    gpus = base.cluster.gpu_types()
+    for name in params:
+        qualifier = name.partition(":")[2]
+        if qualifier and qualifier not in gpus:
+            raise StudioError(
+                f"--fit: '{name}' names GPU '{qualifier}', which the runs did not use, so fitting it "
+                f"changes nothing; the runs' GPUs: {', '.join(gpus)}"
+            )
     fit = fit_files(base, args.files, params=params, tp=args.tp, pp=args.pp, isl=args.isl, osl=args.osl,
                     concurrency=args.concurrency)
     gpu = base.cluster.gpu_types()[0]

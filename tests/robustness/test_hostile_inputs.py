@@ -387,6 +387,17 @@ def test_ranks_beyond_the_reference_cluster_name_ranks_not_nodes(capsys):
     assert peak < 16 * 2**20
 
 
+def test_a_per_gpu_fit_of_a_gpu_the_runs_did_not_use_is_refused(capsys):
+    runs = DATA / "serving" / "trtllm-v0.17-h200-fp8-llama-3.1-8b.jsonl"
+    argv = ["calibrate", "serving", str(runs), "--gpu", "h200-sxm", "--model", "llama-3.1-8b",
+            "--fit", "hbm_efficiency:no-such-gpu"]
+    code, err, _ = bounded(lambda: main(argv))
+    assert err is None and code == 2  # it printed "0.85 -> 0.85" and exit 0: a fit of nothing
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("layout-studio: error: --fit: 'hbm_efficiency:no-such-gpu'")
+    assert "h200-sxm" in lines[0]
+
+
 def test_profile_name_too_long_is_one_line(tmp_path, capsys):
     code = main(["calibrate", "nccl", str(NCCL), "--link-kind", "nvlink3-nvswitch", "--save-as", "x" * 121])
     assert code == 2
