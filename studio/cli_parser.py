@@ -22,6 +22,17 @@ class OneLineParser(argparse.ArgumentParser):
         sys.stderr.write(f"{self.prog}: error: {text} (see `{self.prog} --help`)\n")
         raise SystemExit(2)
 
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> object:
+        """``--flag=--`` gives the flag the text ``--``: argparse drops the ``--`` as the end of
+        options and hands the flag an empty list, which skipped its type check (``--tp=--`` was
+        ignored, ``--hosts=--`` an internal error). The text goes through the type and choices
+        like any other value."""
+        if action.nargs is None and arg_strings == ["--"]:
+            value = self._get_value(action, "--")
+            self._check_value(action, value)
+            return value
+        return super()._get_values(action, arg_strings)
+
 
 def data_error_message(exc: BaseException) -> str | None:
     """One line for a validation error of user data (a pydantic ``ValidationError``: its first

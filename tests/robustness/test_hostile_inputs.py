@@ -375,6 +375,29 @@ def test_argument_errors_are_one_line_with_the_flag(argv, flag, capsys):
     assert flag in err and "usage:" not in err
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["export", "--engine", "vllm", "--model-path=--"],  # was an internal error (exit 1)
+        ["export", "--engine", "vllm", "--hosts=--"],  # internal error
+        ["plan", "--isl-histogram=--"],  # internal error
+        ["plan", "--tp=--"],  # silently ignored: exit 0
+        ["plan", "--model=--"],  # ignored
+        ["export", "--engine=--"],
+        ["plan", "--layers-per-stage=--"],
+    ],
+)
+def test_a_flag_given_the_text_double_dash_is_checked_like_any_value(argv, capsys):
+    """argparse reads ``--flag=--`` as the end of options and gives the flag an empty list, past
+    its type and choices; the parser hands the text ``--`` to them instead."""
+    code, err, _ = bounded(lambda: main(argv))
+    assert err is None and code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    flag = argv[-1].split("=")[0]
+    assert len(lines) == 1 and "internal error" not in lines[0], lines
+    assert flag in lines[0] or "'--'" in lines[0], lines
+
+
 def test_ranks_beyond_the_reference_cluster_name_ranks_not_nodes(capsys):
     argv = ["calibrate", "nccl", str(NCCL), "--link-kind", "nvlink3-nvswitch", "--ranks", "65536"]
     code, err, peak = bounded(lambda: main(argv))
