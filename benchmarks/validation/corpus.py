@@ -105,8 +105,10 @@ OFFLINE_MAX_BATCH = 2048
 
 
 def _trtllm_bench(rec: dict[str, Any]) -> bool:
-    """Whether a record was measured with ``trtllm-bench`` (TensorRT-LLM's perf-overview tables)."""
-    return rec["framework"] in ("trtllm-0.17", "trtllm-0.19", "trtllm-0.20", "trtllm-1.0")
+    """Whether a record was measured with ``trtllm-bench`` (TensorRT-LLM's perf-overview tables, and
+    the Azure guide's NVIDIA harness)."""
+    return rec["framework"] in ("trtllm-0.17", "trtllm-0.19", "trtllm-0.20", "trtllm-1.0") or bool(
+        (rec.get("extra") or {}).get("engine_built_for"))
 
 
 @lru_cache(maxsize=1024)
@@ -133,15 +135,21 @@ def project_for(p: Point) -> tuple[Project, Layout]:
     model = cat.model(r["model"]).architecture
     adp = bool(extra.get("enable_attention_dp")) and model.moe is not None
     max_batch = TRITON_MAX_BATCH if p.group == "trtllm-0.14-online" else OFFLINE_MAX_BATCH
+    budget = extra.get("max_num_batched_tokens")
     if _trtllm_bench(r) and load.mode == "offline":
         # trtllm-bench sizes max_batch_size per dataset (studio.engine.trtllm_bench): the nominal
         # TP of the run, before attention-DP is mapped below
         sv_dtype = DType(r["weight_dtype"])
         kv = DType(r["kv_dtype"]) if r["kv_dtype"] in ("fp8", "bf16", "fp16") else DType.FP8
-        lim = bench_limits(model, sv_dtype, kv, int(r["tp"]), int(r["pp"]), int(r["isl"]), int(r["osl"]),
+        # the dataset the engine was sized for: the point's own, unless one engine built for another
+        # dataset ran every length (``engine_built_for``, the Azure guide's harness)
+        b_isl, b_osl = extra.get("engine_built_for") or (int(r["isl"]), int(r["osl"]))
+        lim = bench_limits(model, sv_dtype, kv, int(r["tp"]), int(r["pp"]), int(b_isl), int(b_osl),
                            cluster.gpu_specs[next(iter(cluster.gpu_specs))].memory_bytes / 2**30,
-                           float(extra.get("kv_cache_free_gpu_mem_fraction", 0.95)))
+                           float(extra.get("build_kv_fraction", extra.get("kv_cache_free_gpu_mem_fraction", 0.95))))
         max_batch = lim.max_batch * int(r["pp"])  # per micro-batch in flight, one per stage
+        if extra.get("engine_built_for"):
+            budget = lim.max_num_tokens
     max_batch = int(extra.get("max_batch", max_batch))
     if adp:  # the engine's batch limit is shared by the attention-DP ranks
         max_batch = max(1, max_batch // int(r["tp"]))
@@ -150,7 +158,7 @@ def project_for(p: Point) -> tuple[Project, Layout]:
         weight_dtype=r["weight_dtype"], kv_dtype=r["kv_dtype"] if r["kv_dtype"] in ("fp8", "bf16", "fp16") else "fp8",
         gpu_memory_utilization=float(extra.get("kv_cache_free_gpu_mem_fraction", extra.get("gpu_memory_utilization", 0.9))),
         runtime="vllm" if r["framework"].startswith("vllm") else "sglang" if fw == "sglang" else "trtllm",
-        max_num_batched_tokens=extra.get("max_num_batched_tokens"),
+        max_num_batched_tokens=budget,
         speculative=SpeculativeConfig(**r["speculative"]) if r.get("speculative") else None,
     )
     proj = Project(cluster=cluster, model=model, workload=wl, serving=sv,
