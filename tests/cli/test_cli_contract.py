@@ -120,8 +120,8 @@ def fake_gui(monkeypatch):
         calls.append(("run", path))
         return 0
 
-    def render_main_window(project, out, size=(1280, 800)):
-        calls.append(("render", project, out, size))
+    def render_main_window(project, out, size=(1280, 800), view="main"):
+        calls.append(("render", project, out, size, view))
         return out
 
     app.run = run
@@ -149,6 +149,8 @@ def test_snapshot_dispatch(cli, fake_gui, tmp_path):
     out = tmp_path / "shot.png"
     r = cli("snapshot", "-o", str(out), "--size", "1600x900")
     assert r.code == 0
-    assert fake_gui == [("render", None, out, (1600, 900))]
+    assert fake_gui == [("render", None, out, (1600, 900), "main")]
+    assert cli("snapshot", "-o", str(out), "--view", "explorer").code == 0
+    assert fake_gui[-1] == ("render", None, out, (1280, 800), "explorer")
     assert cli("snapshot", "-o", str(tmp_path / "shot.jpg")).code == 2
     assert cli("snapshot", "-o", str(tmp_path / "no" / "shot.png")).code == 2
