@@ -39,6 +39,11 @@ from studio.io.safe import decode_text, loads_json_limited, read_bytes_limited
 MAX_BYTES = 32 * 1024 * 1024
 MAX_RUNS = 10_000
 MAX_LIST = 1_000_000
+#: Largest input or output length, concurrency and TP/PP a run may have (the workload's and the
+#: calibrate flags' own limits), checked before a run becomes a measured point.
+MAX_TOKENS = 10_000_000
+MAX_CONCURRENCY = 1_000_000
+MAX_PARALLEL = 65_536
 
 
 @dataclass(frozen=True)
@@ -86,19 +91,23 @@ class ServingRun:
             ISL, OSL or TP unknown from the file and not given (names the value; ``field`` is
             ``isl``, ``osl``, ``tp`` or ``pp``).
         """
-        def need(value: float | None, given: int | None, what: str, field: str) -> int:
+        def need(value: float | None, given: int | None, what: str, field: str, most: int) -> int:
             v = value if value is not None else given
             if v is None:
                 raise StudioError(f"the file does not say the {what}; give it", self.where, field=field)
+            if v > most:
+                raise StudioError(f"the {what} is {v:,.4g}; at most {most:,}", self.where)
             return max(1, round(v))
 
         c = self.concurrency if self.concurrency is not None else concurrency
+        if c is not None and c > MAX_CONCURRENCY:
+            raise StudioError(f"the concurrency is {c:,.4g}; at most {MAX_CONCURRENCY:,}", self.where)
         return ServingPoint(
             label=self.label(),
-            isl=need(self.isl, isl, "input length (total_input_tokens / completed)", "isl"),
-            osl=need(self.osl, osl, "output length (total_output_tokens / completed)", "osl"),
-            tp=need(self.tp, tp, "tensor-parallel size", "tp"),
-            pp=need(self.pp, pp if pp is not None else 1, "pipeline-parallel size", "pp"),
+            isl=need(self.isl, isl, "input length (total_input_tokens / completed)", "isl", MAX_TOKENS),
+            osl=need(self.osl, osl, "output length (total_output_tokens / completed)", "osl", MAX_TOKENS),
+            tp=need(self.tp, tp, "tensor-parallel size", "tp", MAX_PARALLEL),
+            pp=need(self.pp, pp if pp is not None else 1, "pipeline-parallel size", "pp", MAX_PARALLEL),
             concurrency=None if c is None else max(1, round(c)),
             output_tok_s=self.output_tok_s,
             ttft_ms=self.ttft_ms,

@@ -398,6 +398,28 @@ def test_a_flag_given_the_text_double_dash_is_checked_like_any_value(argv, capsy
     assert flag in lines[0] or "'--'" in lines[0], lines
 
 
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"total_input_tokens": 10**15, "completed": 1}, "the input length (total_input_tokens / completed) is 1e+15; at most 10,000,000"),
+        ({"total_output_tokens": 1e300}, "the output length (total_output_tokens / completed) is 3.333e+295; at most 10,000,000"),
+        ({"num_prompts": 10**18, "completed": 10**18, "total_input_tokens": 10**20, "total_output_tokens": 10**20},
+         "the concurrency is 1e+18; at most 1,000,000"),
+    ],
+    ids=["isl", "osl", "concurrency"],
+)
+def test_serving_runs_implying_absurd_sizes_are_one_line_naming_the_file(change, said, tmp_path, capsys):
+    """These were "invalid Workload value: field 'isl': ..." without the file, or ran with 10^18
+    requests in flight."""
+    runs = DATA / "serving" / "trtllm-v0.17-h200-fp8-llama-3.1-8b.jsonl"
+    run = {**json.loads(runs.read_text(encoding="utf-8").splitlines()[0]), **change}
+    f = tmp_path / "run.json"
+    f.write_text(json.dumps(run), encoding="utf-8")
+    code, err, _ = bounded(lambda: main(["calibrate", "serving", str(f), "--gpu", "h200-sxm", "--model", "llama-3.1-8b"]))
+    assert err is None and code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"layout-studio: error: {f}: {said}"]
+
+
 def test_ranks_beyond_the_reference_cluster_name_ranks_not_nodes(capsys):
     argv = ["calibrate", "nccl", str(NCCL), "--link-kind", "nvlink3-nvswitch", "--ranks", "65536"]
     code, err, peak = bounded(lambda: main(argv))
