@@ -649,7 +649,7 @@ def load_model_config(path: str | os.PathLike[str]) -> LLMArchitecture:
     p = Path(path)
     if p.is_dir():
         folder, file = p, p / "config.json"
-        if not file.is_file():
+        if not file.exists():  # a FIFO or device of that name is refused by the reader, by its kind
             raise StudioError("folder holds no config.json", str(p))
     elif p.exists():  # a file, or a FIFO/device the bounded reader refuses with its kind named
         folder, file = p.parent, p

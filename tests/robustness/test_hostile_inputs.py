@@ -84,6 +84,21 @@ def test_cli_entry_points_refuse_a_fifo_with_exit_2(argv, tmp_path, capsys):
     assert not out.exists()
 
 
+def test_a_model_folder_whose_config_json_is_a_fifo_names_the_fifo(tmp_path):
+    os.mkfifo(tmp_path / "config.json")
+    _, err, _ = bounded(lambda: load_model_config(tmp_path))
+    assert isinstance(err, StudioError) and "config.json is a pipe (FIFO), not a regular file" in str(err)
+
+
+def test_export_onto_a_fifo_says_what_it_is(tmp_path):
+    from studio.io.export.write import write_files
+
+    fifo = _special("fifo", tmp_path)
+    _, err, _ = bounded(lambda: write_files({"a.sh": "x"}, fifo))
+    assert isinstance(err, StudioError) and "this is not a folder (a device, pipe or socket)" in str(err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo.json"]
+
+
 # ----------------------------------------------------------------------------- writing
 def _project():
     return load_project(GOOD_PROJECT)

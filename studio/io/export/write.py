@@ -32,7 +32,8 @@ def write_files(files: Mapping[str, str], folder: str | os.PathLike[str]) -> lis
     """
     target = Path(folder)
     if target.exists() and not target.is_dir():
-        raise _refuse(target, "-o must name a folder, and this is a file")
+        kind = "a file" if target.is_file() else "not a folder (a device, pipe or socket)"
+        raise _refuse(target, f"-o must name a folder, and this is {kind}")
     for name in files:
         if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
             raise _refuse(target / name, f"'{escape_for_terminal(name)}' is not a plain file name")
