@@ -107,7 +107,7 @@ def format_plan(project: Project, plan, explain: bool = False, model_note: str |
     """The readable report of one plan: aligned sections, warnings with their fixes.
 
     ``model_note`` (the checkpoint size check of ``--model-config``) is printed under the model."""
-    from studio.engine.results import GIB
+    from studio.core.units import GIB
     from studio.engine.speculative import plan_line
 
     lay = plan.layout

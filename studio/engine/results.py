@@ -13,9 +13,9 @@ from typing import Any, Literal
 import numpy as np
 
 from studio.core.layout import Layout
+from studio.core.units import GIB
 
 Severity = Literal["error", "warning", "info"]
-GIB = float(2**30)
 
 #: Segment kinds of a pipeline timeline, in drawing order; ``Timeline.kind`` indexes this tuple.
 SEGMENT_KINDS: tuple[str, ...] = (

@@ -13,7 +13,8 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
-from studio.engine.results import GIB, GpuMemory
+from studio.core.units import GIB
+from studio.engine.results import GpuMemory
 from studio.gui.colors import FREE_COLOR, MEMORY_PARTS, OVER_COLOR
 
 MAX_BARS = 64

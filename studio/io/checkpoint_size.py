@@ -27,6 +27,7 @@ from typing import Any
 
 from studio.core.architecture import LLMArchitecture
 from studio.core.errors import StudioError
+from studio.core.units import decimal_bytes
 from studio.io.safe import load_json_file, loads_json_limited, open_regular
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024
@@ -313,14 +314,6 @@ def _count(n: float) -> str:
     return f"{n:,.0f}"
 
 
-def _bytes(n: float) -> str:
-    """Bytes as ``16.06 GB``, ``53.6 kB`` (decimal units, as the Hub shows them)."""
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:,.2f} {unit}"
-    return f"{n:,.0f} bytes"
-
-
 def _dtypes(hint: SizeHint) -> str:
     """The stored dtypes, most bytes first: ``FP8 + BF16 + FP32``."""
     order = sorted(hint.dtype_bytes, key=lambda k: -hint.dtype_bytes[k])[:3]
@@ -335,7 +328,7 @@ def check_against_size_hint(arch: LLMArchitecture, hint: SizeHint) -> str:
     (approximate for quantised checkpoints, and the line says so).
     """
     stated = arch.num_params
-    gb = _bytes(hint.total_bytes)
+    gb = decimal_bytes(hint.total_bytes)
     if hint.num_params is not None:
         held = hint.num_params
         where = f"{gb} in {_dtypes(hint)}" if hint.dtype_bytes else gb

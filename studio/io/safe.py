@@ -28,6 +28,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from studio.core.errors import StudioError
+from studio.core.units import file_size
 
 #: Default size limit for user files (project files, configs, logs).
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -130,15 +131,7 @@ def _kind_of(mode: int) -> str:
 
 
 def _too_big(size: int, max_bytes: int, what: str) -> str:
-    return f"{what} is {_human(size)}; at most {_human(max_bytes)} is accepted"
-
-
-def _human(n: int) -> str:
-    if n >= 2**20:
-        return f"{n / 2**20:.1f} MiB"
-    if n >= 2**10:
-        return f"{n / 2**10:.1f} KiB"
-    return f"{n} bytes"
+    return f"{what} is {file_size(size)}; at most {file_size(max_bytes)} is accepted"
 
 
 def decode_utf8(raw: bytes, source: str, what: str = "file") -> str:

@@ -15,21 +15,6 @@ from studio.service import units
 from studio.service.report_content import ReportData, layout_key
 
 
-def num(value: float, digits: int = 3) -> str:
-    """A figure for a manager: thousands separators for big values, ``digits`` significant digits
-    for small ones, ``–`` when missing."""
-    if value is None or not math.isfinite(value):
-        return "–"
-    a = abs(value)
-    if a >= 1000:
-        return f"{value:,.0f}"
-    if a >= 100:
-        return f"{value:.0f}"
-    if a == 0:
-        return "0"
-    return f"{value:.{digits}g}"
-
-
 @dataclass(frozen=True)
 class Row:
     """One metric of the comparison table.
@@ -51,14 +36,14 @@ ROWS: tuple[Row, ...] = (
     Row("Fits in GPU memory", "", lambda p: float(p.fits), lambda p: "yes" if p.fits else "no"),
     Row("GPUs used", "", lambda p: float(p.gpus), lambda p: f"{p.gpus:,}"),
     Row("Concurrent sequences per replica", "", lambda p: float(p.batch), lambda p: f"{p.batch:,}"),
-    Row("Time to first token (ms)", "lower", lambda p: p.ttft_ms, lambda p: num(p.ttft_ms)),
-    Row("Time per output token (ms)", "lower", lambda p: p.tpot_ms, lambda p: num(p.tpot_ms)),
+    Row("Time to first token (ms)", "lower", lambda p: p.ttft_ms, lambda p: units.readable(p.ttft_ms)),
+    Row("Time per output token (ms)", "lower", lambda p: p.tpot_ms, lambda p: units.readable(p.tpot_ms)),
     Row("Output tokens/s, whole cluster", "higher", lambda p: p.output_tokens_per_s,
-        lambda p: num(p.output_tokens_per_s)),
+        lambda p: units.readable(p.output_tokens_per_s)),
     Row("Output tokens/s per GPU", "higher", lambda p: p.output_tokens_per_s_per_gpu,
-        lambda p: num(p.output_tokens_per_s_per_gpu)),
+        lambda p: units.readable(p.output_tokens_per_s_per_gpu)),
     Row("Output tokens/s per user", "higher", lambda p: p.tokens_per_s_per_user,
-        lambda p: num(p.tokens_per_s_per_user)),
+        lambda p: units.readable(p.tokens_per_s_per_user)),
     Row("$ per million output tokens", "lower", lambda p: p.usd_per_million_output_tokens,
         lambda p: units.usd(p.usd_per_million_output_tokens)),
     Row("Pipeline bubble", "lower", lambda p: p.bubble_fraction, lambda p: f"{p.bubble_fraction:.0%}"),
@@ -104,7 +89,7 @@ def _targets(data: ReportData, plan: PlanResult) -> str:
                                 ("time-per-output-token", wl.tpot_ms, plan.tpot_ms)):
         if target is not None:
             verdict = "meets" if value <= target else "misses"
-            parts.append(f"{verdict} the {name} target of {num(target)} ms")
+            parts.append(f"{verdict} the {name} target of {units.readable(target)} ms")
     return ("It " + " and ".join(parts) + ". ") if parts else "No latency targets are set. "
 
 
@@ -120,7 +105,7 @@ def _recommendation(data: ReportData) -> str:
         return head + f"The chosen split is also the sweep's pick for {data.objective}. "
     r_gpu = float(s.columns["tokens_per_s_per_gpu"][s.recommended])
     return head + (f"For {data.objective} the sweep recommends {rec.label} instead "
-                   f"({num(r_gpu)} output tokens/s per GPU vs {num(data.chosen.plan.output_tokens_per_s_per_gpu)}). ")
+                   f"({units.readable(r_gpu)} output tokens/s per GPU vs {units.readable(data.chosen.plan.output_tokens_per_s_per_gpu)}). ")
 
 
 def executive_summary(data: ReportData) -> str:
@@ -143,9 +128,9 @@ def executive_summary(data: ReportData) -> str:
     wl = p.workload
     figures = (
         f"Serving {wl.isl:,}-token prompts with {wl.osl:,}-token answers at {plan.batch:,} concurrent requests per copy, "
-        f"a user waits {num(plan.ttft_ms)} ms for the first token and then gets a token every {num(plan.tpot_ms)} ms "
-        f"({num(plan.tokens_per_s_per_user)} tokens/s); the cluster produces {num(plan.output_tokens_per_s)} output "
-        f"tokens/s ({num(plan.output_tokens_per_s_per_gpu)} per GPU) at {units.usd(plan.usd_per_million_output_tokens)} per "
+        f"a user waits {units.readable(plan.ttft_ms)} ms for the first token and then gets a token every {units.readable(plan.tpot_ms)} ms "
+        f"({units.readable(plan.tokens_per_s_per_user)} tokens/s); the cluster produces {units.readable(plan.output_tokens_per_s)} output "
+        f"tokens/s ({units.readable(plan.output_tokens_per_s_per_gpu)} per GPU) at {units.usd(plan.usd_per_million_output_tokens)} per "
         f"million output tokens (${plan.usd_per_hour:,.2f} per hour). "
     )
     warn = sum(w.severity != "info" for w in plan.warnings)

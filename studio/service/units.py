@@ -60,3 +60,19 @@ def usd(v: float | None, digits: int = 2) -> str:
     if _missing(v):
         return DASH
     return f"${v:,.{digits}f}"
+
+
+def readable(v: float | None, digits: int = 3) -> str:
+    """A figure for a manager (the report's format): thousands separators from 1,000, whole
+    numbers from 100, ``digits`` significant digits below, ``–`` when missing."""
+    if _missing(v):
+        return "–"
+    assert v is not None
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 100:
+        return f"{v:.0f}"
+    if a == 0:
+        return "0"
+    return f"{v:.{digits}g}"

@@ -84,7 +84,7 @@ def test_throughput_and_tpot_say_what_they_assume(qtbot, project, evaluate):
 
 def test_memory_card_shows_the_capacity_as_precisely_as_the_figure(project, evaluate):
     """The capacity has one decimal like the figure beside it ("of 79.6 GiB", not "of 80 GiB")."""
-    from studio.engine.results import GIB
+    from studio.core.units import GIB
     from studio.gui.panels.metrics_panel import figure_value
 
     r = evaluate(project)

@@ -7,8 +7,9 @@ import dataclasses
 from studio.core.layout import Layout
 from studio.engine import evaluate
 from studio.gui.report.document import Images, build_html
+from studio.service import units
 from studio.service.report_content import commands_only, gather, layout_key
-from studio.service.report_summary import ROWS, executive_summary, num, winners
+from studio.service.report_summary import ROWS, executive_summary, winners
 
 FAKE = Images(src=lambda name: f"data:image/png;base64,{name}", width=600)
 
@@ -53,7 +54,7 @@ def test_a_layout_that_does_not_fit_never_wins(data):
 def test_summary_states_the_headline_figures(data, example):
     plan = evaluate(example)
     text = executive_summary(data)
-    for figure in (num(plan.ttft_ms), num(plan.tpot_ms), num(plan.output_tokens_per_s),
+    for figure in (units.readable(plan.ttft_ms), units.readable(plan.tpot_ms), units.readable(plan.output_tokens_per_s),
                    f"${plan.usd_per_million_output_tokens:,.2f}", plan.layout.label, example.model.name):
         assert figure in text
     assert "It fits" in text

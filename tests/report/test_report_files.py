@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from studio.engine import evaluate
-from studio.service.report_summary import num
+from studio.service import units
 
 SECTIONS = ("Executive summary", "The cluster", "Model and workload", "Chosen layout and alternatives",
             "Memory per GPU", "Pipeline timelines", "Pareto plot", "Warnings", "Assumptions",
@@ -27,7 +27,7 @@ def test_html_has_the_sections_and_the_engine_numbers(html, example):
     for title in SECTIONS:
         assert title in html
     plan = evaluate(example)
-    for figure in (num(plan.ttft_ms), num(plan.tpot_ms), num(plan.output_tokens_per_s_per_gpu),
+    for figure in (units.readable(plan.ttft_ms), units.readable(plan.tpot_ms), units.readable(plan.output_tokens_per_s_per_gpu),
                    f"${plan.usd_per_million_output_tokens:,.2f}"):
         assert figure in html
     for w in plan.warnings:

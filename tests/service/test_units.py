@@ -34,3 +34,25 @@ def test_sizes_scale(b, text):
 def test_a_cost_that_does_not_exist_is_a_dash():
     assert units.usd(10.928) == "$10.93"
     assert units.usd(math.inf) == "—"
+
+
+@pytest.mark.parametrize(("v", "text"), [
+    (12_345.6, "12,346"), (123.4, "123"), (12.345, "12.3"), (0.0, "0"), (0.012345, "0.0123"),
+    (math.nan, "–"), (None, "–"),
+])
+def test_report_figures_are_readable(v, text):
+    assert units.readable(v) == text
+
+
+def test_the_fixed_writers_below_the_views_keep_their_formats():
+    """The export headers, file-limit messages and Hub sizes print one fixed format each
+    (studio.core.units): a change here would change every export golden."""
+    from studio.core import units as core
+
+    assert core.gib_1(67.04 * 2**30) == "67.0 GiB"
+    assert core.fixed(1234.56) == "1,234.6" and core.fixed(0.1234, 3) == "0.123"
+    assert core.fixed(math.inf) == "n/a" and core.fixed(math.nan) == "n/a"
+    assert core.file_size(64 * 2**20) == "64.0 MiB"
+    assert core.file_size(12_800) == "12.5 KiB" and core.file_size(300) == "300 bytes"
+    assert core.decimal_bytes(16.06e9) == "16.06 GB" and core.decimal_bytes(53_600) == "53.60 kB"
+    assert core.decimal_bytes(999) == "999 bytes"

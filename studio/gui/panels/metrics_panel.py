@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from studio.core.units import MIB
 from studio.engine.results import Explanation, PlanResult
 from studio.gui.memory_bars import MemoryBarsWidget
 from studio.gui.panels.fit_label import FitLabel
@@ -74,11 +75,6 @@ def _si(v: float, unit: str) -> str:
     return f"{v:.3g} {unit}" if abs(v) < 100 else f"{v:,.0f} {unit}"
 
 
-def _us(v: float) -> str:
-    """A time given in µs (:func:`studio.service.units.duration_us`)."""
-    return units.duration_us(v)
-
-
 def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
     """Text of a figure and its small caption (per-phase detail)."""
     if key == "ttft":
@@ -96,21 +92,21 @@ def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
     if key == "batch":
         return f"{r.batch:,}", batch_caption(r)
     if key == "allreduce":
-        return _us(r.allreduce_us_per_layer_decode), f"prefill {_us(r.allreduce_us_per_layer_prefill)}"
+        return units.duration_us(r.allreduce_us_per_layer_decode), f"prefill {units.duration_us(r.allreduce_us_per_layer_prefill)}"
     if key == "p2p":
         if r.layout.pp == 1:
             return "—", "no pipeline"
-        return _us(r.p2p_us_per_boundary_decode), f"prefill {_us(r.p2p_us_per_boundary_prefill)}"
+        return units.duration_us(r.p2p_us_per_boundary_decode), f"prefill {units.duration_us(r.p2p_us_per_boundary_prefill)}"
     if key == "bubble":
         return f"{r.bubble_fraction:.0%}", f"M = {r.micro_batches}"
     if key == "alltoall":
         if not has_alltoall(r):
             return "—", "no expert all-to-all"
-        return _us(r.alltoall_us_per_layer_decode), f"prefill {_us(r.alltoall_us_per_layer_prefill)}"
+        return units.duration_us(r.alltoall_us_per_layer_decode), f"prefill {units.duration_us(r.alltoall_us_per_layer_prefill)}"
     if key == "cp":
         if r.layout.cp <= 1:
             return "—", "no context parallelism"
-        return _us(r.cp_us_per_layer_decode), f"prefill {_us(r.cp_us_per_layer_prefill)}"
+        return units.duration_us(r.cp_us_per_layer_decode), f"prefill {units.duration_us(r.cp_us_per_layer_prefill)}"
     if key == "memory":
         m = r.peak_memory
         return units.size_bytes(m.total), f"of {units.size_bytes(m.capacity)} ({m.gpu_id})"
@@ -154,8 +150,8 @@ def alltoall_text(r: PlanResult) -> str:
         if c.kind != "alltoall":
             continue
         lines.append(
-            f"{c.phase}: {_us(c.time_us)} per all-to-all over {len(c.group)} GPUs = {c.latency_us:,.1f} µs latency "
-            f"+ {c.message_bytes / 2**20:,.2f} MiB per GPU at {c.bandwidth_gbps:,.1f} GB/s"
+            f"{c.phase}: {units.duration_us(c.time_us)} per all-to-all over {len(c.group)} GPUs = {c.latency_us:,.1f} µs latency "
+            f"+ {c.message_bytes / MIB:,.2f} MiB per GPU at {c.bandwidth_gbps:,.1f} GB/s"
             + (f" (bottleneck: {c.bottleneck_kind})" if c.bottleneck_kind else "")
         )
     head = ("All-to-all (EP) per MoE layer: each GPU sends its tokens' hidden states to the GPUs holding "

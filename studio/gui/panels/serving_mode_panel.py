@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.core.serving_mode import SPEC_HELP, ServingMode, parse_pools
+from studio.core.units import MIB
 from studio.gui.document import ProjectDocument
 from studio.gui.worker import ScheduledWork, evaluate_work
 
@@ -40,7 +41,7 @@ def summary_text(res) -> str:
         f"{p.utilisation:.0%} busy",
         f"Decode pool {d.label} on {', '.join(d.gpu_types)}: {d.capacity_rps:.3g} req/s, {d.utilisation:.0%} busy, "
         f"{d.batch:.3g} sequences per worker",
-        f"KV transfer: {t.bytes_per_request / 2**20:,.1f} MiB per request, {t.time_ms:.3g} ms over "
+        f"KV transfer: {t.bytes_per_request / MIB:,.1f} MiB per request, {t.time_ms:.3g} ms over "
         f"{t.bottleneck_name or 'the same GPU'} ({t.src_gpu} → {t.dst_gpu})",
         f"TTFT {res.ttft_ms:,.1f} ms = queue {res.queue_ms:,.1f} + prefill {res.prefill_ms:,.1f} + transfer "
         f"{t.time_ms:.3g}",

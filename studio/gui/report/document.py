@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from html import escape
 
-from studio.engine.results import GIB
+from studio.core.units import GIB
 from studio.service import units
 from studio.service.report_content import ReportData
 from studio.service.report_nodes import (
@@ -24,7 +24,7 @@ from studio.service.report_nodes import (
     node_groups,
     node_names,
 )
-from studio.service.report_summary import ROWS, cluster_phrase, executive_summary, num, winners
+from studio.service.report_summary import ROWS, cluster_phrase, executive_summary, winners
 
 WIN_BG = "#d3f9d8"
 HEAD_BG = "#e9ecef"
@@ -88,8 +88,8 @@ def _model_rows(data: ReportData) -> list[tuple[str, str]]:
         ("Concurrency per replica", "as many as the KV cache holds (auto, at most "
          f"{wl.max_batch:,})" if wl.batch == "auto" else f"{wl.batch:,}"),
         ("Targets", ", ".join(t for t in (
-            f"TTFT ≤ {num(wl.ttft_ms)} ms" if wl.ttft_ms else "",
-            f"TPOT ≤ {num(wl.tpot_ms)} ms" if wl.tpot_ms else "") if t) or "none set"),
+            f"TTFT ≤ {units.readable(wl.ttft_ms)} ms" if wl.ttft_ms else "",
+            f"TPOT ≤ {units.readable(wl.tpot_ms)} ms" if wl.tpot_ms else "") if t) or "none set"),
         ("GPU memory the runtime may use", f"{p.serving.gpu_memory_utilization:.0%}"),
     ]
     from studio.engine.speculative import plan_line
@@ -103,7 +103,7 @@ def _cluster_rows(data: ReportData) -> list[tuple[str, str]]:
     c = data.project.cluster
     kinds_used = sorted({lk.kind for lk in c.links})
     links = "; ".join(
-        f"{c.link_kinds[k].name} ({num(c.link_kinds[k].bandwidth_gbps)} GB/s)" for k in kinds_used if k in c.link_kinds
+        f"{c.link_kinds[k].name} ({units.readable(c.link_kinds[k].bandwidth_gbps)} GB/s)" for k in kinds_used if k in c.link_kinds
     )
     price = data.chosen.plan.usd_per_hour / max(1, data.chosen.plan.gpus)
     return [
@@ -201,7 +201,7 @@ def _p99(data: ReportData, figure: str) -> str:
     if sim is None:
         return ""
     d = getattr(sim, figure)
-    return f"; p99 {num(d.p99)} ms ({escape(data.simulation_note)})"
+    return f"; p99 {units.readable(d.p99)} ms ({escape(data.simulation_note)})"
 
 
 def _load_text(plan) -> str:
@@ -226,13 +226,13 @@ def _load_section(data: ReportData) -> list[str]:
         out.append(f"<p>No percentiles: {escape(data.simulation_note or 'no simulation')}.</p>")
         return out
     rows = "".join(
-        f"<tr><td>{name}</td><td>{num(d.mean)}</td><td>{num(d.p50)}</td><td>{num(d.p90)}</td><td>{num(d.p99)}</td></tr>"
+        f"<tr><td>{name}</td><td>{units.readable(d.mean)}</td><td>{units.readable(d.p50)}</td><td>{units.readable(d.p90)}</td><td>{units.readable(d.p99)}</td></tr>"
         for name, d in (("TTFT (ms)", sim.ttft), ("TPOT (ms)", sim.tpot), ("ITL (ms)", sim.itl),
                         ("End to end (ms)", sim.e2e))
     )
     out.append("<table><tr><th>figure</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th></tr>" + rows + "</table>")
     out.append(f'<p class="caption">Request simulation of the project\'s load ({escape(data.simulation_note)}): '
-               f"{num(sim.output_tokens_per_s)} output tokens/s, {num(sim.requests_per_s)} requests/s. "
+               f"{units.readable(sim.output_tokens_per_s)} output tokens/s, {units.readable(sim.requests_per_s)} requests/s. "
                "The summary's means are the closed-form steady state (requests spread evenly); the percentiles come "
                "from this run, where requests of equal lengths that start together also finish together, so prompts "
                "arrive in clumps and TTFT can exceed the smooth steady state (a length spread in the workload's "
@@ -268,15 +268,15 @@ def build_html(data: ReportData, images: Images, page_breaks: bool = False) -> s
             ("Layout", f"{plan.layout.label}, {plan.micro_batches} micro-batches, layers per stage "
                        + ",".join(str(s.layers) for s in plan.stages)),
             ("Fits", ("yes — " if plan.fits else "NO — ") + plan.fit_reason),
-            ("Time to first token", f"{num(plan.ttft_ms)} ms on average: waiting for token budget (and, under a "
+            ("Time to first token", f"{units.readable(plan.ttft_ms)} ms on average: waiting for token budget (and, under a "
                                     "request rate, for a free slot) + the scheduler iterations that prefill the "
                                     "new prompt beside the running requests' decode tokens"
                                     + _p99(data, "ttft")),
-            ("Time per output token", f"{num(plan.tpot_ms)} ms on average: one scheduler iteration with every running "
+            ("Time per output token", f"{units.readable(plan.tpot_ms)} ms on average: one scheduler iteration with every running "
                                       "request's next token and the prompt chunks of new requests (prefill "
                                       "interference included)" + _p99(data, "tpot")),
             ("Load", _load_text(plan)),
-            ("Throughput", f"{num(plan.output_tokens_per_s)} output tokens/s ({num(plan.output_tokens_per_s_per_gpu)} per GPU), "
+            ("Throughput", f"{units.readable(plan.output_tokens_per_s)} output tokens/s ({units.readable(plan.output_tokens_per_s_per_gpu)} per GPU), "
                            "sustained, prefills included"),
             ("Cost", f"{units.usd(plan.usd_per_million_output_tokens)} per million output tokens"),
         ]),

@@ -31,7 +31,7 @@ from studio.io.export.deployment import (
     one_group,
     replica_groups,
 )
-from studio.io.export.header import Reserve, gib, header, reserve_lines
+from studio.io.export.header import Reserve, header, reserve_lines
 from studio.io.export.recipes import (
     Recipe,
     Step,
@@ -70,7 +70,7 @@ from studio.io.export.yaml_text import dump_yaml
 __all__ = [
     "ENGINES", "ENGINE_VERSIONS", "FORMATS", "Deployment", "EngineRecipe", "ExportBundle", "Group",
     "NodeUse", "Raw", "Recipe", "Reserve", "Step", "Word", "address_notes", "batched_tokens", "budget_note", "partition_env",
-    "comment", "deployment", "devices_env", "dump_yaml", "flag_groups", "gib", "group_node_index",
+    "comment", "deployment", "devices_env", "dump_yaml", "flag_groups", "group_node_index",
     "header", "host_variables", "host_word", "hosts_word", "kv_cache_value", "kv_dtype",
     "kv_memory_fractions", "max_model_len", "model_dtype", "model_path", "node_label", "one_group",
     "one_line", "quantized_to", "quote", "render_commands", "render_script", "replica_groups",

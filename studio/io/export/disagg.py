@@ -20,6 +20,7 @@ from typing import cast
 from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.core.serving_mode import PoolLayout
+from studio.core.units import MIB
 from studio.io.export import common as c
 from studio.io.export.bundle import ExportBundle
 from studio.io.export.rules import rules_for
@@ -380,7 +381,7 @@ def _header(project: Project, result, engine: str, model: str, notes: list[str])
         f"Workload: {wl.isl} input + {wl.osl} output tokens",
         f"TTFT {result.ttft_ms:.4g} ms (queue {result.queue_ms:.3g} + prefill {result.prefill_ms:.4g} + KV transfer "
         f"{t.time_ms:.3g}); TPOT {result.tpot_ms:.3g} ms",
-        f"KV transfer: {t.bytes_per_request / 2**20:,.1f} MiB per request over {t.bottleneck_name or '-'}",
+        f"KV transfer: {t.bytes_per_request / MIB:,.1f} MiB per request over {t.bottleneck_name or '-'}",
         f"Throughput: {result.output_tokens_per_s:,.0f} output tokens/s ({result.output_tokens_per_s_per_gpu:,.1f} per GPU); "
         f"limited by the {result.limited_by} at {result.saturation_rate_per_s:.3g} req/s",
     ]

@@ -3,23 +3,13 @@ will reserve (from the plan's own figures), the assumptions, the warnings and th
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from studio.core.project import Project
-from studio.engine.results import GIB, PlanResult
+from studio.core.units import fixed, gib_1
+from studio.engine.results import PlanResult
 from studio.io.export.bundle import ENGINE_VERSIONS
-
-
-def gib(nbytes: float) -> str:
-    return f"{nbytes / GIB:.1f} GiB"
-
-
-def _num(value: float, digits: int = 1) -> str:
-    if not math.isfinite(value):
-        return "n/a"
-    return f"{value:,.{digits}f}"
 
 
 @dataclass(frozen=True)
@@ -49,8 +39,8 @@ def reserve_lines(plan: PlanResult, reserve: Reserve) -> list[str]:
         )
     reserved = reserve.fraction * base
     return [
-        f"Engine memory: {reserve.setting} {reserve.fraction:g} x {gib(base)} ({of}, busiest GPU "
-        f"{m.gpu_id}) = {gib(reserved)} per GPU for {reserve.what}",
+        f"Engine memory: {reserve.setting} {reserve.fraction:g} x {gib_1(base)} ({of}, busiest GPU "
+        f"{m.gpu_id}) = {gib_1(reserved)} per GPU for {reserve.what}",
     ]
 
 
@@ -80,21 +70,21 @@ def header(
     if plan.memory:
         m = plan.peak_memory
         lines.append(
-            f"Per-GPU memory (busiest GPU {m.gpu_id}): weights {gib(m.weights)}, KV cache "
-            f"{gib(m.kv_cache)}, activations {gib(m.activations)}, overhead {gib(m.overhead)}; "
-            f"total {gib(m.total)} of {gib(m.capacity)} ({gib(m.usable)} usable)"
+            f"Per-GPU memory (busiest GPU {m.gpu_id}): weights {gib_1(m.weights)}, KV cache "
+            f"{gib_1(m.kv_cache)}, activations {gib_1(m.activations)}, overhead {gib_1(m.overhead)}; "
+            f"total {gib_1(m.total)} of {gib_1(m.capacity)} ({gib_1(m.usable)} usable)"
         )
     if reserve is not None:
         lines += reserve_lines(plan, reserve)
     lines += [
         f"KV cache: {plan.kv_capacity_tokens:,} tokens per replica; "
         f"{plan.max_concurrent_sequences:,} sequences of {wl.isl + wl.osl} tokens",
-        f"TTFT {_num(plan.ttft_ms)} ms; TPOT {_num(plan.tpot_ms, 2)} ms; "
-        f"request {_num(plan.request_latency_ms)} ms",
-        f"Throughput: {_num(plan.output_tokens_per_s)} output tokens/s "
-        f"({_num(plan.output_tokens_per_s_per_gpu)} per GPU, "
-        f"{_num(plan.tokens_per_s_per_user)} per user)",
-        f"Cost: ${_num(plan.usd_per_hour, 2)}/h; ${_num(plan.usd_per_million_output_tokens, 3)} "
+        f"TTFT {fixed(plan.ttft_ms)} ms; TPOT {fixed(plan.tpot_ms, 2)} ms; "
+        f"request {fixed(plan.request_latency_ms)} ms",
+        f"Throughput: {fixed(plan.output_tokens_per_s)} output tokens/s "
+        f"({fixed(plan.output_tokens_per_s_per_gpu)} per GPU, "
+        f"{fixed(plan.tokens_per_s_per_user)} per user)",
+        f"Cost: ${fixed(plan.usd_per_hour, 2)}/h; ${fixed(plan.usd_per_million_output_tokens, 3)} "
         "per million output tokens",
     ]
     if plan.calibration:
