@@ -8,7 +8,7 @@ from typing import Any
 
 from studio.core.serving_mode import PoolLayout, ServingMode
 from studio.engine.kv_transfer import KvTransfer
-from studio.engine.results import Explanation
+from studio.engine.results import Explanation, GpuMemory
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,14 @@ class PoolResult:
     max_running: int = (
         1  # sequences one worker runs at most (decode: its cap; prefill: prompts per iteration)
     )
+    #: Every GPU of the pool's first worker (the most loaded replica's per-stage figures), KV cache
+    #: reserved for ``max_running`` sequences of the pool's length (prompt; prompt + output).
+    memory: tuple[GpuMemory, ...] = ()
+
+    @property
+    def peak_memory(self) -> GpuMemory | None:
+        """The pool's most loaded GPU (None without memory figures)."""
+        return max(self.memory, key=lambda m: m.total, default=None)
 
     @property
     def gpus(self) -> int:

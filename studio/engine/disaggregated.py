@@ -40,6 +40,7 @@ from studio.engine.disagg_pools import (
 )
 from studio.engine.disagg_results import Balance, DisaggResult, PoolResult
 from studio.engine.evaluate import (
+    _modules,
     cached_layer_table,
     constants_for,
     memory_fit,
@@ -47,7 +48,7 @@ from studio.engine.evaluate import (
 )
 from studio.engine.iteration import IterationModel
 from studio.engine.kv_transfer import KvTransfer, kv_transfer
-from studio.engine.results import Explanation, Term
+from studio.engine.results import Explanation, GpuMemory, Term
 from studio.engine.topology import Topology, topology_of
 
 ROLE_NAME = {"P": "prefill", "D": "decode"}
@@ -438,6 +439,7 @@ def assemble(
         capacity_rps=x * pf.mu * 1e3,
         utilisation=float(st.prefill_util[0]),
         max_running=pf.slots,
+        memory=pool_memory(project, topo, pw.lc, pf.slots, wl.isl),
     )
     dres = PoolResult(
         role="decode",
@@ -452,6 +454,7 @@ def assemble(
         capacity_rps=y * dc.mu * 1e3,
         utilisation=float(st.decode_util[0]),
         max_running=dc.cap,
+        memory=pool_memory(project, topo, dw.lc, dc.cap, wl.isl + wl.osl),
     )
     ttft = float(st.ttft[0])
     result = DisaggResult(
@@ -493,6 +496,39 @@ def assemble(
     return dataclasses.replace(
         result, reasons=_reasons(result, pf, dc), explanations=_explain(result, st, pf, dc)
     )
+
+
+def pool_memory(
+    project: Project, topo: Topology, lc: LayoutCosts, sequences: int, seq_len: int
+) -> tuple[GpuMemory, ...]:
+    """Every GPU of a pool's first worker: weights, activations and runtime overhead of its stage
+    (the most loaded replica's, as the aggregated plan reports them) and the KV cache reserved for
+    ``sequences`` sequences of ``seq_len`` tokens."""
+    seq_bytes = lc.kv_seq_bytes(seq_len)
+    util = project.serving.gpu_memory_utilization
+    specs = project.cluster.gpu_specs
+    tp = len(lc.groups[0][0]) if lc.groups and lc.groups[0] else 0
+    out = []
+    for s, group in enumerate(lc.groups[0] if lc.groups else ()):
+        for t, g in enumerate(group):
+            cap = specs[topo.gpu_type[g]].memory_bytes
+            out.append(
+                GpuMemory(
+                    gpu_id=g,
+                    rank=s * tp + t,
+                    stage=s,
+                    tp_rank=t,
+                    dp_index=0,
+                    capacity=cap,
+                    usable=float(lc.usable[s]) + (cap - float(lc.capacity[s])) * util,
+                    weights=float(lc.weights[s]),
+                    kv_cache=sequences * float(seq_bytes[s]),
+                    activations=float(lc.activations[s]),
+                    overhead=float(lc.overhead[s]),
+                    weights_by_module=_modules(lc, s),
+                )
+            )
+    return tuple(out)
 
 
 def _balance(
@@ -629,5 +665,61 @@ def _explain(
                 f"mean over {t.pairs} (prefill worker, decode worker) pair(s); slowest {t.worst_ms:.3g} ms",
             ),
         ),
+        "cost.usd_per_million_output_tokens": Explanation(
+            "cost.usd_per_million_output_tokens",
+            res.usd_per_million_output_tokens,
+            "$/M tok",
+            "$ per hour of both pools' GPUs / (output tok/s × 3600) × 10^6",
+            (
+                Term("GPUs", res.gpus, "", f"{res.prefill.gpus} prefill + {res.decode.gpus} decode"),
+                Term("price", res.usd_per_hour, "$/hour"),
+                Term("output throughput", res.output_tokens_per_s, "tok/s"),
+            ),
+        ),
+        "kv_capacity.pools": Explanation(
+            "kv_capacity.pools",
+            float(res.decode.kv_sequences),
+            "sequences per decode worker",
+            "KV pool per GPU (usable − weights − activations − overhead) / KV bytes of one sequence",
+            (
+                Term("decode KV pool", res.decode.kv_pool_gib, "GiB per GPU", res.decode.label),
+                Term("decode sequences", res.decode.kv_sequences, "per worker", "of ISL + OSL tokens"),
+                Term("prefill KV pool", res.prefill.kv_pool_gib, "GiB per GPU", res.prefill.label),
+                Term("prefill prompts", res.prefill.kv_sequences, "per worker", "of ISL tokens"),
+            ),
+        ),
+        "batch.decode": Explanation(
+            "batch.decode",
+            res.decode.batch,
+            "sequences per decode worker",
+            "sequences decoding per decode worker at the load",
+            (
+                Term("cap", dc.cap, "sequences", "KV cache and max_batch"),
+                Term("prompts per prefill iteration", pf.slots, "per prefill worker"),
+            ),
+        ),
     }
+    for role, p in (("prefill", res.prefill), ("decode", res.decode)):
+        m = p.peak_memory
+        if m is None:
+            continue
+        out[f"memory.{role}"] = Explanation(
+            f"memory.{role}",
+            m.total / GIB,
+            "GiB",
+            "weights + KV cache reserved for the running sequences + activations + runtime overhead",
+            (
+                Term("weights", m.weights / GIB, "GiB"),
+                Term(
+                    "KV cache",
+                    m.kv_cache / GIB,
+                    "GiB",
+                    f"{p.max_running:,} {'prompts' if role == 'prefill' else 'sequences'} per worker",
+                ),
+                Term("activations", m.activations / GIB, "GiB"),
+                Term("overhead", m.overhead / GIB, "GiB"),
+                Term("capacity", m.capacity / GIB, "GiB", m.gpu_id),
+            ),
+            (f"{role} pool {p.label}: its most loaded GPU",),
+        )
     return out

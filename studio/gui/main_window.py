@@ -486,7 +486,8 @@ class MainWindow(QMainWindow):
         arrow, the legend's pools and the timeline's request view follow it."""
         self.scene.set_disagg(res)
         self.canvas.refresh_legend()
-        self.metrics.set_serving_note(disagg_note(self.doc.project, res))
+        m = self.doc.project.serving_mode
+        self.metrics.set_disagg(m.disaggregated, m.label if m.disaggregated else "", res)
         if res is None:
             self.timeline.set_request(None)
             return
@@ -554,21 +555,6 @@ class _WidthFollowingScrollArea(QScrollArea):
         if obj is self.widget() and event.type() == QEvent.Type.LayoutRequest:
             self.updateGeometry()
         return super().eventFilter(obj, event)
-
-
-def disagg_note(project: Project, res) -> str:
-    """The Live metrics line of a disaggregated project: its pools' figures (or that they are not
-    costed), and that the cards show the aggregated layout for comparison ("" when aggregated)."""
-    m = project.serving_mode
-    if not m.disaggregated:
-        return ""
-    cards = f"Cards: aggregated {project.layout.label}."
-    if res is None:
-        return f"<b>Disaggregated {m.label}</b> not costed (Serving mode tab). {cards}"
-    return (
-        f"<b>Disaggregated {res.label}</b>: TTFT {res.ttft_ms:,.0f} ms · TPOT {res.tpot_ms:.3g} ms · "
-        f"{res.output_tokens_per_s_per_gpu:,.1f} tok/s/GPU. {cards}"
-    )
 
 
 def _scrolled(panel: QWidget) -> QScrollArea:

@@ -139,7 +139,11 @@ class MemoryBarsWidget(QWidget):
         self._font.setPointSizeF(8.0)
 
     def set_memory(self, memory: Sequence[GpuMemory]) -> None:
-        self.bars = bars_for(memory)
+        self.set_bars(bars_for(memory))
+
+    def set_bars(self, bars: Sequence[Bar]) -> None:
+        """Show ``bars`` as given (labels chosen by the caller: a disaggregated plan's pools)."""
+        self.bars = list(bars)
         self.update()
 
     def paintEvent(self, event) -> None:  # noqa: N802 - Qt API

@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 from studio.engine.disagg_timeline import request_timeline
 from studio.engine.disaggregated import evaluate_disaggregated
 from studio.engine.results import SEGMENT_KINDS
+from studio.service import units
 
 
 @pytest.fixture
@@ -82,8 +83,8 @@ def test_pools_arrow_lanes_and_note_follow_the_serving_mode(qtbot, window):
 
     # live metrics say the project is disaggregated and what the cards are
     note = win.metrics.serving_note
-    assert note.isVisibleTo(win.metrics) and "Disaggregated 2P(TP4)+1D(TP8)" in note.text()
-    assert f"TPOT {res.tpot_ms:.3g} ms" in note.text() and "Cards: aggregated" in note.text()
+    assert note.isVisibleTo(win.metrics) and "Cards: disaggregated 2P(TP4)+1D(TP8)" in note.text()
+    assert f"aggregated {win.doc.project.layout.label}" in note.text()
 
     # the user can look at the aggregated decode step and come back
     qtbot.mouseClick(tl.phase_buttons["decode"], Qt.MouseButton.LeftButton)
@@ -109,6 +110,10 @@ def test_pools_the_gpus_cannot_hold_draw_nothing_and_say_so(qtbot, window):
     assert res is None
     assert win.scene.kv_arrow is None and not win.scene.placement.pool_of
     assert "not costed" in win.metrics.serving_note.text()
+    # nothing costed: the cards stay the aggregated layout's, as the note says
+    assert "Cards: aggregated" in win.metrics.serving_note.text() and win.metrics.disagg is None
+    r = win.metrics.result
+    assert win.metrics.cards["ttft"].value.text() == units.duration_ms(r.ttft_ms)
     assert "serving_mode.decode" in win.serving_mode_panel.view.toPlainText()
 
 
@@ -123,3 +128,82 @@ def test_request_timeline_adds_up_to_ttft(project):
     first_token = tl.start[tl.lane == 2][0]
     assert first_token + res.queue_ms == pytest.approx(res.ttft_ms)
     assert tl.duration[tl.lane == 2].tolist() == [pytest.approx(res.tpot_ms)] * 4
+
+
+def test_live_metrics_cards_are_the_pools_plan_with_their_why(qtbot, window):
+    """A disaggregated project's headline cards are the pools' plan (TTFT = queue + prefill + KV
+    transfer, decode-only TPOT, throughput of the slower pool), the memory bars the pools' workers;
+    the collective cards stay the aggregated layout's, marked; undo brings the aggregated cards back."""
+    win = window
+    m = win.metrics
+    agg = m.result
+    agg_ttft = m.cards["ttft"].value.text()
+    assert agg_ttft == units.duration_ms(agg.ttft_ms)
+    res = _type_pools(qtbot, win, "2P:tp4,1D:tp8")
+    assert m.disagg is res
+
+    cards = m.cards
+    assert cards["ttft"].value.text() == units.duration_ms(res.ttft_ms) != agg_ttft
+    assert cards["ttft"].caption.text() == (
+        f"q {res.queue_ms:,.0f} + P {res.prefill_ms:,.0f} + KV {res.transfer.time_ms:.2g}")
+    assert res.ttft_ms == pytest.approx(res.queue_ms + res.prefill_ms + res.transfer.time_ms)
+    assert cards["tpot"].value.text() == units.duration_ms(res.tpot_ms, 2)
+    assert cards["tpot"].caption.text() == "decode only"
+    assert cards["throughput"].caption.text() == f"{res.output_tokens_per_s_per_gpu:,.3g}/GPU, {res.limited_by}-bound"
+    assert cards["cost"].value.text() == units.usd(res.usd_per_million_output_tokens)
+    assert cards["kv"].value.text() == f"{res.decode.kv_sequences:,} seq"
+    assert cards["memory"].value.text() == units.size_bytes(res.decode.peak_memory.total)
+    # the collective cards are the aggregated layout's, and say so
+    for key in ("allreduce", "p2p", "bubble"):
+        assert cards[key].caption.text().startswith("agg. · ")
+    assert not cards["ttft"].caption.text().startswith("agg.")
+
+    # the why of each headline card is the engine's explanation of the pools' figure
+    qtbot.mouseClick(cards["ttft"], Qt.MouseButton.LeftButton)
+    why = m.why.toPlainText()
+    assert "queue + prefill on the prefill pool + KV transfer" in why and "latency.ttft" in why
+    assert res.transfer.describe() in why
+    qtbot.mouseClick(cards["tpot"], Qt.MouseButton.LeftButton)
+    assert "no prefill interference" in m.why.toPlainText()
+    qtbot.mouseClick(cards["throughput"], Qt.MouseButton.LeftButton)
+    why = m.why.toPlainText()
+    assert f"the {res.limited_by} limits at {res.saturation_rate_per_s:.3g} req/s" in why
+    assert f"prefill {res.prefill.capacity_rps:.3g} req/s, decode {res.decode.capacity_rps:.3g} req/s" in why
+    qtbot.mouseClick(cards["memory"], Qt.MouseButton.LeftButton)
+    assert "memory.decode" in m.why.toPlainText() and "memory.prefill" in m.why.toPlainText()
+    qtbot.mouseClick(cards["allreduce"], Qt.MouseButton.LeftButton)  # still the aggregated breakdown
+    assert "latency.ttft" not in m.why.toPlainText()
+
+    # memory bars: every GPU of the first prefill worker (P…), then of the first decode worker (D…)
+    labels = [b.label for b in m.memory.bars]
+    assert labels == [f"P{t}" for t in range(4)] + [f"D{t}" for t in range(8)]
+    assert [b.memory for b in m.memory.bars] == [*res.prefill.memory, *res.decode.memory]
+    assert m.memory_title.isVisibleTo(m) and "P prefill TP4" in m.memory_title.text()
+
+    # undo to aggregated: the aggregated cards, bars and no marks
+    with qtbot.waitSignal(win.serving_mode_panel.planned, timeout=30_000):
+        win.doc.undo_stack.undo()
+    with qtbot.waitSignal(win.serving_mode_panel.planned, timeout=30_000):
+        win.doc.undo_stack.undo()
+    win.doc.recompute_now()
+    assert m.disagg is None
+    assert cards["ttft"].value.text() == units.duration_ms(m.result.ttft_ms)
+    assert not cards["allreduce"].caption.text().startswith("agg.")
+    assert not m.memory_title.isVisibleTo(m) and len(m.memory.bars) == len(m.result.memory)
+
+
+def test_pool_memory_adds_up(project):
+    from studio.core.serving_mode import parse_pools
+
+    p = project.replace(serving_mode=parse_pools("2P:tp4,1D:tp8"))
+    res = evaluate_disaggregated(p)
+    for pool, tp in ((res.prefill, 4), (res.decode, 8)):
+        assert len(pool.memory) == tp and {m.gpu_id for m in pool.memory} <= set(pool.placement)
+        peak = pool.peak_memory
+        assert peak.total == peak.weights + peak.kv_cache + peak.activations + peak.overhead
+        assert peak.weights / 2**30 == pytest.approx(pool.weights_gib)
+        assert peak.total <= peak.usable
+    # the decode pool reserves KV for the sequences one worker runs at most
+    assert res.explanations["memory.decode"].value == pytest.approx(res.decode.peak_memory.total / 2**30)
+    cost = res.explanations["cost.usd_per_million_output_tokens"]
+    assert cost.value == res.usd_per_million_output_tokens

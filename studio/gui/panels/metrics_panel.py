@@ -1,4 +1,9 @@
-"""Live metrics: headline figures (each with its "why"), per-GPU memory bars, engine errors."""
+"""Live metrics: headline figures (each with its "why"), per-GPU memory bars, engine errors.
+
+For a disaggregated project the headline cards (TTFT, TPOT, throughput, cost, KV capacity, batch,
+peak memory) and the memory bars are the pools' plan (:class:`studio.engine.disagg_results.DisaggResult`,
+its explanations as their "why"); the collective cards (AllReduce, P2P, Bubble, …) stay the
+project's aggregated layout and say so."""
 
 from __future__ import annotations
 
@@ -17,8 +22,9 @@ from PySide6.QtWidgets import (
 )
 
 from studio.core.units import MIB
+from studio.engine.disagg_results import DisaggResult
 from studio.engine.results import Explanation, PlanResult
-from studio.gui.memory_bars import MemoryBarsWidget
+from studio.gui.memory_bars import Bar, MemoryBarsWidget
 from studio.gui.panels.fit_label import FitLabel
 from studio.gui.panels.value_label import ValueLabel
 from studio.service import units
@@ -50,6 +56,19 @@ FIGURES: tuple[Figure, ...] = (
 )
 #: Cards shown only when the plan has the collective (the others are always shown).
 OPTIONAL_CARDS = ("alltoall", "cp")
+#: Cards a disaggregated plan fills, with the explanation of :class:`DisaggResult` each shows;
+#: the other cards describe the aggregated layout and say so in their title.
+DISAGG_WHY = {
+    "ttft": "latency.ttft",
+    "tpot": "latency.tpot",
+    "throughput": "throughput.output_tokens_per_s",
+    "cost": "cost.usd_per_million_output_tokens",
+    "kv": "kv_capacity.pools",
+    "batch": "batch.decode",
+    "memory": "memory.decode",
+}
+#: Caption prefix of the cards that stay the aggregated layout's under a disaggregated plan.
+AGGREGATED_MARK = "agg. · "
 
 
 def find_explanation(explanations: dict[str, Explanation], keys: tuple[str, ...]) -> Explanation | None:
@@ -111,6 +130,62 @@ def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
         m = r.peak_memory
         return units.size_bytes(m.total), f"of {units.size_bytes(m.capacity)} ({m.gpu_id})"
     raise KeyError(key)
+
+
+def disagg_value(d: DisaggResult, key: str) -> tuple[str, str]:
+    """Text and caption of headline card ``key`` for a disaggregated plan."""
+    p, dc = d.prefill, d.decode
+    if key == "ttft":
+        return (units.duration_ms(d.ttft_ms),
+                f"q {d.queue_ms:,.0f} + P {d.prefill_ms:,.0f} + KV {d.transfer.time_ms:.2g}")
+    if key == "tpot":
+        return units.duration_ms(d.tpot_ms, 2), "decode only"
+    if key == "throughput":
+        if d.output_tokens_per_s <= 0:
+            return "—", "no tokens"
+        return (_si(d.output_tokens_per_s, "tok/s"),
+                f"{d.output_tokens_per_s_per_gpu:,.3g}/GPU, {d.limited_by}-bound")
+    if key == "cost":
+        return units.usd(d.usd_per_million_output_tokens), f"{units.usd(d.usd_per_hour)}/hour"
+    if key == "kv":
+        return f"{dc.kv_sequences:,} seq", f"per D worker; P {p.kv_sequences:,}"
+    if key == "batch":
+        return f"{dc.batch:,.3g}", f"D worker, cap {dc.max_running:,}"
+    if key == "memory":
+        pm, dm = p.peak_memory, dc.peak_memory
+        if dm is None or pm is None:
+            return "—", "no memory figures"
+        return units.size_bytes(dm.total), f"D; P {units.size_bytes(pm.total)}"
+    raise KeyError(key)
+
+
+def disagg_why(d: DisaggResult, key: str) -> str:
+    """The "why" of headline card ``key`` for a disaggregated plan: the engine's explanations."""
+    if key == "memory":
+        parts = [d.explanations[k].as_text() for k in ("memory.decode", "memory.prefill") if k in d.explanations]
+        return "\n\n".join(parts) or "Peak memory: the engine gave no breakdown for the pools."
+    e = d.explanations.get(DISAGG_WHY[key])
+    text = e.as_text() if e else f"{key}: the engine gave no breakdown for this figure."
+    if key == "throughput":
+        text = (f"Throughput of the disaggregated plan, limited by the slower pool at the load: prefill "
+                f"{d.prefill.capacity_rps:.3g} req/s, decode {d.decode.capacity_rps:.3g} req/s at saturation "
+                f"(the {d.limited_by} limits at {d.saturation_rate_per_s:.3g} req/s).\n\n{text}")
+    elif key == "ttft":
+        text = f"TTFT = queue + prefill on the prefill pool + KV transfer to the decode pool.\n\n{text}"
+    elif key == "tpot":
+        text = f"TPOT: decode iterations only, no prefill interference.\n\n{text}"
+    return text
+
+
+def pool_bars(d: DisaggResult) -> list[Bar]:
+    """The memory bars of a disaggregated plan: every GPU of the first prefill worker (P…), then of
+    the first decode worker (D…)."""
+    out = []
+    for tag, pool in (("P", d.prefill), ("D", d.decode)):
+        multi = pool.pool.pp > 1
+        for m in pool.memory:
+            out.append(Bar(f"{tag}{m.stage}.{m.tp_rank}" if multi else f"{tag}{m.tp_rank}", m))
+    return out
 
 
 def assumption(r: PlanResult, key: str) -> str:
@@ -201,6 +276,10 @@ class MetricsPanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.result: PlanResult | None = None
+        #: The disaggregated plan the headline cards show (None: aggregated serving, or the pools
+        #: are not costed) and the project's pools as the serving mode names them.
+        self.disagg: DisaggResult | None = None
+        self._disagg_label = ""
         self.status = QLabel("Computing…")
         self.status.setObjectName("planStatus")
         self.status.setWordWrap(True)
@@ -224,6 +303,18 @@ class MetricsPanel(QWidget):
             self.cards[fig.key] = card
             grid.addWidget(card, i // 2, i % 2)
         self.memory = MemoryBarsWidget()
+        #: What the bars are when they are not the aggregated layout's GPUs: the pools' first workers.
+        self.memory_title = QLabel("")
+        self.memory_title.setObjectName("memoryTitle")
+        self.memory_title.setWordWrap(True)
+        self.memory_title.setStyleSheet("font-size: 8pt; color: #495057;")
+        self.memory_title.setVisible(False)
+        memory_box = QWidget()
+        ml = QVBoxLayout(memory_box)
+        ml.setContentsMargins(0, 0, 0, 0)
+        ml.setSpacing(0)
+        ml.addWidget(self.memory_title)
+        ml.addWidget(self.memory, 1)
         self.why = QTextBrowser()
         self.why.setObjectName("why")
         self.why.setPlaceholderText("Click a figure to see how it was computed.")
@@ -238,7 +329,7 @@ class MetricsPanel(QWidget):
         tl.addLayout(grid)
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(top)
-        split.addWidget(self.memory)
+        split.addWidget(memory_box)
         split.addWidget(self.why)
         split.setStretchFactor(0, 0)
         split.setStretchFactor(1, 3)
@@ -251,15 +342,36 @@ class MetricsPanel(QWidget):
         lay.addWidget(split)
 
     def set_result(self, r: PlanResult) -> None:
+        """The project's aggregated plan (under a costed disaggregated plan: the cards marked
+        aggregated and the note's comparison)."""
         self.result = r
+        self._render()
+
+    def set_disagg(self, disaggregated: bool, label: str = "", res: DisaggResult | None = None) -> None:
+        """The project's serving mode: ``disaggregated`` with pools ``label`` (``2P(TP4)+1D(TP8)``)
+        and their costed plan ``res`` (None: not costed, the cards stay the aggregated layout's)."""
+        self.disagg = res if disaggregated else None
+        self._disagg_label = label if disaggregated else ""
+        self._render()
+
+    def _render(self) -> None:
+        r = self.result
+        if r is None:
+            self.set_serving_note(self.note())
+            return
         self.best.setVisible(False)
-        if r.fits:
+        d = self.disagg
+        status_tip = ""
+        if d is not None:  # the fit reason is long; the note above already names the pools
+            status, style = f"<b>{d.label}</b> on {d.gpus} GPUs — fits", ""
+            status_tip = d.fit_reason
+        elif r.fits:
             status, style = f"<b>{r.layout.label}</b> on {r.gpus} GPUs — {r.fit_reason}", ""
         else:
             status, style = f"<b>{r.layout.label}</b> does not fit: {r.fit_reason}", "color: #c92a2a;"
         # in place: a style sheet set again re-polishes the label even when it is the same
         for setter, getter, value in (
-            (self.status.setToolTip, self.status.toolTip, ""),
+            (self.status.setToolTip, self.status.toolTip, status_tip),
             (self.status.setText, self.status.text, status),
             (self.status.setStyleSheet, self.status.styleSheet, style),
         ):
@@ -267,18 +379,24 @@ class MetricsPanel(QWidget):
                 setter(value)
         for fig in FIGURES:
             card = self.cards[fig.key]
-            value, caption = figure_value(r, fig.key)
-            e = find_explanation(r.explanations, fig.keys)
-            if fig.key == "alltoall":
-                card.setVisible(has_alltoall(r))
-                e = None
-                tip = f"<pre>{_html(alltoall_text(r))}</pre>"
+            if d is not None and fig.key in DISAGG_WHY:
+                value, caption = disagg_value(d, fig.key)
+                tip = f"<p>Disaggregated {_html(d.label)}</p><pre>{_html(disagg_why(d, fig.key))}</pre>"
             else:
-                if fig.key == "cp":
-                    card.setVisible(r.layout.cp > 1)
-                tip = f"<pre>{_html(e.as_text())}</pre>" if e else f"{fig.title}: no breakdown from the engine"
-                if note := assumption(r, fig.key):
-                    tip = f"<p>{_html(note)}</p>{tip}"
+                value, caption = figure_value(r, fig.key)
+                e = find_explanation(r.explanations, fig.keys)
+                if fig.key == "alltoall":
+                    card.setVisible(has_alltoall(r))
+                    tip = f"<pre>{_html(alltoall_text(r))}</pre>"
+                else:
+                    if fig.key == "cp":
+                        card.setVisible(r.layout.cp > 1)
+                    tip = f"<pre>{_html(e.as_text())}</pre>" if e else f"{fig.title}: no breakdown from the engine"
+                    if note := assumption(r, fig.key):
+                        tip = f"<p>{_html(note)}</p>{tip}"
+                if d is not None:  # a figure of the aggregated layout beside the pools' cards
+                    caption = AGGREGATED_MARK + caption
+                    tip = f"<p>The project's aggregated layout {_html(r.layout.label)}, for comparison</p>{tip}"
             for setter, getter, text in (
                 (card.value.setText, card.value.text, value),
                 (card.caption.setText, card.caption.text, caption),
@@ -286,8 +404,29 @@ class MetricsPanel(QWidget):
             ):
                 if getter() != text:
                     setter(text)
-        self.memory.set_memory(r.memory)
+        if d is not None:
+            self.memory.set_bars(pool_bars(d))
+            title = (f"Memory per GPU: P prefill {d.prefill.pool.worker_label()}, "
+                     f"D decode {d.decode.pool.worker_label()} worker")
+        else:
+            self.memory.set_memory(r.memory)
+            title = ""
+        if self.memory_title.text() != title:
+            self.memory_title.setText(title)
+        self.memory_title.setVisible(bool(title))
+        self.set_serving_note(self.note())
         self.show_why(self._why_key)
+
+    def note(self) -> str:
+        """The line above the cards of a disaggregated project: what the cards show ("" when aggregated)."""
+        if not self._disagg_label:
+            return ""
+        r, d = self.result, self.disagg
+        agg = _html(r.layout.label) if r is not None else "layout"
+        if d is None:
+            return (f"<b>Disaggregated {_html(self._disagg_label)}</b> not costed (Serving mode tab). "
+                    f"Cards: aggregated {agg}.")
+        return f"<b>Cards: disaggregated {_html(d.label)}</b>; agg.: aggregated {agg}."
 
     def set_serving_note(self, text: str) -> None:
         """The disaggregated plan's headline above the cards ("" hides it: aggregated serving)."""
@@ -295,8 +434,9 @@ class MetricsPanel(QWidget):
         if text != self.serving_note.text():
             self.serving_note.setText(text)
             self.serving_note.setToolTip(
-                "Disaggregated serving: the prefill and decode pools are costed in the Serving mode "
-                "tab; the figures below are the project's aggregated layout on the same GPUs" if text else ""
+                "Disaggregated serving: TTFT, TPOT, throughput, cost, KV capacity, batch, peak memory and "
+                "the memory bars are the prefill and decode pools' plan (Serving mode tab); the cards "
+                "marked agg. are the project's aggregated layout on the same GPUs" if text else ""
             )
         self.serving_note.setVisible(bool(text))
         if bool(text) != shown:  # room for the note above the cards, taken from the memory bars
@@ -318,6 +458,7 @@ class MetricsPanel(QWidget):
             card.value.setText("—")
             card.caption.setText("")
         self.memory.set_memory(())
+        self.memory_title.setVisible(False)
         self.why.setPlainText(message)
 
     def show_why(self, key: str) -> None:
@@ -325,6 +466,11 @@ class MetricsPanel(QWidget):
         self._why_key = key
         r = self.result
         if r is None:
+            return
+        if self.disagg is not None and key in DISAGG_WHY:
+            text = disagg_why(self.disagg, key)
+            if text != self.why.toPlainText():
+                self.why.setPlainText(text)
             return
         fig = next(f for f in FIGURES if f.key == key)
         e = None if key == "alltoall" else find_explanation(r.explanations, fig.keys)
