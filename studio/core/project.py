@@ -11,7 +11,13 @@ import copy
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    Field,
+    ModelWrapValidatorHandler,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from studio.core.architecture import LLMArchitecture
 from studio.core.base import Frozen
@@ -78,6 +84,14 @@ class ExplorerSettings(Frozen):
 _SLO_FIELDS = ("ttft_p99_ms", "tpot_p99_ms", "slo_rate_per_s")
 
 
+class PinnedBatch(Frozen):
+    """The batch a pinned layout was pinned at (the Explorer's row: sequences per replica), so
+    that the comparison and Apply show it as it was swept."""
+
+    layout: Layout
+    batch: int = Field(ge=1, le=1_000_000, description="concurrent sequences per replica")
+
+
 class Project(Frozen):
     """A planning document."""
 
@@ -91,6 +105,10 @@ class Project(Frozen):
     serving: ServingConfig = ServingConfig()
     layout: Layout = Layout()
     pinned: tuple[Layout, ...] = Field((), description="alternatives kept for comparison")
+    pinned_batches: tuple[PinnedBatch, ...] = Field(
+        (), description="the batch each pinned layout was pinned at; a pinned layout without one runs "
+        "at the workload's batch"
+    )
     explorer: ExplorerSettings = ExplorerSettings()
     calibrations: dict[str, CalibrationProfile] = Field(default_factory=dict)
     serving_mode: ServingMode = Field(
@@ -104,7 +122,38 @@ class Project(Frozen):
         data = handler(self)
         if isinstance(data, dict) and self.serving_mode == _AGGREGATED:
             data.pop("serving_mode", None)
+        if isinstance(data, dict) and not self.pinned_batches:
+            data.pop("pinned_batches", None)  # files of projects that never pinned a batch stay as they were
         return data
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_batches_of_pinned(cls, data: Any, handler: ModelWrapValidatorHandler[Project]) -> Project:
+        """A pinned batch is kept only while its layout is pinned (the first per layout): an edit
+        that unpins or drops a layout (unpin, a cluster or model change) drops its batch too."""
+        project = handler(data)
+        seen: set[Layout] = set()
+        keep = []
+        for b in project.pinned_batches:
+            if b.layout in project.pinned and b.layout not in seen:
+                seen.add(b.layout)
+                keep.append(b)
+        if len(keep) != len(project.pinned_batches):
+            return project.model_copy(update={"pinned_batches": tuple(keep)})
+        return project
+
+    def pinned_batch(self, layout: Layout) -> int | None:
+        """The batch ``layout`` was pinned at, or ``None`` (not pinned, or pinned without one)."""
+        return next((b.batch for b in self.pinned_batches if b.layout == layout), None)
+
+    def with_pin(self, layout: Layout, batch: int | None = None) -> Project:
+        """This project with ``layout`` pinned last (at ``batch`` when given); a layout already
+        pinned keeps its place and gets the new batch."""
+        pinned = self.pinned if layout in self.pinned else (*self.pinned, layout)
+        batches = tuple(b for b in self.pinned_batches if b.layout != layout)
+        if batch is not None:
+            batches += (PinnedBatch(layout=layout, batch=int(batch)),)
+        return self.replace(pinned=pinned, pinned_batches=batches)
 
 
 _AGGREGATED = ServingMode()

@@ -55,3 +55,37 @@ def test_with_row_sets_layout_micro_batches_and_batch():
     q = with_row(p, lay, 96)
     assert q.layout == lay and q.workload.batch == 96
     assert q.workload.replace(batch=p.workload.batch) == p.workload
+
+
+def test_a_pinned_batch_is_saved_and_a_project_without_one_is_written_as_before(tmp_path):
+    p = load_project(GOLDEN / "v2" / "explorer-cost-targets.json")
+    tp16, tp8 = Layout(tp=16), Layout(tp=8, pp=2)
+    plain = p.replace(pinned=(tp16, tp8))
+    text = project_to_json(plain)
+    assert "pinned_batches" not in text  # no pinned batch: the file is what it was before the field
+    batched = plain.with_pin(tp16, 96)
+    assert batched.pinned == plain.pinned  # already pinned: keeps its place
+    assert batched.pinned_batch(tp16) == 96 and batched.pinned_batch(tp8) is None
+    data = json.loads(project_to_json(batched))
+    assert data["pinned_batches"] == [{"layout": json.loads(tp16.model_dump_json()), "batch": 96}]
+    del data["pinned_batches"]
+    assert json.dumps(data) == json.dumps(json.loads(text))  # nothing else changes
+    again = load_project(save_project(batched, tmp_path / "p.json"))
+    assert again == batched and again.pinned_batch(tp16) == 96
+
+
+def test_a_pinned_batch_goes_with_its_layout():
+    p = load_project(GOLDEN / "v2" / "explorer-cost-targets.json")
+    tp16, tp8 = Layout(tp=16), Layout(tp=8, pp=2)
+    q = p.with_pin(tp16, 96).with_pin(tp8, 32)
+    assert q.pinned == (tp16, tp8) and (q.pinned_batch(tp16), q.pinned_batch(tp8)) == (96, 32)
+    unpinned = q.replace(pinned=(tp8,))
+    assert unpinned.pinned_batches == q.pinned_batches[1:]  # unpinning drops the batch
+    assert q.replace(pinned=()).pinned_batches == ()  # as a cluster change that clears the pins does
+    assert q.with_pin(tp8).pinned_batch(tp8) is None  # re-pinned without a batch: the workload's
+
+
+def test_a_pinned_batch_is_bounded_like_the_workload_batch():
+    p = load_project(GOLDEN / "v2" / "explorer-cost-targets.json")
+    with pytest.raises(ValueError, match="batch"):
+        p.with_pin(Layout(tp=16), 0)

@@ -137,3 +137,29 @@ def test_the_report_ranks_alternatives_by_the_projects_objective(dgx405):
     p = dgx405.replace(explorer=dgx405.explorer.replace(objective="cost"))
     assert gather(p).objective == "cost"
     assert gather(p, objective="latency").objective == "latency"  # the CLI's --objective wins
+
+
+def test_the_pinned_batch_is_the_projects_saved_and_undone(qtbot, explorer, tmp_path):
+    """Pin stores the row's batch in the project: the comparison and Apply use it after the file
+    is opened again, and undo takes it away with the pin."""
+    doc = explorer.doc
+    r = explorer.result
+    row = next(int(i) for i in r.order if r.columns["fits"][i] and int(r.columns["batch"][i]) != 1)
+    lay, batch = r.layout(row), int(r.columns["batch"][row])
+    start = doc.project
+    assert explorer.pin_row(row)
+    assert doc.project.pinned_batch(lay) == batch
+    doc.save(tmp_path / "plan.json")
+    doc.undo_stack.undo()
+    assert doc.project is start and doc.project.pinned_batch(lay) is None
+    doc.undo_stack.redo()
+    assert doc.project.pinned_batch(lay) == batch
+    assert explorer.compare.plans[0].batch == batch
+
+    doc2 = ProjectDocument(load_project(tmp_path / "plan.json"), threaded=False)
+    again = ExplorerWidget(doc2, threaded=False)
+    qtbot.addWidget(again)
+    assert again.pinned_plans()[0][0].endswith(f"batch {batch}")
+    assert again.pinned_plans()[0][1].batch == batch
+    again.apply_pinned(0)
+    assert doc2.project.layout == lay and doc2.project.workload.batch == batch

@@ -117,7 +117,6 @@ class ExplorerWidget(QWidget):
         self.slo: SloReport | None = None
         self.slo_error = ""
         self._inputs: tuple | None = None
-        self._pin_batch: dict[Layout, int] = {}
         self._dirty_tabs: set[str] = set()
         self._closed = False  # the dock or window was closed: no sweeps until it is shown again
         self._rerun_on_show = False
@@ -561,8 +560,6 @@ class ExplorerWidget(QWidget):
 
     def _on_project(self, project: Project, kind: str) -> None:
         self._load_targets(project)
-        if kind == "file":
-            self._pin_batch.clear()
         if _sweep_inputs(project) != self._inputs:
             self.schedule()
         self.refresh_compare()
@@ -664,7 +661,7 @@ class ExplorerWidget(QWidget):
         p = self.doc.project
         out = []
         for lay in p.pinned:
-            batch = self._pin_batch.get(lay)
+            batch = p.pinned_batch(lay)
             proj = p
             if batch is not None:
                 proj = p.model_copy(update={"workload": p.workload.model_copy(update={"batch": batch})})
@@ -693,12 +690,11 @@ class ExplorerWidget(QWidget):
         if len(p.pinned) >= MAX_PINNED:
             self.doc.message.emit(f"at most {MAX_PINNED} layouts can be pinned; unpin one first")
             return False
-        pinned = p.replace(pinned=(*p.pinned, lay))
+        pinned = p.with_pin(lay, int(self.result.columns["batch"][row]))
         problem = pinned_problem(pinned, len(pinned.pinned) - 1)
         if problem is not None:  # the file could not be opened again with it
             self.doc.message.emit(f"{lay.label} cannot be pinned: {problem[1]}")
             return False
-        self._pin_batch[lay] = int(self.result.columns["batch"][row])
         self.doc.apply(pinned, f"Pin layout {lay.label}", "pinned")
         self.tabs.setCurrentWidget(self.compare)
         return True
@@ -727,7 +723,7 @@ class ExplorerWidget(QWidget):
         if not 0 <= k < len(p.pinned):
             return
         lay = p.pinned[k]
-        batch = self._pin_batch.get(lay)
+        batch = p.pinned_batch(lay)
         if batch is None:
             self.apply_layout(lay, f"Apply layout {lay.label}")
         else:
