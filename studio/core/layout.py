@@ -24,7 +24,7 @@ Which ``cp`` a model and layout allow is decided in :mod:`studio.core.parallelis
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
@@ -34,6 +34,26 @@ from studio.core.hardware import MAX_CLUSTER_GPUS
 #: Largest tensor-parallel size and pipeline depth a layout may have.
 MAX_TP = 4096
 MAX_PP = 4096
+
+
+class RankCoords(NamedTuple):
+    """Where one rank sits in the layout (:meth:`Layout.coords`, the inverse of :meth:`Layout.rank`).
+
+    ``group`` is the TP group (``dp_index * pp + stage``, the order of :meth:`Layout.tp_groups`).
+    ``ep_group`` / ``ep_rank``: with ``ep > tp`` an expert group is ``ep // tp`` consecutive
+    replicas' TP groups of one stage (the ranks of one all-to-all), numbered like TP groups
+    (``(dp_index // (ep // tp)) * pp + stage``), ``ep_rank = (dp_index mod ep // tp) * tp + tp_rank``;
+    with ``ep ≤ tp`` the expert group is the TP group and ``ep_rank = tp_rank // (tp // ep)``
+    (each expert set TP-sharded over ``tp // ep`` consecutive TP ranks).
+    """
+
+    rank: int
+    dp_index: int
+    stage: int
+    tp_rank: int
+    group: int
+    ep_group: int
+    ep_rank: int
 
 
 class Layout(Frozen):
@@ -120,6 +140,21 @@ class Layout(Frozen):
 
     def rank(self, dp_index: int, stage: int, tp_rank: int) -> int:
         return (dp_index * self.pp + stage) * self.tp + tp_rank
+
+    def coords(self, rank: int) -> RankCoords:
+        """The replica, stage, TP rank, TP group and expert coordinates of ``rank`` (the inverse of
+        :meth:`rank`). Raises ``ValueError`` for a rank outside ``0 .. world_size - 1``."""
+        if not 0 <= rank < self.world_size:
+            raise ValueError(f"rank {rank} is outside this layout's {self.world_size} ranks")
+        group, tp_rank = divmod(rank, self.tp)
+        dp_index, stage = divmod(group, self.pp)
+        if self.ep > self.tp:
+            per = self.ep // self.tp
+            ep_group = (dp_index // per) * self.pp + stage
+            ep_rank = (dp_index % per) * self.tp + tp_rank
+        else:
+            ep_group, ep_rank = group, tp_rank // (self.tp // self.ep)
+        return RankCoords(rank, dp_index, stage, tp_rank, group, ep_group, ep_rank)
 
     def tp_groups(self) -> list[list[int]]:
         """Ranks of each TP group, ordered (replica, stage)."""

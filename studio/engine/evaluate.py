@@ -9,6 +9,7 @@ import numpy as np
 
 from studio.core.architecture import LLMArchitecture
 from studio.core.errors import StudioError
+from studio.core.hardware import Cluster
 from studio.core.layout import Layout
 from studio.core.project import CalibrationProfile, Project
 from studio.core.units import GIB
@@ -284,6 +285,7 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None) 
     usd_m = ctx.usd_per_hour / (tps * 3600.0) * 1e6 if tps > 0 else float("inf")
     model = project.model
     kv_dtype = project.serving.kv_dtype
+    slow_links, slow_gpus = _slow_tp_hops(comm, project.cluster)
     return PlanResult(
         layout=layout, fits=ctx.fits, fit_reason=ctx.fit_reason, batch=ctx.batch, batch_auto=ctx.batch_auto,
         memory=tuple(memory), kv_bytes_per_token_per_gpu=ctx.kv_per_token_gpu,
@@ -303,7 +305,26 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None) 
         alltoall_us_per_layer_prefill=a2a_us["prefill"], alltoall_us_per_layer_decode=a2a_us["decode"],
         cp_us_per_layer_prefill=float(st.cp_us_prefill[0]), cp_us_per_layer_decode=float(st.cp_us_decode[0]),
         max_context_tokens=ctx.capacity_tokens,
+        ranks={g: layout.coords(r) for r, g in enumerate(layout.placement or ())},
+        slow_links=slow_links, slow_gpus=slow_gpus,
     )
+
+
+def _slow_tp_hops(comm: list[CommCost], cluster: Cluster) -> tuple[frozenset[str], frozenset[str]]:
+    """``(slow_links, slow_gpus)`` of a plan: the bottleneck links of the TP all-reduces whose
+    slowest hop is not a scale-up link (PCIe, a NIC), and the GPUs of those groups."""
+    links: set[str] = set()
+    gpus: set[str] = set()
+    for c in comm:
+        if c.kind != "allreduce" or not c.bottleneck_kind:
+            continue
+        kind = cluster.link_kinds.get(c.bottleneck_kind)
+        if kind is None or kind.family.is_scale_up:
+            continue
+        if c.bottleneck_link:
+            links.add(c.bottleneck_link)
+        gpus.update(c.group)
+    return frozenset(links), frozenset(gpus)
 
 
 _DEFINITIONS = {

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from studio.core.layout import Layout
+from studio.core.layout import Layout, RankCoords
 from studio.core.units import GIB
 
 Severity = Literal["error", "warning", "info"]
@@ -224,6 +224,13 @@ class PlanResult:
     cp_us_per_layer_prefill: float = 0.0  # context-parallel communication of one layer (0 without CP)
     cp_us_per_layer_decode: float = 0.0
     max_context_tokens: int = 0  # longest single sequence the KV cache of a replica holds
+    #: GPU id -> where its rank sits (replica, stage, TP rank, TP group, expert group), from the
+    #: resolved placement: the placement overlay reads it instead of working ranks out itself.
+    ranks: dict[str, RankCoords] = field(default_factory=dict)
+    #: Links that are the bottleneck hop of a TP all-reduce and are not scale-up links, and the
+    #: GPUs of those TP groups (the canvas marks them).
+    slow_links: frozenset[str] = frozenset()
+    slow_gpus: frozenset[str] = frozenset()
 
     @property
     def gpus(self) -> int:

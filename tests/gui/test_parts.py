@@ -8,8 +8,8 @@ from PySide6.QtCore import QMimeData
 from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.gui.canvas.kinds import applicable_kinds
-from studio.gui.canvas.overlay import compute_placement
 from studio.gui.mime import MIME_TYPE, DragItem, from_mime, to_mime
+from studio.service.placement_overlay import layout_overlay
 
 
 def test_mime_round_trip_and_bad_payloads():
@@ -60,7 +60,7 @@ def test_link_kind_menu_offers_network_kinds_between_nics_only(project):
 
 def test_placement_overlay_follows_rank_order(project):
     lay = Layout(tp=4, pp=2, dp=2)
-    pl = compute_placement(lay, project.cluster)
+    pl = layout_overlay(lay, project.cluster)
     gpus = [g.id for g in project.cluster.gpus]
     assert pl.stage_of[gpus[0]] == 0 and pl.stage_of[gpus[4]] == 1 and pl.stage_of[gpus[8]] == 0
     assert pl.dp_of[gpus[8]] == 1 and pl.tp_rank_of[gpus[5]] == 1

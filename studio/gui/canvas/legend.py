@@ -64,7 +64,7 @@ class Legend(QWidget):
         if slow:
             entries.append(Entry("slow", "slow hop inside a TP group"))
         if pools is not None:
-            from studio.gui.canvas.pools import POOL_INDEX
+            from studio.service.placement_overlay import POOL_INDEX
 
             entries.append(Entry("heading", "Pools"))
             entries.append(Entry("stage", f"prefill {pools[0]}", stage=POOL_INDEX["prefill"]))

@@ -1,9 +1,7 @@
-"""Disaggregated serving on the canvas: each pool's GPUs in the pool's colour, and the KV-transfer
-arrow from the prefill GPU to the decode GPU of the slowest flow, labelled with its time and hop.
-
-:func:`pool_placement` places the pools the way the engine does
-(:func:`studio.engine.disaggregated.place_pools`); :class:`KvTransferArrow` is drawn once the
-disaggregated plan is costed (:class:`studio.engine.disagg_results.DisaggResult`).
+"""Disaggregated serving on the canvas: the KV-transfer arrow from the prefill GPU to the decode
+GPU of the slowest flow, labelled with its time and hop, drawn once the disaggregated plan is
+costed (:class:`studio.engine.disagg_results.DisaggResult`). The pools' GPUs, in each pool's
+colour, are the overlay of :func:`studio.service.placement_overlay.pool_overlay`.
 """
 
 from __future__ import annotations
@@ -14,60 +12,8 @@ from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPainterPath, QPen, QPolygonF
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
-from studio.core.errors import StudioError
-from studio.core.project import Project
-from studio.gui.canvas.overlay import Placement
-
-#: Colour index (``style.stage_color``) of each pool: blue prefill, orange decode.
-POOL_INDEX = {"prefill": 0, "decode": 1}
-ROLE_LETTER = {"prefill": "P", "decode": "D"}
 ARROW_COLOR = "#c92a2a"
 ARC_RISE = 40.0  # scene units the arrow's arc rises above the higher GPU
-
-
-def pool_placement(project: Project) -> Placement | None:
-    """The placement overlay of a disaggregated project's pools (None when aggregated or when the
-    pools cannot be placed: the Serving mode tab then shows the engine's reason)."""
-    mode = project.serving_mode
-    if not mode.disaggregated or mode.prefill is None or mode.decode is None:
-        return None
-    from studio.engine.disaggregated import place_pools
-
-    try:
-        placements = place_pools(project, mode)
-    except StudioError:
-        return None
-    stage_of: dict[str, int] = {}
-    tp_rank_of: dict[str, int] = {}
-    group_of: dict[str, int] = {}
-    dp_of: dict[str, int] = {}
-    pool_of: dict[str, str] = {}
-    groups = 0
-    for role, pool, gpus in (
-        ("prefill", mode.prefill, placements[0]),
-        ("decode", mode.decode, placements[1]),
-    ):
-        per = pool.gpus_per_worker
-        for rank, gid in enumerate(gpus):
-            stage_of[gid] = POOL_INDEX[role]
-            dp_of[gid] = rank // per
-            tp_rank_of[gid] = rank % pool.tp
-            group_of[gid] = groups + rank // pool.tp
-            pool_of[gid] = role
-        groups += len(gpus) // max(pool.tp, 1)
-    return Placement(stage_of, tp_rank_of, group_of, dp_of, frozenset(), frozenset(), pool_of)
-
-
-def tile_text(pl: Placement, gid: str, project: Project) -> tuple[str, str]:
-    """Badge (``P1``, ``D0``) and tooltip note of a GPU in a pool."""
-    role = pl.pool_of[gid]
-    mode = project.serving_mode
-    pool = mode.prefill if role == "prefill" else mode.decode
-    worker = pl.dp_of[gid]
-    label = f"{ROLE_LETTER[role]}{worker}"
-    shape = pool.worker_label() if pool is not None else ""
-    note = f"\n— {role} pool, worker {worker} ({shape}), TP rank {pl.tp_rank_of[gid]}"
-    return label, note
 
 
 class KvTransferArrow(QGraphicsItem):

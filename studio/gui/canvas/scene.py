@@ -24,6 +24,7 @@ from studio.core.errors import StudioError
 from studio.core.hardware import Cluster, LinkKind, Node
 from studio.core.project import Project
 from studio.core.units import MIB
+from studio.engine.results import PlanResult
 from studio.gui.canvas.free_spot import free_offset
 from studio.gui.canvas.items import (
     BundleItem,
@@ -35,11 +36,19 @@ from studio.gui.canvas.items import (
     NodeItem,
 )
 from studio.gui.canvas.kinds import applicable_kinds, refusal
-from studio.gui.canvas.overlay import Placement, compute_placement
-from studio.gui.canvas.pools import KvTransferArrow, pool_placement, tile_text
+from studio.gui.canvas.pools import KvTransferArrow
 from studio.gui.canvas.style import SLOW_LINK_COLOR, stage_color
 from studio.gui.document import ProjectDocument
 from studio.gui.mime import DragItem, from_mime
+from studio.service.placement_overlay import (
+    EMPTY,
+    Placement,
+    layout_overlay,
+    plan_overlay,
+    pool_overlay,
+    pool_tile_text,
+    rank_tile_text,
+)
 
 KindChooser = Callable[[list[LinkKind], QPointF], "LinkKind | None"]
 FLASH_MS = 700
@@ -105,7 +114,7 @@ class ClusterScene(QGraphicsScene):
         if kind in ("cluster", "file"):
             self.sync(project)
         elif kind in ("layout", "serving"):
-            self._placement = self._placement_of(project, self._current_comm(project))
+            self._placement = self._placement_of(project, self._current_plan(project))
             self._paint_overlay()
         if not project.serving_mode.disaggregated:
             self.set_disagg(None)
@@ -122,7 +131,7 @@ class ClusterScene(QGraphicsScene):
         finally:
             self._syncing_selection = False
         self._cluster = cluster
-        placement = self._placement_of(project, self._current_comm(project))
+        placement = self._placement_of(project, self._current_plan(project))
         if placement == self._placement and not rebuilt:
             self._paint_links(placement)  # the tiles show it already; new link items need it
         else:
@@ -348,18 +357,19 @@ class ClusterScene(QGraphicsScene):
             self._place_arrow()
 
     # ------------------------------------------------------------- overlay
-    def _current_comm(self, project: Project) -> tuple:
+    def _current_plan(self, project: Project) -> PlanResult | None:
+        """The last plan, while its slow hops still hold for ``project`` (same TP)."""
         r = self.doc.result
         if r is not None and self.doc.result_is_current and r.layout.tp == project.layout.tp:
-            return r.comm
-        return ()
+            return r
+        return None
 
-    def _placement_of(self, project: Project, comm: tuple) -> Placement:
+    def _placement_of(self, project: Project, plan: PlanResult | None) -> Placement:
         """The overlay: the disaggregated pools when the project has them, else the layout's ranks."""
-        pools = pool_placement(project)
+        pools = pool_overlay(project)
         if pools is not None:
             return pools
-        return compute_placement(project.layout, project.cluster, comm)
+        return layout_overlay(project.layout, project.cluster, plan)
 
     def set_disagg(self, result) -> None:
         """Show the KV-transfer arrow of a costed disaggregated plan (None removes it)."""
@@ -390,10 +400,9 @@ class ClusterScene(QGraphicsScene):
 
     def _on_result(self, result, revision: int) -> None:
         project = self.doc.project
-        if project.serving_mode.disaggregated and pool_placement(project) is not None:
+        if project.serving_mode.disaggregated and pool_overlay(project) is not None:
             return  # the tiles show the pools, not the aggregated layout
-        layout = result.layout if result.layout.placement else project.layout
-        placement = compute_placement(layout, project.cluster, result.comm)
+        placement = plan_overlay(result)
         if placement == self._placement:
             return  # the tiles already show it (painted when the project changed)
         self._placement = placement
@@ -403,7 +412,7 @@ class ClusterScene(QGraphicsScene):
         """The engine refused the project: the last plan's stage badges and slow links go."""
         if not message or self._placement is None:
             return
-        self._placement = Placement({}, {}, {}, {}, frozenset(), frozenset())
+        self._placement = EMPTY
         self._paint_overlay()
 
     @property
@@ -441,18 +450,12 @@ class ClusterScene(QGraphicsScene):
             if stage is None:
                 ep.show_placement(None, None, "", None, "\n— not used by this layout")
                 continue
-            dp = pl.dp_of[eid]
             if eid in pl.pool_of:
-                label, note = tile_text(pl, eid, self.doc.project)
+                label, note = pool_tile_text(pl, eid, self.doc.project)
                 ep.show_placement(stage, pl.group_of[eid], label, stage_color(stage).darker(130), note)
                 continue
-            label = f"S{stage}" if dp == 0 else f"S{stage}r{dp}"
+            label, note = rank_tile_text(pl, eid)
             ring = QColor(SLOW_LINK_COLOR) if eid in pl.slow_gpus else stage_color(stage).darker(130)
-            note = (
-                f"\n— stage {stage}, TP rank {pl.tp_rank_of[eid]} of group {pl.group_of[eid]}"
-                + (f", replica {dp}" if dp else "")
-                + ("\n— this TP group crosses a slow link" if eid in pl.slow_gpus else "")
-            )
             ep.show_placement(stage, pl.group_of[eid], label, ring, note)
         self._paint_links(pl)
 
