@@ -51,7 +51,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("slo_tpot_p99_ms", "p99 TPOT", ",.1f", "simulated p99 TPOT at the SLO's request rate, ms"),
     Column("slo_saturation_rate_per_s", "sat. req/s", ",.3g",
            "saturation rate of the layout (req/s, all replicas): above it the queue grows without bound"),
-    Column("reason", "Why not", "s", "why the layout does not fit"),
+    Column("reason", "Why not", "s", "why the layout does not fit; a disaggregated candidate: why it costs what it does"),
+    Column("meets_targets", "Targets", "b", "fits and meets the TTFT / TPOT targets"),
+    Column("layout", "Layout", "s", "the layout; a disaggregated candidate: its prefill and decode pools, "
+           "e.g. 2P(TP4)+1D(TP8)"),
 )
 
 #: Columns filled from the SLO check (:mod:`studio.service.slo`), hidden without an SLO.

@@ -45,6 +45,7 @@ class ParetoPlot(pg.PlotWidget):
         self.front = np.zeros(0, dtype=np.int64)
         self.selected: int | None = None
         self.disagg: tuple = ()  # DisaggRow of every disaggregated candidate shown
+        self.disagg_selected: int | None = None  # the ringed disaggregated candidate
         self.setMenuEnabled(False)
         self.hideButtons()
         pi = self.getPlotItem()
@@ -92,6 +93,7 @@ class ParetoPlot(pg.PlotWidget):
     def set_disagg(self, rows) -> None:
         """Plot the disaggregated candidates ``rows`` (``DisaggRow``s; empty hides them)."""
         self.disagg = tuple(rows)
+        self.disagg_selected = None
         self._redraw()
 
     def disagg_xy(self) -> tuple[np.ndarray, np.ndarray]:
@@ -188,9 +190,20 @@ class ParetoPlot(pg.PlotWidget):
     def select_row(self, row: int | None) -> None:
         """Ring the point of sweep row ``row`` (None clears)."""
         self.selected = row
+        self.disagg_selected = None
+        self._draw_ring()
+
+    def select_disagg(self, k: int | None) -> None:
+        """Ring the diamond of disaggregated candidate ``k`` (None clears)."""
+        self.selected = None
+        self.disagg_selected = k if k is not None and 0 <= k < len(self.disagg) else None
         self._draw_ring()
 
     def _draw_ring(self) -> None:
+        if self.disagg_selected is not None:
+            x, y = self.disagg_xy()
+            self.ring.setData(x=[x[self.disagg_selected]], y=[y[self.disagg_selected]])
+            return
         res = self.result
         if res is None or self.selected is None or self.selected not in set(self.rows.tolist()):
             self.ring.setData(x=np.zeros(0), y=np.zeros(0))

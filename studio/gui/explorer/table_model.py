@@ -1,5 +1,7 @@
 """The sweep as a Qt table: one row per candidate layout, numeric sorting, unfit rows greyed; with
-a percentile SLO, the layouts meeting it first and its figures in the SLO columns."""
+a percentile SLO, the layouts meeting it first and its figures in the SLO columns. Disaggregated
+candidates (when the Explorer sweeps them) are rows too, tinted, ranked with the layouts under the
+same objective and targets (:func:`studio.service.disagg_explore.merged_order`)."""
 
 from __future__ import annotations
 
@@ -14,11 +16,15 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QBrush, QColor, QFont
 
 from studio.engine.sweep import SweepResult
+from studio.service.disagg_explore import disagg_cell, label_words, merged_order
 from studio.service.explorer_analysis import COLUMNS, format_value
 from studio.service.slo import LayoutSlo, SloReport
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 ROW_ROLE = Qt.ItemDataRole.UserRole + 2
+#: Index into the disaggregated candidates of a row (None on a layout's row, whose ROW_ROLE is set).
+DISAGG_ROLE = Qt.ItemDataRole.UserRole + 3
+DISAGG_COLOR = QColor("#f3e8fb")
 UNFIT_COLOR = QColor("#adb5bd")
 PARETO_COLOR = QColor("#fff4e6")
 RECOMMENDED_COLOR = QColor("#d3f9d8")
@@ -39,8 +45,12 @@ class SweepTableModel(QAbstractTableModel):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.result: SweepResult | None = None
-        self._rows = np.zeros(0, dtype=np.int64)
+        self._rows = np.zeros(0, dtype=np.int64)  # sweep row per table row (-1: disaggregated)
+        self._disagg = np.zeros(0, dtype=np.int64)  # disaggregated candidate per table row (-1: layout)
+        #: The disaggregated candidates listed (``DisaggRow``s; empty when not swept).
+        self.disagg_rows: tuple = ()
         self._rank: dict[int, int] = {}
+        self._disagg_rank: dict[int, int] = {}
         self._pareto: set[int] = set()
         self.slo: SloReport | None = None
         self._slo_of: dict[int, LayoutSlo] = {}
@@ -49,30 +59,56 @@ class SweepTableModel(QAbstractTableModel):
         self._bold = QFont()
         self._bold.setBold(True)
 
-    def set_result(self, result: SweepResult | None, slo: SloReport | None = None) -> None:
+    def set_result(self, result: SweepResult | None, slo: SloReport | None = None, disagg=()) -> None:
+        """Show ``result`` (its SLO check ``slo``) and the disaggregated candidates ``disagg``."""
         self.beginResetModel()
         self.result = result
         self.slo = slo if result is not None else None
         self._slo_of = _slo_by_row(result, self.slo)
-        self._rows = np.asarray(result.order, dtype=np.int64) if result is not None else np.zeros(0, dtype=np.int64)
+        self.disagg_rows = tuple(disagg) if result is not None else ()
+        rows = np.asarray(result.order, dtype=np.int64) if result is not None else np.zeros(0, dtype=np.int64)
+        lead = np.zeros(0, dtype=np.int64)
         if self.slo is not None:  # the layouts meeting the SLO lead, each group in the sweep's order
-            meets = np.array([self.slo_meets(int(r)) for r in self._rows], dtype=bool)
-            self._rows = np.concatenate([self._rows[meets], self._rows[~meets]])
+            meets = np.array([self.slo_meets(int(r)) for r in rows], dtype=bool)
+            lead, rows = rows[meets], rows[~meets]
+        entries = [(False, int(i)) for i in lead]
+        if result is not None:
+            entries += merged_order(result, rows, self.disagg_rows, result.objective)
+        self._rows = np.array([-1 if d else i for d, i in entries], dtype=np.int64)
+        self._disagg = np.array([i if d else -1 for d, i in entries], dtype=np.int64)
         self.recommended = None
         if result is not None:
             best = self.slo.best_row if self.slo is not None else None
             self.recommended = best if best is not None else (
                 int(result.recommended) if result.recommended is not None else None)
-        self._rank = {int(r): k for k, r in enumerate(self._rows)}
+        self._rank = {int(r): k for k, r in enumerate(self._rows) if r >= 0}
+        self._disagg_rank = {int(r): k for k, r in enumerate(self._disagg) if r >= 0}
         self._pareto = {int(i) for i in result.pareto} if result is not None else set()
         self.endResetModel()
 
     def sweep_row(self, model_row: int) -> int:
-        """Row of the sweep result shown on table row ``model_row``."""
+        """Row of the sweep result shown on table row ``model_row`` (-1: a disaggregated candidate)."""
         return int(self._rows[model_row])
+
+    def disagg_index(self, model_row: int) -> int | None:
+        """The disaggregated candidate shown on table row ``model_row`` (None: a layout)."""
+        k = int(self._disagg[model_row])
+        return k if k >= 0 else None
 
     def model_row(self, sweep_row: int) -> int | None:
         return self._rank.get(int(sweep_row))
+
+    def disagg_model_row(self, k: int) -> int | None:
+        """Table row of disaggregated candidate ``k``."""
+        return self._disagg_rank.get(int(k))
+
+    def words(self, model_row: int) -> list[str]:
+        """The words the filter matches on table row ``model_row``."""
+        k = self.disagg_index(model_row)
+        if k is not None:
+            return label_words(self.disagg_rows[k].label, disaggregated=True)
+        assert self.result is not None
+        return label_words(self.result.label(self.sweep_row(model_row)))
 
     def slo_entry(self, sweep_row: int) -> LayoutSlo | None:
         """The SLO check of the row's layout, or None (no SLO, not checked, or unfit)."""
@@ -101,6 +137,8 @@ class SweepTableModel(QAbstractTableModel):
 
     def _raw(self, i: int, key: str):
         assert self.result is not None
+        if key == "layout":
+            return self.result.label(i)
         if key == "reason":
             return self.result.reasons_unfit[i] if i < len(self.result.reasons_unfit) else ""
         if key == "slo":
@@ -113,6 +151,9 @@ class SweepTableModel(QAbstractTableModel):
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or self.result is None:
             return None
+        k = int(self._disagg[index.row()])
+        if k >= 0:
+            return self._disagg_data(k, COLUMNS[index.column()], role)
         i = int(self._rows[index.row()])
         col = COLUMNS[index.column()]
         fits = bool(self.result.columns["fits"][i])
@@ -151,6 +192,29 @@ class SweepTableModel(QAbstractTableModel):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
+    def _disagg_data(self, k: int, col, role: int):
+        """A disaggregated candidate's cell: its figures where the column applies, tinted."""
+        r = self.disagg_rows[k]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return format_value(col, disagg_cell(r, col.key))
+        if role == SORT_ROLE:
+            v = disagg_cell(r, col.key)
+            if col.fmt == "s":
+                return str(v)
+            f = float(v)  # type: ignore[arg-type]
+            return f if np.isfinite(f) else (1e300 if f > 0 else -1e300)
+        if role == DISAGG_ROLE:
+            return k
+        if role == Qt.ItemDataRole.BackgroundRole:
+            return QBrush(DISAGG_COLOR)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            verdict = "meets the targets" if r.meets_targets else "misses the targets"
+            return (f"{r.label}, batch {r.batch} per decode worker (disaggregated, {verdict}; the percentile "
+                    f"SLO is simulated for the layouts only): {r.why()}")
+        if role == Qt.ItemDataRole.TextAlignmentRole and col.fmt != "s":
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
 
 class SweepFilterProxy(QSortFilterProxyModel):
     """Sorts by the raw numbers; hides unfit rows on request; filters by layout text
@@ -171,7 +235,7 @@ class SweepFilterProxy(QSortFilterProxyModel):
         self._refilter(lambda: setattr(self, "slo_only", bool(on)))
 
     def set_text(self, text: str) -> None:
-        words = tuple(w for w in text.lower().replace("×", " ").split() if w)
+        words = tuple(label_words(text.replace("×", " ")))
         self._refilter(lambda: setattr(self, "words", words))
 
     def _refilter(self, change) -> None:
@@ -190,12 +254,13 @@ class SweepFilterProxy(QSortFilterProxyModel):
         if res is None:
             return False
         i = src.sweep_row(source_row)
-        if self.hide_unfit and not bool(res.columns["fits"][i]):
+        disagg = i < 0  # a disaggregated candidate: it fits; it has no percentile SLO check
+        if self.hide_unfit and not disagg and not bool(res.columns["fits"][i]):
             return False
         if self.slo_only and not src.slo_meets(i):
             return False
         if self.words:
-            label = res.label(i).lower().replace("×", " ").replace("=", "").split()
+            label = src.words(source_row)
             return all(any(tok == w or tok.startswith(w) for tok in label) for w in self.words)
         return True
 

@@ -4,7 +4,9 @@ The sweep runs in a worker thread on the frozen project through the application'
 (:class:`studio.gui.worker.ScheduledWork`; progress bar, Cancel); it re-runs debounced when the
 cluster, model, workload or serving settings change and drops results of an older run. Clicking a row or a point previews the layout (its first TP group is selected on the
 canvas, :attr:`ExplorerWidget.layoutPreview` fires) without changing the project; Pin, Unpin and
-Apply are undoable project edits.
+Apply are undoable project edits. With "Disaggregated pools" the prefill/decode candidates are
+rows of the table too (tinted, ranked with the layouts) and diamonds on the plot; Apply on such a
+row serves the project with its pools (one undo step, as "Apply pools").
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from studio.gui.explorer.compare_view import MAX_PINNED, CompareView
 from studio.gui.explorer.multiples import SmallMultiples
 from studio.gui.explorer.pareto import ParetoPlot
 from studio.gui.explorer.placement_view import PlacementView
-from studio.gui.explorer.table_model import ROW_ROLE, SweepFilterProxy, SweepTableModel
+from studio.gui.explorer.table_model import DISAGG_ROLE, ROW_ROLE, SweepFilterProxy, SweepTableModel
 from studio.gui.timeline import TimelinePanel
 from studio.gui.worker import ScheduledWork
 from studio.service.disagg_explore import applied_pools, with_pools
@@ -301,10 +303,10 @@ class ExplorerWidget(QWidget):
         self.cancel_button.clicked.connect(self.cancel)
         self.best_button.clicked.connect(self.show_recommended)
         self.pin_button.clicked.connect(lambda: self.pin_row(self.selected_row()))
-        self.apply_button.clicked.connect(lambda: self.apply_row(self.selected_row()))
+        self.apply_button.clicked.connect(self.apply_selected)
         self.plot_mode.currentIndexChanged.connect(lambda _i: self.plot.set_mode(self.plot_mode.currentData()))
         self.plot.rowClicked.connect(self.select_row)
-        self.plot.disaggClicked.connect(self.select_disagg)
+        self.plot.disaggClicked.connect(self.select_disagg_row)
         self.pools_box.toggled.connect(lambda _on: self.schedule())
         self.apply_pools_button.clicked.connect(lambda: self.apply_disagg(self.disagg_selected))
         self.table.selectionModel().selectionChanged.connect(lambda *_a: self._on_row_selected())
@@ -472,13 +474,15 @@ class ExplorerWidget(QWidget):
         """Fill the table, the plot and the reasons from a finished sweep (and its SLO check)."""
         self.result = result
         self.slo = slo
-        self.model.set_result(result, slo)
+        self.model.set_result(result, slo, self.disagg.rows if self.disagg is not None else ())
         for key in SLO_KEYS:
             self.table.setColumnHidden([c.key for c in COLUMNS].index(key), slo is None)
         self._objective_column_first(result.objective, slo is not None)
         self.plot.set_result(result, self.model.recommended)
         fits = int(result.columns["fits"].sum()) if result.candidates else 0
         self.status.setText(f"{result.candidates:,} candidates, {fits:,} fit")
+        if self.disagg is not None:
+            self.status.setText(self.status.text() + f" + {len(self.disagg.rows):,} disaggregated (tinted rows)")
         if slo is not None:
             meets = sum(e.meets for e in slo.checked)
             self.status.setText(self.status.text() + f"; {meets} of {len(slo.checked)} layouts checked meet the SLO")
@@ -498,9 +502,13 @@ class ExplorerWidget(QWidget):
             hh.moveSection(hh.visualIndex(logical), logical)
         lead = keys.index(OBJECTIVE_COLUMN[objective])
         hh.moveSection(hh.visualIndex(lead), 0)
+        nxt = 1
         if slo:
             for k, key in enumerate(SLO_KEYS, start=1):
                 hh.moveSection(hh.visualIndex(keys.index(key)), k)
+            nxt = 1 + len(SLO_KEYS)
+        for k, key in enumerate(("layout", "meets_targets"), start=nxt):  # what the row is, and its verdict
+            hh.moveSection(hh.visualIndex(keys.index(key)), k)
 
     def _show_reasons(self, r: SweepResult, slo: SloReport | None = None, slo_error: str = "") -> None:
         head = (f"<b>Recommended for {html.escape(OBJECTIVE_TEXT[r.objective].lower())}:</b> "
@@ -535,14 +543,48 @@ class ExplorerWidget(QWidget):
                 text += f" = {best.tokens_per_s_per_gpu / agg:.2f}× the recommended layout"
         return text
 
+    def select_disagg_row(self, k: int) -> None:
+        """Select disaggregated candidate ``k`` (a diamond clicked on the Pareto plot) in the table,
+        clearing the filter if it hides the row."""
+        m = self.model.disagg_model_row(k)
+        idx = self.proxy.mapFromSource(self.model.index(m, 0)) if m is not None else QModelIndex()
+        if m is not None and not idx.isValid():
+            self.filter.clear()
+            self.hide_unfit.setChecked(False)
+            idx = self.proxy.mapFromSource(self.model.index(m, 0))
+        if not idx.isValid():  # hidden by "Meets SLO only" (the pools have no percentile check)
+            self.select_disagg(k)
+            return
+        self.table.selectionModel().select(
+            idx, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
+        self.table.setCurrentIndex(idx)
+        self.table.scrollTo(idx, QAbstractItemView.ScrollHint.EnsureVisible)
+
+    def selected_disagg(self) -> int | None:
+        """The disaggregated candidate of the selected table row, or None."""
+        rows = self.table.selectionModel().selectedRows()
+        if not rows:
+            return None
+        k = self.proxy.data(rows[0], DISAGG_ROLE)
+        return None if k is None else int(k)
+
+    def apply_selected(self) -> None:
+        """Apply the selected row: a layout (:meth:`apply_row`) or a disaggregated candidate's pools
+        (:meth:`apply_disagg`), one undo step either way."""
+        k = self.selected_disagg()
+        if k is not None:
+            self.apply_disagg(k)
+        else:
+            self.apply_row(self.selected_row())
+
     def select_disagg(self, i: int) -> None:
-        """Show disaggregated candidate ``i`` (a point clicked on the Pareto plot) in the reasons and
-        offer to apply it."""
+        """Show disaggregated candidate ``i`` in the reasons, ring its diamond and offer to apply it."""
         if self.disagg is None or not 0 <= i < len(self.disagg.rows):
             return
         self.disagg_selected = i
         row = self.disagg.rows[i]
         self.apply_pools_button.setEnabled(True)
+        self.plot.select_disagg(i)
         verdict = "meets" if row.meets_targets else "misses"
         self.reasons.setHtml(
             f"<b>{html.escape(row.label)}</b>, batch {row.batch} per decode worker ({verdict} the targets): "
@@ -570,7 +612,8 @@ class ExplorerWidget(QWidget):
         rows = self.table.selectionModel().selectedRows()
         if not rows:
             return None
-        return int(self.proxy.data(rows[0], ROW_ROLE))
+        row = self.proxy.data(rows[0], ROW_ROLE)
+        return None if row is None else int(row)  # None: a disaggregated candidate's row
 
     def select_row(self, row: int) -> None:
         """Select sweep row ``row`` in the table (clearing the filter if it hides the row)."""
@@ -593,6 +636,15 @@ class ExplorerWidget(QWidget):
             self.select_row(self.model.recommended)
 
     def _on_row_selected(self) -> None:
+        k = self.selected_disagg()
+        if k is not None and self.disagg is not None:
+            self.pin_button.setEnabled(False)  # pins are layouts
+            self.apply_button.setEnabled(True)
+            self.select_disagg(k)
+            cand = self.disagg.rows[k]
+            self.timeline.clear(f"{cand.label}: its request lanes are in the main window once applied")
+            self.why.setText(html.escape(cand.why()))
+            return
         row = self.selected_row()
         for b in (self.pin_button, self.apply_button):
             b.setEnabled(row is not None)
