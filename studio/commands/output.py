@@ -1,0 +1,81 @@
+"""Text output of the commands: strict JSON, numbers for tables, aligned tables and pairs."""
+
+from __future__ import annotations
+
+import math
+
+
+def json_safe(value):
+    """``value`` with numpy scalars/arrays made plain and non-finite floats made ``None`` (strict
+    JSON has no NaN or Infinity)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:  # most leaves of a sweep's JSON
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):  # numpy scalar / array
+        return json_safe(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def print_json(value) -> None:
+    """Print ``value`` as indented, strict JSON (one object, newline-terminated)."""
+    import json
+
+    print(json.dumps(json_safe(value), indent=2, ensure_ascii=False, allow_nan=False))
+
+
+def fmt(value, digits: int = 3) -> str:
+    """A number for a table: thousands separators for big values, ``digits`` significant digits
+    for small ones, ``-`` for missing or non-finite values."""
+    import math
+
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if not math.isfinite(v):
+        return "-"
+    if v == 0:
+        return "0"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.{max(digits, 4) if abs(v) >= 1 else digits}g}"
+
+
+def format_table(headers: list[str], rows: list[list[str]], right: set[int] | None = None) -> str:
+    """Rows of strings as an aligned plain-text table; columns in ``right`` (default: all but the
+    first) are right-aligned."""
+    right = set(range(1, len(headers))) if right is None else right
+    widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows, strict=False)] if rows else [
+        len(h) for h in headers
+    ]
+
+    def line(cells: list[str]) -> str:
+        out = [
+            str(c).rjust(w) if i in right else str(c).ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=False))
+        ]
+        return "  ".join(out).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def format_pairs(pairs: list[tuple[str, str]], indent: int = 2) -> str:
+    """``label  value`` lines with the values aligned."""
+    if not pairs:
+        return ""
+    width = max(len(k) for k, _ in pairs)
+    return "\n".join(f"{' ' * indent}{k.ljust(width)}  {v}" for k, v in pairs)
