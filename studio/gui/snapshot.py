@@ -24,6 +24,8 @@ def render_main_window(project: Project | None, out: Path, size: tuple[int, int]
     StudioError
         The PNG cannot be written.
     """
+    if view not in VIEWS:
+        raise StudioError(f"snapshot view '{view}' is not one of {', '.join(VIEWS)}")
     from PySide6.QtWidgets import QApplication
 
     if QApplication.instance() is None:
@@ -42,8 +44,6 @@ def render_main_window(project: Project | None, out: Path, size: tuple[int, int]
             os.environ.pop("LAYOUT_STUDIO_NO_SETTINGS", None)
         else:
             os.environ["LAYOUT_STUDIO_NO_SETTINGS"] = saved
-    if view not in VIEWS:
-        raise StudioError(f"snapshot view '{view}' is not one of {', '.join(VIEWS)}")
     win.resize(*size)
     win.show()
     app.processEvents()
