@@ -25,7 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from studio.cli import build_parser  # noqa: E402
-from studio.commands.common import json_safe, project_from_args  # noqa: E402
+from studio.commands.output import json_safe  # noqa: E402
+from studio.commands.project_args import project_from_args  # noqa: E402
 from studio.core.errors import StudioError  # noqa: E402
 from studio.core.project import Project  # noqa: E402
 from studio.engine import evaluate  # noqa: E402

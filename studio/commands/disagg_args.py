@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 
-from studio.commands.common import fmt, format_pairs, format_table
+from studio.commands.output import fmt, format_pairs, format_table
 from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.core.serving_mode import SPEC_HELP, ServingMode, parse_pools

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from studio.commands.common import add_project_args, project_from_args
+from studio.commands.project_args import project_from_args
+from studio.commands.project_flags import add_project_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

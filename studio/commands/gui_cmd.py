@@ -88,7 +88,7 @@ def _run_open(args: argparse.Namespace) -> int:
 
 
 def _run_snapshot(args: argparse.Namespace) -> int:
-    from studio.commands.common import load_base_project
+    from studio.commands.project_args import load_base_project
 
     out = Path(args.output)
     if out.suffix.lower() != ".png":

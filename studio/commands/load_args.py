@@ -1,4 +1,4 @@
-"""Turn the load flags of :func:`studio.commands.common.add_load_args` into the workload's
+"""Turn the load flags of :func:`studio.commands.project_flags.add_load_args` into the workload's
 :class:`~studio.core.workload.Load`, and the speculative-decoding flags (:func:`add_spec_args`)
 into the serving config's :class:`~studio.core.workload.SpeculativeConfig`.
 

@@ -4,15 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from studio.commands.common import (
-    add_load_args,
-    add_project_args,
-    fmt,
-    format_pairs,
-    model_size_note,
-    print_json,
-    project_from_args,
-)
+from studio.commands.output import fmt, format_pairs, print_json
+from studio.commands.project_args import model_size_note, project_from_args
+from studio.commands.project_flags import add_load_args, add_project_args
 from studio.core.project import Project
 
 

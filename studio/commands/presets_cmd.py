@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from studio.commands.common import fmt, format_table, print_json
+from studio.commands.output import fmt, format_table, print_json
 
 KINDS = ("gpus", "models", "links", "nodes")
 

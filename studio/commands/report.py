@@ -12,7 +12,8 @@ import os
 import sys
 from pathlib import Path
 
-from studio.commands.common import add_project_args, project_from_args
+from studio.commands.project_args import project_from_args
+from studio.commands.project_flags import add_project_args
 from studio.core.errors import StudioError
 
 SUFFIXES = (".html", ".htm", ".pdf")

@@ -6,16 +6,10 @@ import argparse
 import csv
 from pathlib import Path
 
-from studio.commands.common import (
-    add_load_args,
-    add_project_args,
-    fmt,
-    format_table,
-    int_list,
-    positive_int,
-    print_json,
-    project_from_args,
-)
+from studio.commands.arg_types import int_list, positive_int
+from studio.commands.output import fmt, format_table, print_json
+from studio.commands.project_args import project_from_args
+from studio.commands.project_flags import add_load_args, add_project_args
 from studio.core.errors import StudioError
 
 OBJECTIVES = ("throughput", "cost", "latency")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from studio.commands.common import fmt, format_table, positive_float, positive_int
+from studio.commands.arg_types import positive_float, positive_int
+from studio.commands.output import fmt, format_table
 from studio.service.slo import SloReport, SloTargets, check_slo, project_targets, resolve_targets
 
 __all__ = ["add_slo_args", "check_slo", "format_slo", "slo_targets"]
@@ -53,7 +54,7 @@ def slo_targets(args: argparse.Namespace, project) -> SloTargets | None:
         if path is None:  # the bundled example has no SLO
             return None
         # the SLO saved in the PROJECT file (the Explorer's); the rate may come from --rate
-        from studio.commands.common import load_base_project
+        from studio.commands.project_args import load_base_project
 
         return project_targets(project.replace(explorer=load_base_project(path).explorer))
     return resolve_targets(

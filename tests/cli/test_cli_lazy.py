@@ -80,9 +80,20 @@ def test_plan_loads_no_qt_and_no_exporters():
 
 def test_sweep_loads_only_its_own_command():
     mods = loaded_by("sweep", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--json", "--top", "1")
-    commands = sorted(m for m in mods if m in cli_module.COMMAND_MODULES)  # helpers such as common may load
+    commands = sorted(m for m in mods if m in cli_module.COMMAND_MODULES)  # helpers such as output may load
     assert commands == ["studio.commands.sweep"]
     assert not [m for m in mods if m.startswith((*QT, "studio.io.export", "yaml"))], mods
+
+
+def test_a_command_loads_only_the_helpers_it_imports():
+    """A command imports its helpers from their own modules (no facade gathering all of them):
+    ``presets`` prints tables and JSON, so it loads the output helpers and not the project flags,
+    the layout flags or the project a command line describes."""
+    mods = loaded_by("presets", "gpus", "--json")
+    assert "studio.commands.output" in mods
+    helpers = ("studio.commands.project_args", "studio.commands.project_flags", "studio.commands.layout_args",
+               "studio.commands.arg_types")
+    assert not [m for m in mods if m in helpers], mods
 
 
 def test_help_still_lists_every_command(capsys):

@@ -19,7 +19,7 @@ HF = Path(__file__).resolve().parents[1] / "data" / "hf"
 
 @pytest.fixture
 def example():
-    from studio.commands.common import load_base_project
+    from studio.commands.project_args import load_base_project
 
     evaluate = engine_evaluate()
     project = load_base_project(None)  # the bundled example: Llama-3.1-405B on 2× DGX H100

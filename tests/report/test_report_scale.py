@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from studio.cli import build_parser
-from studio.commands.common import project_from_args
+from studio.commands.project_args import project_from_args
 from studio.service.report_nodes import (
     CANVAS_MAX_GPUS,
     CANVAS_MAX_NODES,
