@@ -77,3 +77,20 @@ def _top_level_windows() -> dict:
     if app is None:
         return {}
     return {getCppPointer(w)[0]: w for w in app.topLevelWidgets()}
+
+
+#: tests/test_layering.py runs every test of tests/service in a fresh interpreter where Qt cannot be
+#: imported; the same tests collected here as well would run twice per session.
+_QT_FREE_SERVICE_RUN = "tests/test_layering.py::test_service_tests_pass_without_qt"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run tests/service once per session: when the Qt-free run of them (:data:`_QT_FREE_SERVICE_RUN`)
+    is selected, their in-process copies are deselected (``pytest tests/service`` still runs them
+    here). A failing service test fails that run, which prints the failing test's report."""
+    if not any(item.nodeid == _QT_FREE_SERVICE_RUN for item in items):
+        return
+    service = [item for item in items if item.nodeid.startswith("tests/service/")]
+    if service:
+        config.hook.pytest_deselected(items=service)
+        items[:] = [item for item in items if not item.nodeid.startswith("tests/service/")]
