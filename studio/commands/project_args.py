@@ -14,7 +14,7 @@ from studio.commands.project_flags import DEFAULT_EXAMPLE
 from studio.core.errors import StudioError
 from studio.core.hardware import Cluster
 from studio.core.precision import DType
-from studio.core.project import Project
+from studio.core.project import Project, drop_unrunnable_pinned
 from studio.core.workload import Workload
 
 
@@ -167,7 +167,9 @@ def project_from_args(args: argparse.Namespace) -> Project:
     """Build the project the command line describes.
 
     Starts from the PROJECT file (or the bundled example) and applies every flag given. Without
-    ``--dp``, DP = GPUs / (TP × PP) when that divides.
+    ``--dp``, DP = GPUs / (TP × PP) when that divides. The base project's pinned layouts (with the
+    batches they were pinned at), Explorer settings, calibrations and serving mode are kept; a
+    pinned layout that the model or cluster of the flags cannot run is dropped, with its batch.
 
     Raises
     ------
@@ -216,7 +218,9 @@ def project_from_args(args: argparse.Namespace) -> Project:
             workload=workload,
             serving=serving,
             layout=layout,
-            pinned=base.pinned if not (cluster_changed or model_changed) else (),
+            pinned=base.pinned,
+            pinned_batches=base.pinned_batches,
+            explorer=base.explorer,
             calibrations=base.calibrations,
             serving_mode=base.serving_mode,
         )
@@ -224,6 +228,10 @@ def project_from_args(args: argparse.Namespace) -> Project:
         from studio.io.project_file import validation_message
 
         raise StudioError(validation_message(exc)) from None
+    if cluster_changed or model_changed:
+        # the pinned layouts the new model or cluster cannot run go, with their batches, as when
+        # the window changes the model (core.edits.with_model) or the cluster (follow_cluster)
+        project = drop_unrunnable_pinned(project)
     if auto_layout and getattr(args, "micro_batches", None) is None and layout.ep == 1:
         from studio.engine.defaults import fitting_layout
 

@@ -53,10 +53,9 @@ def slo_targets(args: argparse.Namespace, project) -> SloTargets | None:
         path = getattr(args, "project", None)
         if path is None:  # the bundled example has no SLO
             return None
-        # the SLO saved in the PROJECT file (the Explorer's); the rate may come from --rate
-        from studio.commands.project_args import load_base_project
-
-        return project_targets(project.replace(explorer=load_base_project(path).explorer))
+        # the SLO saved in the PROJECT file (the Explorer's, kept by project_from_args); the rate
+        # may come from --rate
+        return project_targets(project)
     return resolve_targets(
         project, ttft, tpot, rate, names=("--ttft-p99", "--tpot-p99", "--at-rate")
     )

@@ -144,3 +144,46 @@ def test_bad_input_raises_clear_error(argv, pattern):
 def test_sweep_inputs_have_no_layout_flags_but_valid_layout():
     p = project("--gpu", "l40s", "--nodes", "1", command="sweep")
     assert p.layout.world_size == 8
+
+
+@pytest.fixture
+def pinned_file(tmp_path, example):
+    """The example with two pinned layouts at their batches and Explorer settings, saved: TP8×PP2
+    runs on any 16-GPU cluster and model; the 60 + 66 layer split only on a 126-layer model."""
+    from studio.core.layout import Layout
+
+    even, split = Layout(tp=8, pp=2), Layout(tp=8, pp=2, layers_per_stage=(60, 66))
+    p = example.with_pin(even, 32).with_pin(split, 16)
+    p = p.replace(explorer=p.explorer.replace(objective="cost", ttft_p99_ms=900.0, tpot_p99_ms=60.0,
+                                               slo_rate_per_s=2.0))
+    return save_project(p, tmp_path / "pinned.json"), p
+
+
+def test_pins_their_batches_and_explorer_settings_come_from_the_file(pinned_file):
+    path, saved = pinned_file
+    p = project(str(path), "--isl", "4096")
+    assert p.pinned == saved.pinned and len(p.pinned) == 2
+    assert p.pinned_batches == saved.pinned_batches
+    assert [p.pinned_batch(lay) for lay in p.pinned] == [32, 16]
+    assert p.explorer == saved.explorer and p.explorer.objective == "cost"
+
+
+def test_a_flag_changed_cluster_keeps_the_pins_it_can_run(pinned_file):
+    path, saved = pinned_file
+    same_size = project(str(path), "--gpu", "h200-sxm", "--nodes", "2")
+    assert same_size.cluster.num_gpus == 16
+    assert same_size.pinned == saved.pinned and same_size.pinned_batches == saved.pinned_batches
+    assert same_size.explorer == saved.explorer
+    smaller = project(str(path), "--gpu", "h100-sxm", "--nodes", "1")  # 8 GPUs: neither runs
+    assert smaller.pinned == () and smaller.pinned_batches == ()
+    assert smaller.explorer == saved.explorer
+
+
+def test_a_flag_changed_model_drops_the_pins_it_cannot_run_with_their_batches(pinned_file):
+    path, saved = pinned_file
+    p = project(str(path), "--model", "llama-3.1-70b")  # 80 layers: the 60 + 66 split goes
+    even = saved.pinned[0]
+    assert p.pinned == (even,)
+    assert [(b.layout, b.batch) for b in p.pinned_batches] == [(even, 32)]
+    assert p.explorer == saved.explorer
+
