@@ -79,12 +79,16 @@ def option_name(layout: Layout) -> str:
 
 
 def _pinned_options(project: Project, chosen: Layout) -> list[Option]:
+    """The pinned layouts other than the chosen one, each at the batch it was pinned at (the
+    workload's when it was pinned without one), as the Explorer's Compare tab and Apply show them."""
     out: list[Option] = []
     for layout in project.pinned:
         if layout == chosen or len(out) == MAX_ALTERNATIVES:
             continue
+        batch = project.pinned_batch(layout)
+        at = project if batch is None else project.replace(workload=project.workload.replace(batch=batch))
         try:
-            plan = evaluate(project, layout)
+            plan = evaluate(at, layout)
         except StudioError as exc:
             raise StudioError(f"pinned layout {layout.label} cannot be evaluated: {exc}") from None
         out.append(Option(option_name(plan.layout), "pinned", plan))

@@ -35,6 +35,15 @@ def test_pinned_layouts_are_the_alternatives(example):
     assert [layout_key(o.plan.layout) for o in d.alternatives] == [(4, 4, 1, 1), (16, 1, 1, 1)]
 
 
+def test_a_pinned_layout_is_reported_at_the_batch_it_was_pinned_at(example):
+    """As the Compare tab and Apply show it: the pinned batch, else the workload's."""
+    at_batch, plain = Layout(tp=4, pp=4, micro_batches=4), Layout(tp=16, pp=1)
+    project = example.replace(workload=example.workload.replace(batch=8)).with_pin(at_batch, 24).with_pin(plain)
+    d = gather(project)
+    assert [o.plan.layout.label for o in d.alternatives] == [at_batch.label, plain.label]
+    assert [o.plan.batch for o in d.alternatives] == [24, 8]
+
+
 def test_winner_is_the_best_fitting_value(data):
     plans = [o.plan for o in data.options]
     row = _row("Output tokens/s per GPU")
