@@ -19,6 +19,7 @@ from studio.commands.output import fmt, format_pairs, format_table
 from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.core.serving_mode import SPEC_HELP, ServingMode, parse_pools
+from studio.core.units import MIB
 
 
 def add_disagg_args(parser: argparse.ArgumentParser, *, sweep: bool = False) -> None:
@@ -125,8 +126,8 @@ def format_disagg(project: Project, res, explain: bool = False) -> str:
             [
                 (
                     "per request",
-                    f"{t.bytes_per_request / 2**20:,.1f} MiB in {t.flows} rank-to-rank flows "
-                    f"(largest {t.bytes_per_flow / 2**20:,.1f} MiB)",
+                    f"{t.bytes_per_request / MIB:,.1f} MiB in {t.flows} rank-to-rank flows "
+                    f"(largest {t.bytes_per_flow / MIB:,.1f} MiB)",
                 ),
                 (
                     "time",

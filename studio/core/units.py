@@ -38,6 +38,11 @@ def file_size(n: int) -> str:
     return f"{n} bytes"
 
 
+def whole_mib(n: int) -> str:
+    """A size limit in whole MiB, as the readers' limit messages print it: ``32 MiB``."""
+    return f"{n // int(MIB)} MiB"
+
+
 def decimal_bytes(n: float) -> str:
     """Bytes in decimal units, as the Hugging Face Hub shows them: ``16.06 GB``, ``53.60 kB``."""
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):

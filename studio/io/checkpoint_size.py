@@ -27,7 +27,7 @@ from typing import Any
 
 from studio.core.architecture import LLMArchitecture
 from studio.core.errors import StudioError
-from studio.core.units import decimal_bytes
+from studio.core.units import decimal_bytes, whole_mib
 from studio.io.safe import load_json_file, loads_json_limited, open_regular
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024
@@ -146,7 +146,7 @@ def read_safetensors_header(path: Path) -> tuple[dict[str, Any], int]:
             (n,) = struct.unpack("<Q", head)
             if n > MAX_HEADER_BYTES:
                 raise StudioError(
-                    f"safetensors header length is {n:,} bytes; at most {MAX_HEADER_BYTES // 2**20} MiB "
+                    f"safetensors header length is {n:,} bytes; at most {whole_mib(MAX_HEADER_BYTES)} "
                     "is read (the file is damaged or not a safetensors file)",
                     src,
                 )

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, replace
 
 from studio.core.errors import StudioError
+from studio.core.units import whole_mib
 
 MAX_LOG_BYTES = 8 * 1024 * 1024
 MAX_ROWS = 10_000
@@ -227,7 +228,7 @@ def parse_nccl_log(text: str, source: str = "<nccl>") -> NcclLog:
     if not isinstance(text, str):
         raise StudioError("an nccl-tests log must be text", source)
     if len(text) > MAX_LOG_BYTES:
-        raise StudioError(f"log is larger than {MAX_LOG_BYTES // 2**20} MiB", source)
+        raise StudioError(f"log is larger than {whole_mib(MAX_LOG_BYTES)}", source)
     rows: list[NcclRow] = []
     ranks: dict[int, str] = {}
     test = None

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from studio.core.errors import StudioError
 from studio.core.project import PinnedLayoutError, Project, check_pinned, migrate
+from studio.core.units import file_size, whole_mib
 from studio.io.atomic import backup_path, write_text_atomic
 from studio.io.safe import decode_text, find_bad_text, loads_json_limited, read_bytes_limited
 
@@ -194,7 +195,7 @@ def project_from_bytes(raw: bytes, source: str = "<project>") -> Project:
     """Decode (UTF-8), migrate and validate the bytes of a project file."""
     if len(raw) > MAX_PROJECT_BYTES:
         raise StudioError(
-            f"project file is {len(raw) / 2**20:.1f} MiB; at most {MAX_PROJECT_BYTES // 2**20} MiB",
+            f"project file is {file_size(len(raw))}; at most {whole_mib(MAX_PROJECT_BYTES)}",
             source,
         )
     return project_from_json(decode_text(raw, source, "project file"), source)

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from studio.core.errors import StudioError
+from studio.core.units import whole_mib
 from studio.engine.calibration import ServingPoint
 from studio.io.safe import decode_text, loads_json_limited, read_bytes_limited
 
@@ -350,7 +351,7 @@ def parse_serving_text(text: str, source: str = "<serving>") -> list[ServingRun]
     if not isinstance(text, str):
         raise StudioError("a serving-benchmark result must be text", source)
     if len(text) > MAX_BYTES:
-        raise StudioError(f"file is larger than {MAX_BYTES // 2**20} MiB", source)
+        raise StudioError(f"file is larger than {whole_mib(MAX_BYTES)}", source)
     body = text.strip()
     if not body:
         raise StudioError("the file is empty", source)

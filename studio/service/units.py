@@ -55,6 +55,19 @@ def size_bytes(b: float | None, digits: int = 1) -> str:
     return f"{b / MIB:,.0f} MiB"
 
 
+def si(v: float | None, unit: str) -> str:
+    """Three significant digits with k/M/G so a card value stays short: ``1.22k tok/s``,
+    ``523k tok``, ``2.05M tok``, ``61.5 tok/s``."""
+    if _missing(v):
+        return DASH
+    assert v is not None
+    for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= scale * 0.9995:
+            x = v / scale
+            return f"{x:.3g}{prefix} {unit}" if x < 999.5 else f"{x:,.0f}{prefix} {unit}"
+    return f"{v:.3g} {unit}" if abs(v) < 100 else f"{v:,.0f} {unit}"
+
+
 def usd(v: float | None, digits: int = 2) -> str:
     """Dollars: ``$10.93``; "—" when there is no such cost (no tokens served)."""
     if _missing(v):

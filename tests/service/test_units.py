@@ -31,6 +31,14 @@ def test_sizes_scale(b, text):
     assert units.size_bytes(b) == text
 
 
+@pytest.mark.parametrize(("v", "text"), [
+    (1220.0, "1.22k tok/s"), (523_000.0, "523k tok/s"), (2_050_000.0, "2.05M tok/s"), (61.5, "61.5 tok/s"),
+    (250.0, "250 tok/s"), (999.6, "1k tok/s"), (1.5e12, "1,500G tok/s"), (math.inf, "—"), (math.nan, "—"),
+])
+def test_card_figures_take_an_si_prefix(v, text):
+    assert units.si(v, "tok/s") == text
+
+
 def test_a_cost_that_does_not_exist_is_a_dash():
     assert units.usd(10.928) == "$10.93"
     assert units.usd(math.inf) == "—"
@@ -56,3 +64,19 @@ def test_the_fixed_writers_below_the_views_keep_their_formats():
     assert core.file_size(12_800) == "12.5 KiB" and core.file_size(300) == "300 bytes"
     assert core.decimal_bytes(16.06e9) == "16.06 GB" and core.decimal_bytes(53_600) == "53.60 kB"
     assert core.decimal_bytes(999) == "999 bytes"
+    assert core.whole_mib(64 * 2**20) == "64 MiB" and core.whole_mib(100 * 2**20 + 5) == "100 MiB"
+
+
+def test_the_readers_size_limit_messages_are_unchanged():
+    """The io readers' limits print whole MiB (core.units.whole_mib), the oversized file one decimal."""
+    from studio.core.errors import StudioError
+    from studio.io.nccl_log import MAX_LOG_BYTES, parse_nccl_log
+    from studio.io.project_file import MAX_PROJECT_BYTES, project_from_bytes
+    from studio.io.serving_bench import MAX_BYTES, parse_serving_text
+
+    with pytest.raises(StudioError, match=r"log is larger than 8 MiB"):
+        parse_nccl_log(" " * (MAX_LOG_BYTES + 1))
+    with pytest.raises(StudioError, match=r"file is larger than 32 MiB"):
+        parse_serving_text(" " * (MAX_BYTES + 1))
+    with pytest.raises(StudioError, match=r"project file is 64\.0 MiB; at most 64 MiB"):
+        project_from_bytes(b" " * (MAX_PROJECT_BYTES + 1))

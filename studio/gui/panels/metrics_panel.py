@@ -84,16 +84,6 @@ def find_explanation(explanations: dict[str, Explanation], keys: tuple[str, ...]
     return None
 
 
-def _si(v: float, unit: str) -> str:
-    """Three significant digits with k/M/G so a card value stays short: ``1.22k tok/s``,
-    ``523k tok``, ``2.05M tok``, ``61.5 tok/s``."""
-    for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(v) >= scale * 0.9995:
-            x = v / scale
-            return f"{x:.3g}{prefix} {unit}" if x < 999.5 else f"{x:,.0f}{prefix} {unit}"
-    return f"{v:.3g} {unit}" if abs(v) < 100 else f"{v:,.0f} {unit}"
-
-
 def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
     """Text of a figure and its small caption (per-phase detail)."""
     if key == "ttft":
@@ -103,11 +93,11 @@ def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
     if key == "throughput":
         if r.output_tokens_per_s <= 0:
             return "—", "does not fit: no tokens"
-        return _si(r.output_tokens_per_s, "tok/s"), f"{_si(r.output_tokens_per_s_per_gpu, 'tok/s')}/GPU"
+        return units.si(r.output_tokens_per_s, "tok/s"), f"{units.si(r.output_tokens_per_s_per_gpu, 'tok/s')}/GPU"
     if key == "cost":
         return units.usd(r.usd_per_million_output_tokens), f"{units.usd(r.usd_per_hour)}/hour"
     if key == "kv":
-        return _si(float(r.kv_capacity_tokens), "tok"), f"{r.max_concurrent_sequences:,} sequences"
+        return units.si(float(r.kv_capacity_tokens), "tok"), f"{r.max_concurrent_sequences:,} sequences"
     if key == "batch":
         return f"{r.batch:,}", batch_caption(r)
     if key == "allreduce":
@@ -143,7 +133,7 @@ def disagg_value(d: DisaggResult, key: str) -> tuple[str, str]:
     if key == "throughput":
         if d.output_tokens_per_s <= 0:
             return "—", "no tokens"
-        return (_si(d.output_tokens_per_s, "tok/s"),
+        return (units.si(d.output_tokens_per_s, "tok/s"),
                 f"{d.output_tokens_per_s_per_gpu:,.3g}/GPU, {d.limited_by}-bound")
     if key == "cost":
         return units.usd(d.usd_per_million_output_tokens), f"{units.usd(d.usd_per_hour)}/hour"
