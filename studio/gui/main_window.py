@@ -476,10 +476,14 @@ class MainWindow(QMainWindow):
         self.metrics.set_result(r)
         self.warnings.set_warnings(r.warnings)
         self.timeline.set_result(r)
-        fit = "fits" if r.fits else "does not fit"
-        self.engine_label.setText(
-            f"{r.layout.label} · {r.gpus} GPUs · {fit} · TTFT {r.ttft_ms:,.0f} ms · TPOT {r.tpot_ms:,.1f} ms"
-        )
+        self._show_plan_status()
+
+    def _show_plan_status(self) -> None:
+        """The status bar's plan line, on the plan Live metrics show (a disaggregated project's
+        costed pools, else the layout); left as it is while no plan is computed."""
+        text = self.metrics.status_line()
+        if text is not None:
+            self.engine_label.setText(text)
 
     def _on_disagg(self, res) -> None:
         """A costed disaggregated plan (None: aggregated or refused): the canvas's KV-transfer
@@ -488,6 +492,7 @@ class MainWindow(QMainWindow):
         self.canvas.refresh_legend()
         m = self.doc.project.serving_mode
         self.metrics.set_disagg(m.disaggregated, m.label if m.disaggregated else "", res)
+        self._show_plan_status()
         if res is None:
             self.timeline.set_request(None)
             return

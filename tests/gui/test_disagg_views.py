@@ -207,3 +207,32 @@ def test_pool_memory_adds_up(project):
     assert res.explanations["memory.decode"].value == pytest.approx(res.decode.peak_memory.total / 2**30)
     cost = res.explanations["cost.usd_per_million_output_tokens"]
     assert cost.value == res.usd_per_million_output_tokens
+
+
+def test_status_bar_follows_the_plan_live_metrics_show(qtbot, window):
+    """The status bar's plan line is the pools' plan once the project is served disaggregated (as
+    the headline cards), the layout's again after undo; pools that cannot be costed leave it on the
+    aggregated layout, as the cards."""
+    win = window
+    label = win.engine_label
+    agg = win.metrics.result
+    agg_text = (f"{agg.layout.label} · {agg.gpus} GPUs · fits · TTFT {agg.ttft_ms:,.0f} ms · "
+                f"TPOT {agg.tpot_ms:,.1f} ms")
+    assert label.text() == agg_text
+    res = _type_pools(qtbot, win, "2P:tp4,1D:tp8")
+    want = (f"disaggregated 2P(TP4)+1D(TP8) · {res.gpus} GPUs · fits · TTFT {res.ttft_ms:,.0f} ms · "
+            f"TPOT {res.tpot_ms:,.1f} ms")
+    assert label.text() == want and want != agg_text
+    win.doc.recompute_now()  # the aggregated plan computed again keeps the line on the pools
+    assert label.text() == want
+
+    with qtbot.waitSignal(win.serving_mode_panel.planned, timeout=30_000):
+        win.doc.undo_stack.undo()  # the pools
+    with qtbot.waitSignal(win.serving_mode_panel.planned, timeout=30_000):
+        win.doc.undo_stack.undo()  # the mode
+    win.doc.recompute_now()
+    assert label.text() == agg_text
+
+    assert _type_pools(qtbot, win, "1P:tp8,2D:tp8") is None  # 24 GPUs on 16: not costed
+    win.doc.recompute_now()
+    assert label.text() == agg_text

@@ -178,6 +178,17 @@ def pool_bars(d: DisaggResult) -> list[Bar]:
     return out
 
 
+def status_line(r: PlanResult, d: DisaggResult | None = None) -> str:
+    """One line for the window's status bar on the plan the headline cards show: the pools' plan
+    ``d`` of a disaggregated project when it is costed, else the layout's ``r``."""
+    if d is not None:
+        fit = "fits" if d.fits else "does not fit"
+        return (f"disaggregated {d.label} · {d.gpus} GPUs · {fit} · TTFT {d.ttft_ms:,.0f} ms · "
+                f"TPOT {d.tpot_ms:,.1f} ms")
+    fit = "fits" if r.fits else "does not fit"
+    return f"{r.layout.label} · {r.gpus} GPUs · {fit} · TTFT {r.ttft_ms:,.0f} ms · TPOT {r.tpot_ms:,.1f} ms"
+
+
 def assumption(r: PlanResult, key: str) -> str:
     """What a figure assumes, first in its tooltip and breakdown, so that throughput and
     batch × tok/s per user are not read as the same quantity."""
@@ -406,6 +417,10 @@ class MetricsPanel(QWidget):
         self.memory_title.setVisible(bool(title))
         self.set_serving_note(self.note())
         self.show_why(self._why_key)
+
+    def status_line(self) -> str | None:
+        """The status bar's line on the plan the cards show (None: no plan computed)."""
+        return None if self.result is None else status_line(self.result, self.disagg)
 
     def note(self) -> str:
         """The line above the cards of a disaggregated project: what the cards show ("" when aggregated)."""
