@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -17,10 +18,21 @@ OUR_FLAG = re.compile(
 )
 
 
-def _strings_and_fields():
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once per run (three scans read the same ~100 modules)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _strings_and_fields() -> tuple[tuple[Path, int, str, str], ...]:
+    return tuple(_scan_strings_and_fields())
+
+
+def _scan_strings_and_fields():
     for layer in HEADLESS:
         for path in (STUDIO / layer).rglob("*.py"):
-            tree = ast.parse(path.read_text(encoding="utf-8"))
+            tree = _tree(path)
             for node in ast.walk(tree):
                 if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "StudioError":
                     for kw in node.keywords:
@@ -46,7 +58,8 @@ def test_no_cli_flag_in_headless_error_messages():
     assert hits == []
 
 
-def _cli_flags() -> set[str]:
+@functools.cache
+def _cli_flags() -> frozenset[str]:
     """Every ``--long`` option of every layout-studio command."""
     import argparse
 
@@ -60,7 +73,7 @@ def _cli_flags() -> set[str]:
             out.update(o for o in action.option_strings if o.startswith("--") and o != "--help")
             if isinstance(action, argparse._SubParsersAction):
                 todo.extend(action.choices.values())
-    return out
+    return frozenset(out)
 
 
 #: Strings that hold one of our flag names as another tool's flag (GenAI-Perf's --concurrency).
@@ -82,7 +95,7 @@ def flag_hits(root: Path = STUDIO) -> list[str]:
         for path in sorted((root / layer).rglob("*.py")):
             if "export" in path.relative_to(root).parts:
                 continue
-            tree = ast.parse(path.read_text(encoding="utf-8"))
+            tree = _tree(path)
             docstrings = {
                 id(node.body[0].value)
                 for node in ast.walk(tree)
