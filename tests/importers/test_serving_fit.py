@@ -14,7 +14,14 @@ from studio.core.errors import StudioError
 from studio.core.precision import DType
 from studio.core.project import Project
 from studio.core.workload import ServingConfig
-from studio.engine.calibration import ServingPoint, evaluate_serving, fit_serving, rms
+from studio.engine.calibration import (
+    EFFICIENCY_BOUNDS,
+    OTHER_BOUNDS,
+    ServingPoint,
+    evaluate_serving,
+    fit_serving,
+    rms,
+)
 from studio.io.project_file import load_project, save_project
 from studio.io.serving_bench import read_points
 
@@ -68,7 +75,9 @@ def test_fitting_half_the_public_table_improves_the_other_half(catalog_full, mod
     # the bundled constants are fitted on a wider corpus that includes these tables' sources
     # (docs/calibration.md), so a fit on half of one table can only refine them a little
     assert after < before * 0.95, (before, after, fit.efficiency)
-    assert all(0.05 <= fit.efficiency[k] <= 1.0 for k in THREE[:2])
+    for k in THREE[:2]:  # within the fit's declared bounds (the decode factor may pass 1: see OTHER_BOUNDS)
+        lo, hi = OTHER_BOUNDS.get(k, EFFICIENCY_BOUNDS)
+        assert lo <= fit.efficiency[k] <= hi, (k, fit.efficiency[k])
 
 
 def test_unknown_factor_and_bad_layout_are_clear_errors(catalog_full):
