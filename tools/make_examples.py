@@ -16,13 +16,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from studio.core.builders import build_cluster  # noqa: E402
-from studio.core.layout import Layout  # noqa: E402
-from studio.core.precision import DType  # noqa: E402
-from studio.core.project import Project  # noqa: E402
-from studio.core.workload import ServingConfig, Workload  # noqa: E402
-from studio.io.presets import Catalog, load_catalog  # noqa: E402
-from studio.io.project_file import save_project  # noqa: E402
+from studio.core.builders import build_cluster
+from studio.core.layout import Layout
+from studio.core.precision import DType
+from studio.core.project import Project
+from studio.core.workload import ServingConfig, Workload
+from studio.io.presets import Catalog, load_catalog
+from studio.io.project_file import save_project
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "presets" / "examples"
 

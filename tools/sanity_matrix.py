@@ -24,14 +24,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from studio.cli import build_parser  # noqa: E402
-from studio.commands.output import json_safe  # noqa: E402
-from studio.commands.project_args import project_from_args  # noqa: E402
-from studio.core.errors import StudioError  # noqa: E402
-from studio.core.project import Project  # noqa: E402
-from studio.engine import evaluate  # noqa: E402
-from studio.engine.results import PlanResult  # noqa: E402
-from studio.io.presets import Catalog, load_catalog  # noqa: E402
+from studio.cli import build_parser
+from studio.commands.output import json_safe
+from studio.commands.project_args import project_from_args
+from studio.core.errors import StudioError
+from studio.core.project import Project
+from studio.engine import evaluate
+from studio.engine.results import PlanResult
+from studio.io.presets import Catalog, load_catalog
 
 #: Relative tolerance of the identities checked (they are computed in float64).
 REL = 1e-9
