@@ -83,6 +83,9 @@ class _Shape:
         self.near: dict[str, frozenset[str]] = {v: frozenset(w for w, _li, _f in nbrs) for v, nbrs in adj.items()}
 
 
+_Routes = OrderedDict[tuple[str, str], tuple[tuple[int, ...], tuple[bool, ...]] | None]
+
+
 class _PathStore:
     """Widest-path routes of one link graph, shared by every :class:`Topology` with the same
     structure (an edit that moves a node or renames it keeps the links, so the paths are reused).
@@ -108,7 +111,7 @@ class _PathStore:
 
     def __init__(self, adj: dict[str, list[tuple[str, int, bool]]], link_bw: list[float],
                  link_lat: list[float], gpu_set: set[str], hubs: frozenset[str],
-                 shape: _Shape | None = None) -> None:
+                 shape: _Shape | None = None, routes: _Routes | None = None) -> None:
         self.adj = adj
         self.link_bw = link_bw
         self.link_lat = link_lat
@@ -120,7 +123,9 @@ class _PathStore:
         self._near = shape.near
         self._local: OrderedDict[str, _Search] = OrderedDict()
         self._hub: dict[str, _Search] = {}
-        self._routes: OrderedDict[tuple[str, str], tuple[tuple[int, ...], tuple[bool, ...]] | None] = OrderedDict()
+        #: Finished routes by (a, b); shared with every store whose figures order the links the same
+        #: way (see :func:`_route_class`), since those find the same routes.
+        self._routes: _Routes = OrderedDict() if routes is None else routes
         #: Finished :class:`Path` values by (a, b). A path reads only what the store's key fixes
         #: (link ids, kinds, lanes, the kinds' figures), so every Topology sharing the store shares
         #: them: an undo, or a link edit back and forth, does not rebuild them.
@@ -273,33 +278,63 @@ class _PathStore:
         return out
 
 
-class Topology:
-    """Link graph of one cluster with per-link effective bandwidth and latency."""
+def _islands(link_ends: list[tuple[str, str]], link_family: list[LinkFamily], gpu_ids: list[str],
+             gpu_node: dict[str, str]) -> dict[str, str]:
+    """Scale-up island of every GPU: GPUs joined by NVLink-family links (directly, or through an
+    NVSwitch / rack NVLink switch) form one NVLink domain; an island is a domain together with
+    every GPU sharing a node with it. Named by its first GPU."""
+    parent: dict[str, str] = {}
 
-    def __init__(self, cluster: Cluster, link_fits: Mapping[str, LinkFit] | None = None) -> None:
-        fits = dict(link_fits or {})
-        self.cluster = cluster
-        self.link_ids: list[str] = [lk.id for lk in cluster.links]
-        self.link_kind: list[str] = [lk.kind for lk in cluster.links]
-        self.link_family: list[LinkFamily] = []
-        self.link_bw: list[float] = []
-        self.link_lat: list[float] = []
-        self.link_ends: list[tuple[str, str]] = []
+    def find(x: str) -> str:
+        root = x
+        while parent.get(root, root) != root:
+            root = parent[root]
+        while parent.get(x, x) != root:
+            parent[x], x = root, parent[x]
+        return root
+
+    def union(x: str, y: str) -> None:
+        rx, ry = find(x), find(y)
+        if rx != ry:
+            parent[ry] = rx
+
+    for i, (a, b) in enumerate(link_ends):
+        if link_family[i].is_scale_up:
+            union(a, b)
+    first: dict[str, str] = {}
+    for g in gpu_ids:
+        node = gpu_node.get(g)
+        if node is not None:
+            if node in first:
+                union(first[node], g)
+            else:
+                first[node] = g
+    name: dict[str, str] = {}
+    out: dict[str, str] = {}
+    for g in gpu_ids:
+        out[g] = name.setdefault(find(g), g)
+    return out
+
+
+class _Skeleton:
+    """What a :class:`Topology` reads of its cluster apart from the links' figures: built once per
+    cluster object and shared, read-only, by its topologies under every calibration (a link fit
+    builds ~140 of one cluster)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        links = cluster.links
+        self.link_ids: list[str] = [lk.id for lk in links]
+        self.link_kind: list[str] = [lk.kind for lk in links]
+        self.link_lanes: list[float] = [lk.lanes for lk in links]
+        kinds = cluster.link_kinds
+        self.link_family: list[LinkFamily] = [kinds[k].family for k in self.link_kind]
+        self.link_ends: list[tuple[str, str]] = [(lk.a, lk.b) for lk in links]
         self.adj: dict[str, list[tuple[str, int, bool]]] = {}
-        figures: dict[str, tuple[float, float]] = {}
-        for i, lk in enumerate(cluster.links):
-            kind = cluster.link_kinds[lk.kind]
-            fig = figures.get(lk.kind)
-            if fig is None:
-                fit = fits.get(lk.kind)
-                fig = figures[lk.kind] = ((fit.bandwidth_gbps if fit else kind.effective_gbps),
-                                          (fit.latency_us if fit else kind.latency_us))
-            self.link_family.append(kind.family)
-            self.link_bw.append(fig[0] * lk.lanes)
-            self.link_lat.append(fig[1])
-            self.link_ends.append((lk.a, lk.b))
-            self.adj.setdefault(lk.a, []).append((lk.b, i, True))
-            self.adj.setdefault(lk.b, []).append((lk.a, i, False))
+        for i, (a, b) in enumerate(self.link_ends):
+            self.adj.setdefault(a, []).append((b, i, True))
+            self.adj.setdefault(b, []).append((a, i, False))
+        #: Link kinds in the order the links first use them.
+        self.kinds: list[str] = list(dict.fromkeys(self.link_kind))
         self.link_pos: dict[str, int] = {lid: i for i, lid in enumerate(self.link_ids)}
         self.gpu_ids: list[str] = [g.id for g in cluster.gpus]
         self.gpu_set = set(self.gpu_ids)
@@ -307,51 +342,69 @@ class Topology:
         self.gpu_node: dict[str, str] = {g.id: n.id for n in cluster.nodes for g in n.gpus}
         self.switch_kind: dict[str, str] = {s.id: s.kind for n in cluster.nodes for s in n.switches}
         self.switch_kind.update({s.id: s.kind for s in cluster.switches})
-        hubs = frozenset(s.id for s in cluster.switches)
-        self._store = _store_for(cluster, figures, self, hubs)
-        self._paths = self._store.paths
-        self._nvl: dict[str, list[tuple[str, int]]] = {}
+        self.hubs = frozenset(s.id for s in cluster.switches)
+        #: The structural part of the path store's key (see :func:`_store_for`).
+        self.store_key = (
+            tuple((lk.id, lk.kind, lk.a, lk.b, lk.lanes) for lk in links),
+            tuple(self.gpu_ids),
+            tuple(sorted(self.hubs)),
+        )
+        self.nvl: dict[str, list[tuple[str, int]]] = {}
         for g in self.gpu_ids:
             for nb, li, _ in self.adj.get(g, ()):
                 if self.switch_kind.get(nb) in NVLINK_SWITCH_KINDS:
-                    self._nvl.setdefault(g, []).append((nb, li))
-        self.gpu_island: dict[str, str] = self._islands()
+                    self.nvl.setdefault(g, []).append((nb, li))
+        self.gpu_island: dict[str, str] = _islands(self.link_ends, self.link_family, self.gpu_ids, self.gpu_node)
 
-    def _islands(self) -> dict[str, str]:
-        """Scale-up island of every GPU: GPUs joined by NVLink-family links (directly, or through an
-        NVSwitch / rack NVLink switch) form one NVLink domain; an island is a domain together with
-        every GPU sharing a node with it. Named by its first GPU."""
-        parent: dict[str, str] = {}
 
-        def find(x: str) -> str:
-            root = x
-            while parent.get(root, root) != root:
-                root = parent[root]
-            while parent.get(x, x) != root:
-                parent[x], x = root, parent[x]
-            return root
+_SKELETONS: OrderedDict[int, tuple[Cluster, _Skeleton]] = OrderedDict()
+_SKELETONS_SIZE = 4
 
-        def union(x: str, y: str) -> None:
-            rx, ry = find(x), find(y)
-            if rx != ry:
-                parent[ry] = rx
 
-        for i, (a, b) in enumerate(self.link_ends):
-            if self.link_family[i].is_scale_up:
-                union(a, b)
-        first: dict[str, str] = {}
-        for g in self.gpu_ids:
-            node = self.gpu_node.get(g)
-            if node is not None:
-                if node in first:
-                    union(first[node], g)
-                else:
-                    first[node] = g
-        name: dict[str, str] = {}
-        out: dict[str, str] = {}
-        for g in self.gpu_ids:
-            out[g] = name.setdefault(find(g), g)
-        return out
+def _skeleton_of(cluster: Cluster) -> _Skeleton:
+    """The (cached) :class:`_Skeleton` of ``cluster``; keyed by object identity (clusters are
+    immutable; the entry holds the cluster, so its id is not reused while cached)."""
+    hit = _SKELETONS.get(id(cluster))
+    if hit is not None and hit[0] is cluster:
+        _SKELETONS.move_to_end(id(cluster))
+        return hit[1]
+    sk = _Skeleton(cluster)
+    _SKELETONS[id(cluster)] = (cluster, sk)
+    while len(_SKELETONS) > _SKELETONS_SIZE:
+        _SKELETONS.popitem(last=False)
+    return sk
+
+
+class Topology:
+    """Link graph of one cluster with per-link effective bandwidth and latency."""
+
+    def __init__(self, cluster: Cluster, link_fits: Mapping[str, LinkFit] | None = None) -> None:
+        fits = dict(link_fits or {})
+        sk = _skeleton_of(cluster)
+        self.cluster = cluster
+        self.link_ids = sk.link_ids
+        self.link_kind = sk.link_kind
+        self.link_family = sk.link_family
+        figures: dict[str, tuple[float, float]] = {}
+        for k in sk.kinds:
+            kind = cluster.link_kinds[k]
+            fit = fits.get(k)
+            figures[k] = ((fit.bandwidth_gbps if fit else kind.effective_gbps),
+                          (fit.latency_us if fit else kind.latency_us))
+        self.link_bw: list[float] = [figures[k][0] * lanes for k, lanes in zip(sk.link_kind, sk.link_lanes, strict=True)]
+        self.link_lat: list[float] = [figures[k][1] for k in sk.link_kind]
+        self.link_ends = sk.link_ends
+        self.adj = sk.adj
+        self.link_pos = sk.link_pos
+        self.gpu_ids = sk.gpu_ids
+        self.gpu_set = sk.gpu_set
+        self.gpu_type = sk.gpu_type
+        self.gpu_node = sk.gpu_node
+        self.switch_kind = sk.switch_kind
+        self._store = _store_for(sk, figures, self)
+        self._paths = self._store.paths
+        self._nvl = sk.nvl
+        self.gpu_island = sk.gpu_island
 
     # ----------------------------------------------------------------- paths
     def path(self, a: str, b: str) -> Path:
@@ -459,20 +512,35 @@ _STORES: OrderedDict[tuple, _PathStore] = OrderedDict()
 #: The figure-independent lookups of a link graph, shared by its stores (calibration fits rebuild
 #: the store for every trial figure; the graph's shape stays the same).
 _SHAPES: OrderedDict[tuple, _Shape] = OrderedDict()
+#: Route tables shared by the stores of one link graph whose figures find the same routes
+#: (:func:`_route_class`): a calibration fit tries ~45 bandwidths of one kind, a handful of classes.
+_ROUTE_TABLES: OrderedDict[tuple, _Routes] = OrderedDict()
 _STORES_SIZE = 8
 
 
-def _store_for(cluster: Cluster, figures: dict[str, tuple[float, float]], topo: Topology,
-               hubs: frozenset[str]) -> _PathStore:
+def _route_class(links: tuple[tuple[str, str, str, str, float], ...],
+                 figures: dict[str, tuple[float, float]]) -> tuple | None:
+    """What the route search reads of the links' figures, or None (a NaN figure).
+
+    The search only takes minimums of link bandwidths and compares them (never adds or scales
+    them), and adds latencies: so figures with the same per-kind latencies and the same order —
+    ties included — of every link bandwidth value (``bandwidth × lanes`` of each kind/lanes pair,
+    and the source's ∞) find exactly the same routes, tie-breaks and all."""
+    classes = sorted({(kind, lanes) for _id, kind, _a, _b, lanes in links})
+    values = [figures[kind][0] * lanes for kind, lanes in classes] + [float("inf")]
+    lats = tuple(sorted((kind, fig[1]) for kind, fig in figures.items()))
+    if any(v != v for v in values) or any(lat != lat for _k, lat in lats):
+        return None
+    rank = {v: i for i, v in enumerate(sorted(set(values)))}
+    return lats, tuple(classes), tuple(rank[v] for v in values)
+
+
+def _store_for(sk: _Skeleton, figures: dict[str, tuple[float, float]], topo: Topology) -> _PathStore:
     """The path store of a link graph, keyed by its structure: every link's (id, kind, ends, lanes),
     the effective bandwidth and latency of each kind, the GPU ids and the hubs. A new
     :class:`Cluster` object with the same links (an edit elsewhere) reuses the computed paths."""
-    key = (
-        tuple((lk.id, lk.kind, lk.a, lk.b, lk.lanes) for lk in cluster.links),
-        tuple(sorted(figures.items())),
-        tuple(topo.gpu_ids),
-        tuple(sorted(hubs)),
-    )
+    links, gpus, hubs = sk.store_key
+    key = (links, tuple(sorted(figures.items())), gpus, hubs)
     store = _STORES.get(key)
     if store is not None:
         _STORES.move_to_end(key)
@@ -485,7 +553,18 @@ def _store_for(cluster: Cluster, figures: dict[str, tuple[float, float]], topo: 
             _SHAPES.popitem(last=False)
     else:
         _SHAPES.move_to_end(shape_key)
-    store = _PathStore(topo.adj, topo.link_bw, topo.link_lat, topo.gpu_set, hubs, shape)
+    routes: _Routes | None = None
+    rclass = _route_class(key[0], figures)
+    if rclass is not None:
+        rkey = (shape_key, rclass)
+        routes = _ROUTE_TABLES.get(rkey)
+        if routes is None:
+            routes = _ROUTE_TABLES[rkey] = OrderedDict()
+            while len(_ROUTE_TABLES) > _STORES_SIZE:
+                _ROUTE_TABLES.popitem(last=False)
+        else:
+            _ROUTE_TABLES.move_to_end(rkey)
+    store = _PathStore(topo.adj, topo.link_bw, topo.link_lat, topo.gpu_set, sk.hubs, shape, routes)
     _STORES[key] = store
     while len(_STORES) > _STORES_SIZE:
         _STORES.popitem(last=False)

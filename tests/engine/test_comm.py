@@ -112,3 +112,51 @@ def test_one_size_takes_the_same_time_as_the_array_code():
         for col in cols[1:3]:
             want = np.maximum(want, col.time_us(size))
         np.testing.assert_array_equal(coll_time_us(cols[:3], size), want)
+
+
+def _fresh_route_search(monkeypatch):
+    """Every Topology built from here on searches its own routes: empty caches, no route class."""
+    from collections import OrderedDict
+
+    from studio.engine import topology as T
+
+    for name in ("_STORES", "_SHAPES", "_ROUTE_TABLES", "_SKELETONS", "_CACHE"):
+        monkeypatch.setattr(T, name, OrderedDict())
+    monkeypatch.setattr(T, "_route_class", lambda links, figures: None)
+
+
+def test_figures_that_order_the_links_alike_share_routes_and_cost_as_a_fresh_search(monkeypatch):
+    # a link fit tries ~45 bandwidths of one kind: the route tables of figures that order the link
+    # bandwidths alike are shared; at ties with the other links (and just either side) the paths and
+    # the all-reduce must still be those of a topology that searched its own routes
+    from studio.core.project import LinkFit
+    from studio.engine.comm import allreduce
+    from studio.engine.constants import default_constants
+    from studio.engine.topology import Topology
+
+    c = cluster(DGX_H100, 4)
+    gpus = [g.id for g in c.gpus]
+    k = default_constants()
+    ib = c.link_kinds["ib-ndr"].effective_gbps
+    others = sorted({c.link_kinds[lk.kind].effective_gbps * lk.lanes for lk in c.links if lk.kind != "ib-ndr"})
+    trials = [ib / 32, ib / 16, ib, 4 * ib] + [x * f for x in others for f in (1 - 1e-9, 1.0, 1 + 1e-9)]
+    pairs = [(a, b) for a in (gpus[0], gpus[9]) for b in gpus if a != b]
+
+    def fits(lat: float, bw: float) -> dict[str, LinkFit]:
+        return {"ib-ndr": LinkFit(latency_us=lat, bandwidth_gbps=bw)}
+
+    def costs() -> list:
+        out = []
+        for lat in (0.0, 1.0, 200.0):
+            for bw in trials:
+                topo = Topology(c, fits(lat, bw))
+                out.append(([topo.path(a, b) for a, b in pairs], allreduce(topo, gpus, k)))
+        return out
+
+    assert Topology(c, fits(1.0, ib / 32))._store._routes is Topology(c, fits(1.0, ib / 16))._store._routes
+    tie = others[0]
+    assert Topology(c, fits(1.0, tie))._store._routes is not Topology(c, fits(1.0, tie * (1 + 1e-9)))._store._routes
+    assert Topology(c, fits(0.0, ib))._store._routes is not Topology(c, fits(1.0, ib))._store._routes
+    shared = costs()
+    _fresh_route_search(monkeypatch)
+    assert costs() == shared

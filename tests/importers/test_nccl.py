@@ -120,3 +120,25 @@ def test_fitting_a_kind_the_group_does_not_cross_is_an_error(catalog_full):
     s, t = parse_nccl_log(data_text(A100)).points()
     with pytest.raises(StudioError, match="crosses no link of kind 'ib-hdr'"):
         fit_link_kind(cluster, [g.id for g in cluster.gpus], "ib-hdr", s, t)
+
+
+def test_a_fit_over_shared_route_tables_equals_one_that_searches_every_trial_figure(catalog_full, monkeypatch):
+    # the fit builds ~140 topologies of one cluster; they share its skeleton and, between figures
+    # that order the links alike, their routes: the fitted figures and every prediction must be
+    # those of the full costing, which searches the routes again for each trial figure
+    from collections import OrderedDict
+
+    from studio.engine import topology
+
+    tpl = catalog_full.node("dgx-h100")
+    cluster = build_cluster(tpl, 2, catalog_full.gpu(tpl.gpu_type), catalog_full.links)
+    group = [g.id for g in cluster.gpus]
+    s, t = parse_nccl_log(data_text(H100X2)).points()
+    fast = fit_link_kind(cluster, group, "ib-ndr", s, t)
+    for name in ("_STORES", "_SHAPES", "_ROUTE_TABLES", "_SKELETONS"):
+        monkeypatch.setattr(topology, name, OrderedDict())
+    monkeypatch.setattr(topology, "_route_class", lambda links, figures: None)
+    full = fit_link_kind(cluster, group, "ib-ndr", s, t)
+    assert fast.link_fit == full.link_fit
+    assert np.array_equal(fast.predicted_us, full.predicted_us)
+    assert np.array_equal(fast.default_us, full.default_us)
