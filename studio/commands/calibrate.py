@@ -10,9 +10,13 @@ import json
 from studio.cli_parser import bounded_int
 from studio.core.errors import StudioError, first_error_message
 
-#: Largest --ranks/--tp/--pp: a cluster's GPU limit (``studio.core.hardware.MAX_CLUSTER_GPUS``,
+#: Largest --tp/--pp: a cluster's GPU limit (``studio.core.hardware.MAX_CLUSTER_GPUS``,
 #: not imported here so that building the parser stays light).
 MAX_CLUSTER_GPUS = 65_536
+#: Largest calibrate nccl --ranks: a fit costs the collective ~140 times, each in time linear in the
+#: ranks (~9 ms per rank of CPU on the 2-core machine): 4,096 ranks take ~36 s and 320 MB,
+#: 8,192 would take over a minute (docs/import-and-calibrate.md).
+MAX_FIT_RANKS = 4_096
 #: Largest --isl/--osl (the project's workload limit) and --concurrency (its max_batch limit).
 MAX_TOKENS = 10_000_000
 MAX_BATCH = 1_000_000
@@ -36,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     n.add_argument("--project", help="project whose cluster ran the test (its first GPUs form the group)")
     n.add_argument("--save-as", help="profile name to store in --project (written back to the file)")
     n.add_argument("-o", "--output", help="write the profile as a standalone JSON file")
-    n.add_argument("--ranks", type=bounded_int(2, MAX_CLUSTER_GPUS),
+    n.add_argument("--ranks", type=bounded_int(2, MAX_FIT_RANKS),
                    help="ranks of the run when the log does not say")
     n.set_defaults(func=run_nccl)
     _register_serving(sub)
@@ -145,6 +149,10 @@ def run_nccl(args: argparse.Namespace) -> int:
     ranks = args.ranks or logs[0].group_size
     if not ranks or ranks < 2:
         raise StudioError("the log does not say how many ranks ran; pass --ranks N")
+    if ranks > MAX_FIT_RANKS:
+        raise StudioError(
+            f"--ranks: the log's run has {ranks:,} ranks; calibrate nccl fits runs of 2 to {MAX_FIT_RANKS:,} ranks"
+        )
     sizes: list[float] = []
     times: list[float] = []
     for log in logs:

@@ -435,14 +435,26 @@ def test_serving_runs_implying_absurd_sizes_are_one_line_naming_the_file(change,
     assert capsys.readouterr().err.strip().splitlines() == [f"layout-studio: error: {f}: {said}"]
 
 
-def test_ranks_beyond_the_reference_cluster_name_ranks_not_nodes(capsys):
+def test_ranks_beyond_what_a_fit_finishes_are_refused_before_anything_is_built(tmp_path, capsys):
+    # a fit costs the collective ~140 times, in time linear in the ranks: 4,096 ranks take ~36 s of
+    # CPU; 65,536 (the old limit) would take ~10 minutes
     argv = ["calibrate", "nccl", str(NCCL), "--link-kind", "nvlink3-nvswitch", "--ranks", "65536"]
     code, err, peak = bounded(lambda: main(argv))
     assert err is None and code == 2
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert lines == [
-        "layout-studio: error: --ranks: 65,536 ranks on 'dgx-a100' nodes (8 GPUs each) need 8,192 nodes; "
-        "the reference cluster has at most 4,096 nodes (32,768 ranks); pass --project with a cluster that large"
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "layout-studio calibrate nccl: error: argument --ranks: expected a whole number from 2 to 4,096, "
+        "got '65536' (see `layout-studio calibrate nccl --help`)"
+    ]
+    assert peak < 16 * 2**20
+    # a log whose own rank lines say more is refused the same way
+    rows = NCCL.read_text(encoding="utf-8")
+    ranks = "".join(f"#  Rank {r:5d} Group  0 Pid   1234 on    host-a device  0 [0x18] NVIDIA A100\n" for r in range(5000))
+    log = tmp_path / "big.log"
+    log.write_text("# Using devices\n" + ranks + rows, encoding="utf-8")
+    code, err, peak = bounded(lambda: main(["calibrate", "nccl", str(log), "--link-kind", "nvlink3-nvswitch"]))
+    assert err is None and code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "layout-studio: error: --ranks: the log's run has 5,000 ranks; calibrate nccl fits runs of 2 to 4,096 ranks"
     ]
     assert peak < 16 * 2**20
 
