@@ -2,6 +2,7 @@
 
     python benchmarks/calibration.py                 # report the bundled constants on the corpus
     python benchmarks/calibration.py --fit           # fit on all points, print the constants
+    python benchmarks/calibration.py --fit --from-prior --write   # as the held-out fits, store them
     python benchmarks/calibration.py --protocol      # 5-fold CV + leave-one-source-out (slow: ~10 fits)
     python benchmarks/calibration.py --protocol --markdown docs/calibration-results.md
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -315,11 +317,15 @@ def memory_checks() -> list[str]:
 ENGINE_JSON = Path(__file__).resolve().parents[1] / "presets" / "engine.json"
 
 
-def write_presets(values: dict[str, float], n_points: int) -> None:
-    """Store fitted values in ``presets/engine.json``; each entry's source says how it was fitted."""
+def write_presets(values: dict[str, float], n_points: int, how: str = "--fit --write") -> None:
+    """Store fitted values in ``presets/engine.json``; each entry's source says how it was fitted.
+
+    A per-GPU entry keeps its measured source and gains one ``GPU: fitted: …`` note per fitted GPU
+    (an earlier fit's note for that GPU is replaced, not repeated).
+    """
     data = json.loads(ENGINE_JSON.read_text(encoding="utf-8"))
     table = data["constants"]
-    note = (f"fitted: python benchmarks/calibration.py --fit --write on the validation corpus "
+    note = (f"fitted: python benchmarks/calibration.py {how} on the validation corpus "
             f"({n_points} public serving measurements, sources in docs/calibration.md); held-out error in "
             "docs/calibration-results.md")
     for name, value in values.items():
@@ -327,9 +333,11 @@ def write_presets(values: dict[str, float], n_points: int) -> None:
         entry = table[key]
         if gpu:
             entry["value"][gpu] = round(value, 4)
-            marker = f"{gpu}: {note}"
-            if marker not in entry["source"]:
-                entry["source"] = f"{entry['source']}; {marker}" if not entry["source"].startswith("placeholder") else marker
+            src = entry["source"]
+            first = re.search(r"(?:; )?[\w.-]+: fitted:", src)
+            measured = "" if src.startswith("placeholder") else (src[:first.start()] if first else src)
+            gpus = sorted(set(re.findall(r"([\w.-]+): fitted:", src)) | {gpu})
+            entry["source"] = "; ".join(([measured] if measured else []) + [f"{g}: {note}" for g in gpus])
         else:
             entry["value"] = round(value, 4)
             entry["source"] = note
@@ -342,6 +350,9 @@ def main() -> None:
     ap.add_argument("--protocol", action="store_true", help="held-out error: 5-fold CV and leave-one-source-out")
     ap.add_argument("--markdown", type=Path, help="write the report to this file as well")
     ap.add_argument("--json", type=Path, help="write the fitted constants (all points) to this file")
+    ap.add_argument("--from-prior", action="store_true",
+                    help="with --fit: start from the round prior values on the held-out fits' schedule "
+                         "(what the bundled constants are fitted with) instead of polishing the bundled ones")
     ap.add_argument("--write", action="store_true",
                     help="with --fit: store the fitted values in presets/engine.json (each marked 'fitted')")
     ap.add_argument("--part", choices=("all", "cv", "loso"), default="all",
@@ -352,12 +363,16 @@ def main() -> None:
     base = default_constants()
     lines: list[str] = []
     if args.fit or args.json:
-        values = fit(points, base, verbose=True)
+        if args.from_prior:  # exactly as every held-out fit: from PRIOR, on the long schedule
+            prior = _with(base, PRIOR)
+            values = fit(points, prior, verbose=True, factors=HELD_OUT_FACTORS)
+        else:  # polish the bundled constants
+            values = fit(points, base, verbose=True)
         print(json.dumps(values, indent=2))
         if args.json:
             args.json.write_text(json.dumps(values, indent=2) + "\n", encoding="utf-8")
         if args.write:
-            write_presets(values, len(points))
+            write_presets(values, len(points), "--fit --from-prior --write" if args.from_prior else "--fit --write")
     def flush() -> None:  # each section is written as soon as it is done (the protocol is long)
         if args.markdown:
             args.markdown.write_text("\n".join(lines) + "\n", encoding="utf-8")
