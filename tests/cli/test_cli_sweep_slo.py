@@ -11,32 +11,27 @@ EXAMPLE = (
 )
 
 
+def _slo(cli, *flags: str) -> dict:
+    return cli("sweep", str(EXAMPLE), "--top", "2", "--at-rate", "1", "--slo-check", "8", *flags, "--json").json()["slo"]
+
+
 def test_tpot_p99_decides_with_the_ttft_one(cli):
-    d = cli(
-        "sweep",
-        str(EXAMPLE),
-        "--top",
-        "2",
-        "--ttft-p99",
-        "2000",
-        "--tpot-p99",
-        "60",
-        "--at-rate",
-        "1",
-        "--slo-check",
-        "8",
-        "--json",
-    ).json()
-    slo = d["slo"]
-    assert (slo["ttft_p99_ms"], slo["tpot_p99_ms"], slo["rate_per_s"]) == (2000, 60, 1)
+    # the TTFT target alone: the simulated layouts and their p99 TPOT
+    alone = _slo(cli, "--ttft-p99", "2000")
+    tpots = sorted(e["tpot_p99_ms"] for e in alone["checked"] if e["meets"])
+    assert len(tpots) >= 2 and tpots[0] < tpots[-1], tpots
+    target = (tpots[0] + tpots[-1]) / 2  # a TPOT target between them: one must now fail it
+    slo = _slo(cli, "--ttft-p99", "2000", "--tpot-p99", f"{target:.3f}")
+    assert (slo["ttft_p99_ms"], slo["rate_per_s"]) == (2000, 1) and abs(slo["tpot_p99_ms"] - target) < 1e-3
     for e in slo["checked"]:
         if e["tpot_p99_ms"] is not None:
-            assert e["meets"] == (e["ttft_p99_ms"] <= 2000 and e["tpot_p99_ms"] <= 60)
+            assert e["meets"] == (e["ttft_p99_ms"] <= 2000 and e["tpot_p99_ms"] <= slo["tpot_p99_ms"])
         else:
             assert not e["meets"]
     assert any(
-        e["tpot_p99_ms"] is not None and e["tpot_p99_ms"] > 60 for e in slo["checked"]
-    )  # TPOT fails one
+        e["tpot_p99_ms"] is not None and e["ttft_p99_ms"] <= 2000 and e["tpot_p99_ms"] > target and not e["meets"]
+        for e in slo["checked"]
+    )  # the TPOT target fails a layout the TTFT one lets through
     assert slo["best"] is not None and slo["checked"][slo["best"]]["meets"]
 
 
