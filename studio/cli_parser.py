@@ -22,6 +22,26 @@ class OneLineParser(argparse.ArgumentParser):
         sys.stderr.write(f"{self.prog}: error: {text} (see `{self.prog} --help`)\n")
         raise SystemExit(2)
 
+    def parse_args(self, args=None, namespace=None):
+        """As :meth:`argparse.ArgumentParser.parse_args`, but arguments no parser took are refused
+        by the sub-command that was named, so the line points at ``layout-studio plan --help``
+        (that command's flags), not at the top-level help."""
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self._named_subcommand(ns).error(f"unrecognized arguments: {' '.join(extras)}")
+        return ns
+
+    def _named_subcommand(self, ns: argparse.Namespace) -> argparse.ArgumentParser:
+        """The parser of the (innermost) sub-command ``ns`` names; this parser when none was named."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(ns, action.dest, None) or "")
+                if isinstance(chosen, OneLineParser):
+                    return chosen._named_subcommand(ns)
+                if isinstance(chosen, argparse.ArgumentParser):
+                    return chosen
+        return self
+
     def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> object:
         """``--flag=--`` gives the flag the text ``--``: argparse drops the ``--`` as the end of
         options and hands the flag an empty list, which skipped its type check (``--tp=--`` was

@@ -69,6 +69,21 @@ def test_usage_errors_exit_2_with_message(cli, argv, needle):
     assert "Traceback" not in r.err
 
 
+@pytest.mark.parametrize(
+    ("argv", "prog", "unknown"),
+    [
+        (["sweep", "--tp", "8"], "layout-studio sweep", "--tp"),
+        (["plan", "--bogus"], "layout-studio plan", "--bogus"),
+        (["calibrate", "nccl", "x.txt", "--link-kind", "ib-ndr", "--bogus"], "layout-studio calibrate nccl", "--bogus"),
+        (["--bogus"], "layout-studio", "--bogus"),
+    ],
+)
+def test_an_unknown_flag_points_at_the_named_commands_help(cli, argv, prog, unknown):
+    r = cli(*argv)
+    assert r.code == 2
+    assert r.err.strip() == f"{prog}: error: unrecognized arguments: {unknown} (see `{prog} --help`)"
+
+
 def test_studio_error_exits_2_without_traceback(cli, monkeypatch):
     def boom(args):
         raise StudioError("field 'x': bad value; allowed: a, b", "p.json")
