@@ -212,6 +212,16 @@ def test_8_hosts_entries_must_be_host_names(hosts):
     assert err.value.field == "hosts"  # the CLI shows it as --hosts (studio.commands.flags)
 
 
+def test_8_a_long_bad_host_is_shown_by_its_start_and_length():
+    proj = project(LLAMA_70B, 2, Layout(tp=8, pp=2))
+    bad = "a_" * 150
+    with pytest.raises(StudioError) as err:
+        export_plan(proj, plan(proj), engine="trtllm", fmt="command", hosts=[bad, "b"])
+    text = str(err.value)
+    assert bad not in text and f"'{bad[:60]}…' (300 characters) is not a host name" in text
+    assert len(text) < 300
+
+
 def test_8_ipv6_hosts_are_bracketed_before_a_port():
     proj = project(LLAMA_70B, 2, Layout(tp=8, pp=2))
     bundle = export_plan(proj, plan(proj), engine="sglang", fmt="command", hosts=["fd00::1", "fd00::2"])

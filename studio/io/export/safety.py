@@ -89,8 +89,11 @@ def check_host(host: str) -> str:
         such an entry would add hosts or options to ``mpirun -H`` or ``srun -w``.
     """
     if not is_host_name(host):
+        # a long entry is shown by its start and length, not echoed whole
+        shown = f"'{escape_for_terminal(host)}'" if len(host) <= 64 else (
+            f"'{escape_for_terminal(host[:60])}…' ({len(host):,} characters)")
         raise StudioError(
-            f"'{escape_for_terminal(host)}' is not a host name or IP address (allowed: "
+            f"{shown} is not a host name or IP address (allowed: "
             "letters, digits, '-' and '.' in dot-separated labels that do not start or end with "
             "'-', or an IPv4/IPv6 address)",
             field="hosts",
