@@ -270,7 +270,7 @@ def test_plain_module_names_are_not_limited_and_each_pattern_is_compiled_once():
 def test_names_and_globs_name_the_modules_fnmatch_names(pattern):
     from fnmatch import fnmatchcase
 
-    from studio.io.hf_config import _GROUP_MODULES, _excluded_groups
+    from studio.io.hf_quant import _GROUP_MODULES, _excluded_groups
 
     expected = {
         g for g, modules in _GROUP_MODULES.items()
