@@ -25,6 +25,21 @@ def engine_evaluate():
     return fn
 
 
+def open_window(qtbot, project):
+    """The studio's main window on ``project``: synchronous recompute, no save prompt, any error
+    dialog failing the test, shown offscreen and with its plan computed."""
+    engine_evaluate()
+    from studio.gui.app import build_window
+
+    win = build_window(project, threaded=False)
+    win.ask_save = lambda: "discard"
+    win.show_error = lambda title, text: pytest.fail(f"{title}: {text}")
+    qtbot.addWidget(win)
+    win.show()
+    win.doc.recompute_now()
+    return win
+
+
 def make_project(catalog, model, nodes: int = 2, template: str = "dgx-h100", layout: Layout | None = None) -> Project:
     t = catalog.node(template)
     cluster = build_cluster(t, nodes, catalog.gpu(t.gpu_type), catalog.links, name=f"{nodes}× {t.name}")

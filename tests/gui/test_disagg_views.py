@@ -6,7 +6,7 @@ it back."""
 from __future__ import annotations
 
 import pytest
-from gui_helpers import engine_evaluate
+from gui_helpers import open_window
 from PySide6.QtCore import Qt
 
 from studio.engine.disagg_timeline import request_timeline
@@ -17,15 +17,7 @@ from studio.service import units
 
 @pytest.fixture
 def window(qtbot, project):
-    engine_evaluate()
-    from studio.gui.app import build_window
-
-    win = build_window(project, threaded=False)
-    win.ask_save = lambda: "discard"
-    win.show_error = lambda title, text: pytest.fail(f"{title}: {text}")
-    qtbot.addWidget(win)
-    win.show()
-    win.doc.recompute_now()
+    win = open_window(qtbot, project)
     return win
 
 

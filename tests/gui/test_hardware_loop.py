@@ -7,7 +7,7 @@ click on "Use best layout". Assertions are on the document and on what the windo
 from __future__ import annotations
 
 import pytest
-from gui_helpers import engine_evaluate, send_drop
+from gui_helpers import open_window, send_drop
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtTest import QTest
 
@@ -17,15 +17,7 @@ from studio.core.parallelism import layout_reason
 
 @pytest.fixture
 def window(qtbot, project):
-    engine_evaluate()
-    from studio.gui.app import build_window
-
-    win = build_window(project, threaded=False)
-    win.ask_save = lambda: "discard"
-    win.show_error = lambda title, text: pytest.fail(f"{title}: {text}")
-    qtbot.addWidget(win)
-    win.show()
-    win.doc.recompute_now()
+    win = open_window(qtbot, project)
     assert win.doc.result_is_current, win.doc.error
     return win
 

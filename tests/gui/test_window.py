@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from gui_helpers import engine_evaluate, make_project
+from gui_helpers import engine_evaluate, make_project, open_window
 from PySide6.QtGui import QImage
 
 from studio.core import edits
@@ -13,15 +13,7 @@ from studio.service.messages import one_line
 
 @pytest.fixture
 def window(qtbot, project):
-    engine_evaluate()
-    from studio.gui.app import build_window
-
-    win = build_window(project, threaded=False)
-    win.ask_save = lambda: "discard"
-    win.show_error = lambda title, text: pytest.fail(f"{title}: {text}")
-    qtbot.addWidget(win)
-    win.show()
-    win.doc.recompute_now()
+    win = open_window(qtbot, project)
     assert win.doc.result_is_current, win.doc.error
     return win
 
