@@ -64,10 +64,11 @@ def request_note(res: DisaggResult, osl: int, decode_steps: int = DECODE_STEPS) 
     """The caption of :func:`request_timeline`: TTFT and its parts, the hop, TPOT, what is drawn."""
     shown = max(0, min(int(osl), int(decode_steps)))
     t = res.transfer
-    over = f" over {t.bottleneck_name}" if t.bottleneck_name else ""
+    # short lines: the caption sits inside the chart, which is narrow beside the canvas
+    over = f"KV transfer over {t.bottleneck_name}\n" if t.bottleneck_name else ""
     return (
         f"TTFT {res.ttft_ms:,.1f} ms = wait {res.queue_ms:,.1f} (not drawn) + prefill "
         f"{res.prefill_ms:,.1f} + KV transfer {t.time_ms:.3g}\n"
-        f"KV transfer{over} · TPOT {res.tpot_ms:.3g} ms, no prefill interference · first {shown} of "
+        f"{over}TPOT {res.tpot_ms:.3g} ms, no prefill interference · first {shown} of "
         f"{osl:,} tokens drawn"
     )
