@@ -26,9 +26,75 @@ def json_safe(value):
 
 def print_json(value) -> None:
     """Print ``value`` as indented, strict JSON (one object, newline-terminated)."""
-    import json
+    print(dumps_indented(json_safe(value)))
 
-    print(json.dumps(json_safe(value), indent=2, ensure_ascii=False, allow_nan=False))
+
+class _NotPlain(Exception):
+    """A value :func:`dumps_indented` leaves to :func:`json.dumps`."""
+
+
+def dumps_indented(value) -> str:
+    """``json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)``, the same text, about
+    twice as fast (the standard library indents in pure Python; a sweep's 190 kB took 10 ms).
+
+    Plain values (``dict`` with ``str`` keys, ``list``, ``str``, ``int``, finite ``float``, ``bool``,
+    ``None``, exactly those types, which is what :func:`json_safe` returns) are written here; a value
+    with anything else in it (a subclass, a tuple, a non-finite float) is written by
+    :func:`json.dumps` as a whole, so the text and the errors are always the standard library's.
+    """
+    import json
+    from json.encoder import encode_basestring
+
+    parts: list[str] = []
+    append = parts.append
+    float_repr, int_repr = float.__repr__, int.__repr__
+
+    def write(o, pad: str) -> None:
+        kind = type(o)
+        if kind is str:
+            append(encode_basestring(o))
+        elif o is None:
+            append("null")
+        elif o is True:
+            append("true")
+        elif o is False:
+            append("false")
+        elif kind is int:
+            append(int_repr(o))
+        elif kind is float:
+            if not math.isfinite(o):
+                raise _NotPlain
+            append(float_repr(o))
+        elif kind is dict:
+            if not o:
+                append("{}")
+                return
+            inner, sep = pad + "  ", "{"
+            for k, v in o.items():
+                if type(k) is not str:
+                    raise _NotPlain
+                append(f"{sep}{inner}{encode_basestring(k)}: ")
+                sep = ","
+                write(v, inner)
+            append(pad + "}")
+        elif kind is list:
+            if not o:
+                append("[]")
+                return
+            inner, sep = pad + "  ", "["
+            for v in o:
+                append(sep + inner)
+                sep = ","
+                write(v, inner)
+            append(pad + "]")
+        else:
+            raise _NotPlain
+
+    try:
+        write(value, "\n")
+    except _NotPlain:
+        return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
+    return "".join(parts)
 
 
 def fmt(value, digits: int = 3) -> str:
