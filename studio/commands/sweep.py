@@ -64,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Build the project, sweep it, print the ranking."""
     project = project_from_args(args)
-    from studio.commands.sweep_slo import check_slo, format_slo, slo_targets
+    from studio.commands.sweep_slo import format_slo, slo_targets
     from studio.engine import sweep
 
     targets = slo_targets(args, project)
@@ -80,7 +80,11 @@ def run(args: argparse.Namespace) -> int:
         cp_modes=(args.sweep_cp_mode,) if args.sweep_cp_mode else ("decode", "prefill"),
     )
     rows = shown_rows(result, args.top)
-    slo = check_slo(project, result, targets, simulate=args.slo_check) if targets is not None else None
+    slo = None
+    if targets is not None:
+        from studio.service.slo import check_slo
+
+        slo = check_slo(project, result, targets, simulate=args.slo_check)
     if args.csv:
         write_csv(result, Path(args.csv))
     disagg = _disagg(args, project, result)

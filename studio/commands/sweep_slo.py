@@ -8,12 +8,15 @@ Explorer settings (``explorer.ttft_p99_ms``, ``tpot_p99_ms``, ``slo_rate_per_s``
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from studio.commands.arg_types import positive_float, positive_int
 from studio.commands.output import fmt, format_table
-from studio.service.slo import SloReport, SloTargets, check_slo, project_targets, resolve_targets
 
-__all__ = ["add_slo_args", "check_slo", "format_slo", "slo_targets"]
+if TYPE_CHECKING:
+    from studio.service.slo import SloReport, SloTargets
+
+__all__ = ["add_slo_args", "format_slo", "slo_targets"]
 
 
 def add_slo_args(parser: argparse.ArgumentParser) -> None:
@@ -51,11 +54,15 @@ def slo_targets(args: argparse.Namespace, project) -> SloTargets | None:
     ttft, tpot, rate = (getattr(args, n, None) for n in ("ttft_p99", "tpot_p99", "at_rate"))
     if ttft is None and tpot is None and rate is None:
         path = getattr(args, "project", None)
-        if path is None:  # the bundled example has no SLO
+        if path is None:  # the bundled example has no SLO (and a sweep without one loads no SLO code)
             return None
+        from studio.service.slo import project_targets
+
         # the SLO saved in the PROJECT file (the Explorer's, kept by project_from_args); the rate
         # may come from --rate
         return project_targets(project)
+    from studio.service.slo import resolve_targets
+
     return resolve_targets(
         project, ttft, tpot, rate, names=("--ttft-p99", "--tpot-p99", "--at-rate")
     )

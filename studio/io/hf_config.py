@@ -14,7 +14,7 @@ from __future__ import annotations
 import builtins
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -459,8 +459,24 @@ def load_model_config(path: str | os.PathLike[str]) -> LLMArchitecture:
     )
 
 
-# The checkpoint's own size hints (index total_size, safetensors headers) live in their own module.
-from studio.io.checkpoint_size import SizeHint, check_against_size_hint, size_hint, size_note  # noqa: E402
+# The checkpoint's own size hints (index total_size, safetensors headers) live in their own module,
+# loaded when one of them is first asked for here (a model preset needs none of them).
+_SIZE_HINT_NAMES = frozenset({"SizeHint", "check_against_size_hint", "size_hint", "size_note"})
+
+if TYPE_CHECKING:
+    from studio.io.checkpoint_size import SizeHint, check_against_size_hint, size_hint, size_note
+
+
+def __getattr__(name: str) -> Any:
+    """The size-hint names of :mod:`studio.io.checkpoint_size`, imported on first use (PEP 562)."""
+    if name in _SIZE_HINT_NAMES:
+        from studio.io import checkpoint_size
+
+        value = getattr(checkpoint_size, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "SUPPORTED_MODEL_TYPES",
