@@ -213,8 +213,9 @@ WINDOW_COMMANDS = frozenset({"open", "snapshot"})
 def fast_exit_allowed(argv: Sequence[str]) -> bool:
     """Whether a ``layout-studio`` process for ``argv`` may skip the interpreter's teardown.
 
-    Not for the window commands, nor where someone watches the process's end: a tracer or profiler
-    (coverage, ``cProfile``), warnings asked for (``-W``, ``-X dev``: exit-time ``ResourceWarning``).
+    Not for the window commands (nor, decided at exit, a command that loaded Qt), nor where someone
+    watches the process's end: a tracer or profiler (coverage, ``cProfile``), warnings asked for
+    (``-W``, ``-X dev``: exit-time ``ResourceWarning``).
     """
     argv = [a for a in argv if a != "--debug"]
     if not argv or argv[0] in WINDOW_COMMANDS:
@@ -226,9 +227,10 @@ def fast_exit_allowed(argv: Sequence[str]) -> bool:
 
 def _exit_now(code: list[int]) -> None:
     """Exit handler of :func:`entry_point`: flush the standard streams and end the process with
-    ``code[0]`` without the interpreter's teardown. When a flush fails (a closed pipe), or no code
-    was set, it returns and the interpreter ends the usual way (and reports it as it always did)."""
-    if not code:
+    ``code[0]`` without the interpreter's teardown. It returns instead, and the interpreter ends the
+    usual way (reporting what it always reported), when no code was set, when the command drew with
+    Qt (``report``: Qt's objects are torn down as usual) or when a flush fails (a closed pipe)."""
+    if not code or "PySide6.QtCore" in sys.modules:
         return
     try:
         for stream in (sys.stdout, sys.stderr):

@@ -86,3 +86,12 @@ def test_a_failed_flush_leaves_the_exit_to_the_interpreter(monkeypatch):
     cli._exit_now([0])
     cli._exit_now([])
     assert exits == []
+
+
+def test_a_command_that_drew_with_qt_ends_the_usual_way(monkeypatch):
+    exits: list[int] = []
+    monkeypatch.setattr(os, "_exit", exits.append)
+    monkeypatch.setitem(sys.modules, "PySide6.QtCore", object())
+    cli._exit_now([0])
+    assert exits == []
+
