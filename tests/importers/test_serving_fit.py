@@ -22,6 +22,7 @@ from studio.engine.calibration import (
     fit_serving,
     rms,
 )
+from studio.engine.constants import default_constants
 from studio.io.project_file import load_project, save_project
 from studio.io.serving_bench import read_points
 
@@ -40,14 +41,15 @@ def h200_project(catalog_full, model_id: str) -> Project:
     return Project(cluster=cluster, model=cat.model(model_id).architecture, model_ref=model_id, serving=serving)
 
 
-def held_out_error(project, points, params):
-    fit = fit_serving(project, points[0::2], params=params)
+def held_out_error(project, points, params, constants=None):
+    fit = fit_serving(project, points[0::2], params=params, constants=constants)
     held = points[1::2]
 
     def err(preds):
         return rms(np.array([(p["output_tok_s"] - q.output_tok_s) / q.output_tok_s for p, q in zip(preds, held, strict=True)]))
 
-    return err(evaluate_serving(project, held)), err(evaluate_serving(project, held, fit.efficiency)), fit
+    return (err(evaluate_serving(project, held, constants=constants)),
+            err(evaluate_serving(project, held, fit.efficiency, constants=constants)), fit)
 
 
 def test_fit_recovers_efficiencies_that_generated_the_points(catalog_full):
@@ -71,10 +73,17 @@ def test_fit_recovers_efficiencies_that_generated_the_points(catalog_full):
 def test_fitting_half_the_public_table_improves_the_other_half(catalog_full, model_id, path):
     project = h200_project(catalog_full, model_id)
     points = read_points([path])
-    before, after, fit = held_out_error(project, points, THREE)
-    # the bundled constants are fitted on a wider corpus that includes these tables' sources
-    # (docs/calibration.md), so a fit on half of one table can only refine them a little
-    assert after < before * 0.95, (before, after, fit.efficiency)
+    # constants that do not know this engine yet (both efficiencies 0.6x the bundled ones, as on a
+    # GPU or engine version nothing was fitted for): a fit on half the table must fix the other half
+    bundled = default_constants()
+    stale = bundled.with_overrides({k: 0.6 * getattr(bundled, k) for k in THREE[:2]})
+    before, after, fit = held_out_error(project, points, THREE, constants=stale)
+    assert after < before * 0.5, (before, after, fit.efficiency)
+    # and it lands near the bundled constants' own error on that half, which the wider corpus fitted
+    held = points[1::2]
+    bundled_error = rms(np.array([(p["output_tok_s"] - q.output_tok_s) / q.output_tok_s
+                                  for p, q in zip(evaluate_serving(project, held), held, strict=True)]))
+    assert after < bundled_error * 1.5, (after, bundled_error, fit.efficiency)
     for k in THREE[:2]:  # within the fit's declared bounds (the decode factor may pass 1: see OTHER_BOUNDS)
         lo, hi = OTHER_BOUNDS.get(k, EFFICIENCY_BOUNDS)
         assert lo <= fit.efficiency[k] <= hi, (k, fit.efficiency[k])
