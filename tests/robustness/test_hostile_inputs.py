@@ -21,7 +21,7 @@ from studio.io.safe import loads_json_limited
 from studio.io.serving_bench import parse_serving_text, read_serving_file
 from studio.io.topo import MAX_TOPO_BYTES, parse_topo
 from tests.robustness.golden_files import GOLDEN
-from tests.robustness.hostile import bounded
+from tests.robustness.hostile import bounded, guarded
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 NCCL = DATA / "nccl" / "a100-8gpu-nvswitch-allreduce.txt"
@@ -77,7 +77,7 @@ def test_cli_entry_points_refuse_a_fifo_with_exit_2(argv, tmp_path, capsys):
     fifo = _special("fifo", tmp_path)
     out = tmp_path / "out.json"
     args = [a.format(p=fifo, out=out) for a in argv]
-    code, err, _ = bounded(lambda: main(args))
+    code, err = guarded(lambda: main(args))
     assert err is None and code == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "pipe (FIFO), not a regular file" in lines[0]
@@ -86,7 +86,7 @@ def test_cli_entry_points_refuse_a_fifo_with_exit_2(argv, tmp_path, capsys):
 
 def test_a_model_folder_whose_config_json_is_a_fifo_names_the_fifo(tmp_path):
     os.mkfifo(tmp_path / "config.json")
-    _, err, _ = bounded(lambda: load_model_config(tmp_path))
+    _, err = guarded(lambda: load_model_config(tmp_path))
     assert isinstance(err, StudioError) and "config.json is a pipe (FIFO), not a regular file" in str(err)
 
 
@@ -94,7 +94,7 @@ def test_export_onto_a_fifo_says_what_it_is(tmp_path):
     from studio.io.export.write import write_files
 
     fifo = _special("fifo", tmp_path)
-    _, err, _ = bounded(lambda: write_files({"a.sh": "x"}, fifo))
+    _, err = guarded(lambda: write_files({"a.sh": "x"}, fifo))
     assert isinstance(err, StudioError) and "this is not a folder (a device, pipe or socket)" in str(err)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo.json"]
 
@@ -111,7 +111,7 @@ def test_save_refuses_a_fifo_and_leaves_it_a_fifo(tmp_path):
     link = tmp_path / "link.json"
     link.symlink_to(fifo)
     for target in (fifo, link):
-        _, err, _ = bounded(lambda t=target: save_project(_project(), t))
+        _, err = guarded(lambda t=target: save_project(_project(), t))
         assert isinstance(err, StudioError) and "not a regular file" in str(err)
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo.json", "link.json"]
@@ -221,13 +221,13 @@ HOSTILE_PATTERNS = ["re:(.*)*X", "re:(a+)+$", "re:" + "(x*)*" * 50 + "y", "re:" 
 def test_engine_re_patterns_cannot_hang_plan_model_config():
     cfg = json.loads(HF.read_text(encoding="utf-8"))
     cfg["quantization_config"] = {"quant_method": "fp8", "ignored_layers": HOSTILE_PATTERNS + ["re:.*lm_head"]}
-    arch, err, _ = bounded(lambda: architecture_from_config(cfg, model_id="m", name="m", source="config.json"))
+    arch, err = guarded(lambda: architecture_from_config(cfg, model_id="m", name="m", source="config.json"))
     assert err is None
     # (x*)*…y finds the "y" of "model.layers..." (as Python's re would, given time): attention, MLP
     # and experts are excluded from quantisation, and .*lm_head the head: everything stays bf16.
     assert arch.precision.describe() == "bf16"
     cfg["quantization_config"]["ignored_layers"] = ["re:(.*)*X", "re:(.*)*lm_head$"]
-    arch, err, _ = bounded(lambda: architecture_from_config(cfg, model_id="m", name="m", source="config.json"))
+    arch, err = guarded(lambda: architecture_from_config(cfg, model_id="m", name="m", source="config.json"))
     assert err is None and arch.precision.lm_head.value == "bf16" and arch.precision.mlp.value == "fp8"
 
 
@@ -257,7 +257,7 @@ def test_many_costly_module_patterns_are_refused_not_matched_for_minutes(pattern
 
 def test_plain_module_names_are_not_limited_and_each_pattern_is_compiled_once():
     names = [f"model.layers.{i}.mlp.gate" for i in range(98_000)]
-    arch, err, _ = bounded(_fp8_with(names + ["self_attn"] + ["re:(.{999}){49}"] * 1000))
+    arch, err = guarded(_fp8_with(names + ["self_attn"] + ["re:(.{999}){49}"] * 1000))
     assert err is None and arch.precision.attention.value == "bf16" and arch.precision.mlp.value == "fp8"
 
 
@@ -405,7 +405,7 @@ def test_argument_errors_are_one_line_with_the_flag(argv, flag, capsys):
 def test_a_flag_given_the_text_double_dash_is_checked_like_any_value(argv, capsys):
     """argparse reads ``--flag=--`` as the end of options and gives the flag an empty list, past
     its type and choices; the parser hands the text ``--`` to them instead."""
-    code, err, _ = bounded(lambda: main(argv))
+    code, err = guarded(lambda: main(argv))
     assert err is None and code == 2
     lines = capsys.readouterr().err.strip().splitlines()
     flag = argv[-1].split("=")[0]
@@ -430,7 +430,7 @@ def test_serving_runs_implying_absurd_sizes_are_one_line_naming_the_file(change,
     run = {**json.loads(runs.read_text(encoding="utf-8").splitlines()[0]), **change}
     f = tmp_path / "run.json"
     f.write_text(json.dumps(run), encoding="utf-8")
-    code, err, _ = bounded(lambda: main(["calibrate", "serving", str(f), "--gpu", "h200-sxm", "--model", "llama-3.1-8b"]))
+    code, err = guarded(lambda: main(["calibrate", "serving", str(f), "--gpu", "h200-sxm", "--model", "llama-3.1-8b"]))
     assert err is None and code == 2
     assert capsys.readouterr().err.strip().splitlines() == [f"layout-studio: error: {f}: {said}"]
 
@@ -463,7 +463,7 @@ def test_a_per_gpu_fit_of_a_gpu_the_runs_did_not_use_is_refused(capsys):
     runs = DATA / "serving" / "trtllm-v0.17-h200-fp8-llama-3.1-8b.jsonl"
     argv = ["calibrate", "serving", str(runs), "--gpu", "h200-sxm", "--model", "llama-3.1-8b",
             "--fit", "hbm_efficiency:no-such-gpu"]
-    code, err, _ = bounded(lambda: main(argv))
+    code, err = guarded(lambda: main(argv))
     assert err is None and code == 2  # it printed "0.85 -> 0.85" and exit 0: a fit of nothing
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("layout-studio: error: --fit: 'hbm_efficiency:no-such-gpu'")
@@ -565,6 +565,6 @@ def test_open_without_a_display_is_one_line_not_a_core_dump(monkeypatch, capsys)
 def test_image_and_report_outputs_refuse_a_fifo_target(command, name, tmp_path, capsys):
     fifo = tmp_path / name
     os.mkfifo(fifo)
-    code, err, _ = bounded(lambda: main([command, "-o", str(fifo)]))
+    code, err = guarded(lambda: main([command, "-o", str(fifo)]))
     assert err is None and code == 2
     assert "not a regular file" in capsys.readouterr().err

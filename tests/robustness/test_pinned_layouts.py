@@ -15,7 +15,7 @@ from studio.core.errors import StudioError
 from studio.core.project import PinnedLayoutError, drop_unrunnable_pinned, pinned_problem
 from studio.io.project_file import load_project, project_from_data, save_project
 from tests.robustness.golden_files import GOLDEN
-from tests.robustness.hostile import bounded
+from tests.robustness.hostile import guarded
 
 #: 2 × DGX H100 (16 GPUs) with Llama 3.1 70B (64 heads, 8 KV heads, 80 layers), two good pins.
 BASE = GOLDEN / "v1" / "dgx-h100-2node.json"
@@ -70,7 +70,7 @@ def _file(tmp_path: Path, pinned: list[dict], name: str = "plan.json") -> Path:
 def test_a_pinned_layout_that_cannot_run_is_refused_at_load(case, tmp_path):
     lay, field, why, allowed = CASES[case]
     path = _file(tmp_path, [GOOD, {"tp": 4, "pp": 4, "dp": 1}, lay])
-    project, err, _ = bounded(lambda: load_project(path))
+    project, err = guarded(lambda: load_project(path))
     if field is None:
         assert err is None and len(project.pinned) == 3
         return
@@ -86,7 +86,7 @@ def test_a_pinned_layout_that_cannot_run_is_refused_at_load(case, tmp_path):
 def test_pydantic_and_layout_rules_name_the_same_field_style(tmp_path):
     """A value no layout can have (TP above 4,096) is a field error of the file as before."""
     path = _file(tmp_path, [{"tp": 8192}])
-    _, err, _ = bounded(lambda: load_project(path))
+    _, err = guarded(lambda: load_project(path))
     assert isinstance(err, StudioError) and not isinstance(err, PinnedLayoutError)
     assert "field 'pinned.0.tp'" in str(err)
 
@@ -107,7 +107,7 @@ def test_cli_exits_2_with_one_line_before_writing_anything(command, tmp_path, ca
     path = _file(tmp_path, [CASES["dp does not fill"][0]])
     out = tmp_path / "r.html"
     argv = [a.format(out=out) for a in command] + [str(path)]
-    code, err, _ = bounded(lambda: main(argv))
+    code, err = guarded(lambda: main(argv))
     assert err is None and code == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and f"{path}: field 'pinned[0].dp'" in lines[0], lines

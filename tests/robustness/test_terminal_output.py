@@ -17,7 +17,7 @@ import pytest
 
 from studio.cli import main
 from studio.terminal import TerminalText, terminal_safe
-from tests.robustness.hostile import bounded
+from tests.robustness.hostile import bounded, guarded
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "presets" / "examples" / "dgx-h100-2node-llama-405b.json"
@@ -69,7 +69,7 @@ def test_terminal_text_forwards_the_stream():
     ],
 )
 def test_names_with_escapes_never_reach_the_terminal_raw(argv, hostile_project, capsys):
-    code, err, _ = bounded(lambda: main([*argv, str(hostile_project)]))
+    code, err = guarded(lambda: main([*argv, str(hostile_project)]))
     assert err is None and code == 0
     out = capsys.readouterr()
     for text in (out.out, out.err):
@@ -80,7 +80,7 @@ def test_names_with_escapes_never_reach_the_terminal_raw(argv, hostile_project, 
 
 @pytest.mark.parametrize("command", [["plan", "--json"], ["sweep", "--json", "--top", "1"]])
 def test_json_output_of_a_hostile_project_stays_json(command, hostile_project, capsys):
-    code, err, _ = bounded(lambda: main([*command, str(hostile_project)]))
+    code, err = guarded(lambda: main([*command, str(hostile_project)]))
     assert err is None and code == 0
     text = capsys.readouterr().out
     assert "\x1b" not in text and "\u202e" not in text
@@ -88,7 +88,7 @@ def test_json_output_of_a_hostile_project_stays_json(command, hostile_project, c
 
 
 def test_an_error_naming_hostile_text_is_one_escaped_line(capsys):
-    code, err, _ = bounded(lambda: main(["plan", "--model", "x\x1b[2J\u202e"]))
+    code, err = guarded(lambda: main(["plan", "--model", "x\x1b[2J\u202e"]))
     assert err is None and code == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "\x1b" not in lines[0] and "\u202e" not in lines[0]
@@ -115,7 +115,7 @@ def test_an_error_naming_hostile_text_is_one_escaped_line(capsys):
 def test_bytes_that_are_not_utf8_on_the_command_line_are_one_line(argv, capsys):
     """Python hands such bytes over as lone surrogates (``\\udcff``)."""
     args = [os.fsdecode(a) if isinstance(a, bytes) else a for a in argv]
-    code, err, _ = bounded(lambda: main(args))
+    code, err = guarded(lambda: main(args))
     assert err is None and code == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "\udcff" not in lines[0], lines
