@@ -4,7 +4,7 @@ Llama-3.1-70B from its Hugging Face config.json in tests/data/gui) and a documen
 from __future__ import annotations
 
 import pytest
-from gui_helpers import DATA, make_project
+from gui_helpers import DATA, engine_evaluate, make_project
 
 from studio.core.project import Project
 from studio.io.hf_config import load_model_config
@@ -64,3 +64,62 @@ def _private_data_dir(tmp_path, monkeypatch):
     data = tmp_path / "data-dir"
     monkeypatch.setenv("LAYOUT_STUDIO_DATA_DIR", str(data))
     return data
+
+
+@pytest.fixture(scope="module")
+def _module_window(qapp, catalog, model):
+    """One main window on the GUI test project per test module, at 1280×800, shown, its plan
+    computed and settled: :func:`read_only_window` hands it out.
+
+    Settled means nothing is left to arrive: the canvas is fitted once the window is exposed, and
+    the Explorer's first sweep (started in a worker thread when the window shows) has been
+    delivered, with the recommended layout it previews on the canvas."""
+    import time
+
+    from PySide6.QtTest import QTest
+
+    engine_evaluate()
+    from studio.gui.app import build_window
+
+    win = build_window(make_project(catalog, model), threaded=False)
+    win.ask_save = lambda: "discard"
+    win.show_error = lambda title, text: pytest.fail(f"{title}: {text}")
+    win.resize(1280, 800)
+    win.show()
+    assert QTest.qWaitForWindowExposed(win, 10_000)
+    win.doc.recompute_now()
+    assert win.doc.result_is_current, win.doc.error
+    deadline = time.monotonic() + 60  # a hang guard only: the sweep takes well under a second
+    while win.explorer.result is None or win.explorer.running or win.explorer.jobs.pending:
+        assert time.monotonic() < deadline, "the Explorer's first sweep never arrived"
+        QTest.qWait(10)  # runs the event loop: the sweep's answer is delivered by it
+    yield win
+    win.close()
+    win.deleteLater()
+
+
+def _window_state(win) -> dict:
+    """What a test could change in a window: the document (project, revision, file, undo history,
+    selection, result) and the view (size, docks, the Plan tab shown, the canvas's zoom and scroll)."""
+    doc, view = win.doc, win.canvas
+    t = view.transform()
+    return {
+        "project": id(doc.project), "revision": doc.revision, "path": doc.path, "dirty": doc.is_dirty,
+        "undo": (doc.undo_stack.count(), doc.undo_stack.index()), "selection": doc.selection,
+        "result": id(doc.result), "error": doc.error, "modified": win.isWindowModified(),
+        "size": (win.width(), win.height()), "visible": win.isVisible(),
+        "docks": {k: (d.isVisible(), d.isFloating(), d.geometry().getRect()) for k, d in win.docks.items()},
+        "tab": win.setup_tabs.currentIndex(),
+        "canvas": (t.m11(), t.m22(), t.dx(), t.dy(), view.horizontalScrollBar().value(), view.verticalScrollBar().value()),
+    }
+
+
+@pytest.fixture
+def read_only_window(_module_window):
+    """The module's shared main window, for a test that only looks at it (reads panels, renders
+    images). Building a window costs ~0.7 s of CPU; tests that edit, click, zoom or resize use
+    :func:`gui_helpers.open_window` instead. The window is checked after the test: a test that
+    changed it fails here rather than leaving its change to the next one."""
+    before = _window_state(_module_window)
+    yield _module_window
+    assert _window_state(_module_window) == before, "a read-only test changed the shared window"

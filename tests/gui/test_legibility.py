@@ -45,7 +45,8 @@ def test_the_legend_is_a_strip_under_the_canvas_not_on_it(window, qtbot):
     assert heads == ["Links", "Stages (TP group = 8 GPUs)"]
 
 
-def test_the_exported_canvas_puts_the_legend_below_the_drawing(window):
+def test_the_exported_canvas_puts_the_legend_below_the_drawing(read_only_window):
+    window = read_only_window
     view = window.canvas
     rect = view.scene().itemsBoundingRect().adjusted(-20, -20, 20, 20)
     img = view.render_image(scale=1.0)
@@ -96,7 +97,9 @@ def test_long_node_names_keep_their_distinguishing_end(qtbot):
     assert all(t.split("   ")[0].endswith(f"tray {k}") for k, t in enumerate(header_text(n, fm, 200) for n in gb.cluster.nodes))
 
 
-def test_canvas_labels_are_at_least_9_px_on_screen_at_1280x800(window):
+def test_canvas_labels_are_at_least_9_px_on_screen_at_1280x800(read_only_window):
+    window = read_only_window
+    assert (window.width(), window.height()) == (1280, 800)
     from PySide6.QtGui import QFontInfo, QImage, QPainter
 
     from studio.gui.canvas.items import BOLD, MIN_TEXT_PX, SMALL, fit_label, legible

@@ -24,7 +24,8 @@ def _recompute(win):
     return win.doc.result
 
 
-def test_window_opens_with_every_panel_filled(window):
+def test_window_opens_with_every_panel_filled(read_only_window):
+    window = read_only_window
     r = window.doc.result
     assert window.metrics.cards["ttft"].value.text() == f"{r.ttft_ms:,.1f} ms"
     assert window.metrics.memory.bars and len(window.metrics.memory.bars) == r.gpus
@@ -83,7 +84,8 @@ def test_timeline_updates_when_micro_batches_change(window):
     assert "M = 6" in window.timeline.caption.text()
 
 
-def test_layout_panel_offers_only_valid_values(window):
+def test_layout_panel_offers_only_valid_values(read_only_window):
+    window = read_only_window
     tp = [window.layout_panel.combos["tp"].itemData(i) for i in range(window.layout_panel.combos["tp"].count())]
     assert tp == [1, 2, 4, 8, 16]  # divisors of 128 heads up to the 16 drawn GPUs
     ep = window.layout_panel.combos["ep"]
@@ -125,7 +127,8 @@ def test_engine_error_is_shown_not_raised(window):
     assert window.metrics.status.toolTip() == window.doc.error  # the full message on hover
 
 
-def test_export_canvas_and_timeline_images(window, tmp_path):
+def test_export_canvas_and_timeline_images(read_only_window, tmp_path):
+    window = read_only_window
     for what in ("canvas", "timeline"):
         out = window.export_image(what, tmp_path / f"{what}.png")
         img = QImage(str(out))
@@ -141,7 +144,8 @@ def test_snapshot_renders_png_of_requested_size(qtbot, catalog, model, tmp_path)
     assert (img.width(), img.height()) == (1280, 800)
 
 
-def test_offscreen_chart_renders_for_the_report(window):
+def test_offscreen_chart_renders_for_the_report(read_only_window):
+    window = read_only_window
     from studio.gui.render import memory_image, timeline_image
 
     r = window.doc.result
