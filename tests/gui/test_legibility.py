@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gui_helpers import engine_evaluate, send_drop
+from gui_helpers import close_window, engine_evaluate, send_drop
 from PySide6.QtCore import QPointF, QRect
 
 from studio.io.project_file import load_project
@@ -66,6 +66,7 @@ def test_the_window_fits_a_1366x768_screen(qtbot, path):
     assert hint.width() <= 1366 and hint.height() <= 700, hint  # 768 less a task bar and a title bar
     win.resize(1366, 700)
     assert (win.width(), win.height()) == (1366, 700)
+    close_window(win)
 
 
 def test_a_node_dropped_over_the_drawing_moves_to_free_canvas(window):

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from gui_helpers import close_window
+from PySide6.QtCore import QCoreApplication
 
 from studio.gui.panels.value_label import MIN_SCALE, ValueLabel, split_unit
 from studio.io.project_file import load_project
@@ -69,11 +71,19 @@ def _clipped(win) -> list[str]:
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_every_example_shows_every_figure_in_full(qtbot, path):
-    project = load_project(path)
+    """One window per example, opened at the first size and resized to the others as a user does
+    (a window costs ~0.7 s to build). A shown window lays its cards out again on each resize: every
+    card's scale, width and elision came out the same as in a window opened at that size when this
+    test stopped opening one per size."""
+    win = _window(qtbot, load_project(path), SIZES[0])
     for size in SIZES:
-        win = _window(qtbot, project, size)
+        win.resize(*size)
+        QCoreApplication.sendPostedEvents()  # any layout request the resize posted
+        assert (win.width(), win.height()) == size
+        bar = win.statusBar().geometry()  # the window is laid out at this size: the bar spans its foot
+        assert (bar.width(), bar.bottom()) == (size[0], size[1] - 1)
         assert _clipped(win) == [], size
-        win.close()
+    close_window(win)
 
 
 def test_a_narrowed_metrics_dock_keeps_values_legible(qtbot):
@@ -89,3 +99,4 @@ def test_a_narrowed_metrics_dock_keeps_values_legible(qtbot):
     for key, card in win.metrics.cards.items():
         assert card.value.fit_scale() >= MIN_SCALE - 0.02, key
         assert card.value.text_width(card.value.fit_scale()) <= card.value.contentsRect().width(), key
+    close_window(win)
