@@ -10,7 +10,7 @@ import sys
 
 import pytest
 import shiboken6
-from gui_helpers import DATA
+from gui_helpers import DATA, make_project
 from PySide6.QtCore import QMimeData, QTimer
 
 from studio.core.errors import StudioError
@@ -19,18 +19,42 @@ from studio.io.project_file import project_to_json
 HF_LLAMA = (DATA / "llama-3.1-70b.config.json").read_text(encoding="utf-8")
 
 
-@pytest.fixture
-def win(qtbot, project):
+def _window(project):
     from studio.gui.document import ProjectDocument
     from studio.gui.main_window import MainWindow
 
     doc = ProjectDocument(project, evaluate=lambda p: None, threaded=False)
     w = MainWindow(doc, None)
-    qtbot.addWidget(w)
     w.errors = []
     w.show_error = lambda title, text: w.errors.append((title, text))
     w.ask_save = lambda: "discard"
     return w
+
+
+@pytest.fixture
+def win(qtbot, project):
+    w = _window(project)
+    qtbot.addWidget(w)
+    return w
+
+
+@pytest.fixture(scope="module")
+def _opener(qapp, catalog, model):
+    w = _window(make_project(catalog, model))
+    yield w
+    w.close()
+    w.deleteLater()
+
+
+@pytest.fixture
+def opener(_opener, project):
+    """One window for the bad project files, on a fresh document each time: the file is refused
+    before anything of the window changes (what the test checks), and ``replace_document`` (what
+    File ▸ Open does) starts the document over: new project, no file, no undo history, no selection."""
+    _opener.doc.replace_document(project, None)
+    _opener.errors.clear()
+    assert _opener.doc.undo_stack.count() == 0 and not _opener.doc.is_dirty and _opener.doc.path is None
+    return _opener
 
 
 def _dirty(win):
@@ -49,7 +73,8 @@ BAD_PROJECTS = {
 
 
 @pytest.mark.parametrize("name", sorted(BAD_PROJECTS))
-def test_bad_project_file_gives_a_dialog_and_keeps_the_document(win, project, tmp_path, name):
+def test_bad_project_file_gives_a_dialog_and_keeps_the_document(opener, project, tmp_path, name):
+    win = opener
     text, expect = BAD_PROJECTS[name]
     good = json.loads(project_to_json(project))
     if name == "newer.json":
