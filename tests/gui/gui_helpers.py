@@ -48,6 +48,37 @@ def close_window(win) -> None:
     assert win.close()
 
 
+def run_events_until(condition, what: str, timeout_s: float = 60) -> None:
+    """Run the event loop until ``condition()`` holds (at least one pass), for fixtures wider than
+    a test, which have no ``qtbot``. The loop is a ``QEventLoop``, as ``qtbot.wait`` runs one: the
+    worker threads get the GIL while it waits, which ``QTest.qWait`` and
+    ``QTest.qWaitForWindowExposed`` hardly give them (a window shown while another was being
+    deleted hung in the latter for minutes, its Explorer and Load view workers waiting for the
+    GIL). The timeout only guards against a hang."""
+    import time
+
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    deadline = time.monotonic() + timeout_s
+    loop = QEventLoop()
+    while True:
+        QTimer.singleShot(10, loop.quit)
+        loop.exec()
+        if condition():
+            return
+        assert time.monotonic() < deadline, f"never {what} in {timeout_s:.0f} s"
+
+
+def dispose(win) -> None:
+    """Close and delete ``win`` now (a fixture wider than a test; ``qtbot`` does this for the
+    windows of a test), in an event loop that lets worker threads finish."""
+    gone: list[bool] = []
+    win.destroyed.connect(lambda *_: gone.append(True))
+    win.close()
+    win.deleteLater()
+    run_events_until(lambda: bool(gone), "deleted")
+
+
 def make_project(catalog, model, nodes: int = 2, template: str = "dgx-h100", layout: Layout | None = None) -> Project:
     t = catalog.node(template)
     cluster = build_cluster(t, nodes, catalog.gpu(t.gpu_type), catalog.links, name=f"{nodes}× {t.name}")

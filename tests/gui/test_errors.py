@@ -10,7 +10,7 @@ import sys
 
 import pytest
 import shiboken6
-from gui_helpers import DATA, make_project
+from gui_helpers import DATA, dispose, make_project
 from PySide6.QtCore import QMimeData, QTimer
 
 from studio.core.errors import StudioError
@@ -42,8 +42,7 @@ def win(qtbot, project):
 def _opener(qapp, catalog, model):
     w = _window(make_project(catalog, model))
     yield w
-    w.close()
-    w.deleteLater()
+    dispose(w)
 
 
 @pytest.fixture
