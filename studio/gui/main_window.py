@@ -536,9 +536,12 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         self.save_settings()
+        # the Explorer's sweep (seconds of CPU on a big cluster) is cancelled before the waits: it
+        # would be cancelled when the window hides, but the close waits for it first (up to 5 s)
+        self.explorer.close_down()
         self.doc.wait_idle(5000)
         self.load_view.wait_idle(5000)
-        self.explorer.wait_idle(5000)  # its sweep is cancelled when the window hides
+        self.explorer.wait_idle(5000)
         if self.autosaver is not None:
             self.autosaver.discard()  # a clean close: nothing to recover
         event.accept()

@@ -268,6 +268,33 @@ def test_closing_the_dock_or_window_cancels_the_sweep(qtbot, dgx405, closer):
     assert w.result.project is doc.project
 
 
+def test_closing_the_main_window_cancels_the_sweep_before_waiting_for_it(qtbot, dgx405, monkeypatch):
+    """The window's close waits for its workers; the Explorer's sweep must be cancelled before
+    that wait, not when the window hides after it (the close then froze for the whole sweep)."""
+    from studio.gui.app import build_window
+
+    sweeper = _HeldSweeper()
+    monkeypatch.setattr("studio.gui.explorer.widget.sweep", sweeper)
+    win = build_window(dgx405, threaded=False)
+    win.ask_save = lambda: "discard"
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitUntil(sweeper.started.is_set, timeout=30_000)  # held at its first layout
+    job = win.explorer.jobs.scheduler.job
+    cancelled_when_waited: list[bool] = []
+    real_wait = win.explorer.wait_idle
+
+    def wait_idle(msecs: int = 30_000) -> bool:
+        cancelled_when_waited.append(job.cancelled)
+        sweeper.release.set()
+        return real_wait(msecs)
+
+    monkeypatch.setattr(win.explorer, "wait_idle", wait_idle)
+    assert win.close()
+    assert cancelled_when_waited == [True]
+    assert sweeper.answers == [False]  # stopped at the next layout, not after the whole sweep
+
+
 def test_cancel_with_no_sweep_in_flight_keeps_the_status(explorer):
     before = explorer.status.text()
     assert "candidates" in before and not explorer.running
