@@ -109,9 +109,14 @@ def run(path: str | None = None) -> int:
         hook.uninstall()
 
 
+#: With LAYOUT_STUDIO_EXIT_AFTER_MS, how long past N ms the run waits for its first plan at most.
+EXIT_GUARD_MS = 120_000
+
+
 def _exit_after_env(app: QApplication, win: MainWindow) -> None:
     """Headless runs (CI, smoke tests): with ``LAYOUT_STUDIO_EXIT_AFTER_MS=N`` print the first
-    computed plan's headline and close the window after N ms."""
+    computed plan's headline and close the window after N ms, or when that plan arrives if it
+    takes longer."""
     raw = os.environ.get("LAYOUT_STUDIO_EXIT_AFTER_MS", "").strip()
     if not raw:
         return
@@ -121,6 +126,7 @@ def _exit_after_env(app: QApplication, win: MainWindow) -> None:
         print(f"layout-studio: ignoring LAYOUT_STUDIO_EXIT_AFTER_MS={raw!r} (expected milliseconds)", file=sys.stderr)
         return
     doc = win.doc
+    state = {"reported": False, "due": False, "closed": False}
 
     def report(result: object, _revision: int) -> None:
         plan = result
@@ -131,14 +137,28 @@ def _exit_after_env(app: QApplication, win: MainWindow) -> None:
             flush=True,
         )
         doc.resultReady.disconnect(report)
+        state["reported"] = True
+        if state["due"]:  # the N ms ran out before the first plan arrived: close now
+            close()
 
     doc.resultReady.connect(report)
     if doc.result is not None and doc.result_is_current:
         report(doc.result, doc.revision)
 
     def close() -> None:
-        doc.wait_idle(10_000)
+        if state["closed"]:
+            return
+        state["closed"] = True
         win.close()
         app.quit()
 
-    QTimer.singleShot(msecs, close)
+    def due() -> None:
+        """N ms are up: close once the first plan is printed, however slow the machine (a plan that
+        never comes, e.g. an engine error, still ends the run after EXIT_GUARD_MS)."""
+        state["due"] = True
+        if state["reported"]:
+            close()
+        else:
+            QTimer.singleShot(EXIT_GUARD_MS, close)
+
+    QTimer.singleShot(msecs, due)

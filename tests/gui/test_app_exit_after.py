@@ -12,7 +12,7 @@ import pytest
 
 @pytest.mark.slow  # starts the studio in a fresh process
 def test_studio_opens_bundled_example_and_exits_by_itself() -> None:
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", LAYOUT_STUDIO_EXIT_AFTER_MS="1500",
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", LAYOUT_STUDIO_EXIT_AFTER_MS="0",
                LAYOUT_STUDIO_NO_SETTINGS="1")
     done = subprocess.run(
         [sys.executable, "-c", "import sys; from studio.cli import main; sys.exit(main([]))"],
