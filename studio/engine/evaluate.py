@@ -27,6 +27,7 @@ from studio.engine.costing import (
     serve_times,
 )
 from studio.engine.explain import explanations
+from studio.engine.identity_cache import cached_by_identity
 from studio.engine.pipeline import timeline
 from studio.engine.results import CommCost, GpuMemory, LoadSummary, PlanResult, StageResult
 from studio.engine.rules import plan_warnings
@@ -40,15 +41,7 @@ _TABLES: OrderedDict[int, tuple[LLMArchitecture, LayerTable]] = OrderedDict()
 
 def cached_layer_table(model: LLMArchitecture) -> LayerTable:
     """Per-layer table of ``model``, cached by object identity (small LRU)."""
-    hit = _TABLES.get(id(model))
-    if hit is not None and hit[0] is model:
-        _TABLES.move_to_end(id(model))
-        return hit[1]
-    t = layer_table(model)
-    _TABLES[id(model)] = (model, t)
-    while len(_TABLES) > 16:
-        _TABLES.popitem(last=False)
-    return t
+    return cached_by_identity(_TABLES, model, 16, layer_table)
 
 
 def resolve_calibration(project: Project, calibration: CalibrationProfile | None) -> CalibrationProfile | None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from studio.core.errors import StudioError
 from studio.core.hardware import Cluster, LinkFamily
 from studio.core.project import LinkFit
+from studio.engine.identity_cache import cached_by_identity
 
 NVLINK_SWITCH_KINDS = ("nvswitch", "nvlink-switch")
 
@@ -364,15 +365,7 @@ _SKELETONS_SIZE = 4
 def _skeleton_of(cluster: Cluster) -> _Skeleton:
     """The (cached) :class:`_Skeleton` of ``cluster``; keyed by object identity (clusters are
     immutable; the entry holds the cluster, so its id is not reused while cached)."""
-    hit = _SKELETONS.get(id(cluster))
-    if hit is not None and hit[0] is cluster:
-        _SKELETONS.move_to_end(id(cluster))
-        return hit[1]
-    sk = _Skeleton(cluster)
-    _SKELETONS[id(cluster)] = (cluster, sk)
-    while len(_SKELETONS) > _SKELETONS_SIZE:
-        _SKELETONS.popitem(last=False)
-    return sk
+    return cached_by_identity(_SKELETONS, cluster, _SKELETONS_SIZE, _Skeleton)
 
 
 class Topology:
