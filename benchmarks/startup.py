@@ -12,7 +12,11 @@ sets ``PYTHONDONTWRITEBYTECODE``.
 Window section. Build the main window on the bundled example, show it, compute the plan and fill
 every panel (offscreen), timed from interpreter start; target: usable ≤ 1.5 s.
 
-Usage: ``python benchmarks/startup.py [--runs 9] [--only cli|window]``
+``--compare DIR`` runs every CLI command a second time per round with the code of another checkout
+(``DIR``: e.g. ``git worktree add /tmp/before HEAD~3``), interleaved with this one, and prints both
+side by side: the before/after of a change measured under the same load.
+
+Usage: ``python benchmarks/startup.py [--runs 9] [--only cli|window] [--compare DIR]``
 """
 
 from __future__ import annotations
@@ -71,18 +75,18 @@ print(json.dumps({"shown": t_shown, "usable": t_usable, "error": win.doc.error})
 """
 
 
-def child_env() -> dict[str, str]:
+def child_env(root: Path = ROOT) -> dict[str, str]:
     """The checkout's code first on the path, byte-code caching on, Qt offscreen, no saved settings."""
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", LAYOUT_STUDIO_NO_SETTINGS="1", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", LAYOUT_STUDIO_NO_SETTINGS="1", PYTHONPATH=str(root))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
-def cpu_of(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+def cpu_of(args: list[str], env: dict[str, str], cwd: Path = ROOT) -> tuple[float, float]:
     """Run ``python *args`` once; return (CPU seconds of the child, wall seconds)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=ROOT)
+    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=cwd)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -91,26 +95,34 @@ def cpu_of(args: list[str], env: dict[str, str]) -> tuple[float, float]:
     return cpu, wall
 
 
-def cli_section(runs: int) -> None:
-    env = child_env()
-    for _, args, _ in COMMANDS:  # warm-up: write the .pyc files, fill the OS file cache
-        cpu_of(args, env)
-    cpu: dict[str, list[float]] = {label: [] for label, _, _ in COMMANDS}
-    wall: dict[str, list[float]] = {label: [] for label, _, _ in COMMANDS}
+def cli_section(runs: int, compare: Path | None = None) -> None:
+    """Every command (and the floor) once per round, ``runs`` rounds; with ``compare``, each command
+    also runs with that checkout's code in the same round, right after this one's."""
+    roots = {"": ROOT} if compare is None else {"": ROOT, "before": compare.resolve()}
+    envs = {tag: child_env(root) for tag, root in roots.items()}
+    jobs = [(label, tag, args) for label, args, _ in COMMANDS for tag in roots if tag == "" or label != FLOOR[0]]
+    for _, tag, args in jobs:  # warm-up: write the .pyc files, fill the OS file cache
+        cpu_of(args, envs[tag], roots[tag])
+    cpu: dict[tuple[str, str], list[float]] = {(label, tag): [] for label, tag, _ in jobs}
+    wall: dict[tuple[str, str], list[float]] = {(label, tag): [] for label, tag, _ in jobs}
     for _ in range(runs):
-        for label, args, _ in COMMANDS:
-            c, w = cpu_of(args, env)
-            cpu[label].append(c)
-            wall[label].append(w)
-    floor = statistics.median(cpu[FLOOR[0]])
+        for label, tag, args in jobs:
+            c, w = cpu_of(args, envs[tag], roots[tag])
+            cpu[label, tag].append(c)
+            wall[label, tag].append(w)
+    floor = statistics.median(cpu[FLOOR[0], ""])
     load = os.getloadavg()[0]
     print(f"CLI start-up: whole-process CPU time, median of {runs} fresh processes each (load average {load:.1f})")
+    if compare is not None:
+        print(f"  'before' rows: the code of {roots['before']}, run in the same rounds")
     print(f"  {'command':34s} {'CPU ms':>7s} {'x floor':>8s} {'wall ms':>8s}  target")
-    for label, _, target in COMMANDS:
-        med = statistics.median(cpu[label])
+    for label, tag, _ in jobs:
+        target = next(t for lbl, _, t in COMMANDS if lbl == label)
+        med = statistics.median(cpu[label, tag])
         ratio = med / floor
         verdict = "" if target is None else f"<= {target:.1f}x floor: {'OK' if ratio <= target else 'OVER'}"
-        print(f"  {label:34s} {med * 1000:7.0f} {ratio:7.2f}x {statistics.median(wall[label]) * 1000:8.0f}  {verdict}")
+        name = f"{label} ({tag})" if tag else label
+        print(f"  {name:34s} {med * 1000:7.0f} {ratio:7.2f}x {statistics.median(wall[label, tag]) * 1000:8.0f}  {verdict}")
 
 
 def window_once(env: dict[str, str]) -> tuple[float, float, float]:
@@ -141,9 +153,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=9, help="fresh processes per command (default 9)")
     ap.add_argument("--only", choices=("cli", "window"), help="run one section only")
+    ap.add_argument("--compare", type=Path, metavar="DIR",
+                    help="also run the CLI commands with the code of the checkout DIR, interleaved")
     args = ap.parse_args()
     if args.only in (None, "cli"):
-        cli_section(args.runs)
+        cli_section(args.runs, args.compare)
     if args.only in (None, "window"):
         window_section(args.runs)
 
