@@ -204,6 +204,51 @@ def _silence_stdout() -> None:
 #: the studio uses no pydantic plugin. ``PYDANTIC_DISABLE_PLUGINS=`` (empty) turns the scan back on.
 PROCESS_ENV = {"PYDANTIC_DISABLE_PLUGINS": "__all__"}
 
+#: Values of ``PYDANTIC_DISABLE_PLUGINS`` for which pydantic's ``get_plugins()`` returns no plugin
+#: without looking at any distribution (``pydantic/plugin/_loader.py``).
+_ALL_PLUGINS_OFF = ("__all__", "1", "true")
+
+#: Pydantic's plugin loader, which :func:`skip_plugin_loader` stands in for.
+_PLUGIN_LOADER = "pydantic.plugin._loader"
+
+
+def skip_plugin_loader() -> None:
+    """With every pydantic plugin turned off (:data:`PROCESS_ENV`), stand in for pydantic's plugin
+    loader until someone turns them back on.
+
+    Pydantic imports ``pydantic.plugin._loader`` when it builds its first validator, and that module
+    imports ``importlib.metadata`` (with ``email``, ``calendar``, ...: ~10 ms of a ``sweep``'s CPU)
+    at its top, even though its ``get_plugins()`` then returns no plugin at all when the variable
+    says so. The stand-in's ``get_plugins()`` answers the same ``()`` without that import; if the
+    variable no longer turns every plugin off, or anything else of the loader is asked for, it puts
+    pydantic's own module in its place and hands over to it, so plugins load exactly as before.
+    Does nothing when the loader is already imported or the variable lets plugins load.
+    """
+    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in _ALL_PLUGINS_OFF or _PLUGIN_LOADER in sys.modules:
+        return
+    import types
+
+    stand_in = types.ModuleType(_PLUGIN_LOADER, "Stand-in for pydantic's plugin loader (studio.cli.skip_plugin_loader).")
+
+    def real_loader() -> types.ModuleType:
+        if sys.modules.get(_PLUGIN_LOADER) is stand_in:
+            del sys.modules[_PLUGIN_LOADER]
+        return importlib.import_module(_PLUGIN_LOADER)
+
+    def get_plugins():
+        if os.environ.get("PYDANTIC_DISABLE_PLUGINS") in _ALL_PLUGINS_OFF:
+            return ()
+        return real_loader().get_plugins()
+
+    def __getattr__(name: str):  # a module's attribute hook (PEP 562)
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(real_loader(), name)
+
+    stand_in.get_plugins = get_plugins  # type: ignore[attr-defined]
+    stand_in.__getattr__ = __getattr__  # type: ignore[attr-defined]
+    sys.modules[_PLUGIN_LOADER] = stand_in
+
 
 #: Commands that open a Qt window (no command at all opens one too): their process ends the usual
 #: way, with Qt's objects torn down (see :func:`entry_point`).
@@ -253,6 +298,7 @@ def entry_point() -> None:
     """
     for key, value in PROCESS_ENV.items():
         os.environ.setdefault(key, value)
+    skip_plugin_loader()
     code: list[int] = []
     if fast_exit_allowed(sys.argv[1:]):
         import atexit
