@@ -4,7 +4,14 @@ Llama-3.1-70B from its Hugging Face config.json in tests/data/gui) and a documen
 from __future__ import annotations
 
 import pytest
-from gui_helpers import DATA, dispose, engine_evaluate, make_project, run_events_until
+from gui_helpers import (
+    DATA,
+    close_worker_docks,
+    dispose,
+    engine_evaluate,
+    make_project,
+    run_events_until,
+)
 
 from studio.core.project import Project
 from studio.io.hf_config import load_model_config
@@ -118,3 +125,68 @@ def read_only_window(_module_window):
     before = _window_state(_module_window)
     yield _module_window
     assert _window_state(_module_window) == before, "a read-only test changed the shared window"
+
+
+@pytest.fixture(scope="module")
+def _module_editable_window(qapp, catalog, model):
+    """The module's main window for :func:`editable_window`, at 1280×800, shown, with the Explorer
+    and Load docks closed (:func:`gui_helpers.close_worker_docks`), and the state a fresh one has."""
+    engine_evaluate()
+    from studio.gui.app import build_window
+
+    win = build_window(make_project(catalog, model), threaded=False)
+    win.resize(1280, 800)
+    win.show()
+    close_worker_docks(win)
+    run_events_until(lambda: win.windowHandle() is not None and win.windowHandle().isExposed(), "exposed")
+    win.doc.recompute_now()
+    assert win.doc.result_is_current, win.doc.error
+    run_events_until(lambda: True, "laid out")
+    yield win, _fresh_state(win), win.saveState()
+    dispose(win)
+
+
+def _fresh_state(win) -> dict:
+    """What a test may leave behind in an editable window, less what a fresh document changes
+    anyway (the project's and the result's identity, the revision): the document's file, undo
+    history, selection and error, the view (size, docks, Plan tab, canvas zoom and scroll), the
+    timeline's phase, the figure explained in Live metrics, what is selected on the canvas."""
+    state = _window_state(win)
+    for key in ("project", "revision", "result"):
+        state.pop(key)
+    return state | {
+        "current": win.doc.result_is_current, "title": win.windowTitle(), "phase": win.timeline.phase,
+        "why": win.metrics.why.toPlainText(), "canvas selection": sorted(win.scene.selected_ids()),
+        "workers": (win.explorer.isVisible(), win.load_view.isVisible()),
+    }
+
+
+@pytest.fixture
+def editable_window(_module_editable_window, project):
+    """The module's shared main window on a fresh document of ``project``, for a test that edits,
+    clicks, selects, zooms or resizes but neither closes the window nor needs the Explorer or the
+    Load view (their docks are closed). Building a window costs ~0.7 s of CPU; starting over costs
+    what File > Open does: the document is replaced (undo history cleared, no file, clean), the
+    plan recomputed, the canvas fitted, the window resized to 1280×800, its docks and Plan tab put
+    back as they were. The window must then be in the state of a fresh one (:func:`_fresh_state`): anything a
+    test left that starting over does not undo fails the next test's setup instead of leaking
+    into it."""
+    win, fresh, docks = _module_editable_window
+    assert win.isVisible(), "a test closed the shared editable window"
+    win.ask_save = lambda: "discard"
+    win.show_error = lambda title, text: pytest.fail(f"{title}: {text}")
+    win.doc.set_selection(())
+    win.doc.replace_document(project, None)
+    win.doc.recompute_now()
+    if (win.width(), win.height()) != (1280, 800):
+        win.resize(1280, 800)
+    run_events_until(lambda: True, "laid out")
+    if _fresh_state(win)["docks"] != fresh["docks"]:
+        win.restoreState(docks)
+        run_events_until(lambda: True, "laid out")
+    win.setup_tabs.setCurrentIndex(fresh["tab"])
+    win.canvas.fit()
+    now = _fresh_state(win)
+    left = {k: now[k] for k in fresh if now[k] != fresh[k]}
+    assert not left, f"starting over did not give the shared window a fresh state (an earlier test left {left})"
+    return win

@@ -25,9 +25,15 @@ def engine_evaluate():
     return fn
 
 
-def open_window(qtbot, project):
+def open_window(qtbot, project, *, workers: bool = False):
     """The studio's main window on ``project``: synchronous recompute, no save prompt, any error
-    dialog failing the test, shown offscreen and with its plan computed."""
+    dialog failing the test, shown offscreen and with its plan computed.
+
+    Unless ``workers``, the Explorer and Load docks are closed once the window shows (before its
+    plan is computed), as a user closes them: the Explorer sweeps and the Load view computes its
+    curve only while shown, so neither runs in a worker thread behind the test. Both re-ran on
+    every edit (a sweep and a 600-request simulation, ~0.2 s of CPU each) for tests that look at
+    neither, and their results landed whenever the test's event loop happened to run."""
     engine_evaluate()
     from studio.gui.app import build_window
 
@@ -36,8 +42,20 @@ def open_window(qtbot, project):
     win.show_error = lambda title, text: pytest.fail(f"{title}: {text}")
     qtbot.addWidget(win)
     win.show()
+    if not workers:
+        close_worker_docks(win)
     win.doc.recompute_now()
     return win
+
+
+def close_worker_docks(win) -> None:
+    """Close ``win``'s Explorer and Load docks (the dock's close button): the Explorer's sweep and
+    the Load view's curve, the two computations a window runs in worker threads, stop and are not
+    started again while the docks stay closed."""
+    for name in ("Explorer", "Load"):
+        win.docks[name].close()
+    assert not win.explorer.isVisible() and not win.explorer.running and not win.explorer.jobs.pending
+    assert not win.load_view.isVisible()
 
 
 def close_window(win) -> None:

@@ -16,9 +16,17 @@ from studio.service import units
 
 
 @pytest.fixture
-def window(qtbot, project):
-    win = open_window(qtbot, project)
-    return win
+def window(editable_window):
+    """The module's shared window on a fresh document (the edits of one test are not the next one's)."""
+    assert editable_window.doc.result_is_current, editable_window.doc.error
+    return editable_window
+
+
+@pytest.fixture
+def own_window(qtbot, project):
+    """A window of the test's own, for a test that leaves a figure explained in Live metrics (the
+    panel keeps explaining that figure; starting over on a new document does not undo that)."""
+    return open_window(qtbot, project)
 
 
 def _type_pools(qtbot, win, text):
@@ -122,11 +130,11 @@ def test_request_timeline_adds_up_to_ttft(project):
     assert tl.duration[tl.lane == 2].tolist() == [pytest.approx(res.tpot_ms)] * 4
 
 
-def test_live_metrics_cards_are_the_pools_plan_with_their_why(qtbot, window):
+def test_live_metrics_cards_are_the_pools_plan_with_their_why(qtbot, own_window):
     """A disaggregated project's headline cards are the pools' plan (TTFT = queue + prefill + KV
     transfer, decode-only TPOT, throughput of the slower pool), the memory bars the pools' workers;
     the collective cards stay the aggregated layout's, marked; undo brings the aggregated cards back."""
-    win = window
+    win = own_window
     m = win.metrics
     agg = m.result
     agg_ttft = m.cards["ttft"].value.text()

@@ -7,7 +7,7 @@ click on "Use best layout". Assertions are on the document and on what the windo
 from __future__ import annotations
 
 import pytest
-from gui_helpers import open_window, send_drop
+from gui_helpers import send_drop
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtTest import QTest
 
@@ -16,10 +16,10 @@ from studio.core.parallelism import layout_reason
 
 
 @pytest.fixture
-def window(qtbot, project):
-    win = open_window(qtbot, project)
-    assert win.doc.result_is_current, win.doc.error
-    return win
+def window(editable_window):
+    """The module's shared window on a fresh document (the edits of one test are not the next one's)."""
+    assert editable_window.doc.result_is_current, editable_window.doc.error
+    return editable_window
 
 
 def _drop_template(win, template_id: str) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from gui_helpers import engine_evaluate, make_project, open_window
+from gui_helpers import engine_evaluate, make_project
 from PySide6.QtGui import QImage
 
 from studio.core import edits
@@ -12,10 +12,10 @@ from studio.service.messages import one_line
 
 
 @pytest.fixture
-def window(qtbot, project):
-    win = open_window(qtbot, project)
-    assert win.doc.result_is_current, win.doc.error
-    return win
+def window(editable_window):
+    """The module's shared window on a fresh document (the edits of one test are not the next one's)."""
+    assert editable_window.doc.result_is_current, editable_window.doc.error
+    return editable_window
 
 
 def _recompute(win):
