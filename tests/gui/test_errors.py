@@ -31,13 +31,6 @@ def _window(project):
     return w
 
 
-@pytest.fixture
-def win(qtbot, project):
-    w = _window(project)
-    qtbot.addWidget(w)
-    return w
-
-
 @pytest.fixture(scope="module")
 def _opener(qapp, catalog, model):
     w = _window(make_project(catalog, model))
@@ -47,13 +40,20 @@ def _opener(qapp, catalog, model):
 
 @pytest.fixture
 def opener(_opener, project):
-    """One window for the bad project files, on a fresh document each time: the file is refused
-    before anything of the window changes (what the test checks), and ``replace_document`` (what
+    """One window for the module's refusals (bad project files, config.json files, topologies, a
+    failing action, an exception in a slot), on a fresh document each time: what is refused
+    changes nothing of the window (what each test checks), and ``replace_document`` (what
     File ▸ Open does) starts the document over: new project, no file, no undo history, no selection."""
     _opener.doc.replace_document(project, None)
     _opener.errors.clear()
     assert _opener.doc.undo_stack.count() == 0 and not _opener.doc.is_dirty and _opener.doc.path is None
+    assert _opener.doc.project is project and not _opener.doc.selection
     return _opener
+
+
+@pytest.fixture
+def win(opener):
+    return opener
 
 
 def _dirty(win):
