@@ -36,21 +36,22 @@ def _validated(obj, what: str, **changes):
 
 def load_base_project(path: str | None) -> Project:
     """The PROJECT file, or the bundled example project when ``path`` is None."""
-    from studio.io.presets import example_paths
-    from studio.io.project_file import load_project, project_from_json
-
     if path is not None:
+        from studio.io.project_file import load_project
+
         p = Path(path)
         if not p.exists():  # a FIFO or device is left to the reader, which names what it is
             raise StudioError(f"no such project file '{path}'")
         if p.is_dir():
             raise StudioError(f"no such project file '{path}' (it is a folder)")
         return load_project(p)
+    from studio.io.presets import example_paths, load_example
+
     examples = example_paths()
     node = examples.get(DEFAULT_EXAMPLE) or (examples[sorted(examples)[0]] if examples else None)
     if node is None:
         raise StudioError("no bundled example project found; give a PROJECT.json file")
-    return project_from_json(node.read_text(encoding="utf-8"), f"bundled example {node.name}")
+    return load_example(node, f"bundled example {node.name}")
 
 
 def _model(args, base: Project):

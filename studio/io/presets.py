@@ -4,10 +4,12 @@
 In the wheel the top-level ``presets/`` and ``resources/`` folders live at ``studio/_data/``; in a
 source checkout they are read from the repository root.
 
-The catalogue is read per kind on first use and validated once per process. There is no on-disk
-cache: once the pydantic schemas are built (which validating any project needs anyway), reading
-and validating the GPUs, links, node templates and one model takes ~4 ms, less than a cache lookup
-would save.
+The catalogue is read per kind on first use and validated once per process; the validated values
+of each file (and the bundled example projects, :func:`load_example`) are kept on disk between
+processes by :mod:`studio.io.preset_cache`, keyed by the file's bytes and the code that validates
+them: a command line that uses a GPU, its node template, the link kinds, one model and the bundled
+example skips ~10 ms of decoding and validating. Errors are never cached: a broken file is read and
+refused every time, with the same message.
 """
 
 from __future__ import annotations
@@ -26,8 +28,11 @@ from pydantic import BaseModel, ValidationError
 from studio.core.architecture import LLMArchitecture
 from studio.core.errors import StudioError, nearest
 from studio.core.hardware import GpuSpec, LinkKind, NodeTemplate
+from studio.io.preset_cache import cached
 
 if TYPE_CHECKING:
+    from studio.core.project import Project
+
     if sys.version_info >= (3, 11):
         from importlib.resources.abc import Traversable
     else:
@@ -56,9 +61,20 @@ def resources_root() -> Traversable:
 
 def read_json(node: Traversable, what: str) -> Any:
     """Decode a bundled JSON file; a broken preset is a clear error, not a traceback."""
+    return _decode_json(_read_bytes(node, what), node, what)
+
+
+def _read_bytes(node: Traversable, what: str) -> bytes:
     try:
-        return json.loads(node.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        return node.read_bytes()
+    except OSError as exc:
+        raise StudioError(f"cannot read {what}: {exc}", str(node)) from None
+
+
+def _decode_json(raw: bytes, node: Traversable, what: str) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except ValueError as exc:
         raise StudioError(f"cannot read {what}: {exc}", str(node)) from None
 
 
@@ -190,18 +206,33 @@ class Catalog:
 
 
 def _load_list(root: Traversable, file: str, key: str, model: type, what: str) -> dict[str, Any]:
-    """Validate every entry of ``root/file``'s ``key`` list; returns them by id."""
-    entries = read_json(root / file, what)[key]
-    values = (_validate(model, d, f"presets/{file}[{i}]") for i, d in enumerate(entries))
-    return {v.id: v for v in values}
+    """Validate every entry of ``root/file``'s ``key`` list; returns them by id (cached on disk)."""
+    node = root / file
+    raw = _read_bytes(node, what)
+
+    def build() -> dict[str, Any]:
+        entries = _decode_json(raw, node, what)[key]
+        values = (_validate(model, d, f"presets/{file}[{i}]") for i, d in enumerate(entries))
+        return {v.id: v for v in values}
+
+    table = cached(key, raw, dict, build)
+    if not all(type(v) is model for v in table.values()):  # an entry of other code: load it afresh
+        table = build()
+    return table
 
 
 def _load_model(entry: Traversable) -> ModelPreset:
-    """Read one ``presets/models/<id>.json``: its ``config.json`` and where it came from."""
+    """Read one ``presets/models/<id>.json``: its ``config.json`` and where it came from (cached on
+    disk)."""
+    where = f"presets/models/{entry.name}"
+    raw = _read_bytes(entry, where)
+    return cached(f"model-{entry.name.removesuffix('.json')}", raw, ModelPreset,
+                  lambda: _model_from_data(_decode_json(raw, entry, where), where))
+
+
+def _model_from_data(data: Any, where: str) -> ModelPreset:
     from studio.io.hf_config import architecture_from_config
 
-    where = f"presets/models/{entry.name}"
-    data = read_json(entry, where)
     arch = architecture_from_config(
         data["config"],
         model_id=data["id"],
@@ -238,3 +269,19 @@ def example_paths() -> dict[str, Traversable]:
     """Bundled example projects by name (file stem)."""
     root = presets_root() / "examples"
     return {p.name[:-5]: p for p in root.iterdir() if p.name.endswith(".json")}
+
+
+def load_example(node: Traversable, source: str) -> Project:
+    """The bundled example project ``node`` (one of :func:`example_paths`), decoded, migrated and
+    validated as :func:`studio.io.project_file.project_from_json` does, ``source`` naming it in
+    errors; the validated project is cached on disk (:mod:`studio.io.preset_cache`)."""
+    from studio.core.project import Project
+
+    raw = node.read_bytes()
+
+    def build() -> Project:
+        from studio.io.project_file import project_from_json
+
+        return project_from_json(raw.decode("utf-8"), source)
+
+    return cached(f"example-{node.name.removesuffix('.json')}", raw, Project, build)
