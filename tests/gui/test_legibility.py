@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gui_helpers import close_window, engine_evaluate, send_drop
+from gui_helpers import close_window, send_drop
 from PySide6.QtCore import QPointF, QRect
 
 from studio.io.project_file import load_project
@@ -15,18 +15,10 @@ EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "presets" / "examples")
 
 
 @pytest.fixture
-def window(qtbot, project):
-    engine_evaluate()
-    from studio.gui.app import build_window
-
-    win = build_window(project, threaded=False)
-    win.ask_save = lambda: "discard"
-    qtbot.addWidget(win)
-    win.resize(1280, 800)
-    win.show()
-    qtbot.waitExposed(win)
-    win.doc.recompute_now()
-    return win
+def window(editable_window):
+    """The module's shared window at 1280×800 on a fresh document (zoomed, panned or edited by one
+    test, started over for the next)."""
+    return editable_window
 
 
 def _global_rect(w) -> QRect:
