@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import csv
 from pathlib import Path
 
 from studio.commands.arg_types import int_list, positive_int
@@ -265,6 +264,7 @@ def write_csv(result, path: Path) -> None:
     seen = set(order)
     n_rows = len(next(iter(cols.values()))) if cols else 0
     ranked = order + [r for r in range(n_rows) if r not in seen]
+    import csv  # only --csv writes one: not imported at start-up
     import io
 
     from studio.io.atomic import write_text_atomic
