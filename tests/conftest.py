@@ -13,6 +13,7 @@ depend on the machine's speed. Tests that need many examples ask
 :func:`tests.property_budget.examples` for their share of the loaded profile.
 """
 
+import gc
 import os
 import sys
 
@@ -77,6 +78,17 @@ def _top_level_windows() -> dict:
     if app is None:
         return {}
     return {getCppPointer(w)[0]: w for w in app.topLevelWidgets()}
+
+
+def pytest_collection_finish(session):
+    """Freeze what collection left on the heap (the test modules, the libraries they import, the
+    collected items: ~100,000 objects): Python's full collections, which the many small allocations
+    of property tests, fuzzing and the engine trigger every so often, then stop walking them each
+    time. Full collections took 6.9 s of a whole run's CPU (35 of them); on tests/robustness,
+    tests/engine and tests/cli, 4.8 s -> 2.6 s. What the tests create is collected as before, and
+    nothing frozen is garbage (a collection runs first)."""
+    gc.collect()
+    gc.freeze()
 
 
 #: tests/test_layering.py runs every test of tests/service in a fresh interpreter where Qt cannot be
