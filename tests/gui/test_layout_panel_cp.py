@@ -41,12 +41,12 @@ def test_cp_not_offered_where_tp_makes_no_kv_copy(qtbot, doc):
 def test_prefill_mode_offers_cp_over_replicas_and_applies_it(qtbot, doc):
     doc.apply(doc.project.replace(layout=Layout(tp=8, dp=2)), "TP8 DP2", "layout")
     panel = _panel(qtbot, doc)
-    with qtbot.waitSignal(doc.projectChanged, timeout=5000):
+    with qtbot.waitSignal(doc.projectChanged, timeout=30_000):
         _pick(qtbot, panel.cp_mode)
     assert doc.project.layout.cp_mode == "prefill" and doc.project.layout.cp == 1
     cp = panel.combos["cp"]
     assert _items(cp) == [1, 2] and cp.isEnabled()
-    with qtbot.waitSignal(doc.projectChanged, timeout=5000):
+    with qtbot.waitSignal(doc.projectChanged, timeout=30_000):
         _pick(qtbot, cp)
     lay = doc.project.layout
     assert (lay.cp, lay.cp_mode, lay.replicas) == (2, "prefill", 1)
@@ -66,7 +66,7 @@ def test_decode_cp_offered_for_gqa_when_tp_duplicates_kv_heads(qtbot, catalog, m
     d = ProjectDocument(proj, evaluate=None, threaded=False)
     panel = _panel(qtbot, d)
     assert _items(panel.combos["cp"]) == [1, 2, 4]
-    with qtbot.waitSignal(d.projectChanged, timeout=5000):
+    with qtbot.waitSignal(d.projectChanged, timeout=30_000):
         _pick(qtbot, panel.combos["cp"], 2)
     assert d.project.layout.cp == 4 and d.project.layout.cp_mode == "decode"
     assert "DCP4" in panel.summary.text()

@@ -92,9 +92,9 @@ def test_a_narrowed_metrics_dock_keeps_values_legible(qtbot):
     gb200 = next(p for p in EXAMPLES if "gb200" in p.stem)  # the widest values: 63.4k tok/s, 1.14M tok
     win = _window(qtbot, load_project(gb200), (1280, 800))
     dock = win.docks["Live metrics"]
-    qtbot.wait(10)  # the window lays out the new figures (as it has long before a user drags a dock)
+    QCoreApplication.sendPostedEvents()  # the window lays out the new figures (as it has long before a user drags a dock)
     win.resizeDocks([dock], [120], Qt.Orientation.Horizontal)  # the user drags it as narrow as it goes
-    qtbot.wait(10)
+    QCoreApplication.sendPostedEvents()  # and the layout requests the drag posted
     assert dock.width() < 330
     for key, card in win.metrics.cards.items():
         assert card.value.fit_scale() >= MIN_SCALE - 0.02, key

@@ -33,12 +33,12 @@ def test_unsaved_work_is_snapshotted_after_idle_and_dropped_on_save(qtbot, proje
     saver = win.autosaver
     assert not saver.tick() and not saver.path.exists()  # clean: nothing to protect
     win.doc.edit("Rename plan", "project", lambda p: p.replace(name="Afternoon of work"))
-    qtbot.waitUntil(saver.path.exists, timeout=3000)
+    qtbot.waitUntil(saver.path.exists, timeout=30_000)
     assert AutosaveStore().restore(saver.session_id) == win.doc.project
     win.doc.save(tmp_path / "plan.json")
     assert not saver.path.exists()  # a clean save leaves nothing to recover
     win.doc.edit("Rename plan", "project", lambda p: p.replace(name="More work"))
-    qtbot.waitUntil(saver.path.exists, timeout=3000)
+    qtbot.waitUntil(saver.path.exists, timeout=30_000)
     win.doc.undo_stack.undo()  # back to the saved state: clean again
     assert not saver.path.exists()
 
