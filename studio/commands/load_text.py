@@ -3,7 +3,7 @@ plan's :class:`~studio.engine.results.LoadSummary` (``plan``'s table, ``simulate
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import fields
 
 from studio.core.workload import LengthDistribution, Load
 
@@ -46,7 +46,8 @@ def load_line(load: Load, summary, dp: int) -> str:
 
 def summary_json(summary, load: Load) -> dict:
     """The ``load`` object of ``plan --json``: the summary plus the load as asked."""
-    data = asdict(summary) if summary is not None else {}
+    # the fields one by one: asdict's deep copy of each plain value costs more than the rest here
+    data = {f.name: getattr(summary, f.name) for f in fields(summary)} if summary is not None else {}
     data["asked"] = load.model_dump(mode="json")
     return data
 
@@ -66,7 +67,7 @@ def sweep_load_section(result, rows: list[int], label) -> str | None:
         if name in seen or not bool(result.columns["fits"][r]):
             continue
         seen.add(name)
-        plan = result.plan(r)
+        plan = result.plan(r, details=False)  # figures only
         s = plan.load
         if s is None:
             continue

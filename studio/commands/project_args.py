@@ -236,7 +236,7 @@ def project_from_args(args: argparse.Namespace) -> Project:
     if auto_layout and getattr(args, "micro_batches", None) is None and layout.ep == 1:
         from studio.engine.defaults import fitting_layout
 
-        project = project.replace(layout=fitting_layout(project)[0])
+        project = project.replace(layout=fitting_layout(project, details=False)[0])
     return apply_cp_args(args, project)
 
 

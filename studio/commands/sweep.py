@@ -173,7 +173,7 @@ def sweep_json(result, rows: list[int], objective: str) -> dict:
     layouts = []
     cols = result.columns
     for r in rows:
-        plan_result = result.plan(r)
+        plan_result = result.plan(r, details=False)  # to_json prints no explanations or timelines
         plan = plan_result.to_json()
         plan["load"] = summary_json(plan_result.load, result.project.workload.load)
         plan["sweep"] = {

@@ -28,12 +28,14 @@ def default_layout(model: LLMArchitecture, gpus_per_node: int, gpus: int) -> Lay
     return Layout(tp=tp, pp=1, dp=gpus // tp)
 
 
-def fitting_layout(project: Project) -> tuple[Layout, PlanResult]:
+def fitting_layout(project: Project, *, details: bool = True) -> tuple[Layout, PlanResult]:
     """The first layout that fits, keeping ``project.layout.tp`` and trying PP = 1, 2, … (each a
     divisor of the TP groups, at most the model's layers) with DP for the rest; micro-batches = PP
     so the pipeline is not left mostly idle.
 
     Returns ``(layout, plan)``; when none fits, the PP = 1 layout and its plan (which says why).
+    ``details=False``: a caller that wants the layout only gets plans without explanations,
+    timelines or rank map (:func:`~studio.engine.evaluate.evaluate`'s ``details``).
     """
     from studio.engine.evaluate import evaluate
 
@@ -42,7 +44,7 @@ def fitting_layout(project: Project) -> tuple[Layout, PlanResult]:
     first: tuple[Layout, PlanResult] | None = None
     for pp in pp_options(project.model, base.tp, base.tp * groups):
         layout = base.replace(pp=pp, dp=groups // pp, micro_batches=max(pp, 1) if pp > 1 else 1)
-        plan = evaluate(project.replace(layout=layout))
+        plan = evaluate(project.replace(layout=layout), details=details)
         first = first or (layout, plan)
         if plan.fits:
             return layout, plan

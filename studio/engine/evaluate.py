@@ -10,7 +10,7 @@ import numpy as np
 from studio.core.architecture import LLMArchitecture
 from studio.core.errors import StudioError
 from studio.core.hardware import Cluster
-from studio.core.layout import Layout
+from studio.core.layout import Layout, RankCoords
 from studio.core.project import CalibrationProfile, Project
 from studio.core.units import GIB
 from studio.core.workload import Workload
@@ -26,10 +26,16 @@ from studio.engine.costing import (
     layout_costs,
     serve_times,
 )
-from studio.engine.explain import explanations
 from studio.engine.identity_cache import cached_by_identity
-from studio.engine.pipeline import timeline
-from studio.engine.results import CommCost, GpuMemory, LoadSummary, PlanResult, StageResult
+from studio.engine.results import (
+    CommCost,
+    Explanation,
+    GpuMemory,
+    LoadSummary,
+    PlanResult,
+    StageResult,
+    Timeline,
+)
 from studio.engine.rules import plan_warnings
 from studio.engine.shapes import LayerTable, layer_table
 from studio.engine.topology import topology_of
@@ -120,6 +126,7 @@ def evaluate(
     *,
     calibration: CalibrationProfile | None = None,
     constants: Constants | None = None,
+    details: bool = True,
 ) -> PlanResult:
     """Cost one layout of ``project``.
 
@@ -132,6 +139,11 @@ def evaluate(
         selected profile (``serving.calibration``), if any.
     constants:
         Base constants (tests); ``None`` = ``presets/engine.json``.
+    details:
+        False leaves out what only a plan's views read — ``explanations``, ``timelines`` and
+        ``ranks`` come back empty — for a caller that prints :meth:`PlanResult.to_json` and the load
+        summary only (``sweep --json``'s shown layouts); every figure, warning and assumption is the
+        same.
 
     Raises
     ------
@@ -206,7 +218,7 @@ def evaluate(
         fit_reason=fit_reason, ttft_ms=ttft, tpot_ms=tpot, request_ms=request, tokens_per_s=tps,
         usd_per_hour=price, bubble=bubble, load=load,
     )
-    return _assemble(ctx, layout, cal)
+    return _assemble(ctx, layout, cal, details)
 
 
 def _modules(lc: LayoutCosts, stage: int) -> dict[str, float]:
@@ -217,7 +229,7 @@ def _modules(lc: LayoutCosts, stage: int) -> dict[str, float]:
     return out
 
 
-def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None) -> PlanResult:
+def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None, details: bool = True) -> PlanResult:
     lc, st, project = ctx.lc, ctx.st, ctx.project
     cluster = project.cluster
     h = project.model.hidden_size
@@ -265,12 +277,21 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None) 
             if w is not None and (cc := _comm_cost(w, phase, a2a_size)):
                 comm.append(cc)
     comm.extend(cp_comm_costs(lc, ctx.micro_batch_size, project.workload.isl))
-    timelines = {
-        "prefill": timeline("prefill", st.prefill_compute[:, 0], st.prefill_allreduce[:, 0], st.prefill_p2p[:, 0],
-                            ctx.micro_batches, alltoall_ms=st.prefill_alltoall[:, 0], cp_ms=st.prefill_cp[:, 0]),
-        "decode": timeline("decode", st.decode_compute[:, 0], st.decode_allreduce[:, 0], st.decode_p2p[:, 0],
-                           ctx.micro_batches, alltoall_ms=st.decode_alltoall[:, 0], cp_ms=st.decode_cp[:, 0]),
-    }
+    timelines: dict[str, Timeline] = {}
+    explained: dict[str, Explanation] = {}
+    ranks: dict[str, RankCoords] = {}
+    if details:  # the views' share of a plan: not imported or built for figures only
+        from studio.engine.explain import explanations
+        from studio.engine.pipeline import timeline
+
+        timelines = {
+            "prefill": timeline("prefill", st.prefill_compute[:, 0], st.prefill_allreduce[:, 0], st.prefill_p2p[:, 0],
+                                ctx.micro_batches, alltoall_ms=st.prefill_alltoall[:, 0], cp_ms=st.prefill_cp[:, 0]),
+            "decode": timeline("decode", st.decode_compute[:, 0], st.decode_allreduce[:, 0], st.decode_p2p[:, 0],
+                               ctx.micro_batches, alltoall_ms=st.decode_alltoall[:, 0], cp_ms=st.decode_cp[:, 0]),
+        }
+        explained = explanations(ctx)
+        ranks = {g: layout.coords(r) for r, g in enumerate(layout.placement or ())}
     a2a_us = {ph: max((cc.time_us for cc in comm if cc.kind == "alltoall" and cc.phase == ph), default=0.0)
               for ph in ("prefill", "decode")}
     world = layout.world_size
@@ -293,12 +314,12 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None) 
         request_latency_ms=ctx.request_ms, output_tokens_per_s=tps, output_tokens_per_s_per_gpu=tps / world,
         tokens_per_s_per_user=1e3 / ctx.tpot_ms if ctx.tpot_ms > 0 else 0.0, usd_per_hour=ctx.usd_per_hour,
         usd_per_million_output_tokens=usd_m, stages=stages, comm=tuple(comm), timelines=timelines,
-        warnings=plan_warnings(ctx), explanations=explanations(ctx),
+        warnings=plan_warnings(ctx), explanations=explained,
         assumptions=_assumptions(ctx), calibration=cal.name if cal else None, load=ctx.load,
         alltoall_us_per_layer_prefill=a2a_us["prefill"], alltoall_us_per_layer_decode=a2a_us["decode"],
         cp_us_per_layer_prefill=float(st.cp_us_prefill[0]), cp_us_per_layer_decode=float(st.cp_us_decode[0]),
         max_context_tokens=ctx.capacity_tokens,
-        ranks={g: layout.coords(r) for r, g in enumerate(layout.placement or ())},
+        ranks=ranks,
         slow_links=slow_links, slow_gpus=slow_gpus,
     )
 

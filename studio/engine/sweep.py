@@ -79,12 +79,20 @@ class SweepResult:
                       micro_batches=int(col["micro_batches"][i]), cp=int(col["cp"][i]),
                       cp_mode="prefill" if bool(col["cp_prefill"][i]) else "decode")
 
-    def plan(self, i: int) -> PlanResult:
-        """Full :func:`evaluate` of row ``i`` at its batch size (cached)."""
-        if i not in self._plans:
-            wl = self.project.workload.model_copy(update={"batch": int(self.columns["batch"][i])})
-            self._plans[i] = evaluate(self.project.model_copy(update={"workload": wl}), self.layout(i))
-        return self._plans[i]
+    def plan(self, i: int, *, details: bool = True) -> PlanResult:
+        """Full :func:`evaluate` of row ``i`` at its batch size (cached).
+
+        ``details=False``: the figures only (``evaluate(..., details=False)``: no explanations,
+        timelines or rank map), for a caller that prints :meth:`PlanResult.to_json`; not kept, so a
+        later full ``plan(i)`` still has everything (the full plan is returned when already there)."""
+        plan = self._plans.get(i)
+        if plan is not None:
+            return plan
+        wl = self.project.workload.model_copy(update={"batch": int(self.columns["batch"][i])})
+        plan = evaluate(self.project.model_copy(update={"workload": wl}), self.layout(i), details=details)
+        if details:
+            self._plans[i] = plan
+        return plan
 
     def label(self, i: int) -> str:
         return f"{self.layout(i).label} M={int(self.columns['micro_batches'][i])} batch={int(self.columns['batch'][i])}"
