@@ -22,6 +22,15 @@ from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("LAYOUT_STUDIO_NO_SETTINGS", "1")
+# the preset cache (studio/io/preset_cache.py) goes to a folder of this run, not the user's own
+# cache: a test run never writes into the home folder, and never reads what an earlier checkout left
+if "LAYOUT_STUDIO_CACHE_DIR" not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+
+    os.environ["LAYOUT_STUDIO_CACHE_DIR"] = tempfile.mkdtemp(prefix="layout-studio-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["LAYOUT_STUDIO_CACHE_DIR"], ignore_errors=True)
 
 _NO_TIMING = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
 
