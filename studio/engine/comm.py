@@ -18,19 +18,18 @@ minimum the sweep evaluates over arrays of message sizes.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
 from studio.engine.constants import Constants
+from studio.engine.records import Record
 from studio.engine.topology import Topology
 
 GB_PER_S_TO_BYTES_PER_US = 1e3  # 1 GB/s = 1e3 bytes/µs
 
 
-@dataclass(frozen=True)
-class Algo:
+class Algo(Record, frozen=True):
     """One way of running a collective: time(S) = alpha_us + S × us_per_byte for S ≤ max_bytes."""
 
     name: str
@@ -43,8 +42,7 @@ class Algo:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class Collective:
+class Collective(Record, frozen=True):
     """A collective (or transfer) on one group: the algorithms the runtime may choose from."""
 
     kind: str  # allreduce | p2p | alltoall

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from studio.core.architecture import ModulePrecision
 from studio.core.project import Project
 from studio.engine.constants import Constants
 from studio.engine.costing import LayoutCosts, StepTimes
+from studio.engine.records import Record
 from studio.engine.results import LoadSummary
 from studio.engine.topology import Topology
 
 
-@dataclass
-class PlanContext:
+class PlanContext(Record):
     """Everything :func:`studio.engine.evaluate` computed before assembling the result."""
 
     project: Project

@@ -26,7 +26,6 @@ All messages are per GPU, in the activation format, with the log-sum-exp in FP32
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -36,6 +35,7 @@ from studio.core.layout import Layout
 from studio.core.precision import DType
 from studio.engine.comm import Collective, allgather, ring_pass
 from studio.engine.constants import Constants
+from studio.engine.records import Record
 from studio.engine.results import CommCost
 from studio.engine.shapes import kv_bytes_per_token_layer
 from studio.engine.topology import Topology
@@ -44,8 +44,7 @@ LSE_BYTES = 4.0  # one FP32 log-sum-exp per head and token
 MAX_SAMPLED_GROUPS = 4  # CP groups costed per stage (the slowest counts)
 
 
-@dataclass(frozen=True)
-class CpCosts:
+class CpCosts(Record, frozen=True):
     """Batch-independent figures of a layout's context parallelism (``degree`` > 1)."""
 
     mode: str  # "decode" or "prefill"

@@ -9,8 +9,6 @@ and micro-batch counts into per-stage prefill and decode times with numpy, so :f
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from dataclasses import replace as dc_replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,6 +21,7 @@ from studio.core.units import GIB
 from studio.engine.comm import Collective, allreduce, alltoall, p2p
 from studio.engine.constants import Constants
 from studio.engine.context_parallel import CpCosts, cp_costs
+from studio.engine.records import Record
 from studio.engine.shapes import LayerTable, StageShape, stage_shapes
 from studio.engine.topology import Topology
 
@@ -31,9 +30,7 @@ if TYPE_CHECKING:
     from studio.engine.speculative import Drafting
 
 
-
-@dataclass
-class LayoutCosts:
+class LayoutCosts(Record):
     """Per-stage, batch-independent figures of one layout (worst GPU / worst replica per stage)."""
 
     layout: Layout
@@ -134,7 +131,7 @@ def layout_costs(
     shapes = stage_shapes(model, table, precision, kv_dtype, tp, ep, layout.stage_layers(model.num_layers),
                           has_fp8=has_fp8, has_fp4=has_fp4)
     if layout.cp > 1:  # the KV cache of every GPU is split along the sequence
-        shapes = [dc_replace(sh, kv_full=sh.kv_full / layout.cp, kv_sliding=sh.kv_sliding / layout.cp)
+        shapes = [sh.replace(kv_full=sh.kv_full / layout.cp, kv_sliding=sh.kv_sliding / layout.cp)
                   for sh in shapes]
     h = model.hidden_size
     moe = model.moe
@@ -235,8 +232,11 @@ def sliding_avg(n: np.ndarray | float, window: int | None) -> np.ndarray:
     return np.where(n <= w, (n + 1) / 2, w - w * (w - 1) / (2 * np.maximum(n, 1)))
 
 
-@dataclass
-class StepTimes:
+_NO_STAGES = np.zeros((0, 0))
+_NO_ROWS = np.zeros(0)
+
+
+class StepTimes(Record):
     """Per-stage times (ms) for one micro-batch; arrays shaped (stages, N)."""
 
     prefill_compute: np.ndarray
@@ -251,10 +251,10 @@ class StepTimes:
     ar_us_decode: np.ndarray
     p2p_us_prefill: np.ndarray  # one boundary, worst, (N,)
     p2p_us_decode: np.ndarray
-    prefill_cp: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # context parallelism
-    decode_cp: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
-    cp_us_prefill: np.ndarray = field(default_factory=lambda: np.zeros(0))  # one layer, worst stage, (N,)
-    cp_us_decode: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    prefill_cp: np.ndarray = _NO_STAGES  # context parallelism (defaults: shared, never written)
+    decode_cp: np.ndarray = _NO_STAGES
+    cp_us_prefill: np.ndarray = _NO_ROWS  # one layer, worst stage, (N,)
+    cp_us_decode: np.ndarray = _NO_ROWS
 
     @property
     def prefill_stage(self) -> np.ndarray:
@@ -292,8 +292,7 @@ def bubble_fraction(pp: int | np.ndarray, micro_batches: int | np.ndarray) -> np
     return float(out) if out.ndim == 0 else out
 
 
-@dataclass
-class ServeTimes:
+class ServeTimes(Record):
     """Latency and throughput per row (arrays shaped (N,)), and the step times behind them."""
 
     ttft_ms: np.ndarray

@@ -84,7 +84,7 @@ def memory_fit(lc: LayoutCosts, seq_len: int) -> tuple[np.ndarray, np.ndarray, i
 
 def _column(st: StepTimes, j: int) -> StepTimes:
     """The step times of one micro-batch size (column ``j``), keeping the (stages, 1) shape."""
-    return StepTimes(**{k: (v[:, j:j + 1] if v.ndim == 2 else v[j:j + 1]) for k, v in vars(st).items()})
+    return StepTimes(**{k: (v[:, j:j + 1] if v.ndim == 2 else v[j:j + 1]) for k, v in st.values().items()})
 
 
 def _comm_cost(col: Collective, phase: str, size: float) -> CommCost | None:

@@ -27,15 +27,13 @@ counts every output token (trtllm-bench / ``bench serve`` ``output_throughput``)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
 import numpy as np
 
 from studio.engine.iteration import IterationModel
+from studio.engine.records import Record
 
 
-@dataclass
-class SteadyState:
+class SteadyState(Record):
     """Mean figures of one replica in steady state; arrays shaped (N,)."""
 
     concurrency: np.ndarray  # requests in the system (running + waiting)
@@ -191,7 +189,7 @@ def open_loop(
     ctx = L + float(osl) / 2.0
     m = np.array([float(micro_batches)])
     if lam >= lam_max * 0.999:
-        return replace(sat, saturated=np.array([True])), lam_max
+        return sat.replace(saturated=np.array([True])), lam_max
     lam_ms = lam / 1e3
     t_lo = float(im.round_ms(0.0, 1.0, ctx, L, m)[0])
     t_hi = max(float(sat.iteration_ms[0]), t_lo) * 1.5

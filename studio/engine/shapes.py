@@ -7,18 +7,17 @@ micro-batches — so the sweep computes it once per layout and vectorises the re
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from studio.core.architecture import LLMArchitecture, ModulePrecision
 from studio.core.precision import DType
+from studio.engine.records import Record
 
 MODULES = ("attention", "mlp", "experts", "shared", "norms", "embeddings", "lm_head")
 
 
-@dataclass(frozen=True)
-class LayerTable:
+class LayerTable(Record, frozen=True):
     """Per-layer parameter counts (whole model) as arrays, with prefix sums for stage slicing."""
 
     attention_sharded: np.ndarray  # parameters split over TP
@@ -76,8 +75,7 @@ def layer_table(model: LLMArchitecture) -> LayerTable:
     return LayerTable(**arrays, prefix=prefix)
 
 
-@dataclass(frozen=True)
-class StageShape:
+class StageShape(Record, frozen=True):
     """One stage on one GPU of a TP group (all TP ranks are alike)."""
 
     first_layer: int

@@ -12,18 +12,17 @@ from __future__ import annotations
 import heapq
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from studio.core.errors import StudioError
 from studio.core.hardware import Cluster, LinkFamily
 from studio.core.project import LinkFit
 from studio.engine.identity_cache import cached_by_identity
+from studio.engine.records import Record
 
 NVLINK_SWITCH_KINDS = ("nvswitch", "nvlink-switch")
 
 
-@dataclass(frozen=True, slots=True)
-class Path:
+class Path(Record, frozen=True):
     """Route between two GPUs.
 
     Attributes

@@ -21,12 +21,12 @@ the project sets no token budget of its own.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from studio.core.architecture import LLMArchitecture
 from studio.core.precision import DType
 from studio.core.project import Project
 from studio.core.units import GIB
+from studio.engine.records import Record
 
 #: Bytes per weight element as trtllm-bench counts them (FP8 and FP8 block scales 1, NVFP4 0.5,
 #: anything else 2) — ``BYTES_PER_ELEM`` in tensorrt_llm/bench/build/tuning.py.
@@ -36,8 +36,7 @@ _BENCH_BYTES = {DType.FP8: 1.0, DType.FP4: 0.5}
 MAX_BATCH, MAX_TOKENS, MIN_BATCH, MIN_TOKENS = 4096, 32768, 64, 2048
 
 
-@dataclass(frozen=True)
-class BenchLimits:
+class BenchLimits(Record, frozen=True):
     """What trtllm-bench would build with, and the estimate it came from."""
 
     max_batch: int
