@@ -11,7 +11,7 @@ from __future__ import annotations
 from studio.core.units import GIB, MIB
 from studio.engine.disagg_pools import DecodeCurve, PrefillCurve, ServeState
 from studio.engine.disagg_results import DisaggResult
-from studio.engine.results import Explanation, Term
+from studio.engine.plan_views import Explanation, Term
 
 ASSUMPTIONS = (
     "prefill workers run prompt-only iterations of up to the token budget; decode workers run decode-only "

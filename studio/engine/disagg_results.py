@@ -8,7 +8,8 @@ from typing import Any
 
 from studio.core.serving_mode import PoolLayout, ServingMode
 from studio.engine.kv_transfer import KvTransfer
-from studio.engine.results import Explanation, GpuMemory
+from studio.engine.plan_views import Explanation
+from studio.engine.results import GpuMemory
 
 
 @dataclass(frozen=True, slots=True)

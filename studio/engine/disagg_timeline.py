@@ -20,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from studio.engine.disagg_results import DisaggResult
-from studio.engine.results import SEGMENT_KINDS, Timeline
+from studio.engine.plan_views import Timeline
+from studio.engine.results import SEGMENT_KINDS
 
 #: Output tokens drawn on the decode lane.
 DECODE_STEPS = 8

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,20 +28,15 @@ from studio.engine.costing import (
     serve_times,
 )
 from studio.engine.identity_cache import cached_by_identity
-from studio.engine.results import (
-    CommCost,
-    Explanation,
-    GpuMemory,
-    LoadSummary,
-    PlanResult,
-    StageResult,
-    Timeline,
-)
+from studio.engine.results import CommCost, GpuMemory, LoadSummary, PlanResult, StageResult
 from studio.engine.rules import plan_warnings
 from studio.engine.shapes import LayerTable, layer_table
 from studio.engine.topology import topology_of
 from studio.engine.trtllm_bench import token_budget
 from studio.engine.validate import check_layout
+
+if TYPE_CHECKING:
+    from studio.engine.plan_views import Explanation, Timeline
 
 _TABLES: OrderedDict[int, tuple[LLMArchitecture, LayerTable]] = OrderedDict()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from studio.core.units import GIB, MIB
 from studio.engine.context import PlanContext
-from studio.engine.results import Explanation, Term
+from studio.engine.plan_views import Explanation, Term
 
 
 def _peak_stage(ctx: PlanContext) -> int:

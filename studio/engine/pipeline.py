@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from studio.core.errors import StudioError
-from studio.engine.results import SEGMENT_KINDS, Timeline
+from studio.engine.plan_views import Timeline
+from studio.engine.results import SEGMENT_KINDS
 
 _COMPUTE, _AR, _A2A, _P2P, _IDLE, _CP = (
     SEGMENT_KINDS.index(k) for k in ("compute", "allreduce", "alltoall", "p2p", "idle", "cp"))

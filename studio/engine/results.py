@@ -8,12 +8,13 @@ bytes unless the name says otherwise.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Literal
 
 from studio.core.layout import Layout, RankCoords
 from studio.core.units import GIB
+
+if TYPE_CHECKING:
+    from studio.engine.plan_views import Explanation, Timeline
 
 Severity = Literal["error", "warning", "info"]
 
@@ -23,6 +24,11 @@ SEGMENT_KINDS: tuple[str, ...] = (
 )
 #: Kinds only a disaggregated request timeline has (:mod:`studio.engine.disagg_timeline`).
 REQUEST_ONLY_KINDS: frozenset[str] = frozenset({"kv_transfer"})
+
+#: Defined in :mod:`studio.engine.plan_views`, which only a plan's views need (a plan evaluated with
+#: ``details=False`` has none of them): imported from there on first use, so that ``sweep --json``
+#: does not define three more dataclasses.
+_VIEW_TYPES = ("Explanation", "Term", "Timeline")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,45 +52,6 @@ class LoadSummary:
     saturation_rate_per_s: float  # all replicas: the highest rate with a steady state
     saturated: bool  # an open loop at or above saturation: the queue grows without bound
     note: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Term:
-    """One term of a breakdown: ``name = value unit`` with an optional note."""
-
-    name: str
-    value: float
-    unit: str
-    note: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Explanation:
-    """Why a figure has its value: the formula in words and the terms that went into it."""
-
-    figure: str
-    value: float
-    unit: str
-    formula: str
-    terms: tuple[Term, ...] = ()
-    notes: tuple[str, ...] = ()
-
-    def as_text(self) -> str:
-        lines = [f"{self.figure} = {_fmt(self.value)} {self.unit}", f"  = {self.formula}"]
-        lines += [f"  {t.name}: {_fmt(t.value)} {t.unit}" + (f"  ({t.note})" if t.note else "") for t in self.terms]
-        lines += [f"  note: {n}" for n in self.notes]
-        return "\n".join(lines)
-
-
-def _fmt(v: float) -> str:
-    if v == 0:
-        return "0"
-    a = abs(v)
-    if a >= 1e6 or a < 1e-3:
-        return f"{v:.4g}"
-    if a >= 100:
-        return f"{v:,.1f}"
-    return f"{v:.4g}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,29 +124,6 @@ class StageResult:
     p2p_decode_ms: float
     prefill_cp_ms: float = 0.0  # context-parallel communication of the stage (0 without CP)
     decode_cp_ms: float = 0.0
-
-
-@dataclass(frozen=True)
-class Timeline:
-    """Pipeline timeline as arrays ready to draw: one row per segment.
-
-    ``lane`` indexes ``lanes`` (stage labels, or GPU labels when per GPU), ``kind`` indexes
-    :data:`SEGMENT_KINDS`, times in ms from the start of the step.
-    """
-
-    phase: Literal["prefill", "decode", "request"]
-    lanes: tuple[str, ...]
-    lane: np.ndarray
-    start: np.ndarray
-    duration: np.ndarray
-    kind: np.ndarray
-    micro_batch: np.ndarray
-    total_ms: float
-    bubble_fraction: float
-
-    def segments_of(self, kind: str) -> np.ndarray:
-        """Boolean mask of the segments of ``kind``."""
-        return self.kind == SEGMENT_KINDS.index(kind)
 
 
 @dataclass(frozen=True)
@@ -328,3 +272,13 @@ class PlanResult:
             "calibration": self.calibration,
             "assumptions": list(self.assumptions),
         }
+
+
+if not TYPE_CHECKING:  # mypy reads the names from the import above
+
+    def __getattr__(name: str) -> Any:
+        if name in _VIEW_TYPES:
+            from studio.engine import plan_views
+
+            return getattr(plan_views, name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
