@@ -68,6 +68,10 @@ def test_pools_arrow_lanes_and_note_follow_the_serving_mode(qtbot, window):
     assert arrow.src == _tile(win, t.src_gpu).sceneBoundingRect().center()
     assert arrow.dst == _tile(win, t.dst_gpu).sceneBoundingRect().center()
     assert t.bottleneck_name in arrow.toolTip()
+    # its label sits above the headers of the nodes it joins, not on their names
+    nodes = [_tile(win, g).parentItem().sceneBoundingRect() for g in (t.src_gpu, t.dst_gpu)]
+    label = arrow.mapRectToScene(arrow._label_rect())
+    assert label.bottom() < min(r.top() for r in nodes)
     texts = [e.text for e in win.canvas.legend.entries]
     assert "prefill 2P(TP4)" in texts and "decode 1D(TP8)" in texts and "KV transfer (slowest flow)" in texts
 

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
 ARROW_COLOR = "#c92a2a"
 ARC_RISE = 40.0  # scene units the arrow's arc rises above the higher GPU
+HEADER_CLEARANCE = 16.0  # scene units between the label's centre and the top of the nodes it joins
 
 
 class KvTransferArrow(QGraphicsItem):
@@ -26,25 +27,36 @@ class KvTransferArrow(QGraphicsItem):
         self.src = QPointF()
         self.dst = QPointF()
         self.text = ""
+        self.clear_top: float | None = None
         self._font = QFont()
         self._font.setPointSizeF(9)
         self._font.setBold(True)
 
-    def set_ends(self, src: QPointF, dst: QPointF, text: str, tip: str) -> None:
+    def set_ends(self, src: QPointF, dst: QPointF, text: str, tip: str, clear_top: float | None = None) -> None:
+        """Join ``src`` to ``dst``; with ``clear_top`` (the scene y of the top of the nodes they sit in)
+        the arc's apex and label go above it, so neither covers a node's header text."""
         self.prepareGeometryChange()
         self.src, self.dst, self.text = QPointF(src), QPointF(dst), text
+        self.clear_top = clear_top
         self.setToolTip(tip)
         self.update()
 
-    def _control(self) -> QPointF:
-        """Control point of the arc: above the two GPUs, clear of the node headers."""
-        mid = (self.src + self.dst) / 2
+    def _controls(self) -> tuple[QPointF, QPointF]:
+        """Control points of the arc (a cubic): straight above each end, so the arc leaves the
+        prefill GPU and reaches the decode GPU vertically, crossing a node's header only over the
+        tile it joins; high enough that the apex clears the node headers (``clear_top``)."""
+        mid_y = (self.src.y() + self.dst.y()) / 2
         rise = max(ARC_RISE, 0.25 * QLineF(self.src, self.dst).length())
-        return QPointF(mid.x(), min(self.src.y(), self.dst.y()) - rise)
+        y = min(self.src.y(), self.dst.y()) - rise
+        if self.clear_top is not None:
+            # the apex (the curve at t = 1/2) is at mid_y / 4 + 3/4 · y: put it HEADER_CLEARANCE above
+            # the nodes' top
+            y = min(y, (self.clear_top - HEADER_CLEARANCE - mid_y / 4) / 0.75)
+        return QPointF(self.src.x(), y), QPointF(self.dst.x(), y)
 
     def _apex(self) -> QPointF:
-        c = self._control()
-        return (self.src + self.dst) / 4 + c / 2  # the quadratic curve at t = 1/2
+        c1, c2 = self._controls()
+        return (self.src + self.dst) / 8 + (c1 + c2) * 3 / 8  # the cubic at t = 1/2
 
     def _label_rect(self) -> QRectF:
         from PySide6.QtGui import QFontMetricsF
@@ -55,7 +67,8 @@ class KvTransferArrow(QGraphicsItem):
         return QRectF(apex.x() - w / 2, apex.y() - h / 2, w, h)
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API
-        r = QRectF(self.src, self.dst).normalized().united(QRectF(self._control(), self._control()))
+        c1, c2 = self._controls()
+        r = QRectF(self.src, self.dst).normalized().united(QRectF(c1, c2).normalized())
         return r.adjusted(-16, -16, 16, 16).united(self._label_rect().adjusted(-2, -2, 2, 2))
 
     def paint(self, p: QPainter, _opt: QStyleOptionGraphicsItem, _w: QWidget | None = None) -> None:
@@ -65,11 +78,11 @@ class KvTransferArrow(QGraphicsItem):
         pen.setCapStyle(Qt.PenCapStyle.RoundCap)
         p.setPen(pen)
         p.setBrush(Qt.BrushStyle.NoBrush)
-        c = self._control()
+        c1, c2 = self._controls()
         arc = QPainterPath(self.src)
-        arc.quadTo(c, self.dst)
+        arc.cubicTo(c1, c2, self.dst)
         p.drawPath(arc)
-        line = QLineF(c, self.dst)  # the curve's direction where it ends
+        line = QLineF(c2, self.dst)  # the curve's direction where it ends
         angle = math.atan2(line.dy(), line.dx())
         head = QPolygonF([
             self.dst,

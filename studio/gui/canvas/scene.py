@@ -396,7 +396,9 @@ class ClusterScene(QGraphicsScene):
             f"{t.flows} rank-to-rank flows, {t.time_ms:.3g} ms; slowest hop {over} "
             f"({t.src_gpu} → {t.dst_gpu})"
         )
-        self.kv_arrow.set_ends(src.sceneBoundingRect().center(), dst.sceneBoundingRect().center(), text, tip)
+        tops = [item.sceneBoundingRect().top() for item in (src.parentItem(), dst.parentItem()) if item is not None]
+        self.kv_arrow.set_ends(src.sceneBoundingRect().center(), dst.sceneBoundingRect().center(), text, tip,
+                               clear_top=min(tops) if tops else None)
 
     def _on_result(self, result, revision: int) -> None:
         project = self.doc.project
