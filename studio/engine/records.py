@@ -16,16 +16,21 @@ same way (annotations, defaults as values) and shares this module's generic meth
 * :meth:`Record.replace` (for :func:`dataclasses.replace`), :meth:`Record.values` (the fields as a
   dict) and a dataclass-like ``repr``.
 
-The results the engine hands out (:mod:`studio.engine.results`) stay dataclasses: their callers use
-:func:`dataclasses.replace`, :func:`dataclasses.fields` and :func:`dataclasses.asdict` on them.
+The results the engine hands out (:mod:`studio.engine.results`) stay dataclasses — their callers use
+:func:`dataclasses.replace`, :func:`dataclasses.fields` and :func:`dataclasses.asdict` on them — made
+with :func:`frozen_result`: a frozen dataclass whose ``__init__``, ``__repr__``, ``__eq__`` and
+``__hash__`` are this module's generic ones instead of compiled per class.
 """
 
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError
-from typing import Any, ClassVar
+import dataclasses
+from dataclasses import MISSING, FrozenInstanceError
+from typing import Any, ClassVar, TypeVar
 
 from typing_extensions import Self, dataclass_transform
+
+T = TypeVar("T")
 
 
 @dataclass_transform()
@@ -89,4 +94,90 @@ def _refuse_set(self: Record, name: str, value: Any) -> None:
 
 
 def _refuse_delete(self: Record, name: str) -> None:
+    raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field,))
+def frozen_result(cls: type[T]) -> type[T]:
+    """``@dataclass(frozen=True)`` without the per-class ``exec``: the class is a dataclass
+    (:func:`dataclasses.fields`, :func:`~dataclasses.replace` and :func:`~dataclasses.asdict` work;
+    ``field(default_factory=…, repr=False, compare=False)`` as usual) whose construction, ``repr``,
+    equality, hashing and refusal to be assigned behave as a frozen dataclass's, by the generic
+    methods below. Instances keep their fields in ``__dict__`` (no ``__slots__``)."""
+    dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]  # a dataclass now
+    c: Any = cls
+    c._names = tuple(f.name for f in fields)
+    c._name_set = frozenset(c._names)
+    c._defaults = {f.name: f.default for f in fields if f.default is not MISSING}
+    c._factories = {f.name: f.default_factory for f in fields if f.default_factory is not MISSING}
+    c._shown = tuple(f.name for f in fields if f.repr)
+    c._compared = tuple(f.name for f in fields if f.compare)
+    setattr(c, "__match_args__", c._names)  # noqa: B010  # mypy refuses the plain assignment
+    c.__init__ = _result_init
+    c.__repr__ = _result_repr
+    c.__eq__ = _result_eq
+    c.__hash__ = _result_hash
+    c.__setattr__ = _result_refuse_set
+    c.__delattr__ = _result_refuse_delete
+    return cls
+
+
+def _result_init(self: Any, *args: Any, **kwargs: Any) -> None:
+    if not args and kwargs.keys() == self._name_set:  # every field by keyword: the usual call
+        self.__dict__.update(kwargs)
+        return
+    names = self._names
+    if len(args) > len(names):
+        raise TypeError(f"{type(self).__name__}() takes {len(names)} fields but {len(args)} were given")
+    values = dict(zip(names, args, strict=False))
+    for name, value in kwargs.items():
+        if name not in names:
+            raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {name!r}")
+        if name in values:
+            raise TypeError(f"{type(self).__name__}() got multiple values for argument {name!r}")
+        values[name] = value
+    store = object.__setattr__
+    for name in names:
+        if name in values:
+            store(self, name, values[name])
+        elif name in self._defaults:
+            store(self, name, self._defaults[name])
+        elif name in self._factories:
+            store(self, name, self._factories[name]())
+        else:
+            raise TypeError(f"{type(self).__name__}() missing required argument: {name!r}")
+
+
+_REPR_RUNNING: set[int] = set()
+
+
+def _result_repr(self: Any) -> str:
+    key = id(self)
+    if key in _REPR_RUNNING:  # a result that holds itself, as dataclasses' recursive_repr
+        return "..."
+    _REPR_RUNNING.add(key)
+    try:
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._shown)
+    finally:
+        _REPR_RUNNING.discard(key)
+    return f"{type(self).__qualname__}({inner})"
+
+
+def _result_eq(self: Any, other: Any) -> bool:
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    names = self._compared
+    return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
+
+
+def _result_hash(self: Any) -> int:
+    return hash(tuple(getattr(self, n) for n in self._compared))
+
+
+def _result_refuse_set(self: Any, name: str, value: Any) -> None:
+    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _result_refuse_delete(self: Any, name: str) -> None:
     raise FrozenInstanceError(f"cannot delete field {name!r}")

@@ -1,17 +1,19 @@
 """Frozen results of the cost engine. Every headline figure carries an :class:`Explanation`.
 
 These types are the contract between the engine and everything that shows or exports a plan
-(GUI, CLI, exporters, report). Times are in milliseconds unless the name says ``_us``; memory in
+(GUI, CLI, exporters, report). Each is a frozen dataclass (:func:`studio.engine.records.frozen_result`:
+the same behaviour without compiling its methods at import). Times are in milliseconds unless the name says ``_us``; memory in
 bytes unless the name says otherwise.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
 
 from studio.core.layout import Layout, RankCoords
 from studio.core.units import GIB
+from studio.engine.records import frozen_result
 
 if TYPE_CHECKING:
     from studio.engine.plan_views import Explanation, Timeline
@@ -31,7 +33,7 @@ REQUEST_ONLY_KINDS: frozenset[str] = frozenset({"kv_transfer"})
 _VIEW_TYPES = ("Explanation", "Term", "Timeline")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_result
 class LoadSummary:
     """The traffic a plan's latency and throughput figures assume, and how the replicas run under it.
 
@@ -54,7 +56,7 @@ class LoadSummary:
     note: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_result
 class PlanWarning:
     """A rule that fired. ``code`` is stable (e.g. ``TP_CROSSES_NODE``); ``fix`` is one line."""
 
@@ -66,7 +68,7 @@ class PlanWarning:
     links: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_result
 class GpuMemory:
     """Memory of one GPU (bytes)."""
 
@@ -92,7 +94,7 @@ class GpuMemory:
         return self.capacity - self.total
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_result
 class CommCost:
     """One collective or transfer, costed over the links that join its GPUs."""
 
@@ -109,7 +111,7 @@ class CommCost:
     explanation: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_result
 class StageResult:
     """Per pipeline stage, for one micro-batch, in ms."""
 
@@ -126,7 +128,7 @@ class StageResult:
     decode_cp_ms: float = 0.0
 
 
-@dataclass(frozen=True)
+@frozen_result
 class PlanResult:
     """Everything the engine knows about one layout of one project."""
 

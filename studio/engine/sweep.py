@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from studio.engine.evaluate import (
     memory_fit,
     resolve_calibration,
 )
+from studio.engine.records import frozen_result
 from studio.engine.results import PlanResult
 from studio.engine.topology import Topology, topology_of
 from studio.engine.trtllm_bench import token_budget
@@ -41,7 +42,7 @@ MAX_SAMPLED_REPLICAS = 4
 MAX_SWEPT_PREFILL_CP = 8
 
 
-@dataclass(frozen=True)
+@frozen_result
 class SweepResult:
     """Every candidate layout of a sweep as columns (one row per candidate).
 
