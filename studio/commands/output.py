@@ -73,9 +73,14 @@ def dumps_indented(value) -> str:
             for k, v in o.items():
                 if type(k) is not str:
                     raise _NotPlain
-                append(f"{sep}{inner}{encode_basestring(k)}: ")
+                head = f"{sep}{inner}{encode_basestring(k)}: "
                 sep = ","
-                write(v, inner)
+                leaf = scalar(v)  # most values are leaves: one piece per member, no call down
+                if leaf is None:
+                    append(head)
+                    write(v, inner)
+                else:
+                    append(head + leaf)
             append(pad + "}")
         elif kind is list:
             if not o:
@@ -83,12 +88,36 @@ def dumps_indented(value) -> str:
                 return
             inner, sep = pad + "  ", "["
             for v in o:
-                append(sep + inner)
+                leaf = scalar(v)
+                if leaf is None:
+                    append(sep + inner)
+                    write(v, inner)
+                else:
+                    append(sep + inner + leaf)
                 sep = ","
-                write(v, inner)
             append(pad + "]")
         else:
             raise _NotPlain
+
+    def scalar(o) -> str | None:
+        """The text of a plain leaf, or None for a container (or anything else: :func:`write`
+        decides)."""
+        kind = type(o)
+        if kind is str:
+            return encode_basestring(o)
+        if kind is float:
+            if not math.isfinite(o):
+                raise _NotPlain
+            return float_repr(o)
+        if kind is int:
+            return int_repr(o)
+        if o is None:
+            return "null"
+        if o is True:
+            return "true"
+        if o is False:
+            return "false"
+        return None
 
     try:
         write(value, "\n")
