@@ -20,6 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.source_trees import module_tree
+
 ROOT = Path(__file__).resolve().parents[1]
 STUDIO = ROOT / "studio"
 QT_MODULES = ("PySide6", "pyqtgraph", "shiboken6")
@@ -38,7 +40,7 @@ def imported_modules(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
     against its package under ``root``, the folder holding ``studio``)."""
     package = ".".join(path.relative_to(root).with_suffix("").parts[:-1])
     out: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in ast.walk(module_tree(path)):
         if isinstance(node, ast.Import):
             out += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):

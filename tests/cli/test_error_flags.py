@@ -9,6 +9,7 @@ from pathlib import Path
 
 from studio.commands.flags import FLAGS, cli_message
 from studio.core.errors import StudioError
+from tests.source_trees import module_tree as _tree
 
 STUDIO = Path(__file__).resolve().parents[2] / "studio"
 HEADLESS = ("core", "engine", "io", "service")
@@ -16,12 +17,6 @@ HEADLESS = ("core", "engine", "io", "service")
 OUR_FLAG = re.compile(
     r"(?<![\w-])--(" + "|".join(re.escape(f[2:]) for f in FLAGS.values()) + r")\b"
 )
-
-
-@functools.cache
-def _tree(path: Path) -> ast.Module:
-    """A module's syntax tree, parsed once per run (three scans read the same ~100 modules)."""
-    return ast.parse(path.read_text(encoding="utf-8"))
 
 
 @functools.cache
