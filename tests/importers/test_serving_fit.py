@@ -110,12 +110,16 @@ def test_cli_prints_every_run_writes_and_stores_the_profile(tmp_path, capsys, ca
     data = json.loads(out.read_text())
     assert set(data["efficiency"]) == {"prefill_efficiency", "decode_efficiency"}
     assert data["fit_error"]["serving.output_tok_s.rms_rel_error"] < data["fit_error"]["serving.output_tok_s.default_rms_rel_error"]
+    # storing the fit in a project and planning with it: three of the runs make a profile as well
+    # (the fit over the whole table is the one above; this part checks --project and --save-as)
+    three = tmp_path / "three.jsonl"
+    three.write_text("".join(line + "\n" for line in H200_8B.read_text().splitlines()[:3]))
     project = tmp_path / "p.json"
     save_project(h200_project(catalog_full, "llama-3.1-8b"), project)
-    assert main(["calibrate", "serving", str(H200_8B), "--project", str(project), "--save-as", "lab-h200"]) == 0
+    assert main(["calibrate", "serving", str(three), "--project", str(project), "--save-as", "lab-h200"]) == 0
+    assert capsys.readouterr().out.startswith("3 runs of llama-3.1-8b on h200-sxm")
     saved = load_project(project)
     assert "lab-h200" in saved.calibrations and saved.calibrations["lab-h200"].efficiency
-    capsys.readouterr()
     assert main(["plan", str(project), "--calibration", "lab-h200", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["calibration"] == "lab-h200"
 
