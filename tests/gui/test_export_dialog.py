@@ -199,6 +199,20 @@ def test_load_config_shows_the_checkpoint_size_check(qtbot, doc, catalog):
     assert "agrees" in panel.model_info.text()
 
 
+def test_model_box_names_the_model_the_project_holds(qtbot, doc, catalog):
+    """A project whose ``model_ref`` names another preset than its model (a hand-edited file) shows
+    the model it holds: that is the one every figure is computed for."""
+    from studio.gui.panels.model_panel import ModelPanel
+
+    panel = ModelPanel(doc, catalog)
+    qtbot.addWidget(panel)
+    other = next(mid for mid in catalog.models if mid != doc.project.model.id)
+    panel.refresh(doc.project.model_copy(update={"model_ref": other}))
+    shown = panel.model.currentData() or panel.model.currentText()
+    assert shown in (doc.project.model.id, doc.project.model.name)
+    assert panel.model.currentText() != catalog.models[other].name
+
+
 def test_check_button_shows_the_rules_verdict(qtbot, dialog):
     from PySide6.QtCore import Qt
 

@@ -144,6 +144,8 @@ class ModelPanel(QWidget):
         self._updating = True
         try:
             i = self.model.findData(p.model_ref) if p.model_ref else -1
+            if i >= 0 and p.model_ref != p.model.id:
+                i = -1  # the reference names another preset than the model the project holds
             if i < 0:
                 i = self.model.findData(p.model.id)
             if i < 0:
