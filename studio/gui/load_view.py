@@ -7,6 +7,11 @@ operating point (the project's load) is highlighted on both. The curve — close
 a request simulation at each rate for p99 — runs in a worker thread through the application's one
 scheduler (:class:`studio.gui.worker.ScheduledWork`, as the document's recompute and the Explorer's
 sweep do) and only while the view is shown; a curve for an older revision of the project is dropped.
+
+After an edit the curve starts once the edits pause (:data:`DEBOUNCE_MS`), as the Explorer's sweep
+does: a 16-GPU curve costs ~90 ms of CPU, and started at once on every result it competed with the
+redraw of the edit itself for the interpreter (a link-kind edit of a 16-GPU plan took 45 ms to
+redraw instead of 10 ms; ``python benchmarks/gui.py``). Raising the tab computes it at once.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QShowEvent
+from PySide6.QtGui import QHideEvent, QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from studio.core.project import Project
@@ -30,6 +35,8 @@ POINT_COLOR = "#2b8a3e"
 #: Rates on the curve (5 % … 97 % of saturation) and requests simulated at each for p99.
 POINTS = 16
 REQUESTS = 600
+#: Quiet time after the last result before the curve of an edited project starts (ms).
+DEBOUNCE_MS = 250
 
 CurveFn = Callable[[Project], object]
 
@@ -84,7 +91,7 @@ class LoadView(QWidget):
         self.curve_revision = -1
         self._asked_revision = -1
         self.jobs = ScheduledWork(evaluate_work(curve or default_curve), lambda: self.doc.project,
-                                  name="the load curve", parent=self)
+                                  debounce_ms=DEBOUNCE_MS, name="the load curve", parent=self)
         self.jobs.responded.connect(lambda r: self._on_curve(r.result, r.revision, r.error))
 
         self.status = QLabel("")
@@ -132,21 +139,43 @@ class LoadView(QWidget):
     def _on_result(self, result: object, revision: int) -> None:
         self._draw_point(result)
         if self.isVisible():
-            self.refresh()
+            self.refresh(debounced=True)
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt API
         super().showEvent(event)
         if self.doc.result_is_current and self._asked_revision != self.doc.revision:
             self.refresh()
 
-    def refresh(self) -> None:
-        """Compute the curve of the current project in the worker (no-op if already asked)."""
+    def hideEvent(self, event: QHideEvent) -> None:  # noqa: N802 - Qt API
+        super().hideEvent(event)
+        if self.jobs.pending:  # asked for but not started: nobody looks, ask again when shown
+            self.jobs.timer.stop()
+            self._asked_revision = -1
+            self.busy.hide()
+
+    def refresh(self, debounced: bool = False) -> None:
+        """Compute the curve of the current project in the worker (no-op if already asked).
+
+        Parameters
+        ----------
+        debounced:
+            Start after :data:`DEBOUNCE_MS` without a further result (an edit) instead of now;
+            a curve of an older revision in flight is dropped at once either way.
+        """
         revision = self.doc.revision
         if self._asked_revision == revision:
             return
         self._asked_revision = revision
         self.busy.show()
-        self.jobs.start(revision)
+        if debounced:
+            self.jobs.schedule(revision)
+        else:
+            self.jobs.start(revision)
+
+    @property
+    def pending(self) -> bool:
+        """A curve is asked for and waits for the edits to pause."""
+        return self.jobs.pending
 
     def wait_idle(self, msecs: int = 30_000) -> bool:
         """Block until the curve being computed is done (tests, shutdown)."""

@@ -178,3 +178,34 @@ def test_offline_mode_shows_no_rate_or_users(qtbot, editor, live_doc):
     assert not editor.rate.isEnabled() and not editor.users.isEnabled()
     live_doc.recompute_now()
     assert live_doc.result.load.mode == "offline"
+
+
+def test_an_edit_starts_the_curve_once_the_edits_pause(qtbot, view, live_doc):
+    """The curve of an edited project waits for the debounce (no event loop runs between the
+    edits here, so none can start early); a second edit restarts the wait and the one curve drawn
+    is the newest project's."""
+    started: list[int] = []
+    view.jobs.started.connect(started.append)
+    for isl in (3000, 3500):
+        live_doc.edit("Input length", "workload", lambda p, isl=isl: p.replace(workload=p.workload.replace(isl=isl)))
+        live_doc.recompute_now()
+        assert view.pending and not view.jobs.running and started == []
+        assert view.busy.isVisibleTo(view)
+    with qtbot.waitSignal(view.curveReady, timeout=60_000) as sig:
+        pass
+    assert started == [live_doc.revision] and sig.args[1] == live_doc.revision
+    assert not view.pending and not view.busy.isVisibleTo(view)
+
+
+def test_hiding_the_view_drops_the_waiting_curve_and_showing_it_computes_at_once(qtbot, view, live_doc):
+    live_doc.edit("Input length", "workload", lambda p: p.replace(workload=p.workload.replace(isl=3000)))
+    live_doc.recompute_now()
+    assert view.pending
+    view.hide()
+    assert not view.pending and not view.jobs.running
+    started: list[int] = []
+    view.jobs.started.connect(started.append)
+    with qtbot.waitSignal(view.curveReady, timeout=60_000) as sig:
+        view.show()
+        assert started == [live_doc.revision] and not view.pending  # started at once, not waiting
+    assert sig.args[1] == live_doc.revision
