@@ -254,6 +254,38 @@ def skip_plugin_loader() -> None:
 #: way, with Qt's objects torn down (see :func:`entry_point`).
 WINDOW_COMMANDS = frozenset({"open", "snapshot"})
 
+#: Allocations (less deallocations) of container objects after which the cyclic garbage collector
+#: looks at the youngest objects, in a headless command's process (see :func:`collect_less_often`);
+#: CPython's default is 700.
+HEADLESS_GC_THRESHOLD = 100_000
+
+
+def headless(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` (the arguments after the program name) runs a command that opens no window:
+    not an empty line (the studio opens) nor one of :data:`WINDOW_COMMANDS`."""
+    argv = [a for a in argv if a != "--debug"]
+    return bool(argv) and argv[0] not in WINDOW_COMMANDS
+
+
+def collect_less_often(argv: Sequence[str]) -> None:
+    """Start the cyclic garbage collector's young-object passes less often in a headless command.
+
+    A ``sweep`` allocates ~60,000 long-lived objects while it imports numpy, pydantic and the
+    studio and builds its pydantic schemas (modules, classes, functions, schemas: all kept until
+    the process ends) and few short-lived cycles: with CPython's threshold of 700 the collector runs
+    ~90 passes that free almost nothing (~500 objects) and cost ~13 ms of CPU, 4 % of the command.
+    Reference counting frees everything else as before; a command that does make cyclic garbage
+    (a long ``simulate``) still has it collected, every :data:`HEADLESS_GC_THRESHOLD` allocations
+    instead of every 700, and the older generations keep their thresholds. Not for the window
+    commands (the same ones :func:`fast_exit_allowed` refuses), whose process lives on for hours.
+    """
+    if not headless(argv):
+        return
+    import gc
+
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(HEADLESS_GC_THRESHOLD, older, oldest)
+
 
 def fast_exit_allowed(argv: Sequence[str]) -> bool:
     """Whether a ``layout-studio`` process for ``argv`` may skip the interpreter's teardown.
@@ -262,8 +294,7 @@ def fast_exit_allowed(argv: Sequence[str]) -> bool:
     watches the process's end: a tracer or profiler (coverage, ``cProfile``), warnings asked for
     (``-W``, ``-X dev``: exit-time ``ResourceWarning``).
     """
-    argv = [a for a in argv if a != "--debug"]
-    if not argv or argv[0] in WINDOW_COMMANDS:
+    if not headless(argv):
         return False
     if sys.gettrace() is not None or sys.getprofile() is not None or "coverage" in sys.modules:
         return False
@@ -294,11 +325,13 @@ def entry_point() -> None:
     more than the sweep itself, and nothing of it reaches the user. The exit handler that does this
     is registered before the command runs, so handlers registered after it (``logging``'s flush,
     ``weakref.finalize`` and ``tempfile`` clean-ups, anything a command registers) still run first;
-    the non-daemon threads have been joined before exit handlers run.
+    the non-daemon threads have been joined before exit handlers run. Its garbage collector also
+    runs less often (:func:`collect_less_often`).
     """
     for key, value in PROCESS_ENV.items():
         os.environ.setdefault(key, value)
     skip_plugin_loader()
+    collect_less_often(sys.argv[1:])
     code: list[int] = []
     if fast_exit_allowed(sys.argv[1:]):
         import atexit

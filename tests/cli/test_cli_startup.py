@@ -57,3 +57,17 @@ def test_plugins_left_on_keep_pydantics_plugin_loader():
         proc = run_child(code, PYDANTIC_DISABLE_PLUGINS=value)
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.strip() == "False"  # nothing stands in: pydantic imports its own loader
+
+
+def test_a_headless_command_collects_garbage_less_often(monkeypatch):
+    import gc
+
+    from studio import cli
+
+    monkeypatch.setattr(gc, "set_threshold", lambda *t: calls.append(t))
+    calls: list[tuple[int, ...]] = []
+    for argv in ([], ["open"], ["--debug", "snapshot", "-o", "a.png"]):  # windows: left as they are
+        cli.collect_less_often(argv)
+    assert calls == []
+    cli.collect_less_often(["sweep", "--json"])
+    assert calls == [(cli.HEADLESS_GC_THRESHOLD, *gc.get_threshold()[1:])]  # older generations as they were
