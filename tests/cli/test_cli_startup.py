@@ -71,3 +71,48 @@ def test_a_headless_command_collects_garbage_less_often(monkeypatch):
     assert calls == []
     cli.collect_less_often(["sweep", "--json"])
     assert calls == [(cli.HEADLESS_GC_THRESHOLD, *gc.get_threshold()[1:])]  # older generations as they were
+
+
+#: The thread count OpenBLAS is given in a ``layout-studio`` process for the command line after it.
+BLAS_CHILD = """
+import os, sys
+from studio import cli
+
+cli.one_blas_thread(sys.argv[1:])
+print(os.environ.get("OPENBLAS_NUM_THREADS", "unset"))
+"""
+
+#: Every variable OpenBLAS reads its thread count from, unset (empty).
+NO_THREAD_COUNT = dict.fromkeys(("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"), "")
+
+
+def blas_threads(*argv: str, **env: str) -> str:
+    full = {**os.environ, **NO_THREAD_COUNT, **env, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", BLAS_CHILD, *argv], cwd=ROOT, env=full, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_a_headless_command_runs_openblas_in_one_thread():
+    assert blas_threads("sweep", "--json") == "1"
+    assert blas_threads("--debug", "plan") == "1"
+    for argv in ([], ["open"], ["--debug", "snapshot", "-o", "a.png"]):  # windows: left as they are
+        assert blas_threads(*argv) == "", argv
+
+
+def test_a_thread_count_the_user_set_wins():
+    assert blas_threads("sweep", OPENBLAS_NUM_THREADS="4") == "4"
+    assert blas_threads("sweep", GOTO_NUM_THREADS="4") == ""
+    assert blas_threads("sweep", OMP_NUM_THREADS="4") == ""
+
+
+def test_numpy_already_imported_is_left_as_it_is(monkeypatch):
+    import numpy  # noqa: F401  # imported: OpenBLAS has read its thread count already
+
+    from studio import cli
+
+    for name in NO_THREAD_COUNT:
+        monkeypatch.delenv(name, raising=False)
+    cli.one_blas_thread(["sweep"])
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
