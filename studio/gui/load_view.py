@@ -6,7 +6,8 @@ tokens/s per GPU against tokens/s per user (the latency–throughput trade-off).
 operating point (the project's load) is highlighted on both. The curve — closed form for the means,
 a request simulation at each rate for p99 — runs in a worker thread through the application's one
 scheduler (:class:`studio.gui.worker.ScheduledWork`, as the document's recompute and the Explorer's
-sweep do) and only while the view is shown; a curve for an older revision of the project is dropped.
+sweep do) and only while the view is on screen (not while its tab is behind the timeline's or the
+Explorer's); a curve for an older revision of the project is dropped.
 
 After an edit the curve starts once the edits pause (:data:`DEBOUNCE_MS`), as the Explorer's sweep
 does: a 16-GPU curve costs ~90 ms of CPU, and started at once on every result it competed with the
@@ -22,7 +23,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QHideEvent, QShowEvent
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDockWidget, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from studio.core.project import Project
 from studio.gui.document import ProjectDocument
@@ -90,6 +91,7 @@ class LoadView(QWidget):
         self.curve: object | None = None
         self.curve_revision = -1
         self._asked_revision = -1
+        self._dock: QDockWidget | None = None
         self.jobs = ScheduledWork(evaluate_work(curve or default_curve), lambda: self.doc.project,
                                   debounce_ms=DEBOUNCE_MS, name="the load curve", parent=self)
         self.jobs.responded.connect(lambda r: self._on_curve(r.result, r.revision, r.error))
@@ -138,16 +140,34 @@ class LoadView(QWidget):
     # ------------------------------------------------------------------ compute
     def _on_result(self, result: object, revision: int) -> None:
         self._draw_point(result)
-        if self.isVisible():
+        if self.seen():
             self.refresh(debounced=True)
+
+    def seen(self) -> bool:
+        """Whether the view is on screen: shown, and not a dock tab behind another one (Qt keeps
+        such a tab's widget visible, with nothing of it left to paint)."""
+        return self.isVisible() and not self.visibleRegion().isEmpty()
+
+    def follow_dock(self, dock: QDockWidget) -> None:
+        """Compute when ``dock``'s tab is raised and drop a waiting curve when another tab
+        covers it (``visibilityChanged``); no show or hide event comes then."""
+        self._dock = dock
+        dock.visibilityChanged.connect(lambda shown: self._on_shown() if shown else self._on_hidden())
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt API
         super().showEvent(event)
-        if self.doc.result_is_current and self._asked_revision != self.doc.revision:
-            self.refresh()
+        if self._dock is None:  # a docked view is shown with every tab, raised or not: its dock says
+            self._on_shown()
 
     def hideEvent(self, event: QHideEvent) -> None:  # noqa: N802 - Qt API
         super().hideEvent(event)
+        self._on_hidden()
+
+    def _on_shown(self) -> None:
+        if self.doc.result_is_current and self._asked_revision != self.doc.revision:
+            self.refresh()
+
+    def _on_hidden(self) -> None:
         if self.jobs.pending:  # asked for but not started: nobody looks, ask again when shown
             self.jobs.timer.stop()
             self._asked_revision = -1

@@ -118,7 +118,7 @@ class MainWindow(QMainWindow):
         from studio.gui.load_view import LoadView  # latency–throughput under load (issue 10)
 
         self.load_view = LoadView(doc)
-        self.add_dock(self.load_view, Qt.DockWidgetArea.BottomDockWidgetArea, "Load")
+        self.load_view.follow_dock(self.add_dock(self.load_view, Qt.DockWidgetArea.BottomDockWidgetArea, "Load"))
         self.tabifyDockWidget(self.docks["Explorer"], self.docks["Load"])
         self.docks["Pipeline timeline"].raise_()
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)

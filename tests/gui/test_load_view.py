@@ -209,3 +209,32 @@ def test_hiding_the_view_drops_the_waiting_curve_and_showing_it_computes_at_once
         view.show()
         assert started == [live_doc.revision] and not view.pending  # started at once, not waiting
     assert sig.args[1] == live_doc.revision
+
+
+def test_a_load_tab_behind_the_timeline_computes_nothing_until_raised(qtbot, live_doc, catalog, tmp_path):
+    """Qt keeps a dock tab behind another visible; the curve waits for the tab to be raised."""
+    from PySide6.QtCore import QSettings
+
+    from studio.gui.main_window import MainWindow
+
+    w = MainWindow(live_doc, catalog, settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    started: list[int] = []
+    w.load_view.jobs.started.connect(started.append)
+    w.resize(1600, 1000)
+    w.show()
+    qtbot.waitExposed(w)
+    assert w.load_view.isVisible() and not w.load_view.seen()  # the timeline's tab is raised
+    live_doc.edit("Input length", "workload", lambda p: p.replace(workload=p.workload.replace(isl=3000)))
+    live_doc.recompute_now()
+    assert started == [] and not w.load_view.pending
+    with qtbot.waitSignal(w.load_view.curveReady, timeout=60_000) as sig:
+        w.docks["Load"].raise_()
+        assert started == [live_doc.revision]  # at once, not after the debounce
+    assert sig.args[1] == live_doc.revision
+    w.docks["Pipeline timeline"].raise_()  # behind again: an edit's curve waits for the next raise
+    live_doc.edit("Input length", "workload", lambda p: p.replace(workload=p.workload.replace(isl=3500)))
+    live_doc.recompute_now()
+    assert started == [live_doc.revision - 1] and not w.load_view.pending
+    w.load_view.wait_idle()
+    live_doc.undo_stack.setClean()  # closing asks nothing
