@@ -271,10 +271,14 @@ def step_times(lc: LayoutCosts, micro_batch: np.ndarray, isl: int, osl: int, c: 
     ``isl + osl / 2``), both from :class:`~studio.engine.iteration.IterationModel`."""
     from studio.engine.iteration import IterationModel
 
-    b = np.asarray(micro_batch, dtype=float)
-    im = IterationModel(lc, c)
-    pf = im.micro_batch_times(b * isl, 0.0, isl + osl / 2.0, isl)
-    dec = im.micro_batch_times(0.0, b, isl + osl / 2.0, isl)
+    b = np.atleast_1d(np.asarray(micro_batch, dtype=float))
+    n = b.shape[0]
+    # both views in one call (~0.1 ms of numpy calls each, ~70 calls in a sweep): every row is
+    # computed on its own, so each half is what a call of its own returns
+    both = IterationModel(lc, c).micro_batch_times(
+        np.concatenate((b * isl, np.zeros(n))), np.concatenate((np.zeros(n), b)), isl + osl / 2.0, isl
+    )
+    pf, dec = both.columns(0, n), both.columns(n, 2 * n)
     return StepTimes(
         prefill_compute=pf.compute, prefill_allreduce=pf.allreduce, prefill_alltoall=pf.alltoall,
         prefill_p2p=pf.p2p, decode_compute=dec.compute, decode_allreduce=dec.allreduce,

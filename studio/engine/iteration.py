@@ -29,17 +29,15 @@ steady state (:mod:`studio.engine.load`), the sweep and the request simulation
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from studio.engine.constants import Constants
 from studio.engine.context_parallel import prefill_split
 from studio.engine.costing import LayoutCosts, coll_time_us, sliding_avg
+from studio.engine.records import Record
 
 
-@dataclass
-class IterationTimes:
+class IterationTimes(Record):
     """Per-stage times (ms) of one micro-batch, arrays shaped (stages, N)."""
 
     compute: np.ndarray
@@ -49,13 +47,17 @@ class IterationTimes:
     ar_us: np.ndarray  # one all-reduce of the worst stage, (N,)
     a2a_us: np.ndarray  # one all-to-all of the worst stage, (N,)
     p2p_us: np.ndarray  # one stage boundary, worst, (N,)
-    cp: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # context-parallel communication
-    cp_us: np.ndarray = field(default_factory=lambda: np.zeros(0))  # one layer of the worst stage, (N,)
+    cp: np.ndarray  # context-parallel communication
+    cp_us: np.ndarray  # one layer of the worst stage, (N,)
 
     @property
     def stage(self) -> np.ndarray:
         """Compute + collectives of each stage (without the hand-off)."""
         return self.compute + self.allreduce + self.alltoall + self.cp
+
+    def columns(self, start: int, stop: int) -> IterationTimes:
+        """The times of rows ``start:stop`` (each figure's last axis), as arrays of their own."""
+        return IterationTimes(**{name: value[..., start:stop].copy() for name, value in self.values().items()})
 
 
 class IterationModel:
@@ -96,7 +98,8 @@ class IterationModel:
         lc, c = self.lc, self.c
         x = np.atleast_1d(np.asarray(prefill_tokens, dtype=float))
         d = np.atleast_1d(np.asarray(decode_seqs, dtype=float))
-        x, d = np.broadcast_arrays(x, d)
+        if x.shape != d.shape:
+            x, d = np.broadcast_arrays(x, d)
         # prefill context parallelism: each GPU takes 1/cp of the prompt tokens and of the context
         split = prefill_split(lc.cp)
         x = x / split
@@ -110,7 +113,8 @@ class IterationModel:
         tp = lc.layout.tp
         act_b = c.activation_bytes
         h = lc.hidden
-        gemm = np.where(tokens > 0, tokens / (tokens + c.gemm_half_tokens), 1.0)
+        working = tokens > 0
+        gemm = np.where(working, tokens / (tokens + c.gemm_half_tokens), 1.0)
         route = max(1, lc.layout.ep // tp) if lc.num_experts else 1
         skew = c.moe_imbalance_factor - 1.0 if lc.num_experts else 0.0
         # logits: every decoding sequence, and each prompt whose last chunk is in this micro-batch
@@ -125,20 +129,28 @@ class IterationModel:
         p2p_worst = np.zeros(n)
         cpt = np.zeros((pp, n))
         cp_worst = np.zeros(n)
-        for s, sh in enumerate(lc.shapes):
+        # what every stage shares, computed once (a pass costs ~0.1 ms of numpy calls, mostly per stage)
+        attended = sliding_avg(plen, None)  # per prompt token, full-attention layers
+        attended_sliding = sliding_avg(plen, lc.window)
+        ctx_sliding = np.minimum(ctx, lc.window) if lc.window else ctx
+        # the MoE layer's routing, dispatch and combine synchronisation grows with the tokens routed
+        # until the kernels are full: T / (T + moe_overhead_half_tokens) of its full cost
+        moe_fill = tokens / (tokens + c.moe_overhead_half_tokens)
+        if lc.num_experts:
             # routed experts: grouped GEMMs of tokens × k / E rows each (per EP group), far smaller
             # than the dense GEMMs when experts are many and fine-grained
-            if lc.num_experts:
-                tpe = tokens * route * lc.experts_per_token / lc.num_experts
-                gemm_e = np.where(tpe > 0, tpe / (tpe + c.expert_gemm_half_tokens), 1.0)
-            else:
-                gemm_e = gemm
+            tpe = tokens * route * lc.experts_per_token / lc.num_experts
+            gemm_e = np.where(tpe > 0, tpe / (tpe + c.expert_gemm_half_tokens), 1.0)
+            miss = 1.0 - lc.experts_per_token / lc.num_experts
+            touched = 1.0 - miss ** (tokens * route)  # share of the routed experts' weights read
+        else:
+            gemm_e = gemm
+            touched = np.zeros(n)
+        for s, sh in enumerate(lc.shapes):
             dense = (tokens * (lc.sec_per_token[s] - lc.sec_expert[s]) / gemm
                      + tokens * lc.sec_expert[s] / gemm_e + dv * skew * lc.sec_expert[s])
-            attn = (x * (sliding_avg(plen, None) * lc.sec_attn_ctx[s]
-                         + sliding_avg(plen, lc.window) * lc.sec_attn_ctx_sliding[s])
-                    + dv * (ctx * lc.sec_attn_ctx[s]
-                           + (np.minimum(ctx, lc.window) if lc.window else ctx) * lc.sec_attn_ctx_sliding[s]))
+            attn = (x * (attended * lc.sec_attn_ctx[s] + attended_sliding * lc.sec_attn_ctx_sliding[s])
+                    + dv * (ctx * lc.sec_attn_ctx[s] + ctx_sliding * lc.sec_attn_ctx_sliding[s]))
             cmp_s = dense + logit_seqs * lc.sec_lm_head[s] + attn / c.attention_efficiency
             if lc.num_experts:
                 # routing moves every token's hidden state to its k experts and back (permute, combine):
@@ -146,41 +158,33 @@ class IterationModel:
                 cmp_s = cmp_s + (tokens * sh.moe_layers * lc.experts_per_token * h * act_b
                                  * c.moe_permute_passes / lc.hbm_bps[s])
             dense_w = sh.streamed_bytes - sh.expert_bytes  # the embedding table is gathered, not read
-            if lc.num_experts:
-                miss = 1.0 - lc.experts_per_token / lc.num_experts
-                touched = 1.0 - miss ** (tokens * route)
-            else:
-                touched = np.zeros(n)
             # the stage's KV bytes are already split by CP; the context each GPU reads is the full one
             kv_read = d * np.asarray(sh.kv_bytes_for(ctx_full, lc.window), dtype=float)
             mem_s = (dense_w + sh.expert_bytes * touched + kv_read) / (lc.hbm_bps[s] * c.decode_efficiency)
             busy = np.maximum(cmp_s, mem_s) + c.roofline_blend * np.minimum(cmp_s, mem_s)
-            # the MoE layer's routing, dispatch and combine synchronisation grows with the tokens routed
-            # until the kernels are full: T / (T + moe_overhead_half_tokens) of its full cost
-            moe_fill = tokens / (tokens + c.moe_overhead_half_tokens)
             fixed_us = (c.decode_step_overhead_us + sh.layers * c.layer_overhead_us
                         + sh.moe_layers * c.moe_layer_overhead_us * moe_fill)
-            comp[s] = np.where(tokens > 0, busy * 1e3 + fixed_us / 1e3, 0.0)
+            comp[s] = np.where(working, busy * 1e3 + fixed_us / 1e3, 0.0)
             t_ar = coll_time_us(lc.allreduce[s], ar_size)
             ar_worst = np.maximum(ar_worst, t_ar)
-            ar[s] = np.where(tokens > 0, 2 * sh.layers * t_ar / 1e3, 0.0)
+            ar[s] = np.where(working, 2 * sh.layers * t_ar / 1e3, 0.0)
             if lc.cp is not None and sh.full_layers:
-                pf_attn_us = x * sliding_avg(plen, None) * lc.sec_attn_ctx[s] / sh.full_layers \
+                pf_attn_us = x * attended * lc.sec_attn_ctx[s] / sh.full_layers \
                     / c.attention_efficiency * 1e6
                 t_cp = lc.cp.layer_us(s, x, dv, pf_attn_us)  # every verified token attends
                 cp_worst = np.maximum(cp_worst, t_cp)
-                cpt[s] = np.where(tokens > 0, sh.full_layers * t_cp / 1e3, 0.0)
+                cpt[s] = np.where(working, sh.full_layers * t_cp / 1e3, 0.0)
             if lc.alltoall[s]:
                 t_a2a = coll_time_us(lc.alltoall[s], tokens * lc.a2a_bytes_per_token)
                 a2a_worst = np.maximum(a2a_worst, t_a2a)
-                a2a[s] = np.where(tokens > 0, 2 * sh.moe_layers * t_a2a / 1e3, 0.0)
+                a2a[s] = np.where(working, 2 * sh.moe_layers * t_a2a / 1e3, 0.0)
         if lc.spec is not None and lc.spec.draft is not None:
             d_cmp, d_coll = lc.spec.draft_ms(c, x, d, ctx, plen)
             comp[pp - 1] += d_cmp
             ar[pp - 1] += d_coll
         for s, colls in enumerate(lc.p2p):
             t = coll_time_us(colls, ar_size)
-            p2p[s] = np.where(tokens > 0, t / 1e3, 0.0)
+            p2p[s] = np.where(working, t / 1e3, 0.0)
             p2p_worst = np.maximum(p2p_worst, t)
         return IterationTimes(compute=comp, allreduce=ar, alltoall=a2a, p2p=p2p, ar_us=ar_worst,
                               a2a_us=a2a_worst, p2p_us=p2p_worst, cp=cpt, cp_us=cp_worst)
