@@ -5,7 +5,10 @@ CLI section. Each sample is a fresh interpreter; the commands run round-robin (o
 round) so that a busy, shared machine slows them alike. CPU time is user + system of the child
 (``getrusage``), which is steadier than wall time when other processes compete for the cores. The
 floor is ``python -c "import numpy, pydantic"`` measured in the same rounds; the targets are ratios
-to it: ``--version`` ≤ 1.3×, the 70B-on-16×H200 ``sweep`` ≤ 1.5×. Byte-code caching is on (one
+to it: ``--version`` ≤ 1.3×, the 70B-on-16×H200 ``sweep`` ≤ 1.5×. The headless commands run numpy's
+OpenBLAS in one thread (``studio.cli.one_blas_thread``), which the floor does not, so a second
+floor with ``OPENBLAS_NUM_THREADS=1`` is measured too and "x 1-thr" is each command's ratio to it:
+what the command costs over importing its two libraries alone, like for like. Byte-code caching is on (one
 warm-up round writes the ``.pyc`` files), as for an installed package, even where the environment
 sets ``PYTHONDONTWRITEBYTECODE``.
 
@@ -36,9 +39,19 @@ ROOT = Path(__file__).resolve().parents[1]
 #: The floor every ratio is taken against: the two libraries every command needs.
 FLOOR = ("import numpy, pydantic (floor)", ["-c", "import numpy, pydantic"], None)
 
+#: The same imports with numpy's OpenBLAS in one thread, as the headless commands run it
+#: (``studio.cli.one_blas_thread``): the floor without OpenBLAS's idle worker threads, whose
+#: spinning is most of the gap between the floor's CPU and wall time on a multi-core machine. The
+#: ratio against it ("x 1-thr") is what the command costs over importing its libraries alone.
+FLOOR_ONE_THREAD = ("import numpy, pydantic, 1 BLAS thread", ["-c", "import numpy, pydantic"], None)
+
+#: Environment added to a command's own (the one-thread floor's).
+EXTRA_ENV = {FLOOR_ONE_THREAD[0]: {"OPENBLAS_NUM_THREADS": "1"}}
+
 #: (label, interpreter arguments, target as a multiple of the floor or None).
 COMMANDS: tuple[tuple[str, list[str], float | None], ...] = (
     FLOOR,
+    FLOOR_ONE_THREAD,
     ("--version", ["-m", "studio.cli", "--version"], 1.3),
     ("presets gpus", ["-m", "studio.cli", "presets", "gpus"], None),
     ("plan (bundled example)", ["-m", "studio.cli", "plan"], None),
@@ -100,29 +113,36 @@ def cli_section(runs: int, compare: Path | None = None) -> None:
     also runs with that checkout's code in the same round, right after this one's."""
     roots = {"": ROOT} if compare is None else {"": ROOT, "before": compare.resolve()}
     envs = {tag: child_env(root) for tag, root in roots.items()}
-    jobs = [(label, tag, args) for label, args, _ in COMMANDS for tag in roots if tag == "" or label != FLOOR[0]]
-    for _, tag, args in jobs:  # warm-up: write the .pyc files, fill the OS file cache
-        cpu_of(args, envs[tag], roots[tag])
+    floors = (FLOOR[0], FLOOR_ONE_THREAD[0])
+    jobs = [(label, tag, args) for label, args, _ in COMMANDS for tag in roots if tag == "" or label not in floors]
+
+    def env_of(label: str, tag: str) -> dict[str, str]:
+        return {**envs[tag], **EXTRA_ENV.get(label, {})}
+
+    for label, tag, args in jobs:  # warm-up: write the .pyc files, fill the OS file cache
+        cpu_of(args, env_of(label, tag), roots[tag])
     cpu: dict[tuple[str, str], list[float]] = {(label, tag): [] for label, tag, _ in jobs}
     wall: dict[tuple[str, str], list[float]] = {(label, tag): [] for label, tag, _ in jobs}
     for _ in range(runs):
         for label, tag, args in jobs:
-            c, w = cpu_of(args, envs[tag], roots[tag])
+            c, w = cpu_of(args, env_of(label, tag), roots[tag])
             cpu[label, tag].append(c)
             wall[label, tag].append(w)
     floor = statistics.median(cpu[FLOOR[0], ""])
+    floor_one = statistics.median(cpu[FLOOR_ONE_THREAD[0], ""])
     load = os.getloadavg()[0]
     print(f"CLI start-up: whole-process CPU time, median of {runs} fresh processes each (load average {load:.1f})")
     if compare is not None:
         print(f"  'before' rows: the code of {roots['before']}, run in the same rounds")
-    print(f"  {'command':34s} {'CPU ms':>7s} {'x floor':>8s} {'wall ms':>8s}  target")
+    print(f"  {'command':38s} {'CPU ms':>7s} {'x floor':>8s} {'x 1-thr':>8s} {'wall ms':>8s}  target")
     for label, tag, _ in jobs:
         target = next(t for lbl, _, t in COMMANDS if lbl == label)
         med = statistics.median(cpu[label, tag])
         ratio = med / floor
         verdict = "" if target is None else f"<= {target:.1f}x floor: {'OK' if ratio <= target else 'OVER'}"
         name = f"{label} ({tag})" if tag else label
-        print(f"  {name:34s} {med * 1000:7.0f} {ratio:7.2f}x {statistics.median(wall[label, tag]) * 1000:8.0f}  {verdict}")
+        print(f"  {name:38s} {med * 1000:7.0f} {ratio:7.2f}x {med / floor_one:7.2f}x "
+              f"{statistics.median(wall[label, tag]) * 1000:8.0f}  {verdict}")
 
 
 def window_once(env: dict[str, str]) -> tuple[float, float, float]:
