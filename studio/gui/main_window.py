@@ -115,6 +115,10 @@ class MainWindow(QMainWindow):
         self.tabifyDockWidget(self.docks["Pipeline timeline"], self.docks["Explorer"])
         self.explorer.ownWindowToggled.connect(self.explorer_own_window)
         self.docks["Explorer"].topLevelChanged.connect(self._explorer_floating)
+        from studio.gui.dock_growth import GrowWhenRaised
+
+        # its table gets room when its tab is raised; the timeline's height comes back after
+        self.explorer_growth = GrowWhenRaised(self, self.docks["Explorer"])
         from studio.gui.load_view import LoadView  # latency–throughput under load (issue 10)
 
         self.load_view = LoadView(doc)
