@@ -21,7 +21,7 @@ from studio.io.safe import loads_json_limited
 from studio.io.serving_bench import parse_serving_text, read_serving_file
 from studio.io.topo import MAX_TOPO_BYTES, parse_topo
 from tests.robustness.golden_files import GOLDEN
-from tests.robustness.hostile import bounded, guarded
+from tests.robustness.hostile import PEAK_RESETTABLE, bounded, guarded, peak_rss_growth
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 NCCL = DATA / "nccl" / "a100-8gpu-nvswitch-allreduce.txt"
@@ -250,8 +250,12 @@ def _fp8_with(patterns):
     ids=["re-large", "re-too-large", "globs", "re-many"],
 )
 def test_many_costly_module_patterns_are_refused_not_matched_for_minutes(patterns, limit):
-    _, err, peak = bounded(_fp8_with(patterns))
-    assert isinstance(err, StudioError) and limit in str(err), err
+    if limit.endswith("automaton states") and PEAK_RESETTABLE:  # 200,000 states: at full speed, in a process
+        message, peak = peak_rss_growth(HF, patterns)
+        assert message is not None and limit in message, message
+    else:
+        _, err, peak = bounded(_fp8_with(patterns))
+        assert isinstance(err, StudioError) and limit in str(err), err
     assert peak < 64 * 2**20
 
 
