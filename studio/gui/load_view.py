@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QHideEvent, QShowEvent
 from PySide6.QtWidgets import QDockWidget, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
@@ -153,6 +153,8 @@ class LoadView(QWidget):
         covers it (``visibilityChanged``); no show or hide event comes then."""
         self._dock = dock
         dock.visibilityChanged.connect(lambda shown: self._on_shown() if shown else self._on_hidden())
+        # floated out or docked back: on screen once the move is laid out, whatever the dock said
+        dock.topLevelChanged.connect(lambda _floating: QTimer.singleShot(0, self._on_shown_if_seen))
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt API
         super().showEvent(event)
@@ -166,6 +168,10 @@ class LoadView(QWidget):
     def _on_shown(self) -> None:
         if self.doc.result_is_current and self._asked_revision != self.doc.revision:
             self.refresh()
+
+    def _on_shown_if_seen(self) -> None:
+        if self.seen():
+            self._on_shown()
 
     def _on_hidden(self) -> None:
         if self.jobs.pending:  # asked for but not started: nobody looks, ask again when shown

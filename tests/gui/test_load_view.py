@@ -238,3 +238,24 @@ def test_a_load_tab_behind_the_timeline_computes_nothing_until_raised(qtbot, liv
     assert started == [live_doc.revision - 1] and not w.load_view.pending
     w.load_view.wait_idle()
     live_doc.undo_stack.setClean()  # closing asks nothing
+
+
+def test_floating_the_load_tab_out_computes_its_curve(qtbot, live_doc, catalog, tmp_path):
+    """A tab behind the timeline has no curve; floated out as a window of its own it is on screen
+    and computes one at once (its dock then says nothing to go by)."""
+    from PySide6.QtCore import QSettings
+
+    from studio.gui.main_window import MainWindow
+
+    w = MainWindow(live_doc, catalog, settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    w.resize(1600, 1000)
+    w.show()
+    qtbot.waitExposed(w)
+    assert not w.load_view.seen() and w.load_view.curve is None
+    dock = w.docks["Load"]
+    with qtbot.waitSignal(w.load_view.curveReady, timeout=60_000) as sig:
+        dock.setFloating(True)
+        dock.show()
+    assert w.load_view.seen() and sig.args[1] == live_doc.revision
+    w.load_view.wait_idle()
