@@ -58,3 +58,20 @@ def test_a_height_the_user_chose_stays(qtbot, window):
     qtbot.waitUntil(lambda: not window.explorer_growth.grown)
     _settle()
     assert central.height() == chosen
+
+
+def test_own_window_and_back_leave_the_canvas_its_height(qtbot, window):
+    """Floated out (Own window) the tabs left behind shrink back; docked back the Explorer takes
+    its room again and gives it back when the timeline is raised."""
+    central, explorer = window.centralWidget(), window.docks["Explorer"]
+    _settle()
+    before = central.height()
+    explorer.raise_()
+    qtbot.waitUntil(lambda: window.explorer_growth.central_grown > 0)
+    window.explorer_own_window(True)
+    qtbot.waitUntil(lambda: explorer.isFloating() and central.height() == before)
+    window.explorer_own_window(False)
+    qtbot.waitUntil(lambda: not explorer.isFloating() and window.explorer_growth.central_grown > 0)
+    assert central.height() < before
+    window.docks["Pipeline timeline"].raise_()
+    qtbot.waitUntil(lambda: central.height() == before)
