@@ -10,6 +10,31 @@ from gui_helpers import engine_evaluate
 from PySide6.QtCore import Qt
 
 
+@pytest.fixture(scope="module")
+def _curves():
+    """The load curves this module computed, by project: most tests start from the same project,
+    and a curve is a pure function of it (its simulation is seeded)."""
+    return {}
+
+
+@pytest.fixture(autouse=True)
+def _curve_once_per_project(monkeypatch, _curves):
+    """Every LoadView of this module (the windows' too) computes each project's curve once."""
+    from studio.core.project import Project
+    from studio.gui import load_view
+    from studio.io.project_file import project_to_json
+
+    real = load_view.default_curve
+
+    def once(project: Project):
+        key = project_to_json(project)
+        if key not in _curves:
+            _curves[key] = real(project)
+        return _curves[key]
+
+    monkeypatch.setattr(load_view, "default_curve", once)
+
+
 @pytest.fixture
 def live_doc(qtbot, project):
     """A synchronous document with the real engine, its first result published."""
