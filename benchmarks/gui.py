@@ -10,8 +10,9 @@ only the changed items' rectangles, and tiles that did not change come from thei
 "full canvas repaint" is a forced repaint of the whole canvas after the edit (what every edit cost
 before the canvas repainted only what changed); it is not part of the edit. The window's garbage
 collector is tuned as ``layout-studio`` does once its window is up (:func:`studio.gui.app.settle_memory`),
-and the Explorer's background sweep and the Load tab's curve of the opened project are finished before
-the samples start. Both re-run in a worker once the edits pause (their debounce timers), so none starts
+and the Explorer's background sweep and the Load tab's curve of the opened project, where their tabs
+were shown, are finished before the samples start (behind the timeline's tab, as the window opens,
+neither is built). Both re-run in a worker once the edits pause (their debounce timers), so none starts
 during the samples, which run no event loop. "Load curve (worker, on pause)" is what that curve of
 the edited project then costs, apart from the edit (before it was debounced it started on every result
 and its thread competed with the redraw for the interpreter); the sweep's cost is
@@ -101,8 +102,9 @@ def measure(p: Project, samples: int) -> dict[str, tuple[float, float]]:
     # The Explorer dock sweeps every layout, and the Load tab computes its curve, in worker threads
     # once a change settles; the samples run no event loop, so neither starts during them, and the
     # ones the window started are waited for (process CPU time counts every thread).
-    win.explorer.wait_idle()
-    win.load_view.wait_idle()
+    for view in win.built_views:  # the Explorer and the Load view, if their tab was shown
+        if view is not None:
+            view.wait_idle()
     settle_memory()
     viewport = win.canvas.viewport()
     painted = PaintedArea()

@@ -173,6 +173,11 @@ class LoadView(QWidget):
         if self.seen():
             self._on_shown()
 
+    def refresh_if_seen(self) -> None:
+        """Compute the current project's curve now if the view is on screen and has none for it
+        (a view built because its tab was just raised)."""
+        self._on_shown_if_seen()
+
     def _on_hidden(self) -> None:
         if self.jobs.pending:  # asked for but not started: nobody looks, ask again when shown
             self.jobs.timer.stop()

@@ -278,6 +278,7 @@ def test_closing_the_main_window_cancels_the_sweep_before_waiting_for_it(qtbot, 
     win.ask_save = lambda: "discard"
     qtbot.addWidget(win)
     win.show()
+    win.docks["Explorer"].raise_()  # built and shown: it sweeps
     qtbot.waitUntil(sweeper.started.is_set, timeout=30_000)  # held at its first layout
     job = win.explorer.jobs.scheduler.job
     cancelled_when_waited: list[bool] = []

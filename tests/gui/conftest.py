@@ -157,7 +157,7 @@ def _fresh_state(win) -> dict:
     return state | {
         "current": win.doc.result_is_current, "title": win.windowTitle(), "phase": win.timeline.phase,
         "why": win.metrics.why.toPlainText(), "canvas selection": sorted(win.scene.selected_ids()),
-        "workers": (win.explorer.isVisible(), win.load_view.isVisible()),
+        "workers": tuple(v is not None and v.isVisible() for v in win.built_views),
     }
 
 

@@ -186,12 +186,15 @@ def test_main_window_has_the_load_tab_and_editor(qtbot, live_doc, catalog, tmp_p
     settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
     w = MainWindow(live_doc, catalog, settings=settings)
     qtbot.addWidget(w)
-    assert "Load" in w.docks and w.docks["Load"].widget() is w.load_view
+    assert "Load" in w.docks and w.built_views == (None, None)  # built when their tab is first shown
     assert w.model_panel.load_editor.doc is live_doc
     w.show()
-    with qtbot.waitSignal(w.load_view.curveReady, timeout=60_000):
-        w.docks["Load"].raise_()
-    assert w.load_view.curve is not None
+    qtbot.waitExposed(w)
+    assert w.built_views == (None, None)  # behind the timeline's tab: nothing built, nothing computed
+    w.docks["Load"].raise_()
+    assert w.built_views[1] is not None and w.docks["Load"].widget() is w.load_view
+    qtbot.waitUntil(lambda: w.load_view.curve_revision == live_doc.revision, timeout=60_000)
+    assert w.load_view.curve is not None and w.built_views[0] is None
     w.load_view.wait_idle()
 
 
