@@ -154,7 +154,7 @@ class LoadView(QWidget):
         self._dock = dock
         dock.visibilityChanged.connect(lambda shown: self._on_shown() if shown else self._on_hidden())
         # floated out or docked back: on screen once the move is laid out, whatever the dock said
-        dock.topLevelChanged.connect(lambda _floating: QTimer.singleShot(0, self._on_shown_if_seen))
+        dock.topLevelChanged.connect(lambda _floating: QTimer.singleShot(0, self.refresh_if_seen))
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt API
         super().showEvent(event)
@@ -169,14 +169,11 @@ class LoadView(QWidget):
         if self.doc.result_is_current and self._asked_revision != self.doc.revision:
             self.refresh()
 
-    def _on_shown_if_seen(self) -> None:
-        if self.seen():
-            self._on_shown()
-
     def refresh_if_seen(self) -> None:
         """Compute the current project's curve now if the view is on screen and has none for it
-        (a view built because its tab was just raised)."""
-        self._on_shown_if_seen()
+        (a view built because its tab was just raised, or floated out of its tab area)."""
+        if self.seen():
+            self._on_shown()
 
     def _on_hidden(self) -> None:
         if self.jobs.pending:  # asked for but not started: nobody looks, ask again when shown
