@@ -121,13 +121,13 @@ class MainWindow(QMainWindow):
         self.tabifyDockWidget(self.docks["Pipeline timeline"], explorer_dock)
         explorer_dock.topLevelChanged.connect(self._explorer_floating)
         explorer_dock.visibilityChanged.connect(self._explorer_tab_shown)
-        from studio.gui.dock_growth import GrowWhenRaised
-
-        # its table gets room when its tab is raised; the timeline's height comes back after
-        self.explorer_growth = GrowWhenRaised(self, explorer_dock)
         load_dock = self.add_dock(QWidget(), Qt.DockWidgetArea.BottomDockWidgetArea, "Load")
         load_dock.visibilityChanged.connect(self._load_tab_shown)
         self.tabifyDockWidget(explorer_dock, load_dock)
+        from studio.gui.dock_growth import GrowWhenRaised
+
+        # their table and plots get room when their tab is raised; the timeline's height comes back
+        self.explorer_growth = GrowWhenRaised(self, [explorer_dock, load_dock])
         self.docks["Pipeline timeline"].raise_()
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)

@@ -75,3 +75,18 @@ def test_own_window_and_back_leave_the_canvas_its_height(qtbot, window):
     assert central.height() < before
     window.docks["Pipeline timeline"].raise_()
     qtbot.waitUntil(lambda: central.height() == before)
+
+
+def test_the_load_tab_is_tall_too_and_switching_between_the_two_keeps_the_height(qtbot, window):
+    central, load = window.centralWidget(), window.docks["Load"]
+    _settle()
+    before = central.height()
+    load.raise_()
+    qtbot.waitUntil(lambda: load.height() >= 0.45 * window.height())
+    grown = central.height()
+    window.docks["Explorer"].raise_()
+    qtbot.waitUntil(lambda: window.explorer_growth.central_grown > 0)
+    _settle()
+    assert central.height() == grown and window.explorer_growth.grown  # tall to tall: no jump
+    window.docks["Pipeline timeline"].raise_()
+    qtbot.waitUntil(lambda: central.height() == before)
