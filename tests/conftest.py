@@ -89,6 +89,26 @@ def _top_level_windows() -> dict:
     return {getCppPointer(w)[0]: w for w in app.topLevelWidgets()}
 
 
+#: A parameter's test id is cut to this many characters (see :func:`pytest_make_parametrize_id`).
+_MAX_ID = 64
+
+
+def pytest_make_parametrize_id(config, val, argname):
+    """Short ids for long string parameters (hostile inputs of thousands of characters): the
+    start of the value, its length and a checksum, instead of the whole value. A test id stays one
+    readable line in ``--durations`` and ``-ra``, and distinct values keep distinct ids."""
+    if not isinstance(val, (str, bytes)):
+        return None
+    text = val.decode("latin-1") if isinstance(val, bytes) else val
+    shown = text.encode("unicode_escape").decode("ascii")
+    if len(shown) <= _MAX_ID:
+        return None
+    import zlib
+
+    checksum = zlib.crc32(text.encode("utf-8", "surrogatepass")) & 0xFFFF
+    return f"{shown[:32]}...{len(text)}chars-{checksum:04x}"
+
+
 def pytest_collection_finish(session):
     """Freeze what collection left on the heap (the test modules, the libraries they import, the
     collected items: ~100,000 objects): Python's full collections, which the many small allocations

@@ -147,7 +147,15 @@ def test_config_file_replaces_the_recipe_config(tmp_path):
     assert err.key == "max-running-requests" and "each rank runs 32 sequences, not the planned 64" in err.message
 
 
-@pytest.mark.parametrize("text,match", [("a: [1\n", "not valid YAML: .* at line 2"), ("a: " + "[" * 5000 + "]" * 5000, "levels are accepted"), ("- 1\n- 2\n", "must be a mapping")])
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ("a: [1\n", "not valid YAML: .* at line 2"),
+        ("a: " + "[" * 5000 + "]" * 5000, "levels are accepted"),
+        ("- 1\n- 2\n", "must be a mapping"),
+    ],
+    ids=["unclosed-list", "5000-nested-lists", "not-a-mapping"],  # readable in --durations
+)
 def test_bad_config_files_are_one_line_errors(tmp_path, text, match):
     f = tmp_path / "c.yaml"
     f.write_text(text)
