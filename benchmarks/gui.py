@@ -9,7 +9,8 @@ only the changed items' rectangles, and tiles that did not change come from thei
 "canvas painted" is the share of the canvas area that repaint covered. For reference,
 "full canvas repaint" is a forced repaint of the whole canvas after the edit (what every edit cost
 before the canvas repainted only what changed); it is not part of the edit. The window's garbage
-collector is tuned as ``layout-studio`` does once its window is up (:func:`studio.gui.app.settle_memory`),
+collector and thread switch interval are set as ``layout-studio`` sets them once its window is up
+(:func:`studio.gui.app.settle_memory`, :func:`studio.gui.app.share_the_interpreter`),
 and the Explorer's background sweep and the Load tab's curve of the opened project, where their tabs
 were shown, are finished before the samples start (behind the timeline's tab, as the window opens,
 neither is built). Both re-run in a worker once the edits pause (their debounce timers), so none starts
@@ -46,7 +47,7 @@ from studio.core.builders import build_cluster
 from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.core.workload import Workload
-from studio.gui.app import application, build_window, settle_memory
+from studio.gui.app import application, build_window, settle_memory, share_the_interpreter
 from studio.io.presets import load_catalog
 
 
@@ -106,6 +107,7 @@ def measure(p: Project, samples: int) -> dict[str, tuple[float, float]]:
         if view is not None:
             view.wait_idle()
     settle_memory()
+    share_the_interpreter()
     viewport = win.canvas.viewport()
     painted = PaintedArea()
     viewport.installEventFilter(painted)

@@ -112,3 +112,57 @@ def test_stop_cancels_the_job_and_its_cancellation_is_delivered(qtbot):
     (r,) = answers
     assert r.cancelled and r.result is None
     assert not w.stop()  # nothing in flight any more
+
+
+def test_progress_reaches_the_gui_thread_at_most_once_per_interval(monkeypatch):
+    """A worker reporting every layout would cost the GUI thread a turn at the interpreter per
+    report; the task passes its first report, then one per ``PROGRESS_INTERVAL_S``, and always the
+    completion. The clock is the test's, so the outcome does not depend on the machine's speed."""
+    import studio.gui.worker as worker
+    from studio.service.scheduler import Job, Request
+
+    now = [100.0]
+    monkeypatch.setattr(worker.time, "monotonic", lambda: now[0])
+    job = Job(Request(3, None, 1), lambda payload, job: None, "the work")
+    relay = worker._Relay()
+    seen = []
+    relay.progress.connect(lambda f, rev: seen.append((f, rev)))  # same thread: a direct call
+    worker._Task(job, relay)
+    step = worker.PROGRESS_INTERVAL_S * 0.3  # off the interval's multiples: no float ties
+    for k in range(10):  # ten reports, 0.3 intervals apart: every fourth passes
+        job.progress(k / 10)
+        now[0] += step
+    job.progress(1.0)
+    assert seen == [(0.0, 3), (0.4, 3), (0.8, 3), (1.0, 3)]
+
+
+def test_the_window_process_switches_threads_more_often(monkeypatch):
+    """``layout-studio`` lowers the interpreter's switch interval once its window is shown, so the
+    GUI thread is not kept waiting by a sweeping worker (benchmarks/explorer.py). The window and the
+    event loop are stand-ins: this checks what ``run`` sets, not Qt."""
+    import sys
+
+    import studio.gui.app as app_module
+
+    class Stub:
+        def show(self):
+            shown.append(sys.getswitchinterval())
+
+        def exec(self):
+            return 0
+
+    shown: list[float] = []
+    before = sys.getswitchinterval()
+    monkeypatch.setattr(app_module, "application", Stub)
+    monkeypatch.setattr(app_module, "build_window", lambda **_kw: Stub())
+    monkeypatch.setattr(app_module, "settle_memory", lambda: None)
+    monkeypatch.setattr(app_module, "_exit_after_env", lambda app, win: None)
+    monkeypatch.setattr(app_module.GuiExceptHook, "install", lambda self: self)
+    monkeypatch.setattr(app_module.GuiExceptHook, "uninstall", lambda self: None)
+    monkeypatch.setenv("LAYOUT_STUDIO_EXIT_AFTER_MS", "1")  # no recovery offer
+    try:
+        assert app_module.run() == 0
+        assert shown == [before]  # start-up runs at the interval it found
+        assert sys.getswitchinterval() == app_module.SWITCH_INTERVAL_S < 0.005
+    finally:
+        sys.setswitchinterval(before)
