@@ -161,3 +161,41 @@ def test_figures_that_order_the_links_alike_share_routes_and_cost_as_a_fresh_sea
     shared = costs()
     _fresh_route_search(monkeypatch)
     assert costs() == shared
+
+
+def _sharing_by_hand(topo, pairs):
+    """Reference for ``Topology.concurrent``: every link direction shared equally by the
+    transfers that cross it, computed afresh from the paths."""
+    paths = [topo.path(a, b) for a, b in pairs if a != b]
+    load: dict = {}
+    for p in paths:
+        for step in zip(p.link_index, p.forward, strict=True):
+            load[step] = load.get(step, 0) + 1
+    bw = min(topo.link_bw[li] / load[(li, f)] for p in paths for li, f in zip(p.link_index, p.forward, strict=True))
+    return bw, max(p.latency_us for p in paths)
+
+
+def test_concurrent_transfers_are_remembered_per_link_graph_and_figures():
+    """``Topology.concurrent`` keeps its answers with the link graph's path store, so the next
+    sweep of the same cluster asks nothing twice; a topology with other link figures (a fitted
+    InfiniBand) has a store of its own and gets its own answers."""
+    from studio.core.project import LinkFit
+    from studio.engine.topology import Topology
+
+    c = cluster(DGX_H100, 4)
+    gpus = [g.id for g in c.gpus]
+    ring = [(gpus[i], gpus[(i + 8) % 32]) for i in range(32)]  # every GPU sends across nodes
+    rails = [(gpus[i], gpus[i + 8]) for i in range(8)]
+    inside = [(gpus[i], gpus[(i + 1) % 8]) for i in range(8)]
+    topo = Topology(c)
+    for pairs in (ring, rails, inside):
+        first = topo.concurrent(pairs)
+        assert topo.concurrent(list(pairs)) == first  # asked again (a list this time): the same
+        assert (first[0], first[2]) == pytest.approx(_sharing_by_hand(topo, pairs))
+        assert Topology(c).concurrent(pairs) == first  # a new Topology of the cluster shares them
+    assert Topology(c)._sharing is topo._sharing
+    slow = Topology(c, {"ib-ndr": LinkFit(latency_us=9.0, bandwidth_gbps=12.5)})
+    assert slow._sharing is not topo._sharing
+    bw, _, lat = slow.concurrent(rails)
+    assert (bw, lat) == pytest.approx(_sharing_by_hand(slow, rails))
+    assert bw < topo.concurrent(rails)[0]  # the fitted, slower network: not the other's answer
