@@ -28,11 +28,9 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-try:
-    import studio  # noqa: F401
-except ModuleNotFoundError:  # run from a checkout without PYTHONPATH
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the benchmarks package
+# this checkout's code (and its benchmarks package), not an installed copy: `pip install .` leaves
+# one in site-packages, which `import studio` would otherwise find first
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.validation.corpus import Point, load_points, predict
 from studio.core.errors import StudioError

@@ -15,10 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-try:
-    import studio  # noqa: F401
-except ModuleNotFoundError:  # run from a checkout without PYTHONPATH
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# this checkout's code, not an installed copy (`pip install .` leaves one in site-packages)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from studio.core.builders import build_cluster
 from studio.core.layout import Layout

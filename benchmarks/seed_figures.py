@@ -9,10 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-try:
-    import studio  # noqa: F401
-except ImportError:  # running from a checkout without installing
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# this checkout's code, not an installed copy (`pip install .` leaves one in site-packages)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from studio.core.builders import build_cluster
 from studio.core.layout import Layout

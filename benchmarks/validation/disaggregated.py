@@ -16,10 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-try:
-    import studio  # noqa: F401
-except ModuleNotFoundError:  # run from a checkout without PYTHONPATH
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+# this checkout's code, not an installed copy (`pip install .` leaves one in site-packages)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from studio.core.builders import build_cluster
 from studio.core.layout import Layout
