@@ -112,9 +112,12 @@ def big_sweep() -> None:
         cold = time.perf_counter() - t0
     gaps = np.diff([t0, *ticks]) * 1e3
     t_big = _median(lambda: sweep(big), 3)
-    print(f"sweep 512 GPUs (64 DGX H100): {sb.candidates} candidates, cold {cold:.2f} s, warm median {t_big:.2f} s; "
-          f"{len(ticks)} progress calls, longest gap {gaps.max():.0f} ms; ticker thread longest wait "
-          f"{max(tk.gaps) * 1e3:.0f} ms")
+    # what the Explorer re-sweeps after a workload edit: the same cluster, other prompt lengths
+    edited = [big.replace(workload=big.workload.replace(isl=k * big.workload.isl)) for k in (2, 3, 4, 5, 6)]
+    t_edit = statistics.median(_median(lambda q=q: sweep(q), 1) for q in edited)
+    print(f"sweep 512 GPUs (64 DGX H100): {sb.candidates} candidates, cold {cold:.2f} s, warm median {t_big:.2f} s, "
+          f"after a workload edit median {t_edit:.2f} s; {len(ticks)} progress calls, longest gap "
+          f"{gaps.max():.0f} ms; ticker thread longest wait {max(tk.gaps) * 1e3:.0f} ms")
 
 
 def big_evaluate(nodes: int) -> None:
