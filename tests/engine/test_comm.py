@@ -199,3 +199,24 @@ def test_concurrent_transfers_are_remembered_per_link_graph_and_figures():
     bw, _, lat = slow.concurrent(rails)
     assert (bw, lat) == pytest.approx(_sharing_by_hand(slow, rails))
     assert bw < topo.concurrent(rails)[0]  # the fitted, slower network: not the other's answer
+
+
+def test_allreduce_is_costed_once_per_group_link_graph_and_constants():
+    """``allreduce`` keeps its answers with the link graph: asked again for a group (by a new
+    Topology of the same cluster too) it hands back the same collective; other constants get
+    their own answer, as computed afresh."""
+    from studio.engine import default_constants
+    from studio.engine.comm import _allreduce, allreduce
+    from studio.engine.topology import Topology
+
+    c = cluster(DGX_H100, 2)
+    gpus = [g.id for g in c.gpus]
+    base = default_constants()
+    slower = base.with_overrides({"nccl_step_latency_us": 3 * base.nccl_step_latency_us})
+    topo = Topology(c)
+    for group in (gpus[:8], gpus, gpus[::2]):
+        first = allreduce(topo, group, base)
+        assert first == _allreduce(topo, group, base)
+        assert allreduce(Topology(c), list(group), base) is first
+        other = allreduce(topo, group, slower)
+        assert other == _allreduce(topo, group, slower) and other != first
