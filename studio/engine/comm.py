@@ -185,21 +185,9 @@ def _intra_algos(topo: Topology, gpus: list[str], c: Constants, small: bool) -> 
 
 
 def allreduce(topo: Topology, group: list[str], c: Constants) -> Collective:
-    """All-reduce over ``group`` (GPU ids in rank order).
-
-    Kept with the link graph (``topo.collectives``): a sweep costs each group ~2.4 times over
-    (a 512-GPU sweep: 1,877 calls, 767 groups), and the next sweep of the same cluster the same
-    groups again. The answer reads only the paths, the links' figures (fixed by the graph's path
-    store) and ``c``."""
-    key = ("allreduce", tuple(group), id(c))
-    known = topo.collectives.get(key)
-    if known is not None and known[0] is c:
-        return known[1]  # type: ignore[return-value]
-    out = _allreduce(topo, group, c)
-    if len(topo.collectives) >= topo.COLLECTIVE_CACHE:
-        topo.collectives.clear()
-    topo.collectives[key] = (c, out)
-    return out
+    """All-reduce over ``group`` (GPU ids in rank order); costed once per link graph, group and
+    constants (:meth:`Topology.costed`)."""
+    return topo.costed(("allreduce", tuple(group)), c, lambda: _allreduce(topo, group, c))
 
 
 def _allreduce(topo: Topology, group: list[str], c: Constants) -> Collective:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import heapq
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
 
 from studio.core.errors import StudioError
 from studio.core.hardware import Cluster, LinkFamily
@@ -108,8 +109,11 @@ class _PathStore:
     LOCAL_CACHE = 4096
     #: Routes kept.
     ROUTE_CACHE = 1 << 20
-    #: Answers of :meth:`Topology.concurrent` kept (a 512-GPU sweep asks ~1,300 sets of transfers).
-    SHARING_CACHE = 1 << 14
+    #: Answers kept per memo of :meth:`Topology.concurrent` and :meth:`Topology.costed` (a 512-GPU
+    #: sweep asks ~1,300 sets of transfers and ~770 all-reduce groups); a full memo starts over.
+    MEMO_CACHE = 1 << 14
+    #: Constants objects whose collectives are kept (a calibration fit tries many, newest kept).
+    CONSTANTS_KEPT = 4
 
     def __init__(self, adj: dict[str, list[tuple[str, int, bool]]], link_bw: list[float],
                  link_lat: list[float], gpu_set: set[str], hubs: frozenset[str],
@@ -137,9 +141,9 @@ class _PathStore:
         #: each set of transfers ~3 times over (a 512-GPU sweep: 3,543 calls, 1,324 sets), and the
         #: next sweep of the same cluster (a workload edit) asks the same sets again.
         self.sharing: dict[tuple[tuple[str, str], ...], tuple[float, int | None, float]] = {}
-        #: Collectives costed on this link graph (:func:`studio.engine.comm.allreduce`), by group and
-        #: constants; an entry holds its constants, so their id is not reused while it is kept.
-        self.collectives: dict[tuple, tuple[object, object]] = {}
+        #: Collectives costed on this link graph (:meth:`Topology.costed`): by constants object
+        #: (:func:`cached_by_identity`), then by (kind, group).
+        self.collectives: OrderedDict[int, tuple[object, dict[tuple, object]]] = OrderedDict()
 
     # ------------------------------------------------------------------ searching
     def _top(self, s: _Search) -> tuple[float, float, int] | None:
@@ -377,11 +381,20 @@ def _skeleton_of(cluster: Cluster) -> _Skeleton:
     return cached_by_identity(_SKELETONS, cluster, _SKELETONS_SIZE, _Skeleton)
 
 
+V = TypeVar("V")
+
+
+def _kept(memo: dict, key: object, value: V) -> V:
+    """``value``, stored in ``memo`` under ``key``; a memo of :data:`_PathStore.MEMO_CACHE`
+    answers starts over first."""
+    if len(memo) >= _PathStore.MEMO_CACHE:
+        memo.clear()
+    memo[key] = value
+    return value
+
+
 class Topology:
     """Link graph of one cluster with per-link effective bandwidth and latency."""
-
-    #: Collectives kept in :attr:`collectives` (a 512-GPU sweep costs ~770 all-reduce groups).
-    COLLECTIVE_CACHE = 1 << 14
 
     def __init__(self, cluster: Cluster, link_fits: Mapping[str, LinkFit] | None = None) -> None:
         fits = dict(link_fits or {})
@@ -409,7 +422,7 @@ class Topology:
         self._store = _store_for(sk, figures, self)
         self._paths = self._store.paths
         self._sharing = self._store.sharing
-        self.collectives = self._store.collectives
+        self._collectives = self._store.collectives
         self._nvl = sk.nvl
         self.gpu_island = sk.gpu_island
 
@@ -468,10 +481,18 @@ class Topology:
                 bw = self.link_bw[li] / load[(li, f)]
                 if bw < best:
                     best, where = bw, li
-        if len(self._sharing) >= _PathStore.SHARING_CACHE:
-            self._sharing.clear()
-        out = self._sharing[key] = (best, where, max(p.latency_us for p in paths))
-        return out
+        return _kept(self._sharing, key, (best, where, max(p.latency_us for p in paths)))
+
+    def costed(self, key: tuple, constants: object, cost: Callable[[], V]) -> V:
+        """``cost()``, kept with the link graph's path store under ``key`` and ``constants``: for
+        a collective, whose algorithms read only the paths, the links' figures (which the store's
+        key fixes) and the constants. A sweep costs each all-reduce group ~2.4 times over, and the
+        next sweep of the same cluster the same groups again."""
+        memo: dict[tuple, V] = cached_by_identity(
+            self._collectives, constants, _PathStore.CONSTANTS_KEPT, lambda _c: {}
+        )
+        known = memo.get(key)
+        return known if known is not None else _kept(memo, key, cost())
 
     # ----------------------------------------------------------------- scale-up domains
     def nvswitch_domain(self, gpus: list[str] | tuple[str, ...]) -> tuple[float, int, float] | None:
