@@ -33,12 +33,19 @@ def window(qtbot, doc, catalog, tmp_path):
     doc.undo_stack.setClean()
 
 
-def test_the_explorer_gets_room_when_raised_and_the_canvas_gets_it_back(qtbot, window):
-    central, explorer = window.centralWidget(), window.docks["Explorer"]
+def _raise_tall(qtbot, window, name: str) -> tuple:
+    """Raise the tall tab ``name`` once the window has settled; returns the central widget, the
+    dock and the central widget's height before, once the dock has grown."""
+    central, dock = window.centralWidget(), window.docks[name]
     _settle()
     before = central.height()
-    explorer.raise_()
-    qtbot.waitUntil(lambda: explorer.height() >= 0.45 * window.height())
+    dock.raise_()
+    qtbot.waitUntil(lambda: dock.height() >= 0.45 * window.height())
+    return central, dock, before
+
+
+def test_the_explorer_gets_room_when_raised_and_the_canvas_gets_it_back(qtbot, window):
+    central, _explorer, before = _raise_tall(qtbot, window, "Explorer")
     assert window.explorer.table.height() > 5 * window.explorer.table.verticalHeader().defaultSectionSize()
     assert central.height() < before
     window.docks["Pipeline timeline"].raise_()
@@ -78,11 +85,7 @@ def test_own_window_and_back_leave_the_canvas_its_height(qtbot, window):
 
 
 def test_the_load_tab_is_tall_too_and_switching_between_the_two_keeps_the_height(qtbot, window):
-    central, load = window.centralWidget(), window.docks["Load"]
-    _settle()
-    before = central.height()
-    load.raise_()
-    qtbot.waitUntil(lambda: load.height() >= 0.45 * window.height())
+    central, _load, before = _raise_tall(qtbot, window, "Load")
     grown = central.height()
     window.docks["Explorer"].raise_()
     qtbot.waitUntil(lambda: window.explorer_growth.central_grown > 0)
