@@ -79,7 +79,9 @@ def test_installed_vllm_refusals_are_findings(monkeypatch):
     _install(monkeypatch, "vllm.engine.arg_utils", EngineArgs=FakeEngineArgs)
     recipe = _recipe("vllm")
     bad_value = replace(recipe, config=recipe.config | {"gpu-memory-utilization": 0.99})
-    (f,) = check(bad_value).findings
+    # the edited fraction also differs from the plan's 0.9 (issue 29: the check holds the recipe to the plan)
+    plan_f, f = check(bad_value).findings
+    assert plan_f.key == "gpu-memory-utilization" and "differs from the plan's 0.9" in plan_f.message
     assert f.severity == "error" and "at most 0.95" in f.message and f.source.startswith("installed vllm")
     unknown = replace(recipe, config=recipe.config | {"no-such-flag": 3})
     (f,) = check(unknown).findings
@@ -143,8 +145,9 @@ def test_config_file_replaces_the_recipe_config(tmp_path):
     f.write_text("tp_size: 16\nattn-dp-size: 2\nmax-running-requests: 64\n")
     recipe = recipe_with_config_file(_recipe("sglang", MIXTRAL, Layout(tp=8, dp=2, ep=16), 2), str(f))
     assert recipe.config == {"tp-size": 16, "attn-dp-size": 2, "max-running-requests": 64}
-    (err,) = [x for x in check(recipe, with_engine=False).findings if x.severity == "error"]
+    err, plan_err = [x for x in check(recipe, with_engine=False).findings if x.severity == "error"]
     assert err.key == "max-running-requests" and "each rank runs 32 sequences, not the planned 64" in err.message
+    assert plan_err.key == "max-running-requests" and plan_err.source.endswith("the plan")
 
 
 @pytest.mark.parametrize(
@@ -177,7 +180,8 @@ def test_cli_check_of_an_edited_config_says_what_would_fail(tmp_path, capsys):
                  "kv_cache_config:\n  dtype: bfloat16\n")
     assert main(["export", "--engine", "trtllm", "--check", str(f)]) == 2
     out = capsys.readouterr().out
-    assert "2 problem(s)" in out
+    assert "3 problem(s)" in out  # the third: max_num_tokens 2048 is not the plan's 8192 (issue 29)
+    assert "max_num_tokens: 2048 differs from the plan's 8192" in out
     assert "kv_cache_config.dtype: 'bfloat16' is refused at model load" in out
     assert "tensorrt_llm/_torch/pyexecutor/model_loader.py" in out  # the rule's source
     assert "enable_chunked_prefill" in out

@@ -4,6 +4,8 @@ engine cannot run the plan's CP."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import yaml
 
@@ -40,7 +42,9 @@ def test_vllm_decode_cp_flag():
     assert not [f for f in check_recipe(b.recipe) if f.severity == "error"]
 
 
-def test_vllm_prefill_cp_runs_one_server_per_cp_group():
+def test_vllm_prefill_cp_runs_one_server_per_cp_group_without_the_refused_decode_cp():
+    # issue 30: the recipe also wrote --decode-context-parallel-size 2, which vLLM refuses for a GQA
+    # model whose TP (8) is not above its KV heads (8); now PCP alone, with the KV copy noted
     b = _bundle(
         LLAMA_70B,
         Layout(tp=8, dp=4, cp=2, cp_mode="prefill"),
@@ -55,10 +59,25 @@ def test_vllm_prefill_cp_runs_one_server_per_cp_group():
     # 4 replicas, 2 per CP group: 2 servers of 16 GPUs, each over two nodes
     assert mp.count("--node-rank 0") == 2 and mp.count("--nnodes 2") == 4
     assert mp.count("    --prefill-context-parallel-size 2") == 4
-    assert mp.count("    --decode-context-parallel-size 2") == 4
+    assert "    --decode-context-parallel-size" not in mp  # (only the note names it)
     assert "--data-parallel-size 1" in text
     assert any("one server per CP group of 16 GPUs" in n for n in b.notes)
+    assert any("whole copy of the KV cache" in n and "vllm/config/model.py:1578" in n for n in b.notes)
     assert b.nearest_layout is None
+    assert not [f for f in check_recipe(b.recipe) if f.severity == "error"]
+    before = dataclasses.replace(b.recipe, config={**b.recipe.config, "decode-context-parallel-size": 2})
+    refused = [f for f in check_recipe(before) if f.severity == "error"]
+    assert [f.key for f in refused] == ["decode-context-parallel-size"]
+    assert "above the model's 8 KV heads" in refused[0].message and "vllm.cp.dcp_gqa" in refused[0].source
+
+
+def test_vllm_prefill_cp_keeps_the_kv_split_where_vllm_allows_it():
+    b = _bundle(DSV3, Layout(tp=8, dp=2, cp=2, cp_mode="prefill"), "vllm", nodes=2)
+    cfg = _yaml(b, "vllm-serve.yaml")
+    assert cfg["prefill-context-parallel-size"] == 2 and cfg["decode-context-parallel-size"] == 2
+    assert not [f for f in check_recipe(b.recipe) if f.severity == "error"]
+    bad = dataclasses.replace(b.recipe, config={**cfg, "decode-context-parallel-size": 4})
+    assert [f.key for f in check_recipe(bad) if "dcp_with_pcp" in f.source] == ["decode-context-parallel-size"]
 
 
 def test_sglang_decode_cp_for_mla_and_refusals():
@@ -80,32 +99,49 @@ def test_sglang_decode_cp_for_mla_and_refusals():
         _bundle(LLAMA_70B, Layout(tp=4, dp=2, cp=2, cp_mode="prefill"), "sglang")
 
 
-def test_trtllm_helix_splits_tp_into_attention_tp_and_cp():
-    b = _bundle(DSV3, Layout(tp=8, ep=8, cp=4), "trtllm")
-    cfg = _yaml(b, "trtllm-serve.yaml")
-    assert cfg["tensor_parallel_size"] == 2 and cfg["context_parallel_size"] == 4
-    assert cfg["cp_config"] == {"cp_type": "HELIX"}
-    # the FFN / MoE use every TP x CP rank
-    assert cfg["moe_tensor_parallel_size"] * cfg["moe_expert_parallel_size"] == 8
-    acc = fields.trtllm()
-    assert set(cfg) <= acc.yaml_keys
-    section = (
-        (fields.DATA / "trtllm-llmargs-fields.txt")
-        .read_text()
-        .split("## cp_config (CpConfig)\n", 1)[1]
-    )
-    cp_fields = {part.split(":")[0].strip() for part in section.splitlines()[0].split("|")}
-    assert "cp_type" in cp_fields and set(cfg["cp_config"]) <= cp_fields
-    assert any("not Blackwell" in n for n in b.notes)
+def test_trtllm_helix_is_refused_outside_disaggregated_generation_servers_with_the_reason():
+    # issue 30: the YAML wrote HELIX without cp_config.tokens_per_block (KeyError at the first
+    # request) for an aggregated server on Hopper; Helix runs on Blackwell in disaggregated
+    # generation servers only
+    with pytest.raises(StudioError) as err:
+        _bundle(DSV3, Layout(tp=8, ep=8, cp=4), "trtllm")
+    text = str(err.value)
+    assert "generation servers of disaggregated serving only" in text and "Blackwell" in text
+    assert "trtllm.cp.helix_disagg_generation" in text and "export decode CP to vLLM" in text
     with pytest.raises(StudioError, match="TensorRT-LLM runs it for MLA attention only"):
         _bundle(LLAMA_70B.replace(num_kv_heads=2, id="g2", name="G2"), Layout(tp=8, cp=2), "trtllm")
 
 
-def test_trtllm_prefill_cp_is_ring():
-    b = _bundle(LLAMA_70B, Layout(tp=4, dp=2, cp=2, cp_mode="prefill"), "trtllm")
-    cfg = _yaml(b, "trtllm-serve.yaml")
-    assert (cfg["tensor_parallel_size"], cfg["context_parallel_size"]) == (4, 2)
-    assert cfg["cp_config"] == {"cp_type": "RING"}
+def _trt_recipe(config, role="aggregated", blackwell=False):
+    from studio.io.export.bundle import EngineRecipe
+
+    return EngineRecipe(engine="trtllm", model="m", config=config, env={}, host="0.0.0.0", model_dtype="bfloat16",
+                        mla=True, num_layers=61, pp=1, sequences_per_rank=8, role=role, blackwell=blackwell)
+
+
+def test_the_check_refuses_every_helix_config_the_old_export_wrote_and_accepts_a_runnable_one():
+    old = {"tensor_parallel_size": 2, "context_parallel_size": 4, "moe_tensor_parallel_size": 1,
+           "moe_expert_parallel_size": 8, "cp_config": {"cp_type": "HELIX"}}
+    rules = sorted(f.source.split(":")[0] for f in check_recipe(_trt_recipe(old)) if f.severity == "error")
+    assert rules == ["trtllm.cp.helix_blackwell", "trtllm.cp.helix_disagg_generation",
+                     "trtllm.cp.helix_tokens_per_block"]
+    good = {**old, "cp_config": {"cp_type": "HELIX", "tokens_per_block": 32},
+            "kv_cache_config": {"tokens_per_block": 32}}
+    assert not [f for f in check_recipe(_trt_recipe(good, "decode", blackwell=True)) if f.severity == "error"]
+
+
+def test_trtllm_prefill_cp_ring_is_refused_and_the_check_catches_ring_and_its_moe_world():
+    # issue 30: RING is not implemented in the PyTorch backend, and with a DeepSeek MoE the old
+    # export wrote moe_tp x moe_ep = TP although the MoE world is TP x CP
+    with pytest.raises(StudioError, match=r"RING.*PyTorch backend does not run.*trtllm.cp.pytorch_types"):
+        _bundle(LLAMA_70B, Layout(tp=4, dp=2, cp=2, cp_mode="prefill"), "trtllm")
+    with pytest.raises(StudioError, match="RING"):
+        _bundle(DSV3, Layout(tp=8, ep=8, dp=2, cp=2, cp_mode="prefill"), "trtllm", nodes=2)
+    old = {"tensor_parallel_size": 8, "context_parallel_size": 2, "moe_tensor_parallel_size": 1,
+           "moe_expert_parallel_size": 8, "cp_config": {"cp_type": "RING"}}
+    keys = {f.source.split(":")[0]: f.message for f in check_recipe(_trt_recipe(old)) if f.severity == "error"}
+    assert set(keys) == {"trtllm.cp.pytorch_types", "trtllm.moe.mapping"}
+    assert "MoE world size TP x CP = 16" in keys["trtllm.moe.mapping"]
 
 
 def test_cli_refuses_a_bad_cp_with_the_rule(capsys):

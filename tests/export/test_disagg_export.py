@@ -111,7 +111,8 @@ def test_trtllm_configs_name_context_and_generation_servers():
     ctx = yaml.safe_load(bundle.files["trtllm-prefill.yaml"])
     gen = yaml.safe_load(bundle.files["trtllm-decode.yaml"])
     assert ctx["disable_overlap_scheduler"] is True and "disable_overlap_scheduler" not in gen
-    assert ctx["cache_transceiver_config"] == {"backend": "NIXL", "max_tokens_in_buffer": 2048}
+    # the buffer holds a whole sequence (max_seq_len = 2048 + 256), not only the prompt (issue 30)
+    assert ctx["cache_transceiver_config"] == {"backend": "NIXL", "max_tokens_in_buffer": 2304}
     assert (ctx["tensor_parallel_size"], gen["tensor_parallel_size"]) == (4, 8)
     assert "trtllm-serve disaggregated -c disagg-config.yaml" in _commands(bundle, "trtllm")
 

@@ -111,8 +111,9 @@ def test_4_sglang_attention_dp_keeps_the_planned_sequences_per_rank():
     from dataclasses import replace
 
     planned = replace(bundle.recipe, config=bundle.recipe.config | {"max-running-requests": 233})
-    (err,) = [f.message for f in check_recipe(planned) if f.severity == "error"]
+    err, plan_err = [f.message for f in check_recipe(planned) if f.severity == "error"]
     assert "each rank runs 116 sequences, not the planned 233" in err
+    assert "233 differs from the plan's 466" in plan_err
 
 
 # ---------------------------------------------------------------- 5. SGLang uneven layer split

@@ -3,7 +3,7 @@ it holds (for :mod:`.check`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from studio.core.layout import Layout
 from studio.io.export.rules import all_rules
@@ -61,6 +61,25 @@ class EngineRecipe:
         Decoder layers and pipeline stages (for a layer partition).
     sequences_per_rank:
         Concurrent sequences the plan gives each rank that schedules its own batch.
+    version:
+        The engine release the recipe is written for (``None``: the one the rules target).
+    role:
+        ``aggregated``, or ``prefill`` / ``decode`` for a server of a disaggregated recipe.
+    blackwell:
+        Whether the GPUs are NVIDIA Blackwell (Helix runs there only).
+    kv_heads, attention_heads:
+        The model's KV and query heads (the engines' context-parallel rules read them).
+    gpus_per_node:
+        GPUs one node gives the server (vLLM's parallel config checks the world size against it).
+    nodes, headless_nodes:
+        Nodes one server spans, and how many of them start with ``--headless`` (vLLM).
+    config_nodes:
+        The nodes whose launch steps write the engine's config file (TensorRT-LLM multi-node).
+    srun_nodelist:
+        The ``srun -w`` entries the recipe writes (``None``: no ``-w``).
+    plan:
+        The values the plan was costed with, by config key (batch limit, token budget, memory
+        fraction); ``export --check`` fails when the config holds other values.
     """
 
     engine: str
@@ -73,3 +92,14 @@ class EngineRecipe:
     num_layers: int
     pp: int
     sequences_per_rank: int
+    version: str | None = None
+    role: str = "aggregated"
+    blackwell: bool = False
+    kv_heads: int = 0
+    attention_heads: int = 0
+    gpus_per_node: int = 8
+    nodes: int = 1
+    headless_nodes: int = 0
+    config_nodes: tuple[int, ...] = ()
+    srun_nodelist: tuple[str, ...] | None = None
+    plan: dict[str, object] = field(default_factory=dict)

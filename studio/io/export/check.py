@@ -21,24 +21,11 @@ from typing import Any
 
 from studio.core.errors import StudioError
 from studio.io.export.common import EngineRecipe, one_line
+from studio.io.export.findings import Finding
 from studio.io.export.rules import EngineRules, rules_for
 
 #: Most bytes of a config file ``export --check FILE`` reads.
 MAX_CONFIG_BYTES = 1 << 20
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One thing that would fail, or differ from the plan, when the engine starts."""
-
-    severity: str  # "error": the engine refuses it or serves another layout; "warning"
-    key: str  # the config key, flag or variable concerned
-    message: str
-    source: str  # engine version and source file of the rule (or the engine class)
-
-    def line(self) -> str:
-        """One printable line (user text escaped)."""
-        return one_line(f"{self.severity}: {self.key}: {self.message} [{self.source}]")
 
 
 @dataclass(frozen=True)
@@ -206,8 +193,11 @@ _CHECKS: tuple[Callable[[EngineRecipe, EngineRules], list[Finding]], ...] = (
 
 def check_recipe(recipe: EngineRecipe) -> list[Finding]:
     """Findings of the engine's run-time rules on ``recipe`` (errors first)."""
+    from studio.io.export.startup import check_plan_values, check_startup
+
     rules = rules_for(recipe.engine)
     found = [f for check in _CHECKS for f in check(recipe, rules)]
+    found += check_startup(recipe) + check_plan_values(recipe, rules.version)
     return sorted(found, key=lambda f: f.severity != "error")
 
 

@@ -43,6 +43,8 @@ from studio.io.export.recipes import (
 from studio.io.export.serving import (
     batched_tokens,
     budget_note,
+    engine_recipe,
+    is_blackwell,
     kv_cache_value,
     kv_dtype,
     kv_memory_fractions,
@@ -71,7 +73,7 @@ __all__ = [
     "ENGINES", "ENGINE_VERSIONS", "FORMATS", "Deployment", "EngineRecipe", "ExportBundle", "Group",
     "NodeUse", "Raw", "Recipe", "Reserve", "Step", "Word", "address_notes", "batched_tokens", "budget_note", "partition_env",
     "comment", "deployment", "devices_env", "dump_yaml", "flag_groups", "group_node_index",
-    "header", "host_variables", "host_word", "hosts_word", "kv_cache_value", "kv_dtype",
+    "engine_recipe", "header", "host_variables", "is_blackwell", "host_word", "hosts_word", "kv_cache_value", "kv_dtype",
     "kv_memory_fractions", "max_model_len", "model_dtype", "model_path", "node_label", "one_group",
     "one_line", "quantized_to", "quote", "render_commands", "render_script", "replica_groups",
     "reserve_lines", "sequences_per_rank", "served_layout", "shell_command", "uneven_split", "word",

@@ -25,6 +25,8 @@ from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.engine.results import PlanResult
 from studio.io.export.rules import rules_for
+from studio.io.export.serving import is_blackwell
+from studio.io.export.startup_rules import rule
 
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
@@ -86,18 +88,7 @@ def cp_export(engine: str, project: Project, plan: PlanResult) -> CpExport | Non
                 ),
                 None,
             )
-        notes = [
-            f"Prefill context parallelism: --prefill-context-parallel-size {lay.cp} with "
-            f"--decode-context-parallel-size {lay.cp} so the KV cache is split over the PCP ranks as "
-            f"planned; vLLM runs PCP without data parallelism, so this is {servers}."
-        ]
-        if project.model.is_moe and lay.ep > 1:
-            notes.append(f"vLLM's expert-parallel group spans TP x PCP = {lay.tp * lay.cp} GPUs.")
-        return CpExport(
-            {"prefill-context-parallel-size": lay.cp, "decode-context-parallel-size": lay.cp},
-            tuple(notes),
-            group,
-        )
+        return _vllm_prefill(project, lay, servers, group)
     if engine == "sglang":
         return CpExport(
             {"dcp-size": lay.cp},
@@ -108,35 +99,55 @@ def cp_export(engine: str, project: Project, plan: PlanResult) -> CpExport | Non
             None,
         )
     if engine == "trtllm":
-        if project.model.is_moe and lay.ep > lay.tp:
-            raise StudioError(
-                f"TensorRT-LLM export of CP={lay.cp}: EP={lay.ep} reaches across replicas (attention data "
-                "parallelism), which Layout Studio does not export together with context parallelism; plan EP ≤ TP"
-            )
-        if lay.cp_mode == "decode":
-            gpu_names = " ".join(s.name for s in project.cluster.gpu_specs.values())
-            notes = [
-                f"Helix decode context parallelism: tensor_parallel_size {lay.tp // lay.cp} (attention heads) x "
-                f"context_parallel_size {lay.cp} (KV cache) = the plan's TP {lay.tp}; the FFN/MoE layers use "
-                "all of them. TensorRT-LLM runs Helix in the generation servers of disaggregated serving; "
-                "set cp_config.tokens_per_block to kv_cache_config.tokens_per_block."
-            ]
-            if not any(k in gpu_names for k in ("B200", "B300", "GB200", "GB300", "Blackwell")):
-                notes.append(
-                    "TensorRT-LLM documents Helix on Blackwell GPUs only; these GPUs are not Blackwell."
-                )
-            return CpExport(
-                {"context_parallel_size": lay.cp, "cp_config": {"cp_type": variant.cp_type}},
-                tuple(notes),
-                None,
-                tensor_parallel=lay.tp // lay.cp,
-            )
-        return CpExport(
-            {"context_parallel_size": lay.cp, "cp_config": {"cp_type": variant.cp_type}},
-            (
-                f"Prefill context parallelism: context_parallel_size {lay.cp} with cp_config.cp_type "
-                f"{variant.cp_type} (a prototype field in TensorRT-LLM 1.4); {servers}.",
-            ),
-            group,
-        )
+        raise StudioError(_trtllm_refusal(project, lay))
     raise StudioError(f"unknown engine '{engine}' for context parallelism (vllm, sglang, trtllm)")
+
+
+def vllm_dcp_allowed(project: Project, tp: int, dcp: int) -> bool:
+    """Whether vLLM accepts ``--decode-context-parallel-size dcp`` at ``tp`` for this model
+    (startup rule ``vllm.cp.dcp_gqa``: MLA, or GQA with TP above the KV heads, DCP ≤ TP / KV heads
+    and the query heads per KV head divisible by DCP)."""
+    m = project.model
+    if m.mla is not None:
+        return True
+    kv = m.num_kv_heads
+    return tp > kv and dcp <= tp // kv and (m.num_attention_heads // kv) % dcp == 0
+
+
+def _vllm_prefill(project: Project, lay: Layout, servers: str, group: Layout | None) -> CpExport:
+    """vLLM prefill CP: PCP with DCP = PCP (the KV cache split over the PCP ranks, as planned) where
+    vLLM's DCP rule allows it, else PCP alone, which keeps a whole KV copy on every PCP rank."""
+    split = vllm_dcp_allowed(project, lay.tp, lay.cp)
+    cfg: dict[str, object] = {"prefill-context-parallel-size": lay.cp}
+    if split:
+        cfg["decode-context-parallel-size"] = lay.cp
+        notes = [f"Prefill context parallelism: --prefill-context-parallel-size {lay.cp} with "
+                 f"--decode-context-parallel-size {lay.cp} so the KV cache is split over the PCP ranks as "
+                 f"planned; vLLM runs PCP without data parallelism, so this is {servers}."]
+    else:
+        r = rule("vllm.cp.dcp_gqa")
+        notes = [f"Prefill context parallelism: --prefill-context-parallel-size {lay.cp} alone. vLLM refuses "
+                 f"--decode-context-parallel-size {lay.cp} for this model at TP {lay.tp} ({r.says}; "
+                 f"{r.cite()}), so every PCP rank keeps a whole copy of the KV cache: the KV capacity per "
+                 f"server is 1/{lay.cp} of the plan's. vLLM runs PCP without data parallelism, so this is "
+                 f"{servers}."]
+    if project.model.is_moe and lay.ep > 1:
+        notes.append(f"vLLM's expert-parallel group spans TP x PCP = {lay.tp * lay.cp} GPUs.")
+    return CpExport(cfg, tuple(notes), group)
+
+
+def _trtllm_refusal(project: Project, lay: Layout) -> str:
+    """Why TensorRT-LLM cannot run the plan's context parallelism (the startup rules' words)."""
+    if lay.cp_mode == "prefill":
+        r = rule("trtllm.cp.pytorch_types")
+        return (f"TensorRT-LLM export of CP={lay.cp} (prefill): the planned KV split is TensorRT-LLM's RING "
+                f"context parallelism, which its PyTorch backend does not run ({r.says}; {r.cite()}). "
+                "Export prefill CP to vLLM, or plan CP = 1")
+    where = rule("trtllm.cp.helix_disagg_generation")
+    why = [f"{where.says} ({where.cite()})"]
+    if not is_blackwell(project):
+        bw = rule("trtllm.cp.helix_blackwell")
+        why.append(f"{bw.says}, and these GPUs are not ({bw.cite()})")
+    return (f"TensorRT-LLM export of CP={lay.cp} (decode): decode context parallelism is TensorRT-LLM's Helix; "
+            + "; ".join(why) + ". An aggregated server cannot run it: export decode CP to vLLM "
+            "(--decode-context-parallel-size) or SGLang (--dcp-size, MLA models), or plan CP = 1")

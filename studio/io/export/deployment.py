@@ -39,6 +39,7 @@ class Deployment:
     hosts_given: bool
     script: bool = False  # addresses are the script's ``HOST_i`` variables
     vendor: str = "nvidia"  # GPU vendor of the used GPUs
+    slurm_nodes: tuple[str, ...] | None = None  # Slurm node name of each used node (``srun -w``)
 
     @property
     def multi_node(self) -> bool:
@@ -56,7 +57,8 @@ class Deployment:
 
 
 def deployment(
-    project: Project, plan: PlanResult, hosts: Sequence[str] | None, *, script: bool = False
+    project: Project, plan: PlanResult, hosts: Sequence[str] | None, *, script: bool = False,
+    slurm_nodes: Sequence[str] | None = None,
 ) -> Deployment:
     """The drawn nodes a plan's ranks run on, in rank order.
 
@@ -69,7 +71,8 @@ def deployment(
     StudioError
         If the cluster has fewer GPUs than the layout needs, a placed GPU is not in the cluster,
         ``hosts`` does not give exactly one name per used node, or an entry is not a host name or
-        IP address.
+        IP address; likewise ``slurm_nodes``, whose entries must be Slurm node names (host names,
+        not IP addresses).
     """
     layout = plan.layout
     cluster = project.cluster
@@ -110,6 +113,7 @@ def deployment(
             )
         for h in hosts:
             check_host(h)
+    slurm = _slurm_names(slurm_nodes, order, cluster)
     index = {nid: i for i, nid in enumerate(order)}
     rank_node = tuple(index[n] for n in rank_node_id)
     by_id = {n.id: n for n in cluster.nodes}
@@ -133,8 +137,32 @@ def deployment(
     vendor = sorted(vendors)[0] if len(vendors) == 1 else "mixed"
     return Deployment(
         nodes=tuple(nodes), rank_node=rank_node, rank_slot=tuple(slots), hosts_given=hosts is not None,
-        script=script, vendor=vendor,
+        script=script, vendor=vendor, slurm_nodes=slurm,
     )
+
+
+def _slurm_names(names: Sequence[str] | None, order: list[str], cluster) -> tuple[str, ...] | None:
+    """The Slurm node names, one per used node, checked (host names; ``srun -w`` refuses IPs)."""
+    if names is None:
+        return None
+    import ipaddress
+
+    out = tuple(str(n).strip() for n in names)
+    if len(out) != len(order) or any(not n for n in out):
+        raise StudioError(
+            f"give one Slurm node name per node the plan uses ({len(order)}: "
+            f"{', '.join(one_line(cluster.node(n).name) for n in order)}); got {len(out)}",
+            field="slurm_nodes",
+        )
+    for n in out:
+        check_host(n)
+        try:
+            ipaddress.ip_address(n)
+        except ValueError:
+            continue
+        raise StudioError(f"'{n}' is an IP address; srun -w takes Slurm node names (as sinfo lists them)",
+                          field="slurm_nodes")
+    return out
 
 
 def address_notes(dep: Deployment) -> list[str]:

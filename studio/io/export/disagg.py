@@ -25,6 +25,7 @@ from studio.io.export import common as c
 from studio.io.export.bundle import ExportBundle
 from studio.io.export.rules import rules_for
 from studio.io.export.safety import check_host, host_port
+from studio.io.export.startup_rules import rule
 
 PREFILL_PORT = 8100  # first serving port of the prefill servers on a host (then +1 per server)
 DECODE_PORT = 8200  # first serving port of the decode servers on a host
@@ -72,6 +73,10 @@ class DisaggRecipe:
     servers: tuple[Server, ...]
     router: dict[str, object]  # router / proxy arguments (engine-specific keys)
     configs: dict[str, dict] = field(default_factory=dict)  # TensorRT-LLM config files by name
+    backend: str = "nixl"  # the plan's KV-transfer backend
+    version: str | None = None  # engine release the recipe is written for (None: the rules' own)
+    max_seq_len: int = 0  # longest sequence a server admits (isl + osl)
+    blackwell: bool = False  # the pools run on NVIDIA Blackwell GPUs
 
 
 def _servers(
@@ -133,7 +138,13 @@ def build_recipe(
         env: list[tuple[str, str]] = [
             ("CUDA_VISIBLE_DEVICES", ",".join(str(slot_of[g]) for g in gpus))
         ]
-        if engine == "vllm":
+        if engine == "vllm" and backend == "mooncake":
+            mc = rule("vllm.mooncake.bootstrap_port").params
+            side = int(mc["default"]) + int(mc["stride"]) * j
+            env.append((str(mc["env"]), str(side)))
+            if role == "prefill":
+                boot = side
+        elif engine == "vllm":
             side = int(rules["side_channel_port_default"]) + SIDE_CHANNEL_STRIDE * j
             env += [
                 (rules["side_channel_host_env"], names[node]),
@@ -156,7 +167,7 @@ def build_recipe(
                 env=tuple(env),
             )
         )
-    router = _router(engine, rules, servers)
+    router = _router(engine, rules, servers, backend)
     configs = _trtllm_configs(project, result, rules, servers) if engine == "trtllm" else {}
     return DisaggRecipe(
         engine=engine,
@@ -164,6 +175,9 @@ def build_recipe(
         servers=tuple(servers),
         router=router,
         configs=configs,
+        backend=backend,
+        max_seq_len=project.workload.isl + project.workload.osl,
+        blackwell=c.is_blackwell(project, tuple(result.prefill.gpu_types + result.decode.gpu_types)),
     )
 
 
@@ -239,9 +253,17 @@ def _engine_args(
     return {"--host": LISTEN}  # TensorRT-LLM: everything else is in the pool's config file
 
 
-def _router(engine: str, rules: dict, servers: list[Server]) -> dict[str, object]:
+def _router(engine: str, rules: dict, servers: list[Server], backend: str) -> dict[str, object]:
     pre = [s for s in servers if s.role == "prefill"]
     dec = [s for s in servers if s.role == "decode"]
+    if engine == "vllm" and backend == "mooncake":
+        return {
+            "script": rule("vllm.mooncake.proxy").params["proxy"],
+            "--prefill": [(f"http://{host_port(s.host, s.port)}", s.bootstrap_port) for s in pre],
+            "--decode": [f"http://{host_port(s.host, s.port)}" for s in dec],
+            "--host": LISTEN,
+            "--port": int(rules["proxy_port_default"]),
+        }
     if engine == "vllm":
         return {
             "script": rules["proxy"],
@@ -295,7 +317,8 @@ def _trtllm_configs(
         )
         if role == "prefill" and rules.get("context_disable_overlap_scheduler"):
             cfg["disable_overlap_scheduler"] = True
-        cfg["cache_transceiver_config"] = {"backend": backend, "max_tokens_in_buffer": wl.isl}
+        # a whole sequence's KV must fit the transfer buffer (startup rule trtllm.disagg.buffer)
+        cfg["cache_transceiver_config"] = {"backend": backend, "max_tokens_in_buffer": wl.isl + wl.osl}
         out[f"trtllm-{role}.yaml"] = cfg
     pre = [s for s in servers if s.role == "prefill"]
     dec = [s for s in servers if s.role == "decode"]
@@ -339,6 +362,13 @@ def export_disaggregated(
     ):
         raise StudioError(
             "TensorRT-LLM disaggregated serving runs on NVIDIA GPUs only; export for vllm or sglang"
+        )
+    if engine == "vllm" and result.mode.transfer_backend == "mooncake":
+        notes.append(
+            "vLLM runs Mooncake with its in-tree MooncakeConnector (vLLM 0.13 and later): each server gets "
+            "its own VLLM_MOONCAKE_BOOTSTRAP_PORT, and the router is vLLM's mooncake_connector_proxy.py, which "
+            "gives the decode server the prefill server's bootstrap address; install Mooncake's transfer "
+            "engine (pip install mooncake-transfer-engine) on every node."
         )
     if engine == "vllm" and result.mode.transfer_backend == "ucx":
         notes.append(
@@ -405,12 +435,15 @@ def _server_command(engine: str, model: str, s: Server) -> str:
 
 def _router_command(engine: str, r: DisaggRecipe) -> str:
     a = r.router
-    if engine == "vllm":
+    if engine == "vllm" and "--prefill" not in a:
         head: list[c.Word] = ["python3", str(a["script"])]
         flags = [(k, v) for k, v in a.items() if k != "script"]
         return c.shell_command([head] + c.flag_groups(flags))
-    if engine == "sglang":
-        groups: list[list] = [["python3", "-m", str(a["module"]), "--pd-disaggregation"]]
+    if engine in ("vllm", "sglang"):
+        groups: list[list] = (
+            [["python3", str(a["script"])]] if engine == "vllm"
+            else [["python3", "-m", str(a["module"]), "--pd-disaggregation"]]
+        )
         for url, boot in cast("list[tuple[str, int | None]]", a["--prefill"]):
             groups.append(["--prefill", url] + ([boot] if boot is not None else []))
         for url in cast("list[str]", a["--decode"]):

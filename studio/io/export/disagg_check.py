@@ -18,11 +18,14 @@ source it was read from) that make a disaggregated deployment refuse to start or
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import cast
 
+from studio.io.export.bundle import EngineRecipe
 from studio.io.export.check import CheckReport, Finding
 from studio.io.export.disagg import DisaggRecipe, disagg_rules
 from studio.io.export.rules import rules_for
+from studio.io.export.startup_rules import StartupRule, startup_rules
 
 
 def _source(engine: str, rules: dict) -> str:
@@ -65,6 +68,7 @@ def check_disaggregated(recipe: DisaggRecipe) -> CheckReport:
             seen_gpus[(s.node, slot)] = name
     check = {"vllm": _vllm, "sglang": _sglang, "trtllm": _trtllm}[recipe.engine]
     out += check(recipe, rules, src)
+    out += check_disagg_startup(recipe)
     return CheckReport(
         engine=recipe.engine,
         findings=tuple(out),
@@ -118,7 +122,7 @@ def _vllm(r: DisaggRecipe, rules: dict, src: str) -> list[Finding]:
                     src,
                 )
             )
-        if s.side_port is not None:
+        if s.side_port is not None and r.backend != "mooncake":
             tp = int(cast(int, s.args.get("--tensor-parallel-size", 1))) * int(
                 cast(int, s.args.get("--pipeline-parallel-size", 1))
             )
@@ -137,6 +141,8 @@ def _vllm(r: DisaggRecipe, rules: dict, src: str) -> list[Finding]:
                     )
                 )
     a = r.router
+    if "--prefill" in a:  # the Mooncake proxy: its own rules (startup.py DISAGG_EVALUATORS)
+        return out
     for side in ("prefiller", "decoder"):
         hosts, ports = a.get(f"--{side}-hosts", []), a.get(f"--{side}-ports", [])
         if len(hosts) != len(ports):  # type: ignore[arg-type]
@@ -237,16 +243,6 @@ def _trtllm(r: DisaggRecipe, rules: dict, src: str) -> list[Finding]:
                     src,
                 )
             )
-        buf = ctc.get("max_tokens_in_buffer")
-        if buf is not None and buf < r.isl:
-            out.append(
-                Finding(
-                    "warning",
-                    f"{name}: cache_transceiver_config.max_tokens_in_buffer",
-                    f"{buf} is below the {r.isl}-token prompts (transfers go in several rounds)",
-                    src,
-                )
-            )
     pre = r.configs.get("trtllm-prefill.yaml", {})
     if rules.get("context_disable_overlap_scheduler") and not pre.get("disable_overlap_scheduler"):
         out.append(
@@ -290,4 +286,118 @@ def _trtllm(r: DisaggRecipe, rules: dict, src: str) -> list[Finding]:
                     )
                 )
             seen.add(u)
+    return out
+
+
+# ----------------------------------------------------------------------------- start-up rules
+def _mooncake_in_tree(r: DisaggRecipe, rule: StartupRule) -> list[Finding]:
+    if r.engine != "vllm":
+        return []
+    out = []
+    for s in r.servers:
+        try:
+            cfg = json.loads(str(s.args.get("--kv-transfer-config", "")))
+        except json.JSONDecodeError:
+            continue
+        if isinstance(cfg, dict) and cfg.get("kv_connector_module_path") == rule.params["stale_module"]:
+            out.append(Finding("error", "--kv-transfer-config", f"{s.role} {s.index}: kv_connector_module_path "
+                               f"{rule.params['stale_module']} is Mooncake's connector for vLLM 0.10.1-0.12.0; "
+                               f"vLLM {r.version or 'of these rules'} runs the in-tree {rule.params['connector']} "
+                               "(drop kv_connector_module_path)", rule.cite()))
+    return out
+
+
+def _uses_mooncake(r: DisaggRecipe) -> bool:
+    for s in r.servers:
+        try:
+            cfg = json.loads(str(s.args.get("--kv-transfer-config", "")))
+        except json.JSONDecodeError:
+            continue
+        if isinstance(cfg, dict) and cfg.get("kv_connector") == "MooncakeConnector":
+            return True
+    return False
+
+
+def _mooncake_ports(r: DisaggRecipe, rule: StartupRule) -> list[Finding]:
+    if r.engine != "vllm" or not _uses_mooncake(r):
+        return []
+    env = str(rule.params["env"])
+    spans: dict[str, list[tuple[int, int, str]]] = {}
+    for s in r.servers:
+        port = int(dict(s.env).get(env, rule.params["default"]))
+        width = int(cast(int, s.args.get("--tensor-parallel-size", 1))) * int(
+            cast(int, s.args.get("--data-parallel-size", 1)))
+        spans.setdefault(s.node, []).append((port, port + width, f"{s.role} {s.index}"))
+    out = []
+    for node, items in spans.items():
+        items.sort()
+        for (a0, a1, an), (b0, _b1, bn) in zip(items, items[1:], strict=False):
+            if b0 < a1:
+                out.append(Finding("error", env, f"{an} (ports {a0}..{a1 - 1}) and {bn} (from {b0}) share Mooncake "
+                                   f"bootstrap ports on node {node}: set {env} per server", rule.cite()))
+    return out
+
+
+def _mooncake_proxy(r: DisaggRecipe, rule: StartupRule) -> list[Finding]:
+    if r.engine != "vllm" or not _uses_mooncake(r):
+        return []
+    script = str(r.router.get("script", ""))
+    if script.endswith(rule.params["wrong_proxy"]) or "--prefill" not in r.router:
+        return [Finding("error", "proxy", f"{script or 'this proxy'} does not forward the request id and the "
+                        "prefill server's bootstrap address the Mooncake connector needs; run "
+                        f"{rule.params['proxy']}", rule.cite())]
+    missing = [s for s in r.servers if s.role == "prefill" and s.bootstrap_port is None]
+    return [Finding("error", "proxy", f"prefill {s.index} has no bootstrap port for the proxy", rule.cite())
+            for s in missing]
+
+
+def _trt_buffer(r: DisaggRecipe, rule: StartupRule) -> list[Finding]:
+    if r.engine != "trtllm":
+        return []
+    out = []
+    for name, cfg in r.configs.items():
+        ctc = cfg.get("cache_transceiver_config")
+        if not isinstance(ctc, dict) or ctc.get("max_tokens_in_buffer") is None:
+            continue
+        buf = int(ctc["max_tokens_in_buffer"])
+        longest = int(cfg.get("max_seq_len") or r.max_seq_len)
+        if buf < longest:
+            out.append(Finding("error", f"{name}: cache_transceiver_config.max_tokens_in_buffer",
+                               f"{buf} is below max_seq_len {longest}: the longest prompts' KV never fits the "
+                               f"transfer buffer and their transfers stall; write {longest}", rule.cite()))
+    return out
+
+
+DISAGG_EVALUATORS: dict[str, Callable[[DisaggRecipe, StartupRule], list[Finding]]] = {
+    "vllm.mooncake.in_tree": _mooncake_in_tree,
+    "vllm.mooncake.bootstrap_port": _mooncake_ports,
+    "vllm.mooncake.proxy": _mooncake_proxy,
+    "trtllm.disagg.buffer": _trt_buffer,
+}
+
+
+def _pool_recipes(r: DisaggRecipe) -> list[EngineRecipe]:
+    """Each TensorRT-LLM pool's config as a one-server recipe, for the aggregated start-up rules."""
+    out = []
+    for role in ("prefill", "decode"):
+        cfg = r.configs.get(f"trtllm-{role}.yaml")
+        if cfg is None:
+            continue
+        out.append(EngineRecipe(engine="trtllm", model="", config=dict(cfg), env={}, host=None,
+                                model_dtype="bfloat16", mla=False, num_layers=1, pp=1, sequences_per_rank=1,
+                                version=r.version, role=role, blackwell=r.blackwell))
+    return out
+
+
+def check_disagg_startup(r: DisaggRecipe) -> list[Finding]:
+    """The start-up rules of the recipe's engine that hold for its version."""
+    from studio.io.export.startup import check_startup
+
+    out: list[Finding] = []
+    for rid, rule in startup_rules().items():
+        fn = DISAGG_EVALUATORS.get(rid)
+        if fn is not None and rule.engine == r.engine and rule.applies(r.version):
+            out += fn(r, rule)
+    for pool in _pool_recipes(r):
+        out += check_startup(pool)
     return out

@@ -107,6 +107,7 @@ class EngineRules:
     parser_module: str
     parser_class: str
     cp: CpRule | None = None
+    release: str | None = None  # the release number the rules were read at ("0.33.0")
 
     def vendor(self, vendor: str) -> Vendor | None:
         """Image and resource for GPUs of ``vendor``; ``None`` when the engine has none."""
@@ -190,6 +191,7 @@ def _parse(engine: str, d: dict) -> EngineRules:
         parser_module=_get(parser, "module", w + ".parser"),
         parser_class=_get(parser, "class", w + ".parser"),
         cp=_cp_rule(d.get("context_parallel"), w),
+        release=d.get("release"),
     )
 
 

@@ -10,6 +10,7 @@ from studio.core.layout import Layout
 from studio.core.precision import DType
 from studio.core.project import Project
 from studio.engine.results import PlanResult
+from studio.io.export.bundle import EngineRecipe
 from studio.io.export.safety import check_model_argument
 
 
@@ -165,3 +166,35 @@ def kv_cache_value(project: Project, emit: dict[str, str], engine_name: str) -> 
 def sequences_per_rank(plan: PlanResult) -> int:
     """Concurrent sequences the plan gives each replica (the engines' batch limit per rank)."""
     return plan.batch
+
+
+#: NVIDIA Blackwell product names (B200, B300, GB200, GB300, RTX PRO 6000 Blackwell; NVIDIA's
+#: data-centre and workstation line-ups).
+_BLACKWELL = ("B200", "B300", "GB200", "GB300", "BLACKWELL")
+
+
+def is_blackwell(project: Project, gpu_types: tuple[str, ...] | None = None) -> bool:
+    """Whether every GPU the plan uses (``gpu_types``, default all the cluster's) is an NVIDIA
+    Blackwell: by product name, or an NVIDIA spec with FP4 tensor cores (Blackwell's first)."""
+    specs = [s for s in project.cluster.gpu_specs.values() if gpu_types is None or s.id in gpu_types]
+    return bool(specs) and all(
+        s.vendor == "nvidia" and (any(k in s.name.upper() for k in _BLACKWELL) or s.tflops_fp4 is not None)
+        for s in specs
+    )
+
+
+def engine_recipe(engine: str, project: Project, plan: PlanResult, model: str, config: dict[str, object],
+                  env: dict[str, str], host: str | None, pp: int, plan_values: dict[str, object] | None = None,
+                  **more: object) -> EngineRecipe:
+    """The :class:`EngineRecipe` of one export: the engine arguments and what its checks read of
+    the model, the GPUs and the plan (``more``: nodes, config nodes, ``srun -w`` list, plan values)."""
+    from studio.io.export.rules import rules_for
+
+    m = project.model
+    return EngineRecipe(
+        engine=engine, model=model, config=dict(config), env=dict(env), host=host,
+        model_dtype=model_dtype(project), mla=m.mla is not None, num_layers=m.num_layers, pp=pp,
+        sequences_per_rank=sequences_per_rank(plan), version=rules_for(engine).release,
+        blackwell=is_blackwell(project), kv_heads=m.num_kv_heads, attention_heads=m.num_attention_heads,
+        plan=dict(plan_values or {}), **more,  # type: ignore[arg-type]  # the EngineRecipe fields named by the exporters
+    )

@@ -87,6 +87,9 @@ def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[
                 f"SGLang does not quantise to {quant.value} at load time here; point the model path "
                 f"at a {quant.value} checkpoint and SGLang reads its quantization config."
             )
+    cfg[rules.chunk.tokens_key] = c.batched_tokens(project, plan)
+    if (note := c.budget_note(project, plan)) is not None:
+        notes.append(note)
     per_rank = c.sequences_per_rank(plan)
     divisor = int(cfg.get(rules.batch.divided_by, 1)) if rules.batch.divided_by else 1  # type: ignore[call-overload]  # an int set by _mapping
     cfg[rules.batch.key] = per_rank * divisor
@@ -169,9 +172,9 @@ def build(
         else:
             files["sglang-commands.sh"] = c.render_commands(head, dep, recipes)
     nearest: Layout | None = lay if lay != plan.layout else None
-    recipe = c.EngineRecipe(
-        engine="sglang", model=model, config=dict(cfg), env={k: str(v) for k, v in env},
-        host=LISTEN, model_dtype=c.model_dtype(project), mla=project.model.mla is not None,
-        num_layers=project.model.num_layers, pp=lay.pp, sequences_per_rank=c.sequences_per_rank(plan),
+    plan_values = {k: cfg[k] for k in (rules.batch.key, rules.chunk.tokens_key, "mem-fraction-static")}
+    recipe = c.engine_recipe(
+        "sglang", project, plan, model, cfg, {k: str(v) for k, v in env}, LISTEN, lay.pp,
+        gpus_per_node=max(n.gpus for n in dep.nodes), nodes=max(len(g.nodes) for g in groups), plan_values=plan_values,
     )
     return c.ExportBundle(files=files, notes=tuple(notes), nearest_layout=nearest, recipe=recipe)

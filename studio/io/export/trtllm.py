@@ -163,10 +163,14 @@ def _steps(dep: c.Deployment, groups: tuple[c.Group, ...], model: str, recipe: s
                                             ["trtllm-llmapi-launch"]]
             note = "starts the ranks on every node of this server over MPI (ssh between the nodes)"
         else:
-            launcher = [["srun", "-N", len(g.nodes), "--ntasks-per-node", g.nodes[0].gpus, "--mpi=pmix",
-                         "-w", c.hosts_word(dep, [(n.node, None) for n in g.nodes], ",")],
-                        ["trtllm-llmapi-launch"]]
-            note = "inside a Slurm allocation holding these nodes"
+            srun: list[c.Word] = ["srun", "-N", len(g.nodes), "--ntasks-per-node", g.nodes[0].gpus, "--mpi=pmix"]
+            if dep.slurm_nodes is not None:  # Slurm's names, never the drawing's or an address
+                srun += ["-w", ",".join(dep.slurm_nodes[n.node] for n in g.nodes)]
+                note = "inside a Slurm allocation holding these nodes"
+            else:
+                note = ("inside a Slurm allocation of exactly these nodes (give their Slurm names to "
+                        "export to pin them with srun -w)")
+            launcher = [srun, ["trtllm-llmapi-launch"]]
         first, *rest = _serve(model, extra)
         text = c.shell_command(launcher[:-1] + [launcher[-1] + first] + rest)
         steps.append(c.Step(node=head, text=text, note=note))
@@ -198,22 +202,38 @@ def build(
     if multi:
         recipes.append(c.Recipe(key="slurm", title="Slurm launch", steps=_steps(dep, groups, model, "slurm")))
     files: dict[str, str] = {}
-    if fmt == "yaml":
+    # every node of a multi-node server reads --config from its own disk (startup rule
+    # trtllm.multinode.config_every_node): the config is written on each of them
+    config_nodes = sorted({c.group_node_index(dep, g, i) for g in groups for i in range(len(g.nodes))})
+    if fmt == "yaml" and not multi:
         files[YAML_NAME] = c.comment(head) + yaml_text
         files["trtllm-commands.sh"] = c.render_commands(head, dep, recipes)
     else:
-        setup = c.Step(node=None, text=_heredoc(yaml_text), blocking=False,
-                       note=f"writes {YAML_NAME} (run it in the folder you launch from)")
-        recipes = [c.Recipe(key=r.key, title=r.title, steps=(setup, *r.steps)) for r in recipes]
-        if fmt == "script":
+        if multi:
+            setup = tuple(c.Step(node=i, text=_heredoc(yaml_text), blocking=False,
+                                 note=f"writes {YAML_NAME} on this node (every node of the server reads it)")
+                          for i in config_nodes)
+        else:
+            setup = (c.Step(node=None, text=_heredoc(yaml_text), blocking=False,
+                            note=f"writes {YAML_NAME} (run it in the folder you launch from)"),)
+        recipes = [c.Recipe(key=r.key, title=r.title, steps=(*setup, *r.steps)) for r in recipes]
+        if fmt == "yaml":
+            files[YAML_NAME] = c.comment(head) + yaml_text
+            files["trtllm-commands.sh"] = c.render_commands(head, dep, recipes)
+        elif fmt == "script":
             files["trtllm-launch.sh"] = c.render_script(head, dep, recipes)
         else:
             files["trtllm-commands.sh"] = c.render_commands(head, dep, recipes)
     # with CP, ``lay`` only groups the GPUs into servers; the plan runs as planned
     nearest: Layout | None = lay if lay != plan.layout and plan.layout.cp <= 1 else None
-    recipe = c.EngineRecipe(
-        engine="trtllm", model=model, config=dict(cfg), env={}, host=LISTEN,
-        model_dtype=c.model_dtype(project), mla=project.model.mla is not None,
-        num_layers=project.model.num_layers, pp=lay.pp, sequences_per_rank=c.sequences_per_rank(plan),
+    rules = rules_for("trtllm")
+    plan_values = {rules.batch.key: cfg[rules.batch.key], rules.chunk.tokens_key: cfg[rules.chunk.tokens_key],
+                   "kv_cache_config.free_gpu_memory_fraction": kv_cfg["free_gpu_memory_fraction"]}
+    srun = (tuple(dep.slurm_nodes[n.node] for g in groups for n in g.nodes)
+            if multi and dep.slurm_nodes is not None else None)
+    recipe = c.engine_recipe(
+        "trtllm", project, plan, model, cfg, {}, LISTEN, lay.pp, gpus_per_node=max(n.gpus for n in dep.nodes),
+        nodes=max(len(g.nodes) for g in groups), config_nodes=tuple(config_nodes) if multi else (),
+        srun_nodelist=srun, plan_values=plan_values,
     )
     return c.ExportBundle(files=files, notes=tuple(notes), nearest_layout=nearest, recipe=recipe)

@@ -313,10 +313,10 @@ def build(
         else:
             files["vllm-commands.sh"] = c.render_commands(head, dep, recipes)
     nearest = m.layout if m.layout != plan.layout else None
-    recipe = c.EngineRecipe(
-        engine="vllm", model=model, config=dict(cfg), env={k: str(v) for k, v in env},
-        host=None, model_dtype=c.model_dtype(project), mla=project.model.mla is not None,
-        num_layers=project.model.num_layers, pp=m.layout.pp,
-        sequences_per_rank=c.sequences_per_rank(plan),
+    span = max(len(g.nodes) for g in groups)
+    plan_values = {k: cfg[k] for k in (rules.batch.key, rules.chunk.tokens_key, "gpu-memory-utilization")}
+    recipe = c.engine_recipe(
+        "vllm", project, plan, model, cfg, {k: str(v) for k, v in env}, None, m.layout.pp,
+        gpus_per_node=max(n.gpus for n in dep.nodes), nodes=span, headless_nodes=span - 1, plan_values=plan_values,
     )
     return c.ExportBundle(files=files, notes=tuple(notes), nearest_layout=nearest, recipe=recipe)

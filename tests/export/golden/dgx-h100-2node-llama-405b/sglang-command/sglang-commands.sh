@@ -26,6 +26,7 @@ python -m sglang.launch_server \
     --mem-fraction-static 0.862 \
     --context-length 131072 \
     --kv-cache-dtype auto \
+    --chunked-prefill-size 2111 \
     --max-running-requests 64 \
     --host 0.0.0.0 \
     --dist-init-addr '<HOST_0>:20000' \
@@ -40,6 +41,7 @@ python -m sglang.launch_server \
     --mem-fraction-static 0.862 \
     --context-length 131072 \
     --kv-cache-dtype auto \
+    --chunked-prefill-size 2111 \
     --max-running-requests 64 \
     --host 0.0.0.0 \
     --dist-init-addr '<HOST_0>:20000' \

@@ -96,7 +96,7 @@ kv_cache_config:
   free_gpu_memory_fraction: 0.829
   dtype: auto
 TRTLLM_YAML_END
-srun -N 2 --ntasks-per-node 8 --mpi=pmix -w "${HOST_0},${HOST_1}" \
+srun -N 2 --ntasks-per-node 8 --mpi=pmix \
     trtllm-llmapi-launch trtllm-serve meta-llama/Llama-3.1-405B-Instruct \
     --config trtllm-serve.yaml \
     --host 0.0.0.0

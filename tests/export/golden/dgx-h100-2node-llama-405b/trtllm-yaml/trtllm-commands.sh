@@ -19,6 +19,32 @@
 
 # === MPI launch ===
 # on node 0: DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0> (8 GPUs)
+# writes trtllm-serve.yaml on this node (every node of the server reads it)
+cat > trtllm-serve.yaml <<'TRTLLM_YAML_END'
+tensor_parallel_size: 8
+pipeline_parallel_size: 2
+max_batch_size: 64
+max_num_tokens: 2111
+max_seq_len: 131072
+enable_chunked_prefill: true
+kv_cache_config:
+  free_gpu_memory_fraction: 0.829
+  dtype: auto
+TRTLLM_YAML_END
+# on node 1: DGX/HGX H100 (8× H100 SXM) #1, host <HOST_1> (8 GPUs)
+# writes trtllm-serve.yaml on this node (every node of the server reads it)
+cat > trtllm-serve.yaml <<'TRTLLM_YAML_END'
+tensor_parallel_size: 8
+pipeline_parallel_size: 2
+max_batch_size: 64
+max_num_tokens: 2111
+max_seq_len: 131072
+enable_chunked_prefill: true
+kv_cache_config:
+  free_gpu_memory_fraction: 0.829
+  dtype: auto
+TRTLLM_YAML_END
+# on node 0: DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0> (8 GPUs)
 # starts the ranks on every node of this server over MPI (ssh between the nodes)
 mpirun -H '<HOST_0>:8,<HOST_1>:8' -np 16 --allow-run-as-root \
     trtllm-llmapi-launch trtllm-serve meta-llama/Llama-3.1-405B-Instruct \
@@ -27,8 +53,34 @@ mpirun -H '<HOST_0>:8,<HOST_1>:8' -np 16 --allow-run-as-root \
 
 # === Slurm launch ===
 # on node 0: DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0> (8 GPUs)
-# inside a Slurm allocation holding these nodes
-srun -N 2 --ntasks-per-node 8 --mpi=pmix -w '<HOST_0>,<HOST_1>' \
+# writes trtllm-serve.yaml on this node (every node of the server reads it)
+cat > trtllm-serve.yaml <<'TRTLLM_YAML_END'
+tensor_parallel_size: 8
+pipeline_parallel_size: 2
+max_batch_size: 64
+max_num_tokens: 2111
+max_seq_len: 131072
+enable_chunked_prefill: true
+kv_cache_config:
+  free_gpu_memory_fraction: 0.829
+  dtype: auto
+TRTLLM_YAML_END
+# on node 1: DGX/HGX H100 (8× H100 SXM) #1, host <HOST_1> (8 GPUs)
+# writes trtllm-serve.yaml on this node (every node of the server reads it)
+cat > trtllm-serve.yaml <<'TRTLLM_YAML_END'
+tensor_parallel_size: 8
+pipeline_parallel_size: 2
+max_batch_size: 64
+max_num_tokens: 2111
+max_seq_len: 131072
+enable_chunked_prefill: true
+kv_cache_config:
+  free_gpu_memory_fraction: 0.829
+  dtype: auto
+TRTLLM_YAML_END
+# on node 0: DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0> (8 GPUs)
+# inside a Slurm allocation of exactly these nodes (give their Slurm names to export to pin them with srun -w)
+srun -N 2 --ntasks-per-node 8 --mpi=pmix \
     trtllm-llmapi-launch trtllm-serve meta-llama/Llama-3.1-405B-Instruct \
     --config trtllm-serve.yaml \
     --host 0.0.0.0

@@ -37,6 +37,7 @@ python -m sglang.launch_server \
     --context-length 131072 \
     --kv-cache-dtype auto \
     --quantization fp8 \
+    --chunked-prefill-size 2111 \
     --max-running-requests 64 \
     --host 0.0.0.0
         ;;
