@@ -22,7 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_project_args(p, layout=True)
     g = p.add_argument_group("export")
-    g.add_argument("--engine", required=True, choices=ENGINES, help="serving engine")
+    g.add_argument("--engine", choices=ENGINES,
+                   help="serving engine (default: the project's runtime, serving.runtime); another engine "
+                   "than the project's is planned again with that engine, and the export says so")
     g.add_argument("--format", dest="fmt", default="command", choices=FORMATS,
                    help="command: commands to paste (default); yaml: engine config file plus commands; "
                    "script: one bash launch script; k8s: LeaderWorkerSet manifest (vllm, sglang)")
@@ -32,6 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--hosts", metavar="H1,H2,...",
                    help="host name or IP address of each node the layout uses, in order "
                    "(default: <HOST_i> placeholders; a launch script reads HOST_i variables)")
+    g.add_argument("--slurm-nodes", metavar="N1,N2,...",
+                   help="Slurm node name of each node the layout uses, in order, for srun -w (TensorRT-LLM "
+                   "multi-node; default: no -w, srun runs on the allocation's nodes)")
     g.add_argument("--check", nargs="?", const=True, default=None, metavar="CONFIG",
                    help="instead of writing the files, check the recipe against the engine's run-time "
                    "rules (and its own argument classes when the engine is installed); with CONFIG, "
@@ -54,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     hosts = None
     if args.hosts is not None:
         hosts = [h.strip() for h in args.hosts.split(",")]
+    project, replanned = engine_project(project, args.engine)
+    args.engine = project.serving.runtime
     from studio.commands.disagg_args import serving_mode
 
     mode = serving_mode(args, project)
@@ -62,10 +69,12 @@ def run(args: argparse.Namespace) -> int:
 
         return run_export(args, project.replace(serving_mode=mode), hosts)
     plan = evaluate(project)
+    slurm = [n.strip() for n in args.slurm_nodes.split(",")] if args.slurm_nodes is not None else None
     bundle = export_plan(project, plan, engine=args.engine, fmt=args.fmt,
-                         model_path=args.model_path, hosts=hosts)
+                         model_path=args.model_path, hosts=hosts, slurm_nodes=slurm,
+                         notes=[replanned] if replanned else [])
     if args.check is not None:
-        return _check(bundle, None if args.check is True else args.check)
+        return _check(bundle, None if args.check is True else args.check, replanned)
     if args.output:
         for path in write_files(bundle.files, Path(args.output)):
             print(escape_for_terminal(str(path)))
@@ -78,8 +87,22 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check(bundle, config_file: str | None) -> int:
-    """Print the check report of the bundle's recipe (or of ``config_file``); 0 ok, 2 refused."""
+def engine_project(project, engine: str | None):
+    """The project as planned for ``engine``: the project itself when the engine is its runtime (or
+    none is given), else the project with that runtime, and the sentence that says so."""
+    from studio.io.export import ENGINE_VERSIONS
+
+    if engine is None or engine == project.serving.runtime:
+        return project, None
+    before = project.serving.runtime
+    moved = project.replace(serving=project.serving.replace(runtime=engine))
+    return moved, (f"The project plans for {ENGINE_VERSIONS.get(before, before)}; this export re-plans the layout "
+                   f"with {ENGINE_VERSIONS[engine]} (serving.runtime {engine}), so its figures are that engine's.")
+
+
+def _check(bundle, config_file: str | None, replanned: str | None = None) -> int:
+    """Print the check report of the bundle's recipe (or of ``config_file``), the verdict first and
+    the re-planning sentence after it; 0 ok, 2 refused."""
     from studio.io.export.check import check, recipe_with_config_file
     from studio.io.export.safety import escape_for_terminal
 
@@ -87,6 +110,7 @@ def _check(bundle, config_file: str | None) -> int:
     if config_file is not None:
         recipe = recipe_with_config_file(recipe, config_file)
     report = check(recipe)
-    for line in report.lines():
+    lines = report.lines()
+    for line in lines[:1] + ([replanned] if replanned else []) + lines[1:]:
         print(escape_for_terminal(line))
     return 0 if report.ok else 2

@@ -17,12 +17,14 @@ FLAGS: dict[str, str] = {
     "node_template": "--node-template",
     "nic_kind": "--nic-kind",
     "hosts": "--hosts",
+    "slurm_nodes": "--slurm-nodes",
     "model_path": "--model-path",
     "isl": "--isl",
     "osl": "--osl",
     "tp": "--tp",
     "pp": "--pp",
     "disagg": "--disagg",
+    "spec": "--spec",
     "spec_acceptance": "--spec-acceptance",
 }
 

@@ -26,6 +26,8 @@ def export_plan(
     fmt: str = "command",
     model_path: str | None = None,
     hosts: Sequence[str] | None = None,
+    slurm_nodes: Sequence[str] | None = None,
+    notes: Sequence[str] = (),
 ) -> ExportBundle:
     """Export ``plan`` of ``project`` for ``engine`` in format ``fmt``.
 
@@ -46,6 +48,11 @@ def export_plan(
     hosts:
         Host name or IP address of each node the plan uses, in rank order; default: placeholders
         ``<HOST_i>`` in commands, ``HOST_i`` variables a script refuses to run without.
+    slurm_nodes:
+        Slurm node name of each node, in rank order (TensorRT-LLM's ``srun -w``); default: no
+        ``-w``, srun runs on the allocation's nodes.
+    notes:
+        Notes to put first (e.g. that the layout was planned again for this engine).
 
     Returns
     -------
@@ -69,8 +76,9 @@ def export_plan(
             "format 'k8s' is available for engines vllm and sglang; for trtllm use command, yaml "
             "or script"
         )
-    model, notes = common.model_path(project, model_path)
-    dep = common.deployment(project, plan, hosts, script=fmt == "script")
+    model, path_notes = common.model_path(project, model_path)
+    notes = [*notes, *path_notes]
+    dep = common.deployment(project, plan, hosts, script=fmt == "script", slurm_nodes=slurm_nodes)
     rules = rules_for(engine)
     if rules.vendor(dep.vendor) is None and (engine == "trtllm" or fmt == "k8s"):
         what = "recipe" if engine == "trtllm" else "Kubernetes recipe"

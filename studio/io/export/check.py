@@ -228,11 +228,16 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
         with contextlib.redirect_stderr(err):
             return parser.parse_args(argv)
     except SystemExit:
-        lines = [ln for ln in err.getvalue().splitlines() if ln.strip()]
-        raise ValueError(lines[-1] if lines else "the argument parser refused the arguments") from None
+        lines = [ln.strip() for ln in err.getvalue().splitlines() if ln.strip()]
+        start = next((i for i, ln in enumerate(lines) if "error:" in ln), len(lines) - 1)
+        said = [ln for ln in lines[start:] if not ln.startswith("For further information")]
+        raise ValueError(" ".join(said) if said else "the argument parser refused the arguments") from None
 
 
 def _vllm(module: ModuleType, cls: Any, recipe: EngineRecipe) -> None:
+    """vLLM's own parser, ``EngineArgs.from_cli_args``, then the parallel, cache, scheduler and
+    KV-transfer config classes built from those arguments (their validators are vLLM's start-up
+    checks that need no model and no GPU)."""
     parser_cls: Any = argparse.ArgumentParser
     for where in ("vllm.utils.argparse_utils", "vllm.utils"):
         try:
@@ -242,7 +247,89 @@ def _vllm(module: ModuleType, cls: Any, recipe: EngineRecipe) -> None:
             continue
     parser = cls.add_cli_args(parser_cls())
     ns = _parse(parser, ["--model", recipe.model, *_cli_words(recipe, bool_negation=True)])
-    cls.from_cli_args(ns)
+    args = cls.from_cli_args(ns)
+    config = _optional_module("vllm.config")
+    if config is None:
+        return
+    more = {"nnodes": recipe.nodes} if recipe.nodes > 1 else {}
+    for name in ("ParallelConfig", "CacheConfig", "KVTransferConfig"):
+        klass = getattr(config, name, None)
+        if klass is not None:
+            _build_from(klass, args, more if name == "ParallelConfig" else {})
+
+
+def _engine_message(exc: Exception) -> str:
+    """The engine's own words: a pydantic validation error's messages (vLLM's and TensorRT-LLM's
+    config classes), else the exception text."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            msgs = [str(e.get("msg", "")) for e in errors()]
+        except Exception:  # noqa: BLE001 - not pydantic's errors(): fall back to the text
+            msgs = []
+        if msgs:
+            return one_line("; ".join(m.removeprefix("Value error, ") for m in msgs))
+    return one_line(str(exc)).strip() or type(exc).__name__
+
+
+def _optional_module(name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def _build_from(klass: Any, args: Any, more: dict[str, object]) -> None:
+    """``klass(**fields)`` with every field of the config class that the engine arguments hold (not
+    ``None``): the class's validators raise what the engine would refuse at start-up."""
+    import dataclasses as dc
+
+    if not dc.is_dataclass(klass):
+        return
+    if klass.__name__ == "KVTransferConfig":
+        value = getattr(args, "kv_transfer_config", None)
+        if isinstance(value, dict):
+            klass(**value)
+        return
+    kwargs = {f.name: getattr(args, f.name) for f in dc.fields(klass)
+              if f.init and not f.name.startswith("_") and getattr(args, f.name, None) is not None}
+    klass(**{**kwargs, **more})
+
+
+def _vllm_platform(recipe: EngineRecipe) -> Callable[[], None] | None:
+    """On a machine without a GPU platform, a CUDA platform stand-in reporting the recipe's GPUs per
+    node (startup rule ``vllm.check.no_device``): vLLM's parser builds ``VllmConfig`` defaults,
+    whose ``DeviceConfig`` raises 'Failed to infer device type' without one. No device is created;
+    returns the undo (``None`` when vLLM found a platform itself)."""
+    platforms = _optional_module("vllm.platforms")
+    interface = _optional_module("vllm.platforms.interface")
+    if platforms is None or interface is None:
+        return None
+    try:
+        found = getattr(platforms.current_platform, "device_type", "")
+    except Exception:  # noqa: BLE001 - a platform plugin that fails to load: no usable platform
+        found = ""
+    if found:
+        return None
+    gpus = max(1, recipe.gpus_per_node)
+
+    class _CheckPlatform(interface.Platform):  # type: ignore[misc, name-defined]  # vLLM's base class
+        _enum = interface.PlatformEnum.CUDA
+        device_name = "cuda"
+        device_type = "cuda"
+        dispatch_key = "CUDA"
+
+        @classmethod
+        def device_count(cls) -> int:
+            return gpus
+
+    before = platforms._current_platform
+    platforms._current_platform = _CheckPlatform()
+
+    def undo() -> None:
+        platforms._current_platform = before
+
+    return undo
 
 
 def _sglang(module: ModuleType, cls: Any, recipe: EngineRecipe) -> None:
@@ -274,22 +361,30 @@ def check_with_engine(recipe: EngineRecipe) -> tuple[list[Finding], str | None, 
     """
     rules = rules_for(recipe.engine)
     where = f"{rules.parser_module}.{rules.parser_class}"
+    undo: Callable[[], None] | None = None
     try:
-        module = importlib.import_module(rules.parser_module)
-    except ImportError:
-        return [], None, f"{rules.parser_module} is not installed here"
-    except Exception as exc:  # noqa: BLE001 - an installed engine that fails to import (e.g. no CUDA)
-        return [], None, f"importing {rules.parser_module} failed ({type(exc).__name__}: {one_line(str(exc))[:200]})"
-    cls = getattr(module, rules.parser_class, None)
-    if cls is None:
-        return [], None, f"{rules.parser_module} has no {rules.parser_class} (another engine version?)"
-    try:
-        _RUNNERS[recipe.engine](module, cls, recipe)
-    except Exception as exc:  # noqa: BLE001 - whatever the engine's own argument classes raise is its refusal
-        text = one_line(str(exc)).strip() or type(exc).__name__
-        return [Finding("error", rules.parser_class, f"the engine refuses the recipe: {text[:500]}",
-                        f"installed {where}")], where, None
-    return [], where, None
+        try:
+            if recipe.engine == "vllm":
+                undo = _vllm_platform(recipe)
+            module = importlib.import_module(rules.parser_module)
+        except ImportError:
+            return [], None, f"{rules.parser_module} is not installed here"
+        except Exception as exc:  # noqa: BLE001 - an installed engine that fails to import (e.g. no CUDA)
+            return [], None, (f"importing {rules.parser_module} failed ({type(exc).__name__}: "
+                              f"{one_line(str(exc))[:200]})")
+        cls = getattr(module, rules.parser_class, None)
+        if cls is None:
+            return [], None, f"{rules.parser_module} has no {rules.parser_class} (another engine version?)"
+        try:
+            _RUNNERS[recipe.engine](module, cls, recipe)
+        except Exception as exc:  # noqa: BLE001 - whatever the engine's own argument classes raise is its refusal
+            text = _engine_message(exc)
+            return [Finding("error", rules.parser_class, f"the engine refuses the recipe: {text[:500]}",
+                            f"installed {where}")], where, None
+        return [], where, None
+    finally:
+        if undo is not None:
+            undo()
 
 
 def check(recipe: EngineRecipe, *, with_engine: bool = True) -> CheckReport:

@@ -176,6 +176,7 @@ def build_recipe(
         router=router,
         configs=configs,
         backend=backend,
+        version=rules_for(engine).release,
         max_seq_len=project.workload.isl + project.workload.osl,
         blackwell=c.is_blackwell(project, tuple(result.prefill.gpu_types + result.decode.gpu_types)),
     )

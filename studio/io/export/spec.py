@@ -89,6 +89,16 @@ def apply(engine: str, project: Project, cfg: dict[str, object]) -> list[str]:
     if spec is None:
         return []
     r = spec_rules(engine)
+    if engine == "trtllm":
+        from studio.io.export.startup_rules import rule
+
+        eagle = rule("trtllm.spec.eagle3_only")
+        if spec.method in eagle.params["refused_methods"]:
+            raise StudioError(
+                f"TensorRT-LLM export of speculative decoding '{spec.method}' (EAGLE-1): {eagle.says} "
+                f"({eagle.cite()}). Plan eagle3 with an EAGLE-3 head, or export EAGLE-1 to vLLM or SGLang",
+                field="spec",
+            )
     k = spec.num_tokens
     ckpt = draft_checkpoint(project)
     method = r["methods"][spec.method]

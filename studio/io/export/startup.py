@@ -192,7 +192,8 @@ def _sgl_eplb(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
         return []
     if _int(r.config.get("ep-size"), 1) > 1 or str(r.config.get("moe-a2a-backend", "none")) != "none":
         return []
-    return [_err(rule, "enable-eplb", "needs expert parallelism (ep-size above 1)")]
+    return [_err(rule, "enable-eplb", "has nothing to balance without expert parallelism (ep-size above 1)",
+                 severity="warning")]
 
 
 def _choices(key: str) -> Evaluator:

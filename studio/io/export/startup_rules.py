@@ -63,7 +63,7 @@ def _key(version: str) -> tuple[int, ...]:
     """A release as numbers: ``1.4.0rc0`` → (1, 4, 0, -1, 0); pre-releases sort before the release."""
     m = re.match(r"^(\d+(?:\.\d+)*)(?:(a|b|rc)(\d+))?", version.strip().lower().lstrip("v"))
     if m is None:
-        raise StudioError(f"'{version}' is not an engine version (e.g. 0.13.0 or 1.4.0rc0)", field="version")
+        raise StudioError(f"'{version}' is not an engine version (e.g. 0.13.0 or 1.4.0rc0)")
     nums = [int(x) for x in m.group(1).split(".")] + [0] * 3
     pre = {"a": -3, "b": -2, "rc": -1}.get(m.group(2) or "", 0)
     return (*nums[:3], pre, int(m.group(3) or 0))
