@@ -191,3 +191,81 @@ def test_cli_check_of_a_missing_file_is_one_line(tmp_path, capsys):
     assert main(["export", "--engine", "vllm", "--check", str(tmp_path / "nope.yaml")]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "nope.yaml" in err
+
+
+# ----------------------------------------------------------------------------- vLLM without a GPU
+def _gpu_less_vllm(monkeypatch):
+    """vLLM as it behaves on a machine without a GPU (issue 30): its platform has no device type,
+    add_cli_args raises 'Failed to infer device type' (DeviceConfig('auto') in VllmConfig's
+    defaults), and ParallelConfig refuses a world larger than the GPUs the platform reports."""
+    import dataclasses as dc
+
+    class PlatformEnum:
+        CUDA = "cuda"
+        UNSPECIFIED = "unspecified"
+
+    class Platform:
+        _enum = PlatformEnum.UNSPECIFIED
+        device_type = ""
+
+        @classmethod
+        def device_count(cls) -> int:
+            return 0
+
+    _install(monkeypatch, "vllm.platforms.interface", Platform=Platform, PlatformEnum=PlatformEnum)
+    platforms = _install(monkeypatch, "vllm.platforms", current_platform=Platform(), _current_platform=None)
+    platforms.interface = sys.modules["vllm.platforms.interface"]
+
+    @dc.dataclass
+    class ParallelConfig:
+        tensor_parallel_size: int = 1
+        nnodes: int = 1
+
+        def __post_init__(self):
+            gpus = platforms._current_platform.device_count()
+            if self.tensor_parallel_size > gpus * self.nnodes:
+                raise ValueError(f"World size ({self.tensor_parallel_size}) is larger than the number of "
+                                 f"available GPUs ({gpus}) in this node.")
+
+    _install(monkeypatch, "vllm.config", ParallelConfig=ParallelConfig)
+
+    class GpuLessEngineArgs(FakeEngineArgs):
+        @staticmethod
+        def add_cli_args(parser):
+            current = platforms._current_platform or platforms.current_platform
+            if not current.device_type:
+                raise RuntimeError("Failed to infer device type, please set the environment variable "
+                                   "`VLLM_LOGGING_LEVEL=DEBUG` to turn on verbose logging")
+            return FakeEngineArgs.add_cli_args(parser)
+
+        @classmethod
+        def from_cli_args(cls, ns):
+            FakeEngineArgs.from_cli_args(ns)
+            return ns
+
+    _install(monkeypatch, "vllm.engine.arg_utils", EngineArgs=GpuLessEngineArgs)
+    return platforms
+
+
+def test_gpu_less_vllm_validates_with_its_own_classes_and_no_device(monkeypatch):
+    platforms = _gpu_less_vllm(monkeypatch)
+    report = check(_recipe("vllm"))
+    assert report.ok, report.lines()
+    assert report.engine_checked == "vllm.engine.arg_utils.EngineArgs"
+    assert platforms._current_platform is None  # the stand-in is gone after the check
+    too_wide = replace(_recipe("vllm"), config=_recipe("vllm").config | {"tensor-parallel-size": 16})
+    (f,) = [x for x in check(too_wide).findings if x.source.startswith("installed")]
+    assert "World size (16) is larger than the number of available GPUs (8)" in f.message
+    two_nodes = replace(too_wide, nodes=2)
+    assert not [x for x in check(two_nodes).findings if x.source.startswith("installed")]
+
+
+def test_cli_export_defaults_to_the_project_runtime_and_says_when_it_replans(capsys):
+    assert main(["export", "--check"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("vLLM 0.33.0") and not any("re-plans" in ln for ln in out)
+    assert main(["export", "--engine", "sglang", "--check"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("SGLang 0.5.23") and "re-plans the layout with SGLang 0.5.23" in out[1]
+    assert main(["export", "--engine", "sglang"]) == 0
+    assert "re-plans the layout with SGLang" in capsys.readouterr().out  # in the files' notes
