@@ -15,7 +15,7 @@ from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.serving_mode import parse_pools
 from studio.core.workload import ServingConfig, SpeculativeConfig, Workload
-from studio.engine.disaggregated import evaluate_disaggregated
+from studio.engine.disagg.evaluate import evaluate_disaggregated
 from studio.io.export import export_plan
 from studio.io.export.check import check_recipe
 from studio.io.export.disagg import export_disaggregated
