@@ -13,9 +13,11 @@ from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.engine.plan.results import PlanResult
 from studio.io.export.common import ENGINE_VERSIONS, ENGINES, FORMATS, EngineRecipe, ExportBundle
+from studio.io.export.engines import ENGINE_FORMATS, ENGINE_LABELS, FORMAT_LABELS, engine_specs
 from studio.io.export.rules import rules_for
 
-__all__ = ["ENGINES", "ENGINE_VERSIONS", "FORMATS", "EngineRecipe", "ExportBundle", "export_plan"]
+__all__ = ["ENGINES", "ENGINE_FORMATS", "ENGINE_LABELS", "ENGINE_VERSIONS", "FORMATS", "FORMAT_LABELS",
+           "EngineRecipe", "ExportBundle", "export_plan"]
 
 
 def export_plan(
@@ -65,30 +67,26 @@ def export_plan(
         GPUs, a model path that is empty, starts with ``-`` or holds control characters, or a
         ``hosts`` list that does not match the nodes the plan uses or holds a non-host name.
     """
-    from studio.io.export import common, sglang, trtllm, vllm
+    from studio.io.export import common
+    from studio.io.export.engines import engine_spec, format_refusal
 
-    if engine not in ENGINES:
-        raise StudioError(f"engine '{engine}' is not supported; allowed: {', '.join(ENGINES)}")
-    if fmt not in FORMATS:
-        raise StudioError(f"format '{fmt}' is not supported; allowed: {', '.join(FORMATS)}")
-    if fmt == "k8s" and engine == "trtllm":
-        raise StudioError(
-            "format 'k8s' is available for engines vllm and sglang; for trtllm use command, yaml "
-            "or script"
-        )
+    spec = engine_spec(engine)
+    refusal = format_refusal(engine, fmt)
+    if refusal is not None:
+        raise StudioError(refusal)
     model, path_notes = common.model_path(project, model_path)
     notes = [*notes, *path_notes]
     dep = common.deployment(project, plan, hosts, script=fmt == "script", slurm_nodes=slurm_nodes)
     rules = rules_for(engine)
-    if rules.vendor(dep.vendor) is None and (engine == "trtllm" or fmt == "k8s"):
-        what = "recipe" if engine == "trtllm" else "Kubernetes recipe"
+    if rules.vendor(dep.vendor) is None and (spec.vendor_only or fmt == "k8s"):
+        what = "recipe" if spec.vendor_only else "Kubernetes recipe"
         gpus = ", ".join(sorted({s.name for s in project.cluster.gpu_specs.values()}))
         raise StudioError(
             f"{rules.version} has no {what} for {dep.vendor} GPUs ({gpus}); it supports "
             f"{', '.join(rules.vendors)} GPUs"
-            + ("; export for vllm or sglang instead" if engine == "trtllm" else "")
+            + ("; export for " + " or ".join(e for e, s in engine_specs().items() if not s.vendor_only) + " instead"
+               if spec.vendor_only else "")
         )
     if not plan.fits:
         notes.append(f"The plan does not fit ({plan.fit_reason}); the engine will fail to start as is.")
-    module = {"vllm": vllm, "trtllm": trtllm, "sglang": sglang}[engine]
-    return module.build(project, plan, fmt, model, dep, notes)
+    return spec.exporter().build(project, plan, fmt, model, dep, notes)

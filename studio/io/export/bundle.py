@@ -6,14 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from studio.core.layout import Layout
-from studio.io.export.rules import all_rules
+from studio.io.export.engines import ENGINE_VERSIONS, ENGINES, FORMATS
 
-ENGINES: tuple[str, ...] = ("vllm", "trtllm", "sglang")
-FORMATS: tuple[str, ...] = ("command", "yaml", "script", "k8s")
-
-#: Engine versions the exports target: the versions recorded in ``presets/engines/rules.json``
-#: (see ``docs/export.md``).
-ENGINE_VERSIONS: dict[str, str] = {e: r.version for e, r in all_rules().items() if e in ENGINES}
+__all__ = ["ENGINES", "ENGINE_VERSIONS", "FORMATS", "EngineRecipe", "ExportBundle"]
 
 
 @dataclass(frozen=True)

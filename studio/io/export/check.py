@@ -414,6 +414,8 @@ def recipe_with_config_file(recipe: EngineRecipe, path: str) -> EngineRecipe:
     data = loads_yaml_limited(text, path, what="engine config file")
     if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
         raise StudioError("the top level must be a mapping of config keys", path)
-    if recipe.engine in ("vllm", "sglang"):
+    from studio.io.export.engines import engine_spec
+
+    if engine_spec(recipe.engine).dashed_keys:
         data = {k.replace("_", "-"): v for k, v in data.items()}
     return replace(recipe, config=data)

@@ -28,8 +28,6 @@ from studio.io.export.rules import rules_for
 from studio.io.export.serving import is_blackwell
 from studio.io.export.startup_rules import rule
 
-ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
-
 
 @dataclass(frozen=True)
 class CpExport:
@@ -55,7 +53,9 @@ def cp_export(engine: str, project: Project, plan: PlanResult) -> CpExport | Non
     lay = plan.layout
     if lay.cp <= 1:
         return None
-    name = ENGINE_NAMES.get(engine, engine)
+    from studio.io.export.engines import ENGINE_LABELS
+
+    name = ENGINE_LABELS.get(engine, engine)
     rule = rules_for(engine).cp
     if rule is None:
         raise StudioError(

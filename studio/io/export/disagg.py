@@ -12,10 +12,10 @@ their own serving port, and their own NIXL side-channel port (vLLM) or bootstrap
 
 from __future__ import annotations
 
-import json
+import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 from studio.core.errors import StudioError
 from studio.core.project import Project
@@ -24,8 +24,7 @@ from studio.core.units import MIB
 from studio.io.export import common as c
 from studio.io.export.bundle import ExportBundle
 from studio.io.export.rules import rules_for
-from studio.io.export.safety import check_host, host_port
-from studio.io.export.startup_rules import rule
+from studio.io.export.safety import check_host
 
 PREFILL_PORT = 8100  # first serving port of the prefill servers on a host (then +1 per server)
 DECODE_PORT = 8200  # first serving port of the decode servers on a host
@@ -46,6 +45,24 @@ def disagg_rules(engine: str) -> dict:
             f"{RULES_FILE}: engines.{engine}.disaggregated is missing; no disaggregated recipe for {engine}"
         )
     return section
+
+
+def disagg_part(engine: str) -> Any:
+    """The engine's disaggregated-export module (``engines.<engine>.export.disagg`` in the rules):
+    ``notes``, ``ports``, ``engine_args``, ``router``, ``configs``, ``server_command``,
+    ``router_command`` and ``check``.
+
+    Raises
+    ------
+    StudioError
+        An engine without a disaggregated export.
+    """
+    from studio.io.export.engines import engine_spec
+
+    spec = engine_spec(engine)
+    if spec.disagg is None:
+        raise StudioError(f"{spec.label} has no disaggregated export")
+    return importlib.import_module(spec.disagg)
 
 
 @dataclass(frozen=True)
@@ -120,6 +137,7 @@ def build_recipe(
 ) -> DisaggRecipe:
     """The servers, their ports and arguments, and the router of a disaggregated plan."""
     rules = disagg_rules(engine)
+    part = disagg_part(engine)
     workers, names = _servers(project, result, hosts)
     node_of = {g.id: n.id for n in project.cluster.nodes for g in n.gpus}
     slot_of = {g.id: g.slot for n in project.cluster.nodes for g in n.gpus}
@@ -134,25 +152,12 @@ def build_recipe(
         j = on_host.get(node, 0)
         on_host[node] = j + 1
         port = (PREFILL_PORT if role == "prefill" else DECODE_PORT) + k
-        side = boot = None
         env: list[tuple[str, str]] = [
             ("CUDA_VISIBLE_DEVICES", ",".join(str(slot_of[g]) for g in gpus))
         ]
-        if engine == "vllm" and backend == "mooncake":
-            mc = rule("vllm.mooncake.bootstrap_port").params
-            side = int(mc["default"]) + int(mc["stride"]) * j
-            env.append((str(mc["env"]), str(side)))
-            if role == "prefill":
-                boot = side
-        elif engine == "vllm":
-            side = int(rules["side_channel_port_default"]) + SIDE_CHANNEL_STRIDE * j
-            env += [
-                (rules["side_channel_host_env"], names[node]),
-                (rules["side_channel_port_env"], str(side)),
-            ]
-        if engine == "sglang" and role == "prefill":
-            boot = int(rules["bootstrap_port_default"]) + k
-        args = _engine_args(project, result, engine, role, pool, rules, backend, boot)
+        more, side, boot = part.ports(rules, role, names[node], j, k, backend)
+        env += more
+        args = part.engine_args(project, result, role, pool, rules, backend, boot)
         servers.append(
             Server(
                 role=role,
@@ -167,8 +172,8 @@ def build_recipe(
                 env=tuple(env),
             )
         )
-    router = _router(engine, rules, servers, backend)
-    configs = _trtllm_configs(project, result, rules, servers) if engine == "trtllm" else {}
+    router = part.router(rules, servers, backend)
+    configs = part.configs(project, result, rules, servers)
     return DisaggRecipe(
         engine=engine,
         isl=project.workload.isl,
@@ -182,158 +187,20 @@ def build_recipe(
     )
 
 
-def _batch(result, role: str) -> int:
+def pool_batch(result, role: str) -> int:
     """Sequences one server of ``role`` runs at most, as costed (decode: its cap; prefill: prompts per iteration)."""
     return max(1, int((result.prefill if role == "prefill" else result.decode).max_running))
 
 
-def _engine_args(
-    project: Project,
-    result,
-    engine: str,
-    role: str,
-    pool: PoolLayout,
-    rules: dict,
-    backend: str,
-    bootstrap: int | None,
-) -> dict[str, object]:
-    sv, wl = project.serving, project.workload
-    er = rules_for(engine)
-    kv, _ = c.kv_cache_value(project, er.kv.emit, engine)
-    budget = int(sv.max_num_batched_tokens or 8192)
-    ctx = wl.isl + wl.osl
-    seqs = _batch(result, role)
-    if engine == "vllm":
-        conn = rules["connectors"][backend]
-        cfg: dict[str, object] = {
-            "kv_connector": conn["kv_connector"],
-            "kv_role": conn[f"{role}_role"],
-        }
-        if "kv_connector_module_path" in conn:
-            cfg["kv_connector_module_path"] = conn["kv_connector_module_path"]
-        args: dict[str, object] = {
-            "--tensor-parallel-size": pool.tp,
-            "--pipeline-parallel-size": pool.pp,
-            "--max-model-len": ctx,
-            "--gpu-memory-utilization": sv.gpu_memory_utilization,
-            "--kv-cache-dtype": kv,
-            "--max-num-seqs": seqs,
-            "--max-num-batched-tokens": max(budget, seqs),
-        }
-        if project.model.is_moe:
-            args["--enable-expert-parallel"] = pool.ep > 1
-        args.update({"--host": LISTEN, rules["flag"]: json.dumps(cfg, separators=(",", ":"))})
-        return args
-    if engine == "sglang":
-        if backend not in rules["backends"]:
-            raise StudioError(
-                f"serving_mode.transfer_backend '{backend}' is not an SGLang disaggregation backend; "
-                f"allowed: {', '.join(rules['backends'])}"
-            )
-        args = {
-            "--tp-size": pool.tp,
-            "--pp-size": pool.pp,
-            "--context-length": ctx,
-            "--mem-fraction-static": sv.gpu_memory_utilization,
-            "--kv-cache-dtype": kv,
-            "--max-running-requests": seqs,
-            "--chunked-prefill-size": budget,
-        }
-        if pool.ep > 1:
-            args["--ep-size"] = pool.ep
-        args.update(
-            {
-                "--host": LISTEN,
-                rules["mode_flag"]: role,
-                rules["backend_flag"]: rules["backends"][backend],
-            }
-        )
-        if bootstrap is not None:
-            args[rules["bootstrap_flag"]] = bootstrap
-        return args
-    return {"--host": LISTEN}  # TensorRT-LLM: everything else is in the pool's config file
-
-
-def _router(engine: str, rules: dict, servers: list[Server], backend: str) -> dict[str, object]:
-    pre = [s for s in servers if s.role == "prefill"]
-    dec = [s for s in servers if s.role == "decode"]
-    if engine == "vllm" and backend == "mooncake":
-        return {
-            "script": rule("vllm.mooncake.proxy").params["proxy"],
-            "--prefill": [(f"http://{host_port(s.host, s.port)}", s.bootstrap_port) for s in pre],
-            "--decode": [f"http://{host_port(s.host, s.port)}" for s in dec],
-            "--host": LISTEN,
-            "--port": int(rules["proxy_port_default"]),
-        }
-    if engine == "vllm":
-        return {
-            "script": rules["proxy"],
-            "--host": LISTEN,
-            "--port": int(rules["proxy_port_default"]),
-            "--prefiller-hosts": [s.host for s in pre],
-            "--prefiller-ports": [s.port for s in pre],
-            "--decoder-hosts": [s.host for s in dec],
-            "--decoder-ports": [s.port for s in dec],
-        }
-    if engine == "sglang":
-        return {
-            "module": rules["router"],
-            "--prefill": [(f"http://{host_port(s.host, s.port)}", s.bootstrap_port) for s in pre],
-            "--decode": [f"http://{host_port(s.host, s.port)}" for s in dec],
-            "--host": LISTEN,
-            "--port": int(rules["router_port_default"]),
-        }
-    return {"config": "disagg-config.yaml"}
-
-
-def _trtllm_configs(
-    project: Project, result, rules: dict, servers: list[Server]
-) -> dict[str, dict]:
-    sv, wl = project.serving, project.workload
-    er = rules_for("trtllm")
-    kv, _ = c.kv_cache_value(project, er.kv.emit, "TensorRT-LLM")
-    backend = rules["backends"].get(result.mode.transfer_backend)
-    budget = int(sv.max_num_batched_tokens or 8192)
-    out: dict[str, dict] = {}
-    for role, pr in (("prefill", result.prefill), ("decode", result.decode)):
-        pool = pr.pool
-        cfg: dict[str, object] = {
-            "tensor_parallel_size": pool.tp,
-            "pipeline_parallel_size": pool.pp,
-        }
-        if project.model.is_moe:
-            cfg["moe_expert_parallel_size"] = pool.ep
-            cfg["moe_tensor_parallel_size"] = max(1, pool.tp // pool.ep)
-        cfg.update(
-            {
-                "max_batch_size": _batch(result, role),
-                "max_num_tokens": budget,
-                "max_seq_len": wl.isl + wl.osl,
-                "enable_chunked_prefill": True,
-                "kv_cache_config": {
-                    "free_gpu_memory_fraction": sv.gpu_memory_utilization,
-                    "dtype": kv,
-                },
-            }
-        )
-        if role == "prefill" and rules.get("context_disable_overlap_scheduler"):
-            cfg["disable_overlap_scheduler"] = True
-        # a whole sequence's KV must fit the transfer buffer (startup rule trtllm.disagg.buffer)
-        cfg["cache_transceiver_config"] = {"backend": backend, "max_tokens_in_buffer": wl.isl + wl.osl}
-        out[f"trtllm-{role}.yaml"] = cfg
-    pre = [s for s in servers if s.role == "prefill"]
-    dec = [s for s in servers if s.role == "decode"]
-    out["disagg-config.yaml"] = {
-        "hostname": LISTEN,
-        "port": 8000,
-        "backend": "pytorch",
-        "context_servers": {"num_instances": len(pre), "urls": [f"{s.host}:{s.port}" for s in pre]},
-        "generation_servers": {
-            "num_instances": len(dec),
-            "urls": [f"{s.host}:{s.port}" for s in dec],
-        },
-    }
-    return out
+def url_router_groups(head: list[c.Word], a: dict[str, object]) -> list[list[c.Word]]:
+    """A router that takes ``--prefill URL [BOOTSTRAP_PORT]`` and ``--decode URL`` (SGLang's router,
+    vLLM's Mooncake proxy) as command groups."""
+    groups: list[list[c.Word]] = [head]
+    for url, boot in cast("list[tuple[str, int | None]]", a["--prefill"]):
+        groups.append(["--prefill", url] + ([boot] if boot is not None else []))
+    for url in cast("list[str]", a["--decode"]):
+        groups.append(["--decode", url])
+    return groups + c.flag_groups([("--host", a["--host"]), ("--port", a["--port"])])
 
 
 # ----------------------------------------------------------------------------- text
@@ -353,32 +220,13 @@ def export_disaggregated(
         An unknown engine, a worker spanning nodes, a transfer backend the engine lacks, a
         ``hosts`` list that does not match the nodes the pools use, or an unsafe model path.
     """
-    if engine not in c.ENGINES:
-        raise StudioError(f"engine '{engine}' is not supported; allowed: {', '.join(c.ENGINES)}")
+    part = disagg_part(engine)
     model, notes = c.model_path(project, model_path)
-    if engine == "trtllm" and any(
-        s.vendor != "nvidia"
-        for s in project.cluster.gpu_specs.values()
-        if s.id in set(result.prefill.gpu_types + result.decode.gpu_types)
-    ):
-        raise StudioError(
-            "TensorRT-LLM disaggregated serving runs on NVIDIA GPUs only; export for vllm or sglang"
-        )
-    if engine == "vllm" and result.mode.transfer_backend == "mooncake":
-        notes.append(
-            "vLLM runs Mooncake with its in-tree MooncakeConnector (vLLM 0.13 and later): each server gets "
-            "its own VLLM_MOONCAKE_BOOTSTRAP_PORT, and the router is vLLM's mooncake_connector_proxy.py, which "
-            "gives the decode server the prefill server's bootstrap address; install Mooncake's transfer "
-            "engine (pip install mooncake-transfer-engine) on every node."
-        )
-    if engine == "vllm" and result.mode.transfer_backend == "ucx":
-        notes.append(
-            "vLLM reaches UCX through NIXL: the servers use NixlConnector (UCX is NIXL's default transport)."
-        )
+    notes += part.notes(project, result)
     recipe = build_recipe(project, result, engine, hosts)
     lines = _header(project, result, engine, model, notes)
     files: dict[str, str] = {}
-    if engine == "trtllm":
+    if recipe.configs:
         for name, cfg in recipe.configs.items():
             files[name] = c.comment([f"Layout Studio: {name} for {result.label}"]) + c.dump_yaml(
                 cfg
@@ -394,9 +242,9 @@ def export_disaggregated(
                 ]
             )
         )
-        body.append(_server_command(engine, model, s))
+        body.append(part.server_command(model, s))
     body.append("\n" + c.comment(["router: send requests here once every server is up"]))
-    body.append(_router_command(engine, recipe))
+    body.append(part.router_command(recipe))
     files[f"{engine}-disagg-commands.sh"] = "".join(body)
     return ExportBundle(files=files, notes=tuple(notes)), recipe
 
@@ -420,35 +268,3 @@ def _header(project: Project, result, engine: str, model: str, notes: list[str])
         lines.append("Notes:")
         lines += [f"  - {n}" for n in notes]
     return lines
-
-
-def _server_command(engine: str, model: str, s: Server) -> str:
-    head: list[c.Word]
-    if engine == "vllm":
-        head = ["vllm", "serve", model]
-    elif engine == "sglang":
-        head = ["python3", "-m", "sglang.launch_server", "--model-path", model]
-    else:
-        head = ["trtllm-serve", model, "--config", f"trtllm-{s.role}.yaml"]
-    flags = [(k, v) for k, v in s.args.items()] + [("--port", s.port)]
-    return c.shell_command([head] + c.flag_groups(flags), env=list(s.env))
-
-
-def _router_command(engine: str, r: DisaggRecipe) -> str:
-    a = r.router
-    if engine == "vllm" and "--prefill" not in a:
-        head: list[c.Word] = ["python3", str(a["script"])]
-        flags = [(k, v) for k, v in a.items() if k != "script"]
-        return c.shell_command([head] + c.flag_groups(flags))
-    if engine in ("vllm", "sglang"):
-        groups: list[list] = (
-            [["python3", str(a["script"])]] if engine == "vllm"
-            else [["python3", "-m", str(a["module"]), "--pd-disaggregation"]]
-        )
-        for url, boot in cast("list[tuple[str, int | None]]", a["--prefill"]):
-            groups.append(["--prefill", url] + ([boot] if boot is not None else []))
-        for url in cast("list[str]", a["--decode"]):
-            groups.append(["--decode", url])
-        groups += c.flag_groups([("--host", a["--host"]), ("--port", a["--port"])])
-        return c.shell_command(groups)
-    return c.shell_command([["trtllm-serve", "disaggregated", "-c", str(a["config"])]])
