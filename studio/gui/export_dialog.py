@@ -29,19 +29,18 @@ from PySide6.QtWidgets import (
 from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.engine.plan.results import PlanResult
-from studio.io.export import ENGINE_VERSIONS, ExportBundle, export_plan
+from studio.io.export import (
+    ENGINE_FORMATS,
+    ENGINE_LABELS,
+    ENGINE_VERSIONS,
+    FORMAT_LABELS,
+    ExportBundle,
+    export_plan,
+)
 from studio.io.export.check import CheckReport, check
 from studio.io.export.write import write_files
 from studio.service.export_layout import verdict_for
 
-ENGINE_LABELS = {"vllm": "vLLM", "trtllm": "TensorRT-LLM", "sglang": "SGLang"}
-FORMAT_LABELS = {"command": "Commands", "yaml": "Config YAML", "script": "Launch script", "k8s": "Kubernetes"}
-# Formats each engine has (TensorRT-LLM has no LeaderWorkerSet recipe; the exporter refuses it).
-ENGINE_FORMATS = {
-    "vllm": ("command", "yaml", "script", "k8s"),
-    "trtllm": ("command", "yaml", "script"),
-    "sglang": ("command", "yaml", "script", "k8s"),
-}
 NOTES_STYLE = (
     "QLabel { background: #fff4ce; color: #4a3b00; border: 1px solid #e0c060; border-radius: 4px; padding: 6px; }"
 )
@@ -78,7 +77,8 @@ class ExportDialog(QDialog):
     """Choose engine, format, model path and hosts; preview every generated file; copy or save.
 
     Hooks for tests and embedders: :attr:`choose_folder` (returns a folder or None) and
-    :attr:`confirm_overwrite` (the files that exist → whether to replace them).
+    :attr:`confirm_overwrite` (the files that exist → whether to replace them) and
+    :attr:`confirm_problems` (a check report with errors → whether to write the files anyway).
     """
 
     def __init__(self, project: Project, plan: PlanResult, parent: QWidget | None = None) -> None:
@@ -90,6 +90,8 @@ class ExportDialog(QDialog):
         self.nearest_verdict = None  # ExportedLayoutVerdict of the layout the files run, when not the plan's
         self.choose_folder: Callable[[], str | None] = self._choose_folder_dialog
         self.confirm_overwrite: Callable[[Sequence[Path]], bool] = self._confirm_overwrite_dialog
+        self.confirm_problems: Callable[[CheckReport], bool] = self._confirm_problems_dialog
+        self.report: CheckReport | None = None  # the check of the previewed recipe, once it ran
 
         self.engine = QComboBox()
         for eid, label in ENGINE_LABELS.items():
@@ -139,7 +141,10 @@ class ExportDialog(QDialog):
         self.copy_button = QPushButton("Copy")
         self.copy_button.setToolTip("Copy the file shown to the clipboard")
         self.save_button = QPushButton("Save to folder…")
-        self.save_button.setToolTip("Write every file into a folder (asks before replacing a file)")
+        self.save_button.setToolTip(
+            "Check the recipe, show the verdict, then write every file into a folder (asks before writing "
+            "a recipe the check refuses, and before replacing a file)"
+        )
         self.check_button = QPushButton("Check")
         self.check_button.setToolTip(
             "Check the recipe against the engine's run-time rules (and its own argument classes when "
@@ -238,6 +243,7 @@ class ExportDialog(QDialog):
             self.check_result.hide()
             return
         self.bundle = bundle
+        self.report = None
         self.check_result.hide()
         self.error.hide()
         self._show_notes(bundle)
@@ -288,6 +294,7 @@ class ExportDialog(QDialog):
             self.check_result.setText(_esc(str(exc)))
             self.check_result.show()
             return None
+        self.report = report
         lines = report.lines()
         self.check_result.setStyleSheet(OK_STYLE if report.ok else ERROR_STYLE)
         self.check_result.setText(f"<b>{_esc(lines[0])}</b><br>" + "<br>".join(_esc(ln) for ln in lines[1:]))
@@ -310,10 +317,16 @@ class ExportDialog(QDialog):
         return name
 
     def save_to(self, folder: str | Path | None = None) -> list[Path]:
-        """Write every file of the export into ``folder`` (asks for one when None). Files that exist
-        are replaced only after :attr:`confirm_overwrite` agrees, all together (see
-        :func:`studio.io.export.write.write_files`); returns the files written."""
+        """Check the recipe (its verdict shown above the files), then write every file of the export
+        into ``folder`` (asks for one when None). A recipe the check refuses is written only after
+        :attr:`confirm_problems` agrees; files that exist are replaced only after
+        :attr:`confirm_overwrite` agrees, all together (see :func:`studio.io.export.write.write_files`);
+        returns the files written."""
         if self.bundle is None:
+            return []
+        report = self.report if self.report is not None else self.check_current()
+        if report is not None and not report.ok and not self.confirm_problems(report):
+            self.status.setText("Nothing written: the check found problems (see above)")
             return []
         if folder is None:
             folder = self.choose_folder()
@@ -345,6 +358,18 @@ class ExportDialog(QDialog):
     def _choose_folder_dialog(self) -> str | None:
         folder = QFileDialog.getExistingDirectory(self, "Save the export into a folder", str(Path.home()))
         return folder or None
+
+    def _confirm_problems_dialog(self, report: CheckReport) -> bool:
+        errors = sum(f.severity == "error" for f in report.findings)
+        answer = QMessageBox.question(
+            self,
+            "Write a recipe the check refuses?",
+            f"The check found {errors} problem(s) that would stop the engine or change the layout "
+            "(shown above the files).\n\nWrite the files anyway?",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.No,
+        )
+        return answer == QMessageBox.StandardButton.Yes
 
     def _confirm_overwrite_dialog(self, existing: Sequence[Path]) -> bool:
         names = "\n".join(p.name for p in existing)

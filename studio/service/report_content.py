@@ -14,12 +14,15 @@ from studio.engine import SweepResult, evaluate, sweep
 from studio.engine.plan.results import PlanResult
 from studio.engine.serving.simulate import SimulationResult
 
+
 #: Engines whose launch commands go into the appendix, with their display names.
-EXPORT_ENGINES: tuple[tuple[str, str], ...] = (
-    ("vllm", "vLLM"),
-    ("trtllm", "TensorRT-LLM"),
-    ("sglang", "SGLang"),
-)
+def _export_engines() -> tuple[tuple[str, str], ...]:
+    """``(engine id, label)`` of every engine the exports target (``studio.io.export.engines``)."""
+    from studio.io.export import ENGINE_LABELS
+
+    return tuple(ENGINE_LABELS.items())
+
+
 MAX_ALTERNATIVES = 3
 
 
@@ -171,10 +174,17 @@ def _exports(project: Project, plan: PlanResult) -> tuple[tuple[str, str], ...]:
     from studio.io.export import export_plan
 
     out = []
-    for engine, title in EXPORT_ENGINES:
+    from studio.io.export.check import check
+
+    for engine, title in _export_engines():
         try:
             bundle = export_plan(project, plan, engine=engine, fmt="command")
             text = abridge_nodes(commands_only("\n".join(t.rstrip("\n") for t in bundle.files.values())), engine)
+            if bundle.recipe is not None:
+                verdict = check(bundle.recipe, with_engine=False).lines()
+                verdict.append("export --check: the engine's start-up rules only; `layout-studio export --check` "
+                               "also runs the engine's own validators where it is installed")
+                text = "".join(f"# {line}\n" for line in verdict) + text
         except StudioError as exc:
             text = f"# {title} cannot run this layout: {exc}"
         out.append((title, text))

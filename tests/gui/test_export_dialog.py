@@ -241,7 +241,7 @@ def test_check_button_reports_what_the_installed_engine_refuses(qtbot, dialog, m
             parser.add_argument("--model-path")
             parser.add_argument("--host")
             for flag in ("--tp-size", "--pp-size", "--dp-size", "--mem-fraction-static", "--context-length",
-                         "--kv-cache-dtype", "--max-running-requests"):
+                         "--kv-cache-dtype", "--max-running-requests", "--chunked-prefill-size"):
                 parser.add_argument(flag)
 
         @classmethod
@@ -287,3 +287,34 @@ def test_the_layout_the_files_run_is_costed_again(qtbot):
     assert ("it fits" in text) if v.fits else ("does not fit" in text and (v.proposal or "") in text)
     dlg.set_choice("trtllm", "command")  # TensorRT-LLM runs the plan's own layout: no verdict
     assert dlg.bundle.nearest_layout is None and dlg.nearest_verdict is None
+
+
+def test_save_shows_the_check_first_and_asks_before_writing_a_refused_recipe(qtbot, dialog, tmp_path, monkeypatch):
+    from PySide6.QtCore import Qt
+
+    from studio.io.export.findings import Finding
+
+    dialog.set_choice("vllm", "yaml")
+    asked = []
+    dialog.confirm_problems = lambda report: asked.append(report) or False
+    dialog.choose_folder = lambda: str(tmp_path)
+    qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
+    assert not dialog.check_result.isHidden() and "passes" in dialog.check_result.text()
+    assert not asked and sorted(p.name for p in tmp_path.iterdir()) == sorted(dialog.bundle.files)
+    # a recipe the check refuses: the verdict is shown and nothing is written unless the user agrees
+    refused = [Finding("error", "decode-context-parallel-size", "refused by vLLM", "vllm.cp.dcp_gqa")]
+    import studio.gui.export_dialog as module
+
+    real = module.check
+    monkeypatch.setattr(module, "check", lambda recipe: real(recipe).__class__(
+        engine=recipe.engine, findings=tuple(refused), engine_checked=None, engine_missing="not here"))
+    dialog.set_choice("sglang", "yaml")
+    other = tmp_path / "other"
+    other.mkdir()
+    dialog.choose_folder = lambda: str(other)
+    qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
+    assert len(asked) == 1 and not list(other.iterdir())
+    assert "refused by vLLM" in dialog.check_result.text() and "Nothing written" in dialog.status.text()
+    dialog.confirm_problems = lambda report: True
+    qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
+    assert sorted(p.name for p in other.iterdir()) == sorted(dialog.bundle.files)

@@ -251,7 +251,7 @@ def _vllm(module: ModuleType, cls: Any, recipe: EngineRecipe) -> None:
     config = _optional_module("vllm.config")
     if config is None:
         return
-    more = {"nnodes": recipe.nodes} if recipe.nodes > 1 else {}
+    more: dict[str, object] = {"nnodes": recipe.nodes} if recipe.nodes > 1 else {}
     for name in ("ParallelConfig", "CacheConfig", "KVTransferConfig"):
         klass = getattr(config, name, None)
         if klass is not None:
@@ -284,16 +284,17 @@ def _build_from(klass: Any, args: Any, more: dict[str, object]) -> None:
     ``None``): the class's validators raise what the engine would refuse at start-up."""
     import dataclasses as dc
 
-    if not dc.is_dataclass(klass):
+    if not (isinstance(klass, type) and dc.is_dataclass(klass)):
         return
+    build: Any = klass
     if klass.__name__ == "KVTransferConfig":
         value = getattr(args, "kv_transfer_config", None)
         if isinstance(value, dict):
-            klass(**value)
+            build(**value)
         return
     kwargs = {f.name: getattr(args, f.name) for f in dc.fields(klass)
               if f.init and not f.name.startswith("_") and getattr(args, f.name, None) is not None}
-    klass(**{**kwargs, **more})
+    build(**{**kwargs, **more})
 
 
 def _vllm_platform(recipe: EngineRecipe) -> Callable[[], None] | None:
@@ -313,8 +314,11 @@ def _vllm_platform(recipe: EngineRecipe) -> Callable[[], None] | None:
         return None
     gpus = max(1, recipe.gpus_per_node)
 
-    class _CheckPlatform(interface.Platform):  # type: ignore[misc, name-defined]  # vLLM's base class
-        _enum = interface.PlatformEnum.CUDA
+    api: Any = interface
+    registry: Any = platforms
+
+    class _CheckPlatform(api.Platform):  # vLLM's base class, known at run time
+        _enum = api.PlatformEnum.CUDA
         device_name = "cuda"
         device_type = "cuda"
         dispatch_key = "CUDA"
@@ -323,11 +327,11 @@ def _vllm_platform(recipe: EngineRecipe) -> Callable[[], None] | None:
         def device_count(cls) -> int:
             return gpus
 
-    before = platforms._current_platform
-    platforms._current_platform = _CheckPlatform()
+    before = registry._current_platform
+    registry._current_platform = _CheckPlatform()
 
     def undo() -> None:
-        platforms._current_platform = before
+        registry._current_platform = before
 
     return undo
 

@@ -197,7 +197,8 @@ def url_router_groups(head: list[c.Word], a: dict[str, object]) -> list[list[c.W
     vLLM's Mooncake proxy) as command groups."""
     groups: list[list[c.Word]] = [head]
     for url, boot in cast("list[tuple[str, int | None]]", a["--prefill"]):
-        groups.append(["--prefill", url] + ([boot] if boot is not None else []))
+        entry: list[c.Word] = ["--prefill", url]
+        groups.append(entry + ([boot] if boot is not None else []))
     for url in cast("list[str]", a["--decode"]):
         groups.append(["--decode", url])
     return groups + c.flag_groups([("--host", a["--host"]), ("--port", a["--port"])])

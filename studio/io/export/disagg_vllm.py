@@ -95,8 +95,8 @@ def configs(project: Project, result, rules: dict, servers: list[Server]) -> dic
 
 
 def server_command(model: str, s: Server) -> str:
-    return c.shell_command([["vllm", "serve", model]] + c.flag_groups([*s.args.items(), ("--port", s.port)]),
-                           env=list(s.env))
+    head: list[c.Word] = ["vllm", "serve", model]
+    return c.shell_command([head] + c.flag_groups([*s.args.items(), ("--port", s.port)]), env=list(s.env))
 
 
 def router_command(r: DisaggRecipe) -> str:
@@ -106,7 +106,8 @@ def router_command(r: DisaggRecipe) -> str:
 
         return c.shell_command(url_router_groups(["python3", str(a["script"])], a))
     flags = [(k, v) for k, v in a.items() if k != "script"]
-    return c.shell_command([["python3", str(a["script"])]] + c.flag_groups(flags))
+    head: list[c.Word] = ["python3", str(a["script"])]
+    return c.shell_command([head] + c.flag_groups(flags))
 
 
 def check(r: DisaggRecipe, rules: dict, src: str) -> list[Finding]:

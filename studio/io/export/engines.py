@@ -47,7 +47,7 @@ class EngineSpec:
 
     def exporter(self) -> EngineExporter:
         """The module that builds this engine's files."""
-        module: EngineExporter = importlib.import_module(self.module)  # type: ignore[assignment]  # a module with build()
+        module: EngineExporter = importlib.import_module(self.module)
         return module
 
 

@@ -265,7 +265,7 @@ def check_plan_values(recipe: EngineRecipe, version_label: str) -> list[Finding]
         value = _get(recipe.config, key)
         if value is None:
             continue
-        same = (abs(float(value) - float(planned)) < 1e-9  # type: ignore[arg-type]  # numbers by construction
+        same = (abs(float(value) - float(planned)) < 1e-9
                 if isinstance(value, (int, float)) and isinstance(planned, (int, float)) and not isinstance(value, bool)
                 else str(value) == str(planned))
         if not same:
