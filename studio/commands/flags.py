@@ -25,6 +25,8 @@ FLAGS: dict[str, str] = {
     "pp": "--pp",
     "disagg": "--disagg",
     "spec": "--spec",
+    "all2all_backend": "--all2all-backend",
+    "load_balance": "--load-balance",
     "spec_acceptance": "--spec-acceptance",
 }
 

@@ -161,6 +161,11 @@ def _serving(args, project: Project):
     spec = apply_spec_args(args, project.serving.speculative)
     if spec is not project.serving.speculative:
         changes["speculative"] = spec
+    from studio.commands.feature_args import apply_feature_args
+
+    features = apply_feature_args(args, project.serving.features)
+    if features is not project.serving.features:
+        changes["features"] = features
     return _validated(project.serving, "serving", **changes) if changes else project.serving
 
 

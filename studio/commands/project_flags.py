@@ -69,9 +69,11 @@ def add_project_args(parser: argparse.ArgumentParser, *, layout: bool) -> None:
     g.add_argument("--gpu-memory-utilization", type=positive_float, metavar="F", help="fraction of GPU memory the runtime may use (0.05..1]")
     g.add_argument("--price-per-gpu-hour", type=non_negative_float, metavar="USD", help="price of one GPU-hour (default: each GPU preset's)")
     g.add_argument("--calibration", metavar="NAME", help="calibration profile stored in the project")
+    from studio.commands.feature_args import add_feature_args
     from studio.commands.load_args import add_spec_args
 
     add_spec_args(parser)
+    add_feature_args(parser)
 
 
 def add_cp_args(group: argparse._ActionsContainer) -> None:

@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from studio.core.architecture import LLMArchitecture, ModulePrecision
 from studio.core.base import Frozen
+from studio.core.engine_features import EngineFeatures
 from studio.core.precision import DType
 
 Batch = int | Literal["auto"]
@@ -200,6 +201,10 @@ class ServingConfig(Frozen):
         "TensorRT-LLM max_num_tokens, SGLang chunked_prefill_size); None = the engine's default",
     )
     speculative: SpeculativeConfig | None = Field(None, description="speculative decoding; None = off")
+    features: EngineFeatures = Field(
+        default_factory=EngineFeatures,
+        description="engine features beside the layout (EPLB, dual-batch overlap, all-to-all backend, ...)",
+    )
 
     @field_validator("kv_dtype")
     @classmethod

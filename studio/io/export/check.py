@@ -245,8 +245,12 @@ def _vllm(module: ModuleType, cls: Any, recipe: EngineRecipe) -> None:
             break
         except (ImportError, AttributeError):
             continue
+    from studio.io.export.features import frontend_keys
+
     parser = cls.add_cli_args(parser_cls())
-    ns = _parse(parser, ["--model", recipe.model, *_cli_words(recipe, bool_negation=True)])
+    front = frontend_keys("vllm")  # parsed by vllm serve's API server, not by EngineArgs
+    engine_only = replace(recipe, config={k: v for k, v in recipe.config.items() if k not in front})
+    ns = _parse(parser, ["--model", recipe.model, *_cli_words(engine_only, bool_negation=True)])
     args = cls.from_cli_args(ns)
     config = _optional_module("vllm.config")
     if config is None:

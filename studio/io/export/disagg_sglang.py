@@ -55,6 +55,11 @@ def engine_args(project: Project, result, role: str, pool: PoolLayout, rules: di
     args.update({"--host": LISTEN, rules["mode_flag"]: role, rules["backend_flag"]: rules["backends"][backend]})
     if bootstrap is not None:
         args[rules["bootstrap_flag"]] = bootstrap
+    ib = project.serving.features.ib_device
+    if ib:
+        from studio.io.export.features import feature_rules
+
+        args["--" + str(feature_rules()["ib_device"]["sglang"]["key"])] = ib
     return args
 
 

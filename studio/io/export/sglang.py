@@ -101,6 +101,11 @@ def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[
     from studio.io.export import spec
 
     notes += spec.apply("sglang", project, cfg)
+    from studio.io.export.features import apply_features
+
+    notes += apply_features("sglang", "SGLang", rules.release, project, cfg,
+                            experts_parallel=int(cfg.get("ep-size", 1)) > 1,  # type: ignore[call-overload]  # ints set by _mapping
+                            attention_dp=int(cfg.get("attn-dp-size", 1)) > 1)  # type: ignore[call-overload]
     return notes
 
 

@@ -138,6 +138,11 @@ def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[
     from studio.io.export import spec
 
     notes += spec.apply("trtllm", project, cfg)
+    from studio.io.export.features import apply_features
+
+    notes += apply_features("trtllm", "TensorRT-LLM", rules.release, project, cfg,
+                            experts_parallel=int(cfg.get("moe_expert_parallel_size", 1)) > 1,  # type: ignore[call-overload]  # ints set by _mapping
+                            attention_dp=cfg.get("enable_attention_dp") is True)
     return notes
 
 

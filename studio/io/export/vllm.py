@@ -144,6 +144,10 @@ def _config(project: Project, plan: PlanResult, m: _Mapping) -> tuple[dict[str, 
     from studio.io.export import spec
 
     notes += spec.apply("vllm", project, cfg)
+    from studio.io.export.features import apply_features
+
+    notes += apply_features("vllm", "vLLM", rules.release, project, cfg,
+                            experts_parallel=bool(m.expert_parallel), attention_dp=False)
     return cfg, notes
 
 
@@ -172,7 +176,11 @@ def _recipes(
     model: str,
     base: Sequence[tuple[str, object]],
     env: list[tuple[str, c.Word]],
+    api: Sequence[tuple[str, object]] = (),
 ) -> list[c.Recipe]:
+    """The launch recipes; ``api`` (``--api-server-count``) goes on the head node of a multi-node
+    server only: a headless node starts no API server (startup rule vllm.api_server_count.headless)."""
+    api = list(api)
     lay = m.layout
     per_replica = lay.tp * lay.pp
     mp_steps: list[c.Step] = []
@@ -191,6 +199,8 @@ def _recipes(
                 extra = [("--data-parallel-size-local", local)]
                 if pos:
                     extra += [("--data-parallel-start-rank", start), ("--headless", True)]
+                else:
+                    extra += api
                 extra += [("--data-parallel-address", head), ("--data-parallel-rpc-port", DP_RPC_PORT)]
                 start += local
             else:
@@ -199,7 +209,7 @@ def _recipes(
                     ("--node-rank", pos),
                     ("--master-addr", head),
                     ("--master-port", MASTER_PORT),
-                    *([("--headless", True)] if pos else port),
+                    *([("--headless", True)] if pos else port + api),
                 ]
             mp_steps.append(c.Step(node=idx, text=_serve(model, base, extra, node_env)))
         if len(g.nodes) > 1:
@@ -218,7 +228,7 @@ def _recipes(
             ray_steps.append(
                 c.Step(
                     node=c.group_node_index(dep, g, 0),
-                    text=_serve(model, base, backend + port, env),
+                    text=_serve(model, base, backend + port + api, env),
                     note="after every node of this group has joined the Ray cluster",
                 )
             )
@@ -243,6 +253,7 @@ def _recipes(
 def _k8s(
     project: Project, m: _Mapping, groups: tuple[c.Group, ...], model: str,
     base: list[tuple[str, object]], env: list[tuple[str, c.Word]], dep_vendor: str,
+    api: Sequence[tuple[str, object]] = (),
 ) -> tuple[str, list[str]]:
     lay = m.layout
     g = groups[0]
@@ -271,7 +282,7 @@ def _k8s(
         image=vendor.image,
         resource=vendor.resource,
         groups=groups,
-        leader_command=_serve(model, base, leader_extra, env),
+        leader_command=_serve(model, base, [*leader_extra, *api], env),
         worker_command=_serve(model, base, worker_extra, env) if size > 1 else None,
         port=SERVE_PORT,
     )
@@ -289,6 +300,9 @@ def build(
     groups = c.replica_groups(dep, servers) if m.mode == "replicas" else c.one_group(dep)
     rules = rules_for("vllm")
     env: list[tuple[str, c.Word]] = list(c.partition_env(project, plan, rules.partition_env))
+    api: list[tuple[str, object]] = []
+    if any(len(g.nodes) > 1 for g in groups) and "api-server-count" in cfg:
+        api = [("--api-server-count", cfg.pop("api-server-count"))]
     if any(len(g.nodes) > 1 for g in groups) and fmt != "k8s":
         notes += c.address_notes(dep)
     util = cfg["gpu-memory-utilization"]
@@ -299,11 +313,11 @@ def build(
     base: list[tuple[str, object]] = [("--config", yaml_name)] if fmt == "yaml" else _as_flags(cfg)
     files: dict[str, str] = {}
     if fmt == "k8s":
-        text, k_notes = _k8s(project, m, groups, model, _as_flags(cfg), env, dep.vendor)
+        text, k_notes = _k8s(project, m, groups, model, _as_flags(cfg), env, dep.vendor, api)
         notes += k_notes
         files["vllm-lws.yaml"] = c.comment(c.header(project, plan, "vllm", model, notes, reserve)) + text
     else:
-        recipes = _recipes(dep, groups, m, model, base, env)
+        recipes = _recipes(dep, groups, m, model, base, env, api)
         head = c.header(project, plan, "vllm", model, notes, reserve)
         if fmt == "yaml":
             files[yaml_name] = c.comment(head) + c.dump_yaml(cfg)

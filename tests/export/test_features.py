@@ -1,0 +1,94 @@
+"""Engine features of a plan (serving.features; --eplb, --dbo, --all2all-backend, ...) in each
+engine's own keys, only where the engine version accepts them, and checked by export --check."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import yaml
+
+from studio.cli import main
+from studio.core.engine_features import EngineFeatures
+from studio.core.errors import StudioError
+from studio.core.layout import Layout
+from studio.core.workload import ServingConfig
+from studio.io.export import export_plan
+from studio.io.export.check import check_recipe
+from studio.io.export.features import apply_features
+
+from .conftest import MIXTRAL, plan, project
+
+
+def _export(engine, features, layout=Layout(tp=4, dp=2, ep=8), nodes=1):
+    proj = project(MIXTRAL, nodes, layout, serving=ServingConfig(kv_dtype="fp8", features=features))
+    return export_plan(proj, plan(proj), engine=engine, fmt="yaml")
+
+
+def _cfg(bundle, name):
+    text = bundle.files[name]
+    return yaml.safe_load("\n".join(ln for ln in text.splitlines() if not ln.startswith("#")))
+
+
+FEATS = EngineFeatures(eplb=True, redundant_experts=8, dual_batch_overlap=True)
+
+
+def test_each_engine_writes_eplb_and_overlap_in_its_own_keys():
+    v = _cfg(_export("vllm", FEATS.replace(all2all_backend="deepep_low_latency", api_servers=2)), "vllm-serve.yaml")
+    assert v["enable-eplb"] is True and json.loads(v["eplb-config"]) == {"num_redundant_experts": 8}
+    assert v["enable-dbo"] is True and v["all2all-backend"] == "deepep_low_latency" and v["api-server-count"] == 2
+    s = _cfg(_export("sglang", FEATS.replace(all2all_backend="deepep", load_balance="total_tokens")),
+             "sglang-serve.yaml")
+    assert (s["enable-eplb"], s["ep-num-redundant-experts"], s["enable-two-batch-overlap"]) == (True, 8, True)
+    assert s["moe-a2a-backend"] == "deepep" and s["load-balance-method"] == "total_tokens"
+    t = _export("trtllm", FEATS)
+    cfg = _cfg(t, "trtllm-serve.yaml")
+    assert cfg["moe_config"]["load_balancer"] == {"num_slots": 16}  # 8 experts + 8 redundant
+    assert "TensorRT-LLM has no split a step into two micro-batches" in " ".join(t.notes)  # no DBO there
+    for b in (t,):
+        assert not [f for f in check_recipe(b.recipe) if f.severity == "error"]
+
+
+def test_a_value_the_engine_lacks_is_refused_with_the_allowed_ones():
+    with pytest.raises(StudioError, match="all2all_backend 'deepep' is not a vLLM value; allowed: naive, pplx"):
+        _export("vllm", EngineFeatures(all2all_backend="deepep"))
+    with pytest.raises(StudioError, match="load_balance 'hybrid' is not a SGLang value"):
+        _export("sglang", EngineFeatures(load_balance="hybrid"))
+
+
+def test_features_go_only_to_versions_that_accept_them():
+    proj = project(MIXTRAL, 1, Layout(tp=4, dp=2, ep=8), serving=ServingConfig(
+        features=EngineFeatures(all2all_backend="deepep", load_balance="round_robin")))
+    cfg: dict[str, object] = {}
+    notes = apply_features("sglang", "SGLang", "0.5.20", proj, cfg, experts_parallel=True, attention_dp=False)
+    assert cfg == {} and len(notes) == 2 and "SGLang 0.5.20 does not accept moe-a2a-backend" in notes[0]
+    notes = apply_features("sglang", "SGLang", "0.5.23", proj, cfg, experts_parallel=True, attention_dp=False)
+    assert cfg == {"moe-a2a-backend": "deepep", "load-balance-method": "round_robin"} and not notes
+
+
+def test_eplb_without_expert_parallelism_is_not_written_and_the_check_refuses_it():
+    b = _export("vllm", FEATS, layout=Layout(tp=8))
+    assert "enable-eplb" not in b.recipe.config and any("no expert parallelism" in n for n in b.notes)
+    forced = dataclasses.replace(b.recipe, config={**b.recipe.config, "enable-eplb": True})
+    assert [f.key for f in check_recipe(forced) if "vllm.eplb.needs_ep" in f.source] == ["enable-eplb"]
+
+
+def test_api_servers_stay_on_the_head_node_of_a_multi_node_server():
+    proj = project(MIXTRAL, 2, Layout(tp=8, pp=2), serving=ServingConfig(features=EngineFeatures(api_servers=4)))
+    b = export_plan(proj, plan(proj), engine="vllm", fmt="command")
+    text = b.files["vllm-commands.sh"].split("=== Ray backend")[0]
+    head, other = text.split("--node-rank 1")
+    assert "--api-server-count 4" in head and "--api-server-count" not in other
+    assert not [f for f in check_recipe(b.recipe) if f.severity == "error"]
+    old = dataclasses.replace(b.recipe, config={**b.recipe.config, "api-server-count": 4})
+    assert [f.key for f in check_recipe(old) if f.severity == "error"] == ["api-server-count"]
+
+
+def test_cli_flags_reach_the_project_and_the_export(capsys):
+    argv = ["export", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--tp", "4", "--dp", "2", "--ep", "8"]
+    assert main([*argv, "--eplb", "4", "--dbo", "--engine", "sglang"]) == 0
+    out = capsys.readouterr().out
+    assert "--enable-eplb" in out and "--ep-num-redundant-experts 4" in out and "--enable-two-batch-overlap" in out
+    assert main([*argv, "--all2all-backend", "nope", "--engine", "vllm"]) == 2
+    assert "--all2all-backend: serving.features.all2all_backend 'nope'" in capsys.readouterr().err
