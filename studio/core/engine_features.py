@@ -20,23 +20,23 @@ class EngineFeatures(Frozen):
 
     eplb: bool = Field(False, description="expert-parallel load balancing (vLLM/SGLang EPLB, TensorRT-LLM MoE load balancer)")
     redundant_experts: int = Field(0, ge=0, le=4096, description="extra expert replicas per MoE layer with EPLB")
-    dual_batch_overlap: bool = Field(False, description="vLLM --enable-dbo, SGLang --enable-two-batch-overlap")
+    dual_batch_overlap: bool = Field(False, description="vLLM enable_dbo, SGLang enable_two_batch_overlap")
     all2all_backend: str | None = Field(
         None, max_length=64, pattern=_NAME,
-        description="the engine's MoE all-to-all backend name (vLLM --all2all-backend, SGLang --moe-a2a-backend, "
+        description="the engine's MoE all-to-all backend name (vLLM all2all_backend, SGLang moe_a2a_backend, "
         "TensorRT-LLM moe_config.backend); None = the engine's default",
     )
     load_balance: str | None = Field(
         None, max_length=64, pattern=_NAME,
         description="vLLM data-parallel load balancing (internal, hybrid, external) or SGLang "
-        "--load-balance-method; None = the engine's default",
+        "load_balance_method; None = the engine's default",
     )
-    api_servers: int | None = Field(None, ge=1, le=512, description="vLLM --api-server-count")
+    api_servers: int | None = Field(None, ge=1, le=512, description="vLLM api_server_count (API-server processes)")
     kv_offload_gib: float | None = Field(None, gt=0, le=1_000_000, description="vLLM CPU KV offloading, GiB")
     attention_dp_balance: bool = Field(False, description="TensorRT-LLM attention_dp_config.enable_balance")
     ib_device: str | None = Field(
         None, max_length=200, pattern=r"^[A-Za-z0-9_]+(,[A-Za-z0-9_]+)*$",
-        description="SGLang --disaggregation-ib-device: HCA names such as mlx5_0,mlx5_1",
+        description="SGLang disaggregation_ib_device: HCA names such as mlx5_0,mlx5_1",
     )
 
     @property

@@ -92,3 +92,26 @@ def test_cli_flags_reach_the_project_and_the_export(capsys):
     assert "--enable-eplb" in out and "--ep-num-redundant-experts 4" in out and "--enable-two-batch-overlap" in out
     assert main([*argv, "--all2all-backend", "nope", "--engine", "vllm"]) == 2
     assert "--all2all-backend: serving.features.all2all_backend 'nope'" in capsys.readouterr().err
+
+
+def test_attention_dp_balance_needs_attention_dp_and_ib_devices_reach_sglang_disaggregated_servers():
+    bal = EngineFeatures(attention_dp_balance=True)
+    t = _export("trtllm", bal, layout=Layout(tp=1, dp=8, ep=8))
+    assert _cfg(t, "trtllm-serve.yaml")["attention_dp_config"] == {"enable_balance": True}
+    plain = _export("trtllm", bal, layout=Layout(tp=8, ep=8))
+    assert "attention_dp_config" not in plain.recipe.config and any("has none" in n for n in plain.notes)
+    from studio.core.serving_mode import parse_pools
+    from studio.engine.disagg.evaluate import evaluate_disaggregated
+    from studio.io.export.disagg import export_disaggregated
+    from studio.io.export.disagg_check import check_disaggregated
+
+    from tests.engine import fixtures as fx
+
+    proj = fx.project(fx.cluster(fx.HGX_H200, 1, fx.H200), fx.MIXTRAL,
+                      serving=ServingConfig(features=EngineFeatures(ib_device="mlx5_0,mlx5_1")))
+    res = evaluate_disaggregated(proj, parse_pools("1P:tp4,1D:tp4"))
+    _, recipe = export_disaggregated(proj, res, engine="sglang")
+    assert {s.args["--disaggregation-ib-device"] for s in recipe.servers} == {"mlx5_0,mlx5_1"}
+    assert check_disaggregated(recipe).ok
+    with pytest.raises(ValueError, match="string_pattern_mismatch|should match pattern"):
+        EngineFeatures(ib_device="mlx5_0:1")
