@@ -104,7 +104,6 @@ def test_attention_dp_balance_needs_attention_dp_and_ib_devices_reach_sglang_dis
     from studio.engine.disagg.evaluate import evaluate_disaggregated
     from studio.io.export.disagg import export_disaggregated
     from studio.io.export.disagg_check import check_disaggregated
-
     from tests.engine import fixtures as fx
 
     proj = fx.project(fx.cluster(fx.HGX_H200, 1, fx.H200), fx.MIXTRAL,
