@@ -21,7 +21,10 @@ from studio.io.export.features import apply_features
 from .conftest import MIXTRAL, plan, project
 
 
-def _export(engine, features, layout=Layout(tp=4, dp=2, ep=8), nodes=1):
+MOE_LAYOUT = Layout(tp=4, dp=2, ep=8)
+
+
+def _export(engine, features, layout=MOE_LAYOUT, nodes=1):
     proj = project(MIXTRAL, nodes, layout, serving=ServingConfig(kv_dtype="fp8", features=features))
     return export_plan(proj, plan(proj), engine=engine, fmt="yaml")
 
