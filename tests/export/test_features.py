@@ -20,7 +20,6 @@ from studio.io.export.features import apply_features
 
 from .conftest import MIXTRAL, plan, project
 
-
 MOE_LAYOUT = Layout(tp=4, dp=2, ep=8)
 
 

@@ -1,14 +1,13 @@
-"""What an export produces: the engines and formats, the file bundle and the engine arguments
-it holds (for :mod:`.check`)."""
+"""What an export produces: the file bundle and the engine arguments it holds (for :mod:`.check`);
+the engines and formats are in :mod:`.engines`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from studio.core.layout import Layout
-from studio.io.export.engines import ENGINE_VERSIONS, ENGINES, FORMATS
 
-__all__ = ["ENGINES", "ENGINE_VERSIONS", "FORMATS", "EngineRecipe", "ExportBundle"]
+__all__ = ["EngineRecipe", "ExportBundle"]
 
 
 @dataclass(frozen=True)

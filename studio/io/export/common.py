@@ -17,7 +17,7 @@ else.
 
 from __future__ import annotations
 
-from studio.io.export.bundle import ENGINE_VERSIONS, ENGINES, FORMATS, EngineRecipe, ExportBundle
+from studio.io.export.bundle import EngineRecipe, ExportBundle
 from studio.io.export.deployment import (
     Deployment,
     Group,
@@ -31,6 +31,7 @@ from studio.io.export.deployment import (
     one_group,
     replica_groups,
 )
+from studio.io.export.engines import ENGINE_VERSIONS, ENGINES, FORMATS
 from studio.io.export.header import Reserve, header, reserve_lines
 from studio.io.export.recipes import (
     Recipe,

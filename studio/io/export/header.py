@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from studio.core.project import Project
 from studio.core.units import fixed, gib_1
 from studio.engine.plan.results import PlanResult
-from studio.io.export.bundle import ENGINE_VERSIONS
+from studio.io.export.engines import ENGINE_VERSIONS
 
 
 @dataclass(frozen=True)
