@@ -116,3 +116,13 @@ def test_attention_dp_balance_needs_attention_dp_and_ib_devices_reach_sglang_dis
     assert check_disaggregated(recipe).ok
     with pytest.raises(ValueError, match="string_pattern_mismatch|should match pattern"):
         EngineFeatures(ib_device="mlx5_0:1")
+
+
+def test_explain_says_how_the_features_enter_the_figures(capsys):
+    argv = ["plan", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--tp", "4", "--dp", "2", "--ep", "8", "--explain"]
+    assert main(argv) == 0
+    assert "engine features" not in capsys.readouterr().out
+    assert main([*argv, "--eplb", "4", "--dbo"]) == 0
+    out = capsys.readouterr().out
+    assert "engine features = 2 features set" in out and "moe_imbalance_factor 1" in out
+    assert "no overlap credited" in out
