@@ -44,6 +44,7 @@ class EngineSpec:
     disagg_formats: tuple[str, ...]
     vendor_only: bool  # no recipe at all for a GPU vendor the engine has no image for
     dashed_keys: bool = False  # config-file keys are flag names (vLLM, SGLang), not snake_case
+    speculative: str = ""  # module writing and checking the speculative-decoding settings
 
     def exporter(self) -> EngineExporter:
         """The module that builds this engine's files."""
@@ -81,6 +82,7 @@ def _table() -> tuple[dict[str, EngineSpec], dict[str, str]]:
             module=str(e["module"]), disagg=e.get("disagg"),
             disagg_formats=_strings(e.get("disagg_formats", []), w + ".disagg_formats"),
             vendor_only=bool(e.get("vendor_only", False)), dashed_keys=e.get("config_keys") == "dashed",
+            speculative=str(e.get("speculative", "")),
         )
     return specs, {str(k): str(v) for k, v in formats.items()}
 

@@ -20,7 +20,6 @@ needs one and has none is exported with a note and refused by :func:`check_specu
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from typing import Any
 
@@ -53,6 +52,16 @@ def spec_rules(engine: str) -> dict[str, Any]:
     if rules is None:
         raise StudioError(f"engines.{engine}.speculative is missing", "presets/engines/rules.json")
     return rules
+
+
+def spec_module(engine: str) -> Any:
+    """The engine's speculative-decoding module (``engines.<engine>.export.speculative``): ``write``
+    and ``check``."""
+    import importlib
+
+    from studio.io.export.engines import engine_spec
+
+    return importlib.import_module(engine_spec(engine).speculative)
 
 
 def draft_checkpoint(project: Project) -> str | None:
@@ -89,56 +98,16 @@ def apply(engine: str, project: Project, cfg: dict[str, object]) -> list[str]:
     if spec is None:
         return []
     r = spec_rules(engine)
-    if engine == "trtllm":
-        from studio.io.export.startup_rules import rule
-
-        eagle = rule("trtllm.spec.eagle3_only")
-        if spec.method in eagle.params["refused_methods"]:
-            raise StudioError(
-                f"TensorRT-LLM export of speculative decoding '{spec.method}' (EAGLE-1): {eagle.says} "
-                f"({eagle.cite()}). Plan eagle3 with an EAGLE-3 head, or export EAGLE-1 to vLLM or SGLang",
-                field="spec",
-            )
     k = spec.num_tokens
     ckpt = draft_checkpoint(project)
     method = r["methods"][spec.method]
     notes = _missing_note(project, engine)
-    if engine == "vllm":
-        sc: dict[str, object] = {"method": method, r["tokens_field"]: k}
-        if method in r["needs_model"] and ckpt:
-            sc[r["model_field"]] = ckpt
-        if spec.method == "ngram":
-            sc[r["ngram_fields"]["max"]] = spec.ngram_max
-            sc[r["ngram_fields"]["min"]] = spec.ngram_min
-        cfg[r["key"]] = json.dumps(sc)
-    elif engine == "sglang":
-        cfg[r["algorithm_key"]] = method
-        if spec.method != "ngram":
-            cfg[r["steps_key"]] = k
-            cfg[r["topk_key"]] = 1
-        cfg[r["draft_tokens_key"]] = k + 1
-        if method in r["needs_model"] and ckpt:
-            cfg[r["model_key"]] = ckpt
-    elif engine == "trtllm":
-        sc = {"decoding_type": method}
-        if spec.method == "mtp":
-            sc[r["mtp_layers_key"]] = k
-            if k > project.model.mtp_layers:
-                notes.append(
-                    f"TensorRT-LLM MTP drafts num_nextn_predict_layers = {k} tokens; the model has "
-                    f"{project.model.mtp_layers} MTP layer(s), which TensorRT-LLM reuses for the others."
-                )
-        else:
-            sc[r["draft_len_key"]] = k
-        if method in r["needs_model"] and ckpt:
-            sc[r["model_key"]] = ckpt
-        if spec.method == "ngram":
-            sc[r["ngram_key"]] = spec.ngram_max
-        cfg[r["key"]] = sc
+    spec_module(engine).write(project, spec, cfg, r, method, k, ckpt, notes)
     return notes
 
 
-def _as_int(value: object) -> int | None:
+def as_int(value: object) -> int | None:
+    """``value`` as a whole number, or ``None``."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -154,96 +123,5 @@ def check_speculative(engine: str, config: dict[str, object]) -> list[tuple[str,
     if r is None:
         return []
     src = r["source"]
-    out: list[tuple[str, str, str]] = []
     allowed = sorted(set(r["methods"].values()))
-    if engine == "vllm":
-        raw = config.get(r["key"])
-        if raw is None:
-            return []
-        try:
-            sc = json.loads(raw) if isinstance(raw, str) else raw
-        except ValueError:
-            return [(r["key"], "is not valid JSON", src)]
-        if not isinstance(sc, dict):
-            return [(r["key"], "must be a JSON object", src)]
-        method = sc.get("method")
-        if method not in allowed:
-            out.append(
-                (
-                    r["key"],
-                    f"method '{method}' is not one vLLM runs here; allowed: {', '.join(allowed)}",
-                    src,
-                )
-            )
-        n = _as_int(sc.get(r["tokens_field"]))
-        if n is None or n < 1:
-            out.append((r["key"], f"{r['tokens_field']} must be a whole number ≥ 1", src))
-        if method in r["needs_model"] and not sc.get(r["model_field"]):
-            out.append(
-                (r["key"], f"method '{method}' needs '{r['model_field']}' (the draft weights)", src)
-            )
-        if method == "ngram" and _as_int(sc.get(r["ngram_fields"]["max"])) is None:
-            out.append((r["key"], f"method 'ngram' needs {r['ngram_fields']['max']}", src))
-    elif engine == "sglang":
-        algo = config.get(r["algorithm_key"])
-        if algo is None:
-            return []
-        if algo not in allowed:
-            out.append(
-                (
-                    r["algorithm_key"],
-                    f"'{algo}' is not an algorithm planned here; allowed: {', '.join(allowed)}",
-                    src,
-                )
-            )
-        if algo in r["needs_model"] and not config.get(r["model_key"]):
-            out.append(
-                (r["model_key"], f"--{r['algorithm_key']} {algo} needs the draft model path", src)
-            )
-        steps, topk = _as_int(config.get(r["steps_key"])), _as_int(config.get(r["topk_key"]))
-        draft = _as_int(config.get(r["draft_tokens_key"]))
-        if (
-            algo != "NGRAM"
-            and steps is not None
-            and topk == 1
-            and draft is not None
-            and draft != steps + 1
-        ):
-            out.append(
-                (
-                    r["draft_tokens_key"],
-                    f"{draft} with {r['topk_key']} 1 must be {r['steps_key']} + 1 = "
-                    f"{steps + 1} (SGLang resets it, so the verified tokens differ from the plan)",
-                    src,
-                )
-            )
-    elif engine == "trtllm":
-        sc = config.get(r["key"])
-        if sc is None:
-            return []
-        if not isinstance(sc, dict):
-            return [(r["key"], "must be a mapping with decoding_type", src)]
-        kind = sc.get("decoding_type")
-        if kind not in allowed:
-            out.append(
-                (
-                    r["key"],
-                    f"decoding_type '{kind}' is not one planned here; allowed: {', '.join(allowed)}",
-                    src,
-                )
-            )
-        length_key = r["mtp_layers_key"] if kind == "MTP" else r["draft_len_key"]
-        n = _as_int(sc.get(length_key))
-        if n is None or n < 1:
-            out.append((f"{r['key']}.{length_key}", "must be a whole number ≥ 1", src))
-        if kind in r["needs_model"] and not sc.get(r["model_key"]):
-            out.append(
-                (
-                    f"{r['key']}.{r['model_key']}",
-                    f"decoding_type {kind} needs the draft weights",
-                    src,
-                )
-            )
-        if kind == "NGram" and _as_int(sc.get(r["ngram_key"])) is None:
-            out.append((f"{r['key']}.{r['ngram_key']}", "decoding_type NGram needs it", src))
-    return out
+    return spec_module(engine).check(config, r, src, allowed)
