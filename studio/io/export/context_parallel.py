@@ -25,8 +25,6 @@ from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.engine.plan.results import PlanResult
 from studio.io.export.rules import rules_for
-from studio.io.export.serving import is_blackwell
-from studio.io.export.startup_rules import rule
 
 
 @dataclass(frozen=True)
@@ -78,76 +76,10 @@ def cp_export(engine: str, project: Project, plan: PlanResult) -> CpExport | Non
     servers = f"one server per CP group of {lay.tp * lay.pp * lay.cp} GPUs" + (
         f", {lay.replicas} servers (put a load balancer in front)" if lay.replicas > 1 else ""
     )
-    if engine == "vllm":
-        if lay.cp_mode == "decode":
-            return CpExport(
-                {"decode-context-parallel-size": lay.cp},
-                (
-                    f"Decode context parallelism: each GPU of a TP group keeps every {lay.cp}-th token of the KV "
-                    "cache (--decode-context-parallel-size).",
-                ),
-                None,
-            )
-        return _vllm_prefill(project, lay, servers, group)
-    if engine == "sglang":
-        return CpExport(
-            {"dcp-size": lay.cp},
-            (
-                f"Decode context parallelism: --dcp-size {lay.cp} stripes each request's MLA KV cache over the "
-                "ranks of the TP group.",
-            ),
-            None,
-        )
-    if engine == "trtllm":
-        raise StudioError(_trtllm_refusal(project, lay))
-    raise StudioError(f"unknown engine '{engine}' for context parallelism (vllm, sglang, trtllm)")
+    import importlib
 
+    from studio.io.export.engines import engine_spec
 
-def vllm_dcp_allowed(project: Project, tp: int, dcp: int) -> bool:
-    """Whether vLLM accepts ``--decode-context-parallel-size dcp`` at ``tp`` for this model
-    (startup rule ``vllm.cp.dcp_gqa``: MLA, or GQA with TP above the KV heads, DCP ≤ TP / KV heads
-    and the query heads per KV head divisible by DCP)."""
-    m = project.model
-    if m.mla is not None:
-        return True
-    kv = m.num_kv_heads
-    return tp > kv and dcp <= tp // kv and (m.num_attention_heads // kv) % dcp == 0
-
-
-def _vllm_prefill(project: Project, lay: Layout, servers: str, group: Layout | None) -> CpExport:
-    """vLLM prefill CP: PCP with DCP = PCP (the KV cache split over the PCP ranks, as planned) where
-    vLLM's DCP rule allows it, else PCP alone, which keeps a whole KV copy on every PCP rank."""
-    split = vllm_dcp_allowed(project, lay.tp, lay.cp)
-    cfg: dict[str, object] = {"prefill-context-parallel-size": lay.cp}
-    if split:
-        cfg["decode-context-parallel-size"] = lay.cp
-        notes = [f"Prefill context parallelism: --prefill-context-parallel-size {lay.cp} with "
-                 f"--decode-context-parallel-size {lay.cp} so the KV cache is split over the PCP ranks as "
-                 f"planned; vLLM runs PCP without data parallelism, so this is {servers}."]
-    else:
-        r = rule("vllm.cp.dcp_gqa")
-        notes = [f"Prefill context parallelism: --prefill-context-parallel-size {lay.cp} alone. vLLM refuses "
-                 f"--decode-context-parallel-size {lay.cp} for this model at TP {lay.tp} ({r.says}; "
-                 f"{r.cite()}), so every PCP rank keeps a whole copy of the KV cache: the KV capacity per "
-                 f"server is 1/{lay.cp} of the plan's. vLLM runs PCP without data parallelism, so this is "
-                 f"{servers}."]
-    if project.model.is_moe and lay.ep > 1:
-        notes.append(f"vLLM's expert-parallel group spans TP x PCP = {lay.tp * lay.cp} GPUs.")
-    return CpExport(cfg, tuple(notes), group)
-
-
-def _trtllm_refusal(project: Project, lay: Layout) -> str:
-    """Why TensorRT-LLM cannot run the plan's context parallelism (the startup rules' words)."""
-    if lay.cp_mode == "prefill":
-        r = rule("trtllm.cp.pytorch_types")
-        return (f"TensorRT-LLM export of CP={lay.cp} (prefill): the planned KV split is TensorRT-LLM's RING "
-                f"context parallelism, which its PyTorch backend does not run ({r.says}; {r.cite()}). "
-                "Export prefill CP to vLLM, or plan CP = 1")
-    where = rule("trtllm.cp.helix_disagg_generation")
-    why = [f"{where.says} ({where.cite()})"]
-    if not is_blackwell(project):
-        bw = rule("trtllm.cp.helix_blackwell")
-        why.append(f"{bw.says}, and these GPUs are not ({bw.cite()})")
-    return (f"TensorRT-LLM export of CP={lay.cp} (decode): decode context parallelism is TensorRT-LLM's Helix; "
-            + "; ".join(why) + ". An aggregated server cannot run it: export decode CP to vLLM "
-            "(--decode-context-parallel-size) or SGLang (--dcp-size, MLA models), or plan CP = 1")
+    module = importlib.import_module(engine_spec(engine).context_parallel)
+    settings: CpExport = module.cp_settings(project, lay, servers, group)
+    return settings

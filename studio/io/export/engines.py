@@ -45,6 +45,7 @@ class EngineSpec:
     vendor_only: bool  # no recipe at all for a GPU vendor the engine has no image for
     dashed_keys: bool = False  # config-file keys are flag names (vLLM, SGLang), not snake_case
     speculative: str = ""  # module writing and checking the speculative-decoding settings
+    context_parallel: str = ""  # module turning the plan's CP into the engine's settings (or refusing it)
 
     def exporter(self) -> EngineExporter:
         """The module that builds this engine's files."""
@@ -83,6 +84,7 @@ def _table() -> tuple[dict[str, EngineSpec], dict[str, str]]:
             disagg_formats=_strings(e.get("disagg_formats", []), w + ".disagg_formats"),
             vendor_only=bool(e.get("vendor_only", False)), dashed_keys=e.get("config_keys") == "dashed",
             speculative=str(e.get("speculative", "")),
+            context_parallel=str(e.get("context_parallel", "")),
         )
     return specs, {str(k): str(v) for k, v in formats.items()}
 
