@@ -1,19 +1,16 @@
 """Context parallelism in the engines' own flags, or a refusal that says why an engine cannot run it.
 
-What each engine runs (the run-time rules are data: ``context_parallel`` in
-``presets/engines/rules.json``; the flag spellings are here):
+The checks common to every engine read ``context_parallel`` in ``presets/engines/rules.json`` (which
+CP modes and attention kinds an engine runs); the flags are the engine's own module
+(``engines.<id>.export.context_parallel``):
 
-* **vLLM** — decode CP: ``--decode-context-parallel-size`` (DCP, inside the TP group, MLA and GQA).
-  Prefill CP: ``--prefill-context-parallel-size`` with ``--decode-context-parallel-size`` equal to
-  it, so the KV cache is split over the PCP ranks as planned; PCP widens the engine's world to
-  TP × PP × PCP and does not run with data parallelism, so each CP group is one server.
-* **SGLang** — decode CP: ``--dcp-size`` for MLA models. Its prefill CP (``--attn-cp-size`` with
-  ``--enable-prefill-cp``) sits inside the TP group and keeps the whole KV cache on every CP rank:
-  a different layout, refused with the reason.
-* **TensorRT-LLM** — decode CP is Helix (``context_parallel_size`` with ``cp_config.cp_type:
-  HELIX``; attention TP = TP / CP, the FFN uses all TP × CP ranks; MLA models on Blackwell, in the
-  generation servers of disaggregated serving). Prefill CP: ``context_parallel_size`` with
-  ``cp_type: RING`` (a prototype field), one server per CP group.
+* **vLLM** (:mod:`.cp_vllm`) — decode CP: ``--decode-context-parallel-size``. Prefill CP:
+  ``--prefill-context-parallel-size``, with DCP = PCP where vLLM's DCP rule allows it (else PCP alone,
+  a whole KV copy per PCP rank); one server per CP group.
+* **SGLang** (:mod:`.cp_sglang`) — decode CP: ``--dcp-size`` for MLA models; its prefill CP runs a
+  different layout and is refused with the reason.
+* **TensorRT-LLM** (:mod:`.cp_trtllm`) — refused: Helix runs in disaggregated generation servers on
+  Blackwell only, RING is not implemented in the PyTorch backend.
 """
 
 from __future__ import annotations
