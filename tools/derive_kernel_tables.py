@@ -336,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="print the tables without writing them")
     args = ap.parse_args(argv)
     try:
-        import aiconfigurator_core  # noqa: F401
+        import aiconfigurator_core
         import pandas  # noqa: F401
     except ImportError:
         print('needs the kernels dev extra: pip install ".[kernels]"', file=sys.stderr)

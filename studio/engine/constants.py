@@ -17,6 +17,9 @@ from typing import Any
 from studio.core.errors import StudioError
 
 PerGpu = dict[str, float]
+#: Constants the step model no longer has: measured kernel tables (presets/kernels) replaced them.
+RETIRED = frozenset({"roofline_blend", "expert_gemm_half_tokens", "gemm_half_tokens", "moe_layer_overhead_us",
+                     "moe_overhead_half_tokens", "moe_permute_passes", "attention_efficiency"})
 
 
 @dataclass(frozen=True)
@@ -32,9 +35,6 @@ class Constants:
     decode_step_overhead_us: float
     request_overhead_ms: float
     layer_overhead_us: float
-    moe_layer_overhead_us: float
-    moe_permute_passes: float
-    moe_overhead_half_tokens: float
     custom_allreduce_latency_us: float
     custom_allreduce_bw_fraction: float
     custom_allreduce_max_bytes: float
@@ -55,10 +55,6 @@ class Constants:
     long_context_tokens: float
     tp_max_without_nvswitch: float
     moe_imbalance_factor: float
-    gemm_half_tokens: float
-    expert_gemm_half_tokens: float
-    attention_efficiency: float
-    roofline_blend: float
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     # ----------------------------------------------------------------- lookups
@@ -89,6 +85,11 @@ class Constants:
         allowed = self.names()
         for name, value in overrides.items():
             key, _, gpu = name.partition(":")
+            if key in RETIRED:
+                raise StudioError(
+                    f"calibration efficiency '{name}' was retired: the step model now times GEMMs, attention "
+                    "and MoE from measured kernel tables (presets/kernels); remove it from the profile"
+                )
             if key not in allowed:
                 raise StudioError(
                     f"calibration efficiency '{name}' is not an engine constant; allowed: {', '.join(allowed)}"
