@@ -90,7 +90,8 @@ def _silicon(root: Path, silicon: str) -> dict[str, float]:
     g = y["gpu"]
     return {"mem_bw_gbps": g["mem_bw"] / 1e9, "bf16_tflops": g["bfloat16_tc_flops"] / 1e12,
             "fp8_tflops": g.get("fp8_tc_flops", 0) / 1e12, "fp4_tflops": g.get("fp4_tc_flops", 0) / 1e12,
-            "intra_node_gbps": y["node"]["intra_node_bw"] / 1e9}
+            "intra_node_gbps": y["node"]["intra_node_bw"] / 1e9,
+            "pcie_gbps": y["node"].get("pcie_bw", 0) / 1e9}
 
 
 def _bins(x: np.ndarray, y: np.ndarray, per_octave: int = 2, min_rows: int = 3) -> tuple[np.ndarray, np.ndarray]:

@@ -150,7 +150,7 @@ def layout_costs(
              "nccl_buffers": c.nccl_buffers_gib * GIB if layout.world_size > 1 else 0.0}
     overhead = np.full(pp, sum(terms.values()))
     hbm = np.array([x.hbm_bandwidth_gbps * 1e9 * c.per_gpu(c.hbm_efficiency, x.id) for x in specs])
-    ar = [[allreduce(topo, groups[d][s], c) for d in reps] for s in range(pp)]
+    ar = [[allreduce(topo, groups[d][s], c, kernel_engine) for d in reps] for s in range(pp)]
     pt = [[p2p(topo, groups[d][s], groups[d][s + 1], c) for d in reps] for s in range(pp - 1)]
     a2a: list[list[Collective]] = [[] for _ in range(pp)]
     if moe is not None and ep > tp:

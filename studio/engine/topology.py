@@ -398,11 +398,14 @@ class Topology:
 
     def __init__(self, cluster: Cluster, link_fits: Mapping[str, LinkFit] | None = None) -> None:
         fits = dict(link_fits or {})
+        #: Link kinds whose figures a calibration profile fitted (measured collectives give way to them).
+        self.fitted_kinds = frozenset(fits)
         sk = _skeleton_of(cluster)
         self.cluster = cluster
         self.link_ids = sk.link_ids
         self.link_kind = sk.link_kind
         self.link_family = sk.link_family
+        self.link_lanes = sk.link_lanes
         figures: dict[str, tuple[float, float]] = {}
         for k in sk.kinds:
             kind = cluster.link_kinds[k]
