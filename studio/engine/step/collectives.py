@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from studio.engine.records import Record
+from studio.engine.step.records import Record
 
 if TYPE_CHECKING:
-    from studio.engine.topology import Topology
+    from studio.engine.fabric.topology import Topology
 
 
 class Measured(Record, frozen=True):

@@ -30,7 +30,7 @@ import numpy as np
 
 from studio.core.errors import StudioError
 from studio.core.hardware import GpuSpec
-from studio.engine.records import Record
+from studio.engine.step.records import Record
 
 DEFAULT_ENGINE = "trtllm"
 ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang"}

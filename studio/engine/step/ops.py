@@ -4,7 +4,7 @@ For a stage :func:`stage_ops` lists the GEMMs every token goes through (QKV and 
 dense MLP, shared experts and router) at their per-GPU shapes, the LM head, the fused MoE layer
 and the two attention kernels, and turns each into a :class:`~studio.engine.step.kernels.Curve`
 (time against the tokens of the iteration, or the bytes / FLOPs of one attention call). The
-iteration model (:mod:`studio.engine.iteration`) only evaluates these curves at the iteration's
+iteration model (:mod:`studio.engine.step.iteration`) only evaluates these curves at the iteration's
 real sizes: a GEMM of m tokens costs what the table says for m (its weight bytes once at small m, its
 FLOPs at large m), never a roofline plus a blend.
 """
@@ -16,9 +16,7 @@ import math
 from studio.core.architecture import LLMArchitecture, ModulePrecision
 from studio.core.hardware import GpuSpec
 from studio.core.precision import DType
-from studio.engine.constants import Constants
-from studio.engine.records import Record
-from studio.engine.shapes import LayerTable, StageShape, compute_class
+from studio.engine.step.constants import Constants
 from studio.engine.step.kernels import (
     DEFAULT_ENGINE,
     TOKENS,
@@ -31,6 +29,8 @@ from studio.engine.step.kernels import (
     prefill_attention_curve,
     silicon_for,
 )
+from studio.engine.step.records import Record
+from studio.engine.step.shapes import LayerTable, StageShape, compute_class
 
 _ZERO = Curve(TOKENS, TOKENS * 0.0 + 1e-12, "")
 

@@ -1,0 +1,201 @@
+"""One scheduler iteration of a replica: the cost model every serving figure is built from.
+
+Serving engines (vLLM, TensorRT-LLM, SGLang) run continuous batching at iteration level: each
+iteration runs one forward pass over the decode token of every running sequence plus chunks of
+prompts being prefilled, within a token budget (``max_num_batched_tokens`` / ``max_num_tokens``).
+:class:`IterationModel` prices such an iteration from a :class:`~studio.engine.step.costing.LayoutCosts`:
+
+* Every kernel is timed at the iteration's real size from measured tables
+  (:mod:`studio.engine.step.kernels`, :mod:`studio.engine.step.ops`): the GEMMs of every token
+  (QKV, output, MLP, shared experts, router) at m = the micro-batch's tokens, so a small-m GEMM
+  costs its weight bytes once; the LM head at m = the sequences emitting a token; the fused MoE
+  layer at the tokens routed in the EP group (distinct experts touched on the most loaded rank,
+  tokens per expert); paged decode attention over the KV bytes of every running sequence; causal
+  prefill attention over each chunk's prefix.
+* A stage takes the sum of its kernels + fixed costs (per iteration and per layer: fitted, see
+  ``--explain``) + its all-reduces / all-to-alls; stages pass hidden states to the next over the
+  drawn links.
+* With ``M`` micro-batches the iteration (a "round") takes ``max(Σ_s t_s, M · max_s t_s)``.
+* With speculative decoding (``lc.spec``) each decoding sequence brings ``k + 1`` tokens to be
+  verified (GEMMs, attention, logits, all-reduces) while its KV cache is still read once, and the
+  last stage also runs the drafter's ``k`` passes (:mod:`studio.engine.step.speculative`); an iteration
+  then emits :attr:`IterationModel.tokens_per_step` tokens per decoding sequence.
+
+Everything is vectorised over arrays of (prefill tokens, decode sequences), so the closed-form
+steady state (:mod:`studio.engine.serving.load`), the sweep and the request simulation
+(:mod:`studio.engine.serving.simulate`) share one model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from studio.engine.step.constants import Constants
+from studio.engine.step.context_parallel import prefill_split
+from studio.engine.step.costing import LayoutCosts, coll_time_us, sliding_avg
+from studio.engine.step.records import Record
+
+
+class IterationTimes(Record):
+    """Per-stage times (ms) of one micro-batch, arrays shaped (stages, N)."""
+
+    compute: np.ndarray
+    allreduce: np.ndarray
+    alltoall: np.ndarray
+    p2p: np.ndarray  # to the next stage (0 on the last)
+    ar_us: np.ndarray  # one all-reduce of the worst stage, (N,)
+    a2a_us: np.ndarray  # one all-to-all of the worst stage, (N,)
+    p2p_us: np.ndarray  # one stage boundary, worst, (N,)
+    cp: np.ndarray  # context-parallel communication
+    cp_us: np.ndarray  # one layer of the worst stage, (N,)
+
+    @property
+    def stage(self) -> np.ndarray:
+        """Compute + collectives of each stage (without the hand-off)."""
+        return self.compute + self.allreduce + self.alltoall + self.cp
+
+    def columns(self, start: int, stop: int) -> IterationTimes:
+        """The times of rows ``start:stop`` (each figure's last axis), as arrays of their own."""
+        return IterationTimes(**{name: value[..., start:stop].copy() for name, value in self.values().items()})
+
+
+class IterationModel:
+    """Time of one scheduler iteration of one replica of a layout.
+
+    Parameters
+    ----------
+    lc:
+        Batch-independent costs of the layout.
+    c:
+        Engine constants.
+    """
+
+    def __init__(self, lc: LayoutCosts, c: Constants) -> None:
+        self.lc = lc
+        self.c = c
+        self.micro_batches = 1
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Output tokens one decoding sequence gains per iteration (1 without speculation)."""
+        return self.lc.spec.tokens_per_step if self.lc.spec is not None else 1.0
+
+    @property
+    def budget_per_seq(self) -> int:
+        """Tokens of the iteration's token budget one decoding sequence takes (k + 1 with speculation)."""
+        return self.lc.spec.verify_tokens if self.lc.spec is not None else 1
+
+    def micro_batch_times(
+        self,
+        prefill_tokens: np.ndarray | float,
+        decode_seqs: np.ndarray | float,
+        decode_ctx: np.ndarray | float,
+        prompt_len: np.ndarray | float,
+    ) -> IterationTimes:
+        """Stage times of ONE micro-batch holding ``prefill_tokens`` prompt tokens (of prompts of
+        ``prompt_len`` tokens) and ``decode_seqs`` decoding sequences of mean context ``decode_ctx``."""
+        lc, c = self.lc, self.c
+        x = np.atleast_1d(np.asarray(prefill_tokens, dtype=float))
+        d = np.atleast_1d(np.asarray(decode_seqs, dtype=float))
+        if x.shape != d.shape:
+            x, d = np.broadcast_arrays(x, d)
+        # prefill context parallelism: each GPU takes 1/cp of the prompt tokens and of the context
+        split = prefill_split(lc.cp)
+        x = x / split
+        n = x.shape[0]
+        ctx_full = np.broadcast_to(np.asarray(decode_ctx, dtype=float), (n,))
+        plen = np.broadcast_to(np.maximum(np.asarray(prompt_len, dtype=float), 1.0), (n,))
+        dv = d * (lc.spec.verify_tokens if lc.spec is not None else 1)  # decode tokens through the model
+        tokens = x + dv
+        pp = lc.layout.pp
+        tp = lc.layout.tp
+        act_b = c.activation_bytes
+        h = lc.hidden
+        working = tokens > 0
+        route = max(1, lc.layout.ep // tp) if lc.num_experts else 1
+        # logits: every decoding sequence, and each prompt whose last chunk is in this micro-batch
+        logit_seqs = dv + x / plen
+        ar_size = tokens * h * act_b
+        comp = np.zeros((pp, n))
+        ar = np.zeros((pp, n))
+        a2a = np.zeros((pp, n))
+        p2p = np.zeros((pp, n))
+        ar_worst = np.zeros(n)
+        a2a_worst = np.zeros(n)
+        p2p_worst = np.zeros(n)
+        cpt = np.zeros((pp, n))
+        cp_worst = np.zeros(n)
+        # what every stage shares, computed once (a pass costs ~0.1 ms of numpy calls, mostly per stage)
+        attended = sliding_avg(plen, None)  # per prompt token, full-attention layers
+        attended_sliding = sliding_avg(plen, lc.window)
+        ctx_sliding = np.minimum(ctx_full, lc.window) if lc.window else ctx_full
+        pf_eff, dec_eff = c.prefill_efficiency, c.decode_efficiency
+        has_d, has_x, has_l = d > 0, x > 0, logit_seqs > 0
+        ops = lc.ops
+        assert ops is not None
+        for s, sh in enumerate(lc.shapes):
+            o = ops[s]
+            # every kernel at the iteration's real size: the tables' time for m tokens; a calibration
+            # profile may scale the part a token count above one adds (prefill_efficiency) and the
+            # weight-streaming floor of one token (decode_efficiency), both 1 by default
+            g1 = o.dense(1.0)
+            gemm = g1 / dec_eff + np.maximum(o.dense(tokens) - g1, 0.0) / pf_eff
+            if o.moe is not None:
+                m1 = o.moe(1.0)
+                gemm = gemm + m1 / dec_eff + np.maximum(o.moe(tokens * route) - m1, 0.0) / pf_eff
+            if o.lm_head is not None:
+                gemm = gemm + np.where(has_l, o.lm_head(logit_seqs), 0.0) / dec_eff
+            # paged decode attention reads every running sequence's KV (the stage's bytes are split by
+            # CP already; the context each GPU reads is the full one); prefill chunks attend to their prefix
+            dec = np.zeros(n)
+            pre = np.zeros(n)
+            pf_layer = np.zeros(n)
+            if sh.full_layers:
+                dec = dec + sh.full_layers * o.decode_attention(d * ctx_full * o.kv_layer_full)
+                pf_layer = o.prefill_attention(x * attended * o.attn_flops_layer)
+                pre = pre + sh.full_layers * pf_layer
+            if sh.sliding_layers:
+                dec = dec + sh.sliding_layers * o.decode_attention(d * ctx_sliding * o.kv_layer_sliding)
+                pre = pre + sh.sliding_layers * o.prefill_attention(x * attended_sliding * o.attn_flops_layer)
+            attn = np.where(has_d, dec, 0.0) / dec_eff + np.where(has_x, pre, 0.0) / pf_eff
+            fixed_us = c.decode_step_overhead_us + sh.layers * c.layer_overhead_us
+            comp[s] = np.where(working, gemm + attn + fixed_us / 1e3, 0.0)
+            t_ar = coll_time_us(lc.allreduce[s], ar_size)
+            ar_worst = np.maximum(ar_worst, t_ar)
+            ar[s] = np.where(working, 2 * sh.layers * t_ar / 1e3, 0.0)
+            if lc.cp is not None and sh.full_layers:
+                pf_attn_us = np.where(has_x, pf_layer, 0.0) / pf_eff * 1e3
+                t_cp = lc.cp.layer_us(s, x, dv, pf_attn_us)  # every verified token attends
+                cp_worst = np.maximum(cp_worst, t_cp)
+                cpt[s] = np.where(working, sh.full_layers * t_cp / 1e3, 0.0)
+            if lc.alltoall[s]:
+                t_a2a = coll_time_us(lc.alltoall[s], tokens * lc.a2a_bytes_per_token)
+                a2a_worst = np.maximum(a2a_worst, t_a2a)
+                a2a[s] = np.where(working, 2 * sh.moe_layers * t_a2a / 1e3, 0.0)
+        if lc.spec is not None and lc.spec.draft is not None:
+            d_cmp, d_coll = lc.spec.draft_ms(c, x, d, ctx_full / split, plen)
+            comp[pp - 1] += d_cmp
+            ar[pp - 1] += d_coll
+        for s, colls in enumerate(lc.p2p):
+            t = coll_time_us(colls, ar_size)
+            p2p[s] = np.where(working, t / 1e3, 0.0)
+            p2p_worst = np.maximum(p2p_worst, t)
+        return IterationTimes(compute=comp, allreduce=ar, alltoall=a2a, p2p=p2p, ar_us=ar_worst,
+                              a2a_us=a2a_worst, p2p_us=p2p_worst, cp=cpt, cp_us=cp_worst)
+
+    def round_ms(
+        self,
+        prefill_tokens: np.ndarray | float,
+        decode_seqs: np.ndarray | float,
+        decode_ctx: np.ndarray | float,
+        prompt_len: np.ndarray | float,
+        micro_batches: np.ndarray | float = 1.0,
+    ) -> np.ndarray:
+        """Time (ms) of one iteration of the whole replica: the tokens split evenly over ``M``
+        micro-batches, ``max(Σ_s t_s, M · max_s t_s)`` with ``t_s`` including the hand-off."""
+        m = np.atleast_1d(np.asarray(micro_batches, dtype=float))
+        x = np.asarray(prefill_tokens, dtype=float)
+        d = np.asarray(decode_seqs, dtype=float)
+        it = self.micro_batch_times(x / m, d / m, decode_ctx, prompt_len)
+        per = it.stage + it.p2p
+        return np.maximum(per.sum(axis=0), m * per.max(axis=0))
