@@ -59,7 +59,7 @@ class Collective(Record, frozen=True):
         size (the replicas of a big cluster mostly do; :func:`costing.coll_time_us` times each
         distinct set once)."""
         if self.measured is not None:
-            return ((self.measured.scale, hash(self.measured.curves), -1.0),)
+            return ((self.measured.key[0], float(self.measured.key[1]), -1.0),)
         return tuple((a.alpha_us, a.us_per_byte, a.max_bytes) for a in self.algos)
 
     def time_us(self, size: np.ndarray | float) -> np.ndarray:

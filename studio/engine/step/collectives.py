@@ -35,19 +35,33 @@ if TYPE_CHECKING:
     from studio.engine.fabric.topology import Topology
 
 
-class Measured(Record, frozen=True):
+class Measured(Record):
     """Measured all-reduce curves (log size → log µs), each valid up to its largest size, and the
-    size scale of the drawn links; time(S) = min over the curves of curve(S × scale)."""
+    size scale of the drawn links; time(S) = min over the curves of curve(S × scale). ``key``
+    identifies the curves and scale (two replicas with equal keys take the same time)."""
 
     curves: tuple[tuple[tuple[float, ...], tuple[float, ...]], ...]
     scale: float
     provenance: str
+    key: tuple = ()
+    arrays: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Measured) and (self.key, self.provenance) == (other.key, other.provenance)
+
+    def __hash__(self) -> int:
+        return hash((self.key, self.provenance))
+
+    @staticmethod
+    def of(curves: tuple[tuple[tuple[float, ...], tuple[float, ...]], ...], scale: float, provenance: str) -> Measured:
+        return Measured(curves, scale, provenance, (scale, hash(curves)),
+                        tuple((np.asarray(x), np.asarray(t)) for x, t in curves))
 
     def time_us(self, size: np.ndarray | float) -> np.ndarray:
         s = np.maximum(np.asarray(size, dtype=float) * self.scale, 1.0)
         ls = np.log(s)
         best = np.full(ls.shape, np.inf)
-        for lx, lt in self.curves:
+        for lx, lt in self.arrays:
             t = np.exp(np.interp(ls, lx, lt) + np.maximum(ls - lx[-1], 0.0))
             best = np.minimum(best, t)
         return best
@@ -101,7 +115,7 @@ def measured_allreduce(topo: Topology, group: list[str], nvswitch: tuple[float, 
         sizes = tab.sizes
         steps = 2 * (n - 1)
         t = float(tab.times_us[0]) + sizes * (steps / n) / (ring_bw * 1e3)
-        return Measured(((tuple(np.log(sizes).tolist()), tuple(np.log(t).tolist())),), 1.0,
+        return Measured.of(((tuple(np.log(sizes).tolist()), tuple(np.log(t).tolist())),), 1.0,
                         f"{tab.provenance} latency floor {tab.times_us[0]:.1f} µs; bandwidth: NCCL ring over "
                         f"the drawn PCIe links ({ring_bw:.1f} GB/s per GPU; no custom all-reduce over PCIe)")
     else:
@@ -120,7 +134,7 @@ def measured_allreduce(topo: Topology, group: list[str], nvswitch: tuple[float, 
         return None
     scale = ref * eff / bw
     note = "" if abs(scale - 1.0) < 0.02 else f"; sizes scaled ×{scale:.2f} for the drawn links"
-    return Measured(tuple(curves), scale, " / ".join(provs) + note)
+    return Measured.of(tuple(curves), scale, " / ".join(provs) + note)
 
 
 def _efficiency(topo: Topology, li: int) -> float:

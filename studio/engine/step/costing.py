@@ -24,7 +24,7 @@ from studio.engine.fabric.topology import Topology
 from studio.engine.step.constants import Constants
 from studio.engine.step.context_parallel import CpCosts, cp_costs
 from studio.engine.step.kernels import DEFAULT_ENGINE
-from studio.engine.step.ops import StageOps, stage_ops
+from studio.engine.step.ops import StageOps, cached_stage_ops
 from studio.engine.step.records import Record
 from studio.engine.step.shapes import LayerTable, StageShape, stage_shapes
 
@@ -183,7 +183,7 @@ def layout_costs(
         experts_per_token=moe.experts_per_token if moe else 0, num_experts=moe.num_experts if moe else 0,
         a2a_bytes_per_token=a2a_bytes,
         cp=cp_costs(model, kv_dtype, layout, groups, topo, c, reps),
-        ops=[stage_ops(model, table, sh, precision, kv_dtype, x, c, tp, ep, has_fp8, has_fp4, *kernel_engine)
+        ops=[cached_stage_ops(model, table, sh, precision, kv_dtype, x, c, tp, ep, has_fp8, has_fp4, *kernel_engine)
              for sh, x in zip(shapes, specs, strict=True)],
     )
     if speculative is not None:

@@ -138,10 +138,10 @@ class IterationModel:
             # every kernel at the iteration's real size: the tables' time for m tokens; a calibration
             # profile may scale the part a token count above one adds (prefill_efficiency) and the
             # weight-streaming floor of one token (decode_efficiency), both 1 by default
-            g1 = o.dense(1.0)
+            g1 = o.dense_one
             gemm = g1 / dec_eff + np.maximum(o.dense(tokens) - g1, 0.0) / pf_eff
             if o.moe is not None:
-                m1 = o.moe(1.0)
+                m1 = o.moe_one
                 gemm = gemm + m1 / dec_eff + np.maximum(o.moe(tokens * route) - m1, 0.0) / pf_eff
             if o.lm_head is not None:
                 gemm = gemm + np.where(has_l, o.lm_head(logit_seqs), 0.0) / dec_eff

@@ -158,19 +158,17 @@ class Curve:
     Below the grid the first point holds (a latency floor); above it time grows in proportion to the
     size (the kernel is saturated)."""
 
-    __slots__ = ("log_x", "log_t", "provenance")
+    __slots__ = ("log_x", "log_t", "provenance", "_last")
 
     def __init__(self, x: np.ndarray, t: np.ndarray, provenance: str) -> None:
         self.log_x = np.log(np.asarray(x, dtype=float))
         self.log_t = np.log(np.maximum(np.asarray(t, dtype=float), 1e-12))
         self.provenance = provenance
+        self._last = float(self.log_x[-1])
 
     def __call__(self, size: np.ndarray | float) -> np.ndarray:
-        s = np.maximum(np.asarray(size, dtype=float), 1e-30)
-        ls = np.log(s)
-        out = np.interp(ls, self.log_x, self.log_t)
-        over = ls - self.log_x[-1]
-        return np.exp(out + np.maximum(over, 0.0))
+        ls = np.log(np.maximum(size, 1e-30))
+        return np.exp(np.interp(ls, self.log_x, self.log_t) + np.maximum(ls - self._last, 0.0))
 
     @staticmethod
     def total(curves: list[Curve], weights: list[float] | None = None) -> Curve:

@@ -12,11 +12,14 @@ FLOPs at large m), never a roofline plus a blend.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
+from typing import Any
 
 from studio.core.architecture import LLMArchitecture, ModulePrecision
 from studio.core.hardware import GpuSpec
 from studio.core.precision import DType
 from studio.engine.step.constants import Constants
+from studio.engine.step.identity_cache import cached_by_identity
 from studio.engine.step.kernels import (
     DEFAULT_ENGINE,
     TOKENS,
@@ -48,6 +51,42 @@ class StageOps(Record):
     attn_flops_layer: float  # FLOPs per query token per attended token, one layer, per GPU
     provenance: dict[str, str]  # op -> "measured: …" / "estimate: …"
     silicon: Silicon
+    dense_one: float = 0.0  # dense(1): the one-token (weight-streaming) floor, ms
+    moe_one: float = 0.0
+
+
+_OPS: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
+
+
+def cached_stage_ops(
+    model: LLMArchitecture,
+    table: LayerTable,
+    sh: StageShape,
+    precision: ModulePrecision,
+    kv_dtype: DType,
+    spec: GpuSpec,
+    c: Constants,
+    tp: int,
+    ep: int,
+    has_fp8: bool,
+    has_fp4: bool,
+    engine: str = DEFAULT_ENGINE,
+    version: str | None = None,
+) -> StageOps:
+    """:func:`stage_ops`, kept per layer table (the model's, cached by identity) and per stage,
+    precision, GPU, parallelism, tables and constants: a sweep asks for the same stage many times."""
+    memo: dict[tuple, tuple[Constants, StageOps]] = cached_by_identity(_OPS, table, 16, lambda _t: {})
+    key = (sh.first_layer, sh.layers, tuple(str(v) for v in precision.model_dump().values()), str(kv_dtype),
+           spec.id, spec.hbm_bandwidth_gbps, spec.tflops_bf16, spec.tflops_fp8, spec.tflops_fp4, tp, ep,
+           has_fp8, has_fp4, engine, version, id(c), sh.kv_full, sh.kv_sliding)
+    hit = memo.get(key)
+    if hit is not None and hit[0] is c:
+        return hit[1]
+    out = stage_ops(model, table, sh, precision, kv_dtype, spec, c, tp, ep, has_fp8, has_fp4, engine, version)
+    if len(memo) > 4096:
+        memo.clear()
+    memo[key] = (c, out)
+    return out
 
 
 def target_of(spec: GpuSpec, sil: Silicon, c: Constants) -> Target:
@@ -167,7 +206,8 @@ def stage_ops(
         dense=dense, lm_head=lm, moe=moe_cv, decode_attention=dec, prefill_attention=pre,
         kv_layer_full=sh.kv_full / full, kv_layer_sliding=sh.kv_sliding / slid,
         attn_flops_layer=(sh.attn_flops_per_ctx / full if sh.full_layers else sh.attn_flops_per_ctx_sliding / slid),
-        provenance=prov, silicon=sil,
+        provenance=prov, silicon=sil, dense_one=float(dense(1.0)),
+        moe_one=float(moe_cv(1.0)) if moe_cv is not None else 0.0,
     )
 
 
