@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from studio.engine.step.kernels import Curve
 from studio.engine.step.records import Record
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ class Measured(Record):
     scale: float
     provenance: str
     key: tuple = ()
-    arrays: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
+    fast: tuple[Curve, ...] = ()
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Measured) and (self.key, self.provenance) == (other.key, other.provenance)
@@ -55,15 +56,13 @@ class Measured(Record):
     @staticmethod
     def of(curves: tuple[tuple[tuple[float, ...], tuple[float, ...]], ...], scale: float, provenance: str) -> Measured:
         return Measured(curves, scale, provenance, (scale, hash(curves)),
-                        tuple((np.asarray(x), np.asarray(t)) for x, t in curves))
+                        tuple(Curve(np.exp(np.asarray(x)), np.exp(np.asarray(t)), provenance) for x, t in curves))
 
     def time_us(self, size: np.ndarray | float) -> np.ndarray:
-        s = np.maximum(np.asarray(size, dtype=float) * self.scale, 1.0)
-        ls = np.log(s)
-        best = np.full(ls.shape, np.inf)
-        for lx, lt in self.arrays:
-            t = np.exp(np.interp(ls, lx, lt) + np.maximum(ls - lx[-1], 0.0))
-            best = np.minimum(best, t)
+        ls = np.log(np.maximum(np.asarray(size, dtype=float) * self.scale, 1.0))
+        best = self.fast[0].at_log(ls)
+        for cv in self.fast[1:]:
+            best = np.minimum(best, cv.at_log(ls))
         return best
 
     def time_one(self, size: float) -> float:

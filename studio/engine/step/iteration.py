@@ -28,6 +28,8 @@ steady state (:mod:`studio.engine.serving.load`), the sweep and the request simu
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from studio.engine.step.constants import Constants
@@ -133,30 +135,39 @@ class IterationModel:
         has_d, has_x, has_l = d > 0, x > 0, logit_seqs > 0
         ops = lc.ops
         assert ops is not None
+        log_tok = np.log(np.maximum(tokens, 1e-30))
+        log_route = np.log(float(route))
+        log_logits = np.log(np.maximum(logit_seqs, 1e-30))
+        log_dctx = np.log(np.maximum(d * ctx_full, 1e-30))
+        log_dctx_sl = np.log(np.maximum(d * ctx_sliding, 1e-30)) if lc.window else log_dctx
+        log_pf = np.log(np.maximum(x * attended, 1e-30))
+        log_pf_sl = np.log(np.maximum(x * attended_sliding, 1e-30)) if lc.window else log_pf
         for s, sh in enumerate(lc.shapes):
             o = ops[s]
             # every kernel at the iteration's real size: the tables' time for m tokens; a calibration
             # profile may scale the part a token count above one adds (prefill_efficiency) and the
             # weight-streaming floor of one token (decode_efficiency), both 1 by default
             g1 = o.dense_one
-            gemm = g1 / dec_eff + np.maximum(o.dense(tokens) - g1, 0.0) / pf_eff
+            gemm = g1 / dec_eff + np.maximum(o.dense.at_log(log_tok) - g1, 0.0) / pf_eff
             if o.moe is not None:
                 m1 = o.moe_one
-                gemm = gemm + m1 / dec_eff + np.maximum(o.moe(tokens * route) - m1, 0.0) / pf_eff
+                gemm = gemm + m1 / dec_eff + np.maximum(o.moe.at_log(log_tok + log_route) - m1, 0.0) / pf_eff
             if o.lm_head is not None:
-                gemm = gemm + np.where(has_l, o.lm_head(logit_seqs), 0.0) / dec_eff
+                gemm = gemm + np.where(has_l, o.lm_head.at_log(log_logits), 0.0) / dec_eff
             # paged decode attention reads every running sequence's KV (the stage's bytes are split by
             # CP already; the context each GPU reads is the full one); prefill chunks attend to their prefix
             dec = np.zeros(n)
             pre = np.zeros(n)
             pf_layer = np.zeros(n)
             if sh.full_layers:
-                dec = dec + sh.full_layers * o.decode_attention(d * ctx_full * o.kv_layer_full)
-                pf_layer = o.prefill_attention(x * attended * o.attn_flops_layer)
+                dec = dec + sh.full_layers * o.decode_attention.at_log(log_dctx + math.log(o.kv_layer_full or 1e-30))
+                pf_layer = o.prefill_attention.at_log(log_pf + math.log(o.attn_flops_layer or 1e-30))
                 pre = pre + sh.full_layers * pf_layer
             if sh.sliding_layers:
-                dec = dec + sh.sliding_layers * o.decode_attention(d * ctx_sliding * o.kv_layer_sliding)
-                pre = pre + sh.sliding_layers * o.prefill_attention(x * attended_sliding * o.attn_flops_layer)
+                dec = dec + sh.sliding_layers * o.decode_attention.at_log(
+                    log_dctx_sl + math.log(o.kv_layer_sliding or 1e-30))
+                pre = pre + sh.sliding_layers * o.prefill_attention.at_log(
+                    log_pf_sl + math.log(o.attn_flops_layer or 1e-30))
             attn = np.where(has_d, dec, 0.0) / dec_eff + np.where(has_x, pre, 0.0) / pf_eff
             fixed_us = c.decode_step_overhead_us + sh.layers * c.layer_overhead_us
             comp[s] = np.where(working, gemm + attn + fixed_us / 1e3, 0.0)
