@@ -127,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.disable(logging.WARNING)
     batches = [1, 16, 256] if args.quick else [1, 2, 4, 8, 16, 32, 64, 128, 256]
     rows: list[tuple[str, str, str, str, int, float, float, float, bool]] = []
+    engines: dict[tuple[str, str, str], tuple] = {}
     for model_id, (cfg, moe) in MODELS.items():
         for gpu, system in GPUS.items():
             for dtype in ("bf16", "fp8"):
@@ -140,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"skip {model_id} {gpu} {dtype} TP{tp}: {type(exc).__name__}: {str(exc)[:100]}")
                     continue
                 dec, pre, kern = ours(batches)
+                engines[(model_id, gpu, dtype)] = (eng, _lc)
                 for i, b in enumerate(batches):
                     a_dec = float(eng.decode_step_latency(b, ISL, OSL))
                     rows.append((model_id, gpu, dtype, "decode", b, float(dec[i]), a_dec, float(kern[i]), moe))
@@ -163,7 +165,30 @@ def main(argv: list[str] | None = None) -> int:
     for r in sorted(rows, key=lambda r: -abs(r[5] / r[6] - 1))[:12]:
         print(f"  {r[0]:16s} {r[1]:12s} {r[2]:4s} {r[3]:7s} b={r[4]:<4d} ours {r[5]:8.2f} ms  aic {r[6]:8.2f} ms  "
               f"{r[5] / r[6] - 1:+6.0%}  (kernels only {r[7] / r[6] - 1:+.0%})")
+        if r[3] == "decode":
+            print(f"      why: {_why(*engines[(r[0], r[1], r[2])], r[4])}")
+    print("\naiconfigurator routes MoE tokens with a power law by default (ModelConfig.workload_distribution),\n"
+          "so at small batch it touches fewer distinct experts than our balanced routing; its step has no\n"
+          "per-iteration fixed cost (ours: decode_step_overhead_us + layer_overhead_us, fitted).")
     return 0
+
+
+def _why(eng, lc, batch: int) -> str:
+    """The op with the largest difference between the two decode steps (both per layer stack)."""
+    from studio.engine.step.ops import breakdown
+
+    theirs = {n: t for n, t, *_ in eng.decode_step_per_op(batch, ISL, OSL)}
+    route = max(1, lc.layout.ep // lc.layout.tp) if lc.num_experts else 1
+    ours = {n: t for n, t, _ in breakdown(lc.ops[0], lc.shapes[0], batch, ISL + OSL / 2, 0, ISL, route, lc.window)}
+    pairs = {
+        "MoE": (ours.get("MoE experts (fused grouped GEMMs)", 0.0), theirs.get("generation_moe", 0.0)),
+        "attention": (ours.get("decode attention (paged KV read)", 0.0), theirs.get("generation_attention", 0.0)),
+        "GEMMs": (ours.get("dense GEMMs (QKV, output, MLP, shared experts, router)", 0.0),
+                  sum(v for k, v in theirs.items() if "gemm" in k and "logits" not in k)),
+        "norms/elementwise": (0.0, sum(v for k, v in theirs.items() if "norm" in k or "act" in k)),
+    }
+    name, (a, b) = max(pairs.items(), key=lambda kv: abs(kv[1][0] - kv[1][1]))
+    return f"{name}: ours {a:.2f} ms, aiconfigurator {b:.2f} ms"
 
 
 if __name__ == "__main__":
