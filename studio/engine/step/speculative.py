@@ -311,7 +311,7 @@ def drafting(
     hbm_bps: float,
 ) -> Drafting:
     """The drafter of ``spec`` for ``model`` served with ``layout`` (``groups`` from
-    :func:`studio.engine.step.costing.resolve_groups`).
+    :meth:`studio.core.layout.Layout.gpu_groups`).
 
     Raises
     ------
