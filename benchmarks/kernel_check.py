@@ -86,10 +86,11 @@ def _ours(model_id: str, gpu: str, tp: int, dtype: str):
     from studio.core.project import Project
     from studio.core.workload import Load, ServingConfig, Workload
     from studio.engine.fabric.topology import topology_of
-    from studio.engine.plan.evaluate import cached_layer_table
+    from studio.engine.plan.costs import cached_layer_table
     from studio.engine.plan.validate import check_layout
     from studio.engine.step.constants import default_constants
-    from studio.engine.step.costing import layout_costs, step_times
+    from studio.engine.step.costing import layout_costs
+    from studio.engine.step.step_times import step_times
     from studio.io.presets import load_catalog
 
     cat = load_catalog()

@@ -22,15 +22,17 @@ from __future__ import annotations
 import json
 import math
 from functools import lru_cache
-from importlib import resources
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from studio.core.errors import StudioError
 from studio.core.hardware import GpuSpec
+from studio.core.packaged import data_root
 from studio.engine.step.records import Record
+
+if TYPE_CHECKING:
+    from studio.core.packaged import Traversable
 
 DEFAULT_ENGINE = "trtllm"
 ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang"}
@@ -44,20 +46,14 @@ _DTYPE_BYTES = {"bf16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "fp4": 0.5625, "w4a16
 _PEAK_OF = {"bf16": "bf16", "fp8": "fp8", "fp8_block": "fp8", "fp4": "fp4", "w4a16": "bf16"}
 
 
-def _kernels_dir() -> Path:
-    packaged = resources.files("studio").joinpath("_data").joinpath("presets").joinpath("kernels")
-    if packaged.is_dir():
-        return Path(str(packaged))
-    checkout = Path(__file__).resolve().parents[3] / "presets" / "kernels"
-    if checkout.is_dir():
-        return checkout
-    raise StudioError("presets/kernels is missing from this installation; reinstall layout-studio")
+def _kernels_dir() -> Traversable:
+    return data_root("presets").joinpath("kernels")
 
 
 @lru_cache(maxsize=1)
 def manifest() -> dict[str, Any]:
     """``presets/kernels/manifest.json`` (cached)."""
-    path = _kernels_dir() / "manifest.json"
+    path = _kernels_dir().joinpath("manifest.json")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -67,7 +63,7 @@ def manifest() -> dict[str, Any]:
 
 @lru_cache(maxsize=32)
 def _arrays(file: str) -> dict[str, np.ndarray]:
-    with np.load(_kernels_dir() / file) as z:
+    with _kernels_dir().joinpath(file).open("rb") as f, np.load(f) as z:
         return {k: np.asarray(z[k], dtype=np.float64) for k in z.files}
 
 
