@@ -280,5 +280,17 @@ def _cp_crosses_node(ctx: PlanContext) -> list[PlanWarning]:
     )]
 
 
-RULES = (_fit, _context, _heads, _tp_crosses_node, _tp_slow_link, _nvswitch, _pp_uneven, _bubble,
+def _saturated(ctx: PlanContext) -> list[PlanWarning]:
+    ld = ctx.load
+    if ld is None or not ld.saturated:
+        return []
+    return [PlanWarning(
+        "SATURATED", "warning",
+        f"{ld.asked_rate_per_s or ld.request_rate_per_s:.3g} req/s is at or above the saturation rate "
+        f"{ld.saturation_rate_per_s:.3g} req/s: the queue grows without bound, TTFT has no value",
+        f"serve at most {ld.saturation_rate_per_s:.3g} req/s on this layout, or add replicas (DP) or GPUs",
+    )]
+
+
+RULES = (_fit, _saturated, _context, _heads, _tp_crosses_node, _tp_slow_link, _nvswitch, _pp_uneven, _bubble,
          _long_context, _fits_one_gpu, _targets, _cp_crosses_node)

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 
 from studio.core.units import MIB
 from studio.engine.disagg_results import DisaggResult
-from studio.engine.results import Explanation, PlanResult
+from studio.engine.results import Explanation, PlanResult, PlanStatus
 from studio.gui.memory_bars import Bar, MemoryBarsWidget
 from studio.gui.panels.fit_label import FitLabel
 from studio.gui.panels.value_label import ValueLabel
@@ -69,6 +69,27 @@ DISAGG_WHY = {
 }
 #: Caption prefix of the cards that stay the aggregated layout's under a disaggregated plan.
 AGGREGATED_MARK = "agg. · "
+#: The figure of a plan's status (:class:`studio.engine.results.PlanStatus`) each card shows: a
+#: status that voids it puts its headline on the card instead of a value, in warning colour.
+STATUS_FIGURE = {"ttft": "ttft", "tpot": "tpot", "throughput": "throughput", "cost": "cost"}
+
+
+def status_value(status: PlanStatus, key: str) -> tuple[str, str] | None:
+    """Text and caption of card ``key`` when the plan's status voids its figure (None: it has a value).
+
+    The headline is one word-run (no-break spaces) before its unit, so the card paints it whole:
+    ``saturated at 2.56 req/s``, ``does not fit``."""
+    figure = STATUS_FIGURE.get(key)
+    if figure is None or status.shows(figure):
+        return None
+    head, _sep, unit = status.headline.rpartition(" ") if status.code == "SATURATED" else ("", "", status.headline)
+    text = f"{head.replace(' ', NBSP)} {unit}" if head else unit.replace(" ", NBSP)
+    caption = {"SATURATED": "queue grows: no TTFT" if key == "ttft" else "",
+               "DOES_NOT_FIT": "no latency, no tokens", "NOT_COMPUTED": ""}.get(status.code, "")
+    return text, caption
+
+
+NBSP = "\u00a0"
 
 
 def find_explanation(explanations: dict[str, Explanation], keys: tuple[str, ...]) -> Explanation | None:
@@ -181,12 +202,17 @@ def pool_bars(d: DisaggResult) -> list[Bar]:
 def status_line(r: PlanResult, d: DisaggResult | None = None) -> str:
     """One line for the window's status bar on the plan the headline cards show: the pools' plan
     ``d`` of a disaggregated project when it is costed, else the layout's ``r``."""
-    if d is not None:
-        fit = "fits" if d.fits else "does not fit"
-        return (f"disaggregated {d.label} · {d.gpus} GPUs · {fit} · TTFT {d.ttft_ms:,.0f} ms · "
-                f"TPOT {d.tpot_ms:,.1f} ms")
-    fit = "fits" if r.fits else "does not fit"
-    return f"{r.layout.label} · {r.gpus} GPUs · {fit} · TTFT {r.ttft_ms:,.0f} ms · TPOT {r.tpot_ms:,.1f} ms"
+    status = d.status if d is not None else r.status
+    head = f"disaggregated {d.label} · {d.gpus} GPUs" if d is not None else f"{r.layout.label} · {r.gpus} GPUs"
+    if status.code == "DOES_NOT_FIT":
+        return f"{head} · does not fit"
+    ttft, tpot = (d.ttft_ms, d.tpot_ms) if d is not None else (r.ttft_ms, r.tpot_ms)
+    parts = [head, "fits"]
+    if status.code == "SATURATED":
+        parts[1] = status.headline.upper()[:1] + status.headline[1:]
+    parts.append(f"TTFT {units.duration_ms(ttft, 0)}" if status.shows("ttft") else "no TTFT")
+    parts.append(f"TPOT {units.duration_ms(tpot)}")
+    return " · ".join(parts)
 
 
 def assumption(r: PlanResult, key: str) -> str:
@@ -366,6 +392,12 @@ class MetricsPanel(QWidget):
         if d is not None:  # the fit reason is long; the note above already names the pools
             status, style = f"<b>{d.label}</b> on {d.gpus} GPUs — fits", ""
             status_tip = d.fit_reason
+            if not d.status.ok:
+                status, style = f"<b>{d.label}</b> on {d.gpus} GPUs — {_html(d.status.headline)}", "color: #c92a2a;"
+                status_tip = d.status.reason
+        elif r.status.code == "SATURATED":
+            status, style = (f"<b>{r.layout.label}</b> on {r.gpus} GPUs — {_html(r.status.headline)}: "
+                             f"{_html(r.status.reason)}", "color: #c92a2a;")
         elif r.fits:
             status, style = f"<b>{r.layout.label}</b> on {r.gpus} GPUs — {r.fit_reason}", ""
         else:
@@ -398,6 +430,10 @@ class MetricsPanel(QWidget):
                 if d is not None:  # a figure of the aggregated layout beside the pools' cards
                     caption = AGGREGATED_MARK + caption
                     tip = f"<p>The project's aggregated layout {_html(r.layout.label)}, for comparison</p>{tip}"
+            voided = status_value(d.status if d is not None and fig.key in DISAGG_WHY else r.status, fig.key)
+            if voided is not None:
+                value, caption = voided
+            _mark(card.value, "warn" if voided is not None else "")
             for setter, getter, text in (
                 (card.value.setText, card.value.text, value),
                 (card.caption.setText, card.caption.text, caption),
@@ -461,7 +497,9 @@ class MetricsPanel(QWidget):
         self.best.setVisible(True)
         for card in self.cards.values():
             card.value.setText("—")
-            card.caption.setText("")
+            card.caption.setText("not computed" if card.fig.key in STATUS_FIGURE else "")
+            card.setToolTip("")
+            _mark(card.value, "")
         self.memory.set_memory(())
         self.memory_title.setVisible(False)
         self.why.setPlainText(message)
@@ -489,6 +527,17 @@ class MetricsPanel(QWidget):
             text += "\n\nAssumptions:\n" + "\n".join(f"  • {a}" for a in r.assumptions)
         if text != self.why.toPlainText():
             self.why.setPlainText(text)
+
+
+def _mark(label: QLabel, status: str) -> None:
+    """Set the ``status`` property the style sheets colour (``warn``: a voided figure), re-polishing
+    only when it changes."""
+    if label.property("status") == status:
+        return
+    label.setProperty("status", status)
+    label.style().unpolish(label)
+    label.style().polish(label)
+    label.update()
 
 
 def _html(s: str) -> str:
