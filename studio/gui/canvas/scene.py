@@ -652,8 +652,10 @@ class ClusterScene(QGraphicsScene):
         for it in self.items(pos):
             if isinstance(it, EmptySlot) and it.node_id == n.id:
                 slot = it.slot
-        return self.doc.edit_cluster(
-            f"Add {spec.name} to {n.name}", lambda c: edits.add_gpu(c, n.id, spec, slot)[0]
+        template = self.catalog.nodes.get(n.template) if self.catalog is not None and n.template else None
+        kinds = list(self.catalog.links.values()) if self.catalog is not None else []
+        return self.doc.edit_cluster(  # wired as the node's template wires the GPU of that slot
+            f"Add {spec.name} to {n.name}", lambda c: edits.add_gpu(c, n.id, spec, slot, template, kinds)[0]
         )
 
     def _drop_template(self, template_id: str, pos: QPointF) -> bool:
