@@ -108,7 +108,7 @@ def find_explanation(explanations: dict[str, Explanation], keys: tuple[str, ...]
 def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
     """Text of a figure and its small caption (per-phase detail)."""
     if key == "ttft":
-        return units.duration_ms(r.ttft_ms), f"request {units.duration_ms(r.request_latency_ms)}"
+        return units.duration_ms(r.ttft_ms), f"end-to-end {units.duration_ms(r.request_latency_ms)}"
     if key == "tpot":
         return units.duration_ms(r.tpot_ms, 2), f"{r.tokens_per_s_per_user:,.1f} tok/s/user"
     if key == "throughput":
@@ -122,6 +122,8 @@ def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
     if key == "batch":
         return f"{r.batch:,}", batch_caption(r)
     if key == "allreduce":
+        if r.layout.tp == 1:
+            return "none", "TP 1: no all-reduce"
         return units.duration_us(r.allreduce_us_per_layer_decode), f"prefill {units.duration_us(r.allreduce_us_per_layer_prefill)}"
     if key == "p2p":
         if r.layout.pp == 1:

@@ -1,0 +1,105 @@
+"""Issue 34: a number on screen is never a lie. Each case is what a user does in the window (real
+key presses, drops and clicks), asserted on what the widgets display. No latency value is pinned:
+rates are taken from the plan on screen, so the step model's numbers may change."""
+
+from __future__ import annotations
+
+import pytest
+from gui_helpers import send_drop
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+
+from studio.core.layout import Layout
+
+NBSP = "\u00a0"
+
+
+@pytest.fixture
+def window(editable_window):
+    assert editable_window.doc.result_is_current, editable_window.doc.error
+    return editable_window
+
+
+def _card(win, key: str) -> tuple[str, str, str]:
+    c = win.metrics.cards[key]
+    return c.value.text().replace(NBSP, " "), c.caption.text(), c.value.property("status") or ""
+
+
+def _type(spin, text: str) -> None:
+    spin.setFocus()
+    spin.selectAll()
+    QTest.keyClicks(spin, text)
+    QTest.keyClick(spin, Qt.Key.Key_Return)
+
+
+def test_case1_above_saturation_the_cards_and_status_bar_say_saturated(window):
+    doc, editor = window.doc, window.model_panel.load_editor
+    editor.mode.setFocus()
+    QTest.keyClick(editor.mode, Qt.Key.Key_Down)  # Users → Request rate
+    doc.recompute_now()
+    sat = doc.result.load.saturation_rate_per_s
+    _type(editor.rate, f"{2 * sat:.4g}")
+    doc.recompute_now()
+    assert doc.result.load.saturated
+    assert _card(window, "ttft") == (f"saturated at {sat:.3g} req/s", "queue grows: no TTFT", "warn")
+    assert _card(window, "tpot")[2] == ""  # decoding at saturation keeps its pace
+    assert f"Saturated at {sat:.3g} req/s" in window.engine_label.text() and "no TTFT" in window.engine_label.text()
+    assert editor.summary.text().startswith("SATURATED")
+    _type(editor.rate, f"{0.5 * sat:.4g}")
+    doc.recompute_now()
+    value, caption, status = _card(window, "ttft")
+    assert value.endswith((" ms", " s")) and caption.startswith("end-to-end ") and status == ""
+    assert "TTFT " in window.engine_label.text()
+
+
+def test_case5_a_layout_that_does_not_fit_shows_no_latency_and_no_timeline(window):
+    doc, panel = window.doc, window.layout_panel
+    for key in ("tp", "pp"):  # TP 1 × PP 1: 70B in BF16 on each 80 GB GPU
+        panel.combos[key].setFocus()
+        QTest.keyClick(panel.combos[key], Qt.Key.Key_Home)
+    doc.recompute_now()
+    assert doc.project.layout.tp == doc.project.layout.pp == 1 and not doc.result.fits
+    for key in ("ttft", "tpot", "throughput", "cost"):
+        value, _caption, status = _card(window, key)
+        assert (value, status) == ("does not fit", "warn"), key
+    assert _card(window, "allreduce")[:2] == ("none", "TP 1: no all-reduce")
+    assert window.engine_label.text().endswith("· does not fit") and "TTFT" not in window.engine_label.text()
+    assert window.timeline.plot.timeline is None and "does not fit" in window.timeline.caption.text()
+
+
+def test_case8_a_refused_plan_leaves_no_value_of_the_last_one(window):
+    doc, panel = window.doc, window.model_panel
+    QTest.mouseClick(panel.batch_auto, Qt.MouseButton.LeftButton)  # Batch: auto
+    doc.recompute_now()
+    assert doc.project.workload.batch == "auto" and panel.batch.text() == f"{doc.result.batch:,}"
+    assert "saturation" in panel.load_editor.summary.text()
+    doc.edit("Too big", "layout", lambda p: p.replace(layout=Layout(tp=8, pp=4, micro_batches=4)))
+    doc.recompute_now()
+    assert doc.error
+    plot = window.timeline.plot
+    assert plot.timeline is None
+    assert plot.getPlotItem().getAxis("left")._tickLevels == [[]]  # no lane names of the last plan
+    assert panel.batch.text() == "—"
+    assert "not computed" in panel.load_editor.summary.text()
+    assert all(_card(window, k)[0] == "—" for k in window.metrics.cards)
+    assert window.engine_label.text() == "plan not computed"
+
+
+def test_case4_a_gpu_deleted_and_dropped_back_returns_with_its_links(window):
+    doc, scene = window.doc, window.scene
+    links, layout = len(doc.project.cluster.links), doc.project.layout
+    node = doc.project.cluster.nodes[0]
+    scene.item_by_id(node.gpus[3].id).setSelected(True)
+    window.canvas.setFocus()
+    QTest.keyClick(window.canvas, Qt.Key.Key_Delete)
+    assert len(doc.project.cluster.links) < links
+    item = window.palette.items[("gpu", "h100-sxm")]
+    mime = window.palette.tree.mimeData([item])
+    target = scene.nodes[node.id].mapToScene(scene.nodes[node.id].boundingRect().center())
+    window.canvas.centerOn(target)
+    assert send_drop(window.canvas, mime, target)[1]
+    assert len(doc.project.cluster.links) == links
+    doc.recompute_now()
+    assert doc.error == "" and doc.result.status.ok
+    assert doc.project.layout.world_size == layout.world_size
+    assert _card(window, "ttft")[0].endswith((" ms", " s"))
