@@ -26,7 +26,7 @@ def sweep_kwargs(project: Project) -> dict[str, Any]:
 
 def recommend(project: Project):
     """Sweep ``project`` with its own objective and targets (:func:`sweep_kwargs`)."""
-    from studio.engine.sweep import sweep
+    from studio.engine.search.sweep import sweep
 
     return sweep(project, **sweep_kwargs(project))
 
@@ -47,7 +47,7 @@ def best_row(project: Project) -> tuple[Any, int | None, str]:
     StudioError
         The sweep fails, or the SLO is set without a rate to hold it at.
     """
-    from studio.engine.sweep import sweep
+    from studio.engine.search.sweep import sweep
     from studio.service.slo import project_targets, sweep_with_slo
 
     targets = project_targets(project)
@@ -71,7 +71,7 @@ def with_row(project: Project, layout: Layout, batch: int) -> Project:
     does not silently pin the batch."""
     if project.workload.batch == "auto":
         from studio.core.errors import StudioError
-        from studio.engine.evaluate import evaluate
+        from studio.engine.plan.evaluate import evaluate
 
         moved = project.replace(layout=layout)
         try:

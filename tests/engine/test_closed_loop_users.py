@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from property_budget import examples
 
 from studio.engine import evaluate
-from studio.engine.constants import default_constants
+from studio.engine.step.constants import default_constants
 from studio.io.project_file import load_project
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "presets" / "examples" / "dgx-h100-2node-llama-405b.json"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from studio.engine.sweep import sweep
+from studio.engine import sweep
 from studio.io.project_file import load_project
 from studio.service.recommend import with_row
 

@@ -1,7 +1,7 @@
 """Live metrics: headline figures (each with its "why"), per-GPU memory bars, engine errors.
 
 For a disaggregated project the headline cards (TTFT, TPOT, throughput, cost, KV capacity, batch,
-peak memory) and the memory bars are the pools' plan (:class:`studio.engine.disagg_results.DisaggResult`,
+peak memory) and the memory bars are the pools' plan (:class:`studio.engine.disagg.results.DisaggResult`,
 its explanations as their "why"); the collective cards (AllReduce, P2P, Bubble, …) stay the
 project's aggregated layout and say so."""
 
@@ -22,8 +22,8 @@ from PySide6.QtWidgets import (
 )
 
 from studio.core.units import MIB
-from studio.engine.disagg_results import DisaggResult
-from studio.engine.results import Explanation, PlanResult, PlanStatus
+from studio.engine.disagg.results import DisaggResult
+from studio.engine.plan.results import Explanation, PlanResult, PlanStatus
 from studio.gui.memory_bars import Bar, MemoryBarsWidget
 from studio.gui.panels.fit_label import FitLabel
 from studio.gui.panels.value_label import ValueLabel
@@ -69,7 +69,7 @@ DISAGG_WHY = {
 }
 #: Caption prefix of the cards that stay the aggregated layout's under a disaggregated plan.
 AGGREGATED_MARK = "agg. · "
-#: The figure of a plan's status (:class:`studio.engine.results.PlanStatus`) each card shows: a
+#: The figure of a plan's status (:class:`studio.engine.plan.results.PlanStatus`) each card shows: a
 #: status that voids it puts its headline on the card instead of a value, in warning colour.
 STATUS_FIGURE = {"ttft": "ttft", "tpot": "tpot", "throughput": "throughput", "cost": "cost"}
 
