@@ -103,3 +103,46 @@ def test_case4_a_gpu_deleted_and_dropped_back_returns_with_its_links(window):
     assert doc.error == "" and doc.result.status.ok
     assert doc.project.layout.world_size == layout.world_size
     assert _card(window, "ttft")[0].endswith((" ms", " s"))
+
+
+def _link_centre(win, link_id):
+    item = win.scene.links[link_id]
+    return item.mapToScene(item.line().center())
+
+
+def test_case7_a_links_kind_changes_from_its_context_menu_in_one_undo_step(window):
+    doc, scene = window.doc, window.scene
+    link = next(lk for lk in doc.project.cluster.links if lk.id.endswith("~pcie0") and "/gpu0" in lk.a)
+    offered = []
+
+    def choose(kinds, _pos):
+        offered.extend(k.id for k in kinds)
+        return next(k for k in kinds if k.id != link.kind)
+
+    scene.choose_kind = choose
+    pos = _link_centre(window, link.id)
+    window.canvas.centerOn(pos)
+    view_pt = window.canvas.mapFromScene(pos)
+    from PySide6.QtGui import QContextMenuEvent
+    from PySide6.QtWidgets import QApplication
+
+    event = QContextMenuEvent(QContextMenuEvent.Reason.Mouse, view_pt, window.canvas.viewport().mapToGlobal(view_pt))
+    QApplication.sendEvent(window.canvas.viewport(), event)
+    assert link.kind in offered and len(offered) > 1
+    new = doc.project.cluster.link(link.id).kind
+    assert new != link.kind
+    assert doc.undo_stack.count() == 1 and doc.undo_stack.undoText().startswith(f"Link kind of {link.id} → ")
+    doc.undo_stack.undo()
+    assert doc.project.cluster.link(link.id).kind == link.kind
+
+
+def test_case7_the_link_kind_box_edits_the_selected_link(window):
+    doc, box = window.doc, window.link_kind
+    assert not box.kind.isEnabled()
+    link = next(lk for lk in doc.project.cluster.links if lk.id.endswith("~pcie0") and "/gpu0" in lk.a)
+    doc.set_selection((link.id,))
+    assert box.kind.isEnabled() and box.kind.currentData() == link.kind
+    box.kind.setFocus()
+    QTest.keyClick(box.kind, Qt.Key.Key_Down)
+    assert doc.project.cluster.link(link.id).kind == box.kind.currentData() != link.kind
+    assert doc.undo_stack.count() == 1
