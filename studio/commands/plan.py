@@ -119,7 +119,7 @@ def format_plan(project: Project, plan, explain: bool = False, model_note: str |
         ("cluster", f"{project.cluster.name}: {project.cluster.num_gpus} GPUs "
                     f"({', '.join(project.cluster.gpu_types())}) in {_count(len(project.cluster.nodes), 'node')}"),
         ("layout", f"{lay.label}  (TP {lay.tp}, PP {lay.pp}, EP {lay.ep}, DP {lay.dp}, "
-                   f"{plan.gpus} GPUs, micro-batches {_micro_batches(lay.micro_batches, plan.micro_batches)}, "
+                   f"{plan.gpus} GPUs{_idle(plan)}, micro-batches {_micro_batches(lay.micro_batches, plan.micro_batches)}, "
                    f"layers per stage {','.join(str(s.layers) for s in plan.stages)})"),
         ("workload", f"ISL {wl.isl}, OSL {wl.osl}, batch {plan.batch} per replica"
                      + (f" (auto, max {wl.max_batch})" if plan.batch_auto else "")),
@@ -233,6 +233,11 @@ def _load_pairs(s) -> list[tuple[str, str]]:
     if s.note:
         out.append(("note", s.note))
     return out
+
+
+def _idle(plan) -> str:
+    """`` + 3 idle`` when the layout leaves drawn GPUs unused."""
+    return f" + {len(plan.idle_gpus)} idle" if plan.idle_gpus else ""
 
 
 def _count(n: int, noun: str) -> str:

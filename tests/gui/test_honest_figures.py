@@ -146,3 +146,23 @@ def test_case7_the_link_kind_box_edits_the_selected_link(window):
     QTest.keyClick(box.kind, Qt.Key.Key_Down)
     assert doc.project.cluster.link(link.id).kind == box.kind.currentData() != link.kind
     assert doc.undo_stack.count() == 1
+
+
+def test_case6_a_gpu_deleted_leaves_the_rest_idle_hatched_and_counted(window):
+    doc, scene = window.doc, window.scene
+    gpu = doc.project.cluster.nodes[1].gpus[3].id
+    scene.item_by_id(gpu).setSelected(True)
+    window.canvas.setFocus()
+    QTest.keyClick(window.canvas, Qt.Key.Key_Delete)
+    doc.recompute_now()
+    p, r = doc.project, doc.result
+    assert r.status.ok and r.idle_gpus and p.layout.world_size + len(r.idle_gpus) == 15
+    hatched = {t.item_id for n in scene.nodes.values() for t in n.endpoints.values() if getattr(t, "idle", False)}
+    assert hatched == set(r.idle_gpus)
+    n = len(r.idle_gpus)
+    assert window.engine_label.text().endswith(f"{n} GPU{'s' if n > 1 else ''} idle")
+    assert f"{n} idle" in window.layout_panel.summary.text()
+    assert f"({n} idle)" in window.metrics.status.text()
+    doc.undo_stack.undo()
+    doc.recompute_now()
+    assert not any(getattr(t, "idle", False) for nd in scene.nodes.values() for t in nd.endpoints.values())

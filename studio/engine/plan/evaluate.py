@@ -321,8 +321,14 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None, 
         cp_us_per_layer_prefill=float(st.cp_us_prefill[0]), cp_us_per_layer_decode=float(st.cp_us_decode[0]),
         max_context_tokens=ctx.capacity_tokens,
         ranks=ranks,
-        slow_links=slow_links, slow_gpus=slow_gpus,
+        slow_links=slow_links, slow_gpus=slow_gpus, idle_gpus=_idle(project.cluster, layout),
     )
+
+
+def _idle(cluster: Cluster, layout: Layout) -> tuple[str, ...]:
+    """The drawn GPUs ``layout``'s placement leaves unused, in cluster order."""
+    used = set(layout.placement or ())
+    return tuple(g.id for g in cluster.gpus if g.id not in used) if used else ()
 
 
 def _slow_tp_hops(comm: list[CommCost], cluster: Cluster) -> tuple[frozenset[str], frozenset[str]]:

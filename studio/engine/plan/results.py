@@ -250,6 +250,9 @@ class PlanResult:
     #: GPUs of those TP groups (the canvas marks them).
     slow_links: frozenset[str] = frozenset()
     slow_gpus: frozenset[str] = frozenset()
+    #: Drawn GPUs the layout leaves unused (its placement names fewer GPUs than the cluster has):
+    #: the canvas hatches them, the metrics and the status bar count them.
+    idle_gpus: tuple[str, ...] = ()
 
     @property
     def gpus(self) -> int:
@@ -285,6 +288,7 @@ class PlanResult:
                 "cp_mode": self.layout.cp_mode,
                 "layers_per_stage": [s.layers for s in self.stages],
                 "placement": list(self.layout.placement or ()),
+                "idle_gpus": list(self.idle_gpus),
             },
             "fits": self.fits,
             "fit_reason": self.fit_reason,

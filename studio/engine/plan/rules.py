@@ -292,5 +292,20 @@ def _saturated(ctx: PlanContext) -> list[PlanWarning]:
     )]
 
 
-RULES = (_fit, _saturated, _context, _heads, _tp_crosses_node, _tp_slow_link, _nvswitch, _pp_uneven, _bubble,
+def _idle_gpus(ctx: PlanContext) -> list[PlanWarning]:
+    placement = set(ctx.lc.layout.placement or ())
+    idle = [g.id for g in ctx.project.cluster.gpus if placement and g.id not in placement]
+    if not idle:
+        return []
+    n = len(idle)
+    return [PlanWarning(
+        "GPUS_IDLE", "info",
+        f"{n} GPU{'s' if n != 1 else ''} idle: the layout runs on {len(placement)} of the "
+        f"{len(placement) + n} drawn GPUs ({', '.join(idle[:4])}{', …' if n > 4 else ''})",
+        "keep them as spares, or choose a layout that uses every GPU (Layout tab)",
+        gpus=tuple(idle),
+    )]
+
+
+RULES = (_fit, _saturated, _idle_gpus, _context, _heads, _tp_crosses_node, _tp_slow_link, _nvswitch, _pp_uneven, _bubble,
          _long_context, _fits_one_gpu, _targets, _cp_crosses_node)

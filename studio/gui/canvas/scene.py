@@ -444,14 +444,17 @@ class ClusterScene(QGraphicsScene):
             if not isinstance(ep, GpuTile):
                 continue
             stage = pl.stage_of.get(eid)
+            idle = stage is None and bool(pl.stage_of)  # a layout runs, without this GPU
             key = (stage, pl.dp_of.get(eid), pl.group_of.get(eid), pl.tp_rank_of.get(eid), eid in pl.slow_gpus,
-                   pl.pool_of.get(eid))
+                   pl.pool_of.get(eid), idle)
             if key == getattr(ep, "rank_key", None):
                 continue  # same rank as drawn: skip building its label, colour and tooltip
             ep.rank_key = key
             if stage is None:
-                ep.show_placement(None, None, "", None, "\n— not used by this layout")
+                ep.show_placement(None, None, "", None, "\n— idle: not used by this layout" if idle else "")
+                ep.set_idle(idle)
                 continue
+            ep.set_idle(False)
             if eid in pl.pool_of:
                 label, note = pool_tile_text(pl, eid, self.doc.project)
                 ep.show_placement(stage, pl.group_of[eid], label, stage_color(stage).darker(130), note)

@@ -214,7 +214,15 @@ def status_line(r: PlanResult, d: DisaggResult | None = None) -> str:
         parts[1] = status.headline.upper()[:1] + status.headline[1:]
     parts.append(f"TTFT {units.duration_ms(ttft, 0)}" if status.shows("ttft") else "no TTFT")
     parts.append(f"TPOT {units.duration_ms(tpot)}")
+    if d is None and r.idle_gpus:
+        parts.append(idle_text(r))
     return " · ".join(parts)
+
+
+def idle_text(r: PlanResult) -> str:
+    """``3 GPUs idle`` (the drawn GPUs the layout leaves unused; "" when it uses them all)."""
+    n = len(r.idle_gpus)
+    return f"{n} GPU{'s' if n != 1 else ''} idle" if n else ""
 
 
 def assumption(r: PlanResult, key: str) -> str:
@@ -398,10 +406,10 @@ class MetricsPanel(QWidget):
                 status, style = f"<b>{d.label}</b> on {d.gpus} GPUs — {_html(d.status.headline)}", "color: #c92a2a;"
                 status_tip = d.status.reason
         elif r.status.code == "SATURATED":
-            status, style = (f"<b>{r.layout.label}</b> on {r.gpus} GPUs — {_html(r.status.headline)}: "
+            status, style = (f"<b>{r.layout.label}</b> on {_on(r)} — {_html(r.status.headline)}: "
                              f"{_html(r.status.reason)}", "color: #c92a2a;")
         elif r.fits:
-            status, style = f"<b>{r.layout.label}</b> on {r.gpus} GPUs — {r.fit_reason}", ""
+            status, style = f"<b>{r.layout.label}</b> on {_on(r)} — {r.fit_reason}", ""
         else:
             status, style = f"<b>{r.layout.label}</b> does not fit: {r.fit_reason}", "color: #c92a2a;"
         # in place: a style sheet set again re-polishes the label even when it is the same
@@ -529,6 +537,11 @@ class MetricsPanel(QWidget):
             text += "\n\nAssumptions:\n" + "\n".join(f"  • {a}" for a in r.assumptions)
         if text != self.why.toPlainText():
             self.why.setPlainText(text)
+
+
+def _on(r: PlanResult) -> str:
+    """``16 GPUs``, or ``14 GPUs (1 idle)`` when the layout leaves drawn GPUs unused."""
+    return f"{r.gpus} GPUs" + (f" ({len(r.idle_gpus)} idle)" if r.idle_gpus else "")
 
 
 def _mark(label: QLabel, status: str) -> None:
