@@ -5,7 +5,7 @@ rates are taken from the plan on screen, so the step model's numbers may change.
 from __future__ import annotations
 
 import pytest
-from gui_helpers import send_drop
+from gui_helpers import run_events_until, send_drop
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
@@ -166,3 +166,34 @@ def test_case6_a_gpu_deleted_leaves_the_rest_idle_hatched_and_counted(window):
     doc.undo_stack.undo()
     doc.recompute_now()
     assert not any(getattr(t, "idle", False) for nd in scene.nodes.values() for t in nd.endpoints.values())
+
+
+def test_case9_the_explorers_pool_line_names_targets_only_when_there_are_some(project):
+    from types import SimpleNamespace
+
+    from studio.gui.explorer.widget import no_pools_text
+
+    none = SimpleNamespace(project=project, rows=(), combinations=0, skipped={})
+    assert "targets" not in no_pools_text(none) and "can be costed" in no_pools_text(none)
+    skipped = SimpleNamespace(project=project, rows=(), combinations=12, skipped={"the KV cache holds 0 sequences": 12})
+    assert no_pools_text(skipped).endswith("the KV cache holds 0 sequences")
+    wl = project.workload.replace(ttft_ms=200.0)
+    missed = SimpleNamespace(project=project.replace(workload=wl), rows=(object(),) * 3, combinations=3, skipped={})
+    assert no_pools_text(missed).endswith("meets the targets (TTFT ≤ 200 ms)")
+
+
+def test_case9_the_fitted_canvas_refits_when_the_window_is_resized(window):
+    view = window.canvas
+    view.fit()
+    before = view.transform().m11()
+    window.resize(1000, 640)
+    run_events_until(lambda: view.transform().m11() < before, "refitted")
+    rect = view.scene().itemsBoundingRect()
+    shown = view.mapToScene(view.viewport().rect()).boundingRect()
+    assert shown.contains(rect.center()) and view.follows_size
+    view.zoom_by(1.15)  # the user zooms: a resize no longer refits
+    zoom = view.transform().m11()
+    window.resize(1280, 800)
+    run_events_until(lambda: True, "laid out")
+    assert view.transform().m11() == zoom
+    view.fit()
