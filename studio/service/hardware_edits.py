@@ -31,7 +31,7 @@ from studio.core.parallelism import (
     layout_reason,
     nearest_ep,
     pp_options,
-    tp_options,
+    tp_reason,
 )
 from studio.core.project import Project, drop_unrunnable_pinned
 
@@ -43,16 +43,24 @@ def _placement_ok(layout: Layout, cluster: Cluster) -> bool:
     return len(layout.placement) == len(ids) and all(g in ids for g in layout.placement)
 
 
-def _score(project: Project, plan) -> tuple:
-    """How good a plan is for the project's objective (bigger is better); a plan that fits first."""
+def _costed(project: Project, layout: Layout) -> tuple[int, float]:
+    """How good ``layout`` is for the project's objective (bigger is better): a plan that fits
+    first, then one the engine refuses for a missing link (its message names the GPUs to join:
+    the user fixes the drawing, not the layout), then one that does not fit."""
+    from studio.engine import evaluate
+
+    try:
+        plan = evaluate(project.replace(layout=layout), details=False)
+    except StudioError:
+        return (1, 0.0)
     if not plan.fits:
         return (0, 0.0)
     objective = project.explorer.objective
     if objective == "cost":
-        return (1, -plan.usd_per_million_output_tokens)
+        return (2, -plan.usd_per_million_output_tokens)
     if objective == "latency":
-        return (1, -plan.tpot_ms)
-    return (1, plan.output_tokens_per_s)  # throughput of the drawn GPUs: idle ones serve nothing
+        return (2, -plan.tpot_ms)
+    return (2, plan.output_tokens_per_s)  # throughput of the drawn GPUs: idle ones serve nothing
 
 
 def _with_idle(project: Project, cluster: Cluster) -> list[Layout]:
@@ -62,7 +70,8 @@ def _with_idle(project: Project, cluster: Cluster) -> list[Layout]:
     servers = [[g.id for g in sorted(n.gpus, key=lambda g: g.slot)] for n in cluster.nodes if n.gpus]
     out: list[Layout] = []
     n = cluster.num_gpus
-    for tp in tp_options(model, max(len(ids) for ids in servers)):
+    largest = max(len(ids) for ids in servers)
+    for tp in [t for t in range(1, largest + 1) if tp_reason(model, t, t) is None]:
         groups = [ids[i:i + tp] for ids in servers for i in range(0, len(ids) - tp + 1, tp)]
         k = len(groups)
         if k == 0 or k * tp == n:
@@ -105,24 +114,24 @@ def _follow(project: Project, cluster: Cluster) -> tuple[Project, str]:
         cps = [c for c in cp_options(model, tp, dp, layout.cp_mode) if c <= layout.cp]
         layout = base.replace(dp=dp, ep=nearest_ep(model, layout.ep, tp, dp), cp=max(cps or [1]))
         return project.replace(cluster=cluster, layout=layout), f"DP follows the GPUs: layout {layout.label}"
-    from studio.engine import evaluate
-    from studio.engine.search.defaults import fitting_layout, node_tp
+    from studio.engine.search.defaults import node_tp
 
     per_node = max(len(n.gpus) for n in cluster.nodes)
     tp = node_tp(model, per_node, gpus)
     start = Layout(tp=tp, pp=1, dp=gpus // tp, micro_batches=1)
     moved = project.replace(cluster=cluster, layout=start)
-    try:
-        layout, plan = fitting_layout(moved, details=False)
-        best = _score(project, plan)
-    except StudioError:  # e.g. GPUs not linked yet: keep the PP = 1 split, the engine says why
-        layout, best = start, (0, 0.0)
+    # every GPU: the first PP (1, 2, …) whose plan fits, as the production rule says
+    layout, best = start, (0, 0.0)
+    for pp in pp_options(model, tp, gpus):
+        candidate = start.replace(pp=pp, dp=gpus // tp // pp, micro_batches=max(pp, 1) if pp > 1 else 1)
+        score = _costed(moved, candidate)
+        if score > best:
+            layout, best = candidate, score
+        if score[0] == 2:
+            break
     layout = layout.replace(ep=nearest_ep(model, old.ep, layout.tp, layout.dp))
-    for candidate in _with_idle(project, cluster):
-        try:
-            score = _score(project, evaluate(moved.replace(layout=candidate), details=False))
-        except StudioError:
-            continue
+    for candidate in _with_idle(project, cluster):  # or GPUs left idle, when that is better
+        score = _costed(moved, candidate)
         if score > best:
             layout, best = candidate, score
     idle = gpus - layout.world_size

@@ -197,3 +197,37 @@ def test_case9_the_fitted_canvas_refits_when_the_window_is_resized(window):
     run_events_until(lambda: True, "laid out")
     assert view.transform().m11() == zoom
     view.fit()
+
+
+def test_random_hardware_edits_leave_no_value_of_an_earlier_plan_on_screen(window):
+    """The GUI check of the hardware-edit property (tests/service/test_hardware_edit_property.py):
+    after each of a fixed run of random edits, every card, the timeline and the status bar show the
+    current plan, its status, or nothing."""
+    import random
+
+    from random_edits import KINDS, cluster_edit
+
+    from studio.service import units
+
+    rng = random.Random(34)
+    doc, m = window.doc, window.metrics
+    for _ in range(12):
+        kind = rng.choice(KINDS)
+        change = cluster_edit(doc.project, kind, rng.randrange(10_000))
+        if change is None:
+            continue
+        doc.edit_cluster(kind, change)
+        doc.recompute_now()
+        if doc.error:
+            assert doc.result is None and window.engine_label.text() == "plan not computed"
+            assert all(c.value.text() == "—" for c in m.cards.values())
+            assert window.timeline.plot.timeline is None
+            continue
+        r = doc.result
+        assert m.result is r and window.engine_label.text() == m.status_line()
+        ttft = _card(window, "ttft")[0]
+        assert ttft == (units.duration_ms(r.ttft_ms) if r.status.shows("ttft") else r.status.headline)
+        if r.status.code == "DOES_NOT_FIT":
+            assert window.timeline.plot.timeline is None
+        else:
+            assert window.timeline.result is r
