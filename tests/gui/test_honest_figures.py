@@ -231,3 +231,16 @@ def test_random_hardware_edits_leave_no_value_of_an_earlier_plan_on_screen(windo
             assert window.timeline.plot.timeline is None
         else:
             assert window.timeline.result is r
+
+
+def test_case1_the_why_of_a_voided_figure_gives_the_reason_not_a_number(window):
+    doc, editor = window.doc, window.model_panel.load_editor
+    editor.mode.setFocus()
+    QTest.keyClick(editor.mode, Qt.Key.Key_Down)
+    doc.recompute_now()
+    _type(editor.rate, f"{3 * doc.result.load.saturation_rate_per_s:.4g}")
+    doc.recompute_now()
+    QTest.mouseClick(window.metrics.cards["ttft"], Qt.MouseButton.LeftButton)
+    why = window.metrics.why.toPlainText()
+    assert why.startswith("TTFT: saturated at") and " ms" not in why
+    assert "saturated at" in window.metrics.cards["ttft"].toolTip()

@@ -405,9 +405,10 @@ class MetricsPanel(QWidget):
             if not d.status.ok:
                 status, style = f"<b>{d.label}</b> on {d.gpus} GPUs — {_html(d.status.headline)}", "color: #c92a2a;"
                 status_tip = d.status.reason
-        elif r.status.code == "SATURATED":
+        elif r.status.code == "SATURATED":  # the whole reason in the tooltip and the why panel
             status, style = (f"<b>{r.layout.label}</b> on {_on(r)} — {_html(r.status.headline)}: "
-                             f"{_html(r.status.reason)}", "color: #c92a2a;")
+                             "TTFT has no steady state", "color: #c92a2a;")
+            status_tip = r.status.reason
         elif r.fits:
             status, style = f"<b>{r.layout.label}</b> on {_on(r)} — {r.fit_reason}", ""
         else:
@@ -440,9 +441,11 @@ class MetricsPanel(QWidget):
                 if d is not None:  # a figure of the aggregated layout beside the pools' cards
                     caption = AGGREGATED_MARK + caption
                     tip = f"<p>The project's aggregated layout {_html(r.layout.label)}, for comparison</p>{tip}"
-            voided = status_value(d.status if d is not None and fig.key in DISAGG_WHY else r.status, fig.key)
+            shown_status = d.status if d is not None and fig.key in DISAGG_WHY else r.status
+            voided = status_value(shown_status, fig.key)
             if voided is not None:
                 value, caption = voided
+                tip = f"<p><b>{_html(shown_status.headline)}</b>: {_html(shown_status.reason)}</p>"
             _mark(card.value, "warn" if voided is not None else "")
             for setter, getter, text in (
                 (card.value.setText, card.value.text, value),
@@ -521,11 +524,20 @@ class MetricsPanel(QWidget):
         if r is None:
             return
         if self.disagg is not None and key in DISAGG_WHY:
-            text = disagg_why(self.disagg, key)
+            st = self.disagg.status
+            voided_d = STATUS_FIGURE.get(key)
+            text = (f"{key}: {st.headline}.\n\n{st.reason}" if voided_d is not None and not st.shows(voided_d)
+                    else disagg_why(self.disagg, key))
             if text != self.why.toPlainText():
                 self.why.setPlainText(text)
             return
         fig = next(f for f in FIGURES if f.key == key)
+        voided = STATUS_FIGURE.get(key)
+        if voided is not None and not r.status.shows(voided):  # no number the plan cannot meet
+            text = f"{fig.title}: {r.status.headline}.\n\n{r.status.reason}"
+            if text != self.why.toPlainText():
+                self.why.setPlainText(text)
+            return
         e = None if key == "alltoall" else find_explanation(r.explanations, fig.keys)
         if key == "alltoall":
             text = alltoall_text(r)
