@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QScrollArea,
     QTabWidget,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -93,7 +94,17 @@ class MainWindow(QMainWindow):
         self.timeline = TimelinePanel()
 
         self.docks: dict[str, QDockWidget] = {}
-        self.add_dock(self.palette, Qt.DockWidgetArea.LeftDockWidgetArea, "Palette")
+        from studio.gui.canvas.link_kind_box import LinkKindBox
+
+        #: The selected links' kind, editable (issue 34): under the palette, by the canvas.
+        self.link_kind = LinkKindBox(self.scene)
+        hardware = QWidget()
+        hl = QVBoxLayout(hardware)
+        hl.setContentsMargins(0, 0, 0, 0)
+        hl.setSpacing(0)
+        hl.addWidget(self.palette, 1)
+        hl.addWidget(self.link_kind)
+        self.add_dock(hardware, Qt.DockWidgetArea.LeftDockWidgetArea, "Palette")
         setup = QTabWidget()
         # each tab scrolls rather than forcing its height on the window (fits a 1366×768 screen)
         setup.addTab(_scrolled(self.model_panel), "Model && workload")

@@ -102,11 +102,16 @@ class TimelinePlot(pg.PlotWidget):
     def set_timeline(self, tl: Timeline | None) -> None:
         """Show ``tl`` (``None`` empties the chart)."""
         self.timeline = tl
-        if tl is None:
+        if tl is None:  # nothing of the last plan stays: no bars, lane names or time axis
             for bar in self.bars.values():
                 bar.setOpts(x0=np.zeros(0), y=np.zeros(0), width=np.zeros(0))
             self.note.setText("")
+            self.getPlotItem().getAxis("left").setTicks([[]])
+            self.getPlotItem().getAxis("bottom").setStyle(showValues=False)  # no time scale of no plan
+            self.setXRange(0, 1, padding=0)
+            self.setYRange(0, 1, padding=0)
             return
+        self.getPlotItem().getAxis("bottom").setStyle(showValues=True)
         for kind, bar in self.bars.items():
             m = tl.segments_of(kind)
             bar.setOpts(x0=tl.start[m], y=tl.lane[m].astype(float), width=tl.duration[m], height=BAR_HEIGHT)
@@ -307,7 +312,11 @@ class TimelinePanel(QWidget):
             self.set_phase("request")
 
     def set_result(self, result: PlanResult) -> None:
-        """Show the timelines of ``result`` (lanes as the lane mode says)."""
+        """Show the timelines of ``result`` (lanes as the lane mode says); a layout that does not
+        fit has no timeline to show (its steps never run), so the view is cleared with the reason."""
+        if result.status.code == "DOES_NOT_FIT":
+            self.clear("no timeline: the layout does not fit")
+            return
         self.result = result
         self.stage_timelines = dict(result.timelines)
         self._apply(result.micro_batches)

@@ -9,6 +9,7 @@ import numpy as np
 
 from studio.core import parallelism
 from studio.core.errors import StudioError
+from studio.core.hardware import Cluster
 from studio.core.layout import Layout, RankCoords
 from studio.core.project import CalibrationProfile, Project
 from studio.core.units import GIB
@@ -165,14 +166,19 @@ def evaluate(
     fits = bool(layout_fits(pool, max_seqs, batch, model, layout.tp, seq_len))
     m_eff = max(1, min(layout.micro_batches, batch))
     mb = math.ceil(batch / m_eff)
-    sv_t = serve_times(lc, np.array([float(batch)]), np.array([float(m_eff)]), wl.isl, wl.osl, c, budget)
+    # the load model splits every iteration's tokens (a lone prompt's too) over the layout's
+    # micro-batches whatever the batch, so one user's TTFT is the unloaded TTFT of the layout, not
+    # that of a pipeline run one micro-batch deep (the micro-batch step times are the same:
+    # ceil(batch / M) = 1 sequence once M > batch)
+    m_load = max(1, layout.micro_batches)
+    sv_t = serve_times(lc, np.array([float(batch)]), np.array([float(m_load)]), wl.isl, wl.osl, c, budget)
     st = _column(sv_t.steps, int(sv_t.index[0]))
     ttft, tpot = float(sv_t.ttft_ms[0]), float(sv_t.tpot_ms[0])
     request = float(sv_t.request_ms[0])
     tps_replica = float(sv_t.tokens_per_s_replica[0])
     load = None
     if fits:
-        load, figures = _under_load(lc, c, wl, layout, batch, max_seqs, m_eff, budget, sv_t)
+        load, figures = _under_load(lc, c, wl, layout, batch, max_seqs, m_load, budget, sv_t)
         if figures is not None:
             ttft, tpot, request, tps_replica = figures
     tps = layout.replicas * tps_replica if fits else 0.0
@@ -292,8 +298,14 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None, 
         cp_us_per_layer_prefill=float(st.cp_us_prefill[0]), cp_us_per_layer_decode=float(st.cp_us_decode[0]),
         max_context_tokens=ctx.capacity_tokens,
         ranks=ranks,
-        slow_links=slow_links, slow_gpus=slow_gpus,
+        slow_links=slow_links, slow_gpus=slow_gpus, idle_gpus=_idle(project.cluster, layout),
     )
+
+
+def _idle(cluster: Cluster, layout: Layout) -> tuple[str, ...]:
+    """The drawn GPUs ``layout``'s placement leaves unused, in cluster order."""
+    used = set(layout.placement or ())
+    return tuple(g.id for g in cluster.gpus if g.id not in used) if used else ()
 
 
 
@@ -367,10 +379,15 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
         saturated = False
         if ld.mode == "offline":
             note = f"{ld.num_requests:,} requests queued at t = 0, {batch} running per replica"
+    if ld.mode != "rate":
+        # a closed loop issues its next request when one ends: it saturates at users / request time
+        # (one user at one request per end-to-end time), whatever more the KV cache could run
+        sat_rate = rate
     summary = LoadSummary(
         mode=ld.mode, definition=_DEFINITIONS[ld.mode], users=users, running=running, decode_seqs=dec,
         prefill_tokens_per_iteration=pre, iteration_ms=it, token_budget=budget, budget_bound=bound,
         request_rate_per_s=rate, saturation_rate_per_s=sat_rate, saturated=saturated, note=note,
+        asked_rate_per_s=float(ld.rate_per_s) if ld.mode == "rate" and ld.rate_per_s is not None else None,
     )
     return summary, figures
 

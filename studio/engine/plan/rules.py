@@ -272,5 +272,32 @@ def _cp_crosses_node(ctx: PlanContext) -> list[PlanWarning]:
     )]
 
 
-RULES = (_fit, _context, _heads, _tp_crosses_node, _tp_slow_link, _nvswitch, _pp_uneven, _bubble,
+def _saturated(ctx: PlanContext) -> list[PlanWarning]:
+    ld = ctx.load
+    if ld is None or not ld.saturated:
+        return []
+    return [PlanWarning(
+        "SATURATED", "warning",
+        f"{ld.asked_rate_per_s or ld.request_rate_per_s:.3g} req/s is at or above the saturation rate "
+        f"{ld.saturation_rate_per_s:.3g} req/s: the queue grows without bound, TTFT has no value",
+        f"serve at most {ld.saturation_rate_per_s:.3g} req/s on this layout, or add replicas (DP) or GPUs",
+    )]
+
+
+def _idle_gpus(ctx: PlanContext) -> list[PlanWarning]:
+    placement = set(ctx.lc.layout.placement or ())
+    idle = [g.id for g in ctx.project.cluster.gpus if placement and g.id not in placement]
+    if not idle:
+        return []
+    n = len(idle)
+    return [PlanWarning(
+        "GPUS_IDLE", "info",
+        f"{n} GPU{'s' if n != 1 else ''} idle: the layout runs on {len(placement)} of the "
+        f"{len(placement) + n} drawn GPUs ({', '.join(idle[:4])}{', …' if n > 4 else ''})",
+        "keep them as spares, or choose a layout that uses every GPU (Layout tab)",
+        gpus=tuple(idle),
+    )]
+
+
+RULES = (_fit, _saturated, _idle_gpus, _context, _heads, _tp_crosses_node, _tp_slow_link, _nvswitch, _pp_uneven, _bubble,
          _long_context, _fits_one_gpu, _targets, _cp_crosses_node)

@@ -198,6 +198,21 @@ class GpuTile(Endpoint):
         )
         self.setToolTip(self.base_tip)
         self._shown: tuple | None = None  # what show_placement last drew
+        #: The plan leaves this GPU unused (drawn hatched).
+        self.idle = False
+
+    def set_idle(self, idle: bool) -> None:
+        """Hatch the tile when the layout leaves the GPU idle."""
+        if idle != self.idle:
+            self.idle = idle
+            self.update()
+
+    def paint(self, p: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
+        super().paint(p, option, widget)
+        if self.idle:
+            p.setPen(Qt.PenStyle.NoPen)
+            p.setBrush(QBrush(QColor("#868e96"), Qt.BrushStyle.BDiagPattern))
+            p.drawRoundedRect(self._rect, 5, 5)
 
     def show_placement(self, stage: int | None, tp_group: int | None, label: str, ring: QColor | None, note: str) -> bool:
         """Show a layout's rank on the tile: stage tint and badge, outline ``ring``, and ``note``

@@ -81,6 +81,21 @@ def _sweep_inputs(p: Project) -> tuple:
             p.explorer)
 
 
+def no_pools_text(sw) -> str:
+    """Why no disaggregated candidate is shown: none could be placed or costed (with the engine's
+    most frequent reason), none runs, or none meets the targets (only when targets are set)."""
+    wl = sw.project.workload
+    if not sw.rows:
+        why = max(sw.skipped.items(), key=lambda kv: kv[1])[0] if sw.skipped else "no split can be placed on these GPUs"
+        return f"no pool split of {sw.combinations:,} tried can be costed: {why}"
+    targets = [t for t in (f"TTFT ≤ {wl.ttft_ms:,.0f} ms" if wl.ttft_ms else "",
+                           f"TPOT ≤ {wl.tpot_ms:,.1f} ms" if wl.tpot_ms else "") if t]
+    if targets:
+        return f"none of {len(sw.rows):,} pool splits × decode batches meets the targets ({', '.join(targets)})"
+    rate = f" at {wl.load.rate_per_s:g} req/s" if wl.load.mode == "rate" and wl.load.rate_per_s else ""
+    return f"all {len(sw.rows):,} pool splits × decode batches are saturated{rate}: lower the rate or add GPUs"
+
+
 class ExplorerWidget(QWidget):
     """Dockable explorer bound to a :class:`ProjectDocument`.
 
@@ -544,8 +559,7 @@ class ExplorerWidget(QWidget):
             return ""
         best = sw.best
         if best is None:
-            return (f"<b>Disaggregated:</b> none of {len(sw.rows):,} pool splits × decode batches meets the "
-                    "targets")
+            return f"<b>Disaggregated:</b> {html.escape(no_pools_text(sw))}"
         text = f"<b>Best disaggregated:</b> {html.escape(best.why())}; {best.tokens_per_s_per_gpu:,.1f} tok/s/GPU"
         rec = r.recommended
         if rec is not None:
