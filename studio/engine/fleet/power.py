@@ -33,8 +33,8 @@ import numpy as np
 
 from studio.core.errors import StudioError
 from studio.core.hardware import GpuSpec
-from studio.engine.load import SteadyState, closed_loop, open_loop
-from studio.engine.serving import ServingSetup
+from studio.engine.serving.load import SteadyState, closed_loop, open_loop
+from studio.engine.serving.under_load import ServingSetup
 
 
 @dataclass(frozen=True)
