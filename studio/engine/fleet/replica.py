@@ -17,11 +17,11 @@ from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.core.workload import Load
-from studio.engine.plan.evaluate import evaluate
 from studio.engine.fleet.power import ReplicaShape
+from studio.engine.plan.evaluate import evaluate
 from studio.engine.serving.load import open_loop
-from studio.engine.serving.under_load import ServingSetup, serving_setup
 from studio.engine.serving.simulate import SimulationResult, simulate
+from studio.engine.serving.under_load import ServingSetup, serving_setup
 
 #: Bisection steps: the rate is found to within 2^-STEPS of the saturation rate.
 STEPS = 14

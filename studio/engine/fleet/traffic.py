@@ -115,7 +115,7 @@ def constant(rate_per_s: float) -> Traffic:
     return Traffic(f"constant {rate_per_s:g} req/s", np.array([float(rate_per_s)]), origins=("--rate",))
 
 
-def check_rate(value: float, where: str) -> float:
+def check_rate(value: float | str, where: str) -> float:
     """``value`` as a rate, or a :class:`StudioError` saying where and what is allowed."""
     try:
         v = float(value)
