@@ -18,15 +18,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from studio.cli import main  # noqa: E402
-from studio.commands.project_args import load_base_project  # noqa: E402
-from studio.engine.fleet.power import power_curve  # noqa: E402
-from studio.engine.fleet.replica import Slo, max_rate_within_slo, replica_setup, replica_shape  # noqa: E402
-from studio.engine.fleet.traffic import from_rates  # noqa: E402
-from studio.io.fleet_presets import load_traffic, power_params  # noqa: E402
-from studio.service.fleet import FleetOptions, capacity_plan  # noqa: E402
+from studio.cli import main
+from studio.commands.project_args import load_base_project
+from studio.engine.fleet.power import power_curve
+from studio.engine.fleet.replica import Slo, max_rate_within_slo, replica_setup, replica_shape
+from studio.engine.fleet.traffic import from_rates
+from studio.io.fleet_presets import load_traffic, power_params
+from studio.service.fleet import FleetOptions, capacity_plan
 
 TTFT_MS, TPOT_MS = 2000.0, 50.0
 
