@@ -146,12 +146,9 @@ def _run(args: argparse.Namespace) -> int:
            **result.to_json()}
     ranked = None
     if args.rank:
-        from studio.engine import sweep
-        from studio.service.fleet import rank_layouts
+        from studio.service.fleet import rank_layouts, sweep_layouts
 
-        sw = sweep(project)
-        fits = sw.columns["fits"]
-        ranked = rank_layouts(project, traffic, options, [sw.layout(int(i)) for i in sw.order if fits[int(i)]])
+        ranked = rank_layouts(project, traffic, options, sweep_layouts(project))
         doc["ranked"] = [_rank_json(r) for r in ranked]
     compared = None
     if args.compare_gpus:

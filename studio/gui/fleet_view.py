@@ -24,12 +24,16 @@ import pyqtgraph as pg
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QHideEvent, QShowEvent
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QComboBox,
     QDockWidget,
     QDoubleSpinBox,
     QFormLayout,
     QHBoxLayout,
     QLabel,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
@@ -62,21 +66,42 @@ class FleetSettings:
 
 
 PlanFn = Callable[[Project, FleetSettings], object]
+RANK_HEADERS = ("replica", "GPUs", "req/s each", "peak replicas", "$/day", "$/M tokens", "kWh/day", "J/token")
+
+
+def _options(settings: FleetSettings):
+    from studio.service.fleet import FleetOptions
+
+    return FleetOptions(settings.ttft_p99_ms, settings.tpot_p99_ms, headroom=settings.headroom, requests=REQUESTS)
+
+
+def _traffic(settings: FleetSettings):
+    from studio.io.fleet_presets import load_traffic
+
+    return load_traffic(settings.traffic).scaled_to_peak(settings.peak_per_s)
+
+
+def default_ranking(project: Project, settings: FleetSettings, job) -> object:
+    """The sweep's layouts (the Explorer's), planned for ``settings`` and ranked by cost per day."""
+    from studio.service.fleet import rank_layouts, sweep_layouts
+
+    return rank_layouts(project, _traffic(settings), _options(settings), sweep_layouts(project), progress=job.progress)
 
 
 def default_plan(project: Project, settings: FleetSettings) -> object:
     """:func:`studio.service.fleet.capacity_plan` of the project's layout for ``settings``."""
-    from studio.io.fleet_presets import load_traffic
-    from studio.service.fleet import FleetOptions, capacity_plan
+    from studio.service.fleet import capacity_plan
 
-    traffic = load_traffic(settings.traffic).scaled_to_peak(settings.peak_per_s)
-    opts = FleetOptions(settings.ttft_p99_ms, settings.tpot_p99_ms, headroom=settings.headroom, requests=REQUESTS)
-    return capacity_plan(project, traffic, opts)
+    return capacity_plan(project, _traffic(settings), _options(settings))
 
 
 def _module_plan() -> PlanFn:
     """:func:`default_plan` as this module holds it now (a test may stand in for it)."""
     return default_plan
+
+
+def _module_ranking():
+    return default_ranking
 
 
 def _plot(y_label: str) -> pg.PlotWidget:
@@ -117,6 +142,7 @@ class FleetView(QWidget):
     """
 
     planReady = Signal(object, int)
+    rankingReady = Signal(object)
 
     def __init__(self, doc: ProjectDocument, plan: PlanFn | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -179,6 +205,24 @@ class FleetView(QWidget):
         self.cost.setTitle(_key(("━", COST_COLOR, "cost")), size="9pt")
         self.cost_line = self.cost.plot([], [], pen=pg.mkPen(COST_COLOR, width=2), stepMode="center")
 
+        # the Explorer's layouts ranked by cost per day at the SLO (on request: seconds of simulation)
+        self.rank_button = QPushButton("Rank the Explorer's layouts by cost per day")
+        self.rank_button.setToolTip("plan the day for every replica layout of the cluster's sweep (the Explorer's) "
+                                    "and order them by cost per day at this SLO; double-click a row to apply it")
+        self.rank_button.clicked.connect(self.rank)
+        row.insertWidget(row.count() - 1, self.rank_button)
+        self.ranking_table = QTableWidget(0, len(RANK_HEADERS))
+        self.ranking_table.setHorizontalHeaderLabels(list(RANK_HEADERS))
+        self.ranking_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.ranking_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.ranking_table.cellDoubleClicked.connect(self._apply_row)
+        self.ranking_table.hide()
+        self.ranking: list | None = None
+        self._rank_key: tuple[int, FleetSettings] | None = None
+        self.rank_jobs = ScheduledWork(lambda payload, job: (_module_ranking())(*payload, job),
+                                       self._payload, name="the fleet ranking", parent=self)
+        self.rank_jobs.responded.connect(lambda r: self._on_ranking(r.result, r.error))
+
         box = QVBoxLayout(self)
         box.addLayout(form)
         head = QHBoxLayout()
@@ -190,6 +234,7 @@ class FleetView(QWidget):
         plots.addWidget(self.power, 1)
         plots.addWidget(self.cost, 1)
         box.addLayout(plots, 1)
+        box.addWidget(self.ranking_table)
         doc.resultReady.connect(self._on_result)
         doc.errorChanged.connect(self._on_error)
 
@@ -259,8 +304,52 @@ class FleetView(QWidget):
             self.jobs.start()
 
     def wait_idle(self, msecs: int = 30_000) -> bool:
-        """Block until the plan being computed is done (tests, shutdown)."""
-        return self.jobs.wait_idle(msecs)
+        """Block until the plan (and a ranking) being computed is done (tests, shutdown)."""
+        return self.jobs.wait_idle(msecs) and self.rank_jobs.wait_idle(msecs)
+
+    # ------------------------------------------------------------------ ranking
+    def rank(self) -> None:
+        """Plan every layout of the sweep for the current settings, cheapest per day first."""
+        self._rank_key = (self.doc.revision, self.settings)
+        self.rank_button.setEnabled(False)
+        self.rank_button.setText("Ranking the Explorer's layouts…")
+        self.rank_jobs.start()
+
+    def _on_ranking(self, ranked: object | None, error: str) -> None:
+        self.rank_button.setEnabled(True)
+        self.rank_button.setText("Rank the Explorer's layouts by cost per day")
+        if self._rank_key != (self.doc.revision, self.settings):
+            return  # the project or the settings changed meanwhile: rank again to see the new order
+        if ranked is None:
+            self.status.setText(f"No ranking: {error}")
+            return
+        self.ranking = list(ranked)  # type: ignore[call-overload]
+        t = self.ranking_table
+        t.setRowCount(len(self.ranking))
+        for i, r in enumerate(self.ranking):
+            if r.result is None:
+                cells = [r.layout.replace(dp=1).label, "-", "-", "-", "-", "-", "-", r.reason]
+            else:
+                p = r.result.plan
+                cells = [r.layout.replace(dp=1).label, str(p.gpus_per_replica), f"{r.result.capacity.rate_per_s:.3g}",
+                         str(int(p.replicas.max())), f"${p.usd_per_day:,.0f}", f"${p.usd_per_million_output_tokens:,.2f}",
+                         f"{p.kwh_per_day:,.0f}", f"{p.j_per_output_token:.3g}"]
+            for j, text in enumerate(cells[: len(RANK_HEADERS)]):
+                t.setItem(i, j, QTableWidgetItem(text))
+            if r.result is None:
+                t.item(i, 0).setToolTip(r.reason)
+        t.resizeColumnsToContents()
+        t.show()
+        self.rankingReady.emit(self.ranking)
+
+    def _apply_row(self, row: int, _column: int) -> None:
+        """Double-click: the project takes that row's layout (one undo step)."""
+        if self.ranking is None or not 0 <= row < len(self.ranking) or self.ranking[row].result is None:
+            return
+        layout = self.ranking[row].layout
+        p = self.doc.project
+        if layout != p.layout:
+            self.doc.apply(p.replace(layout=layout), f"Layout {layout.label} (cheapest fleet)", "layout")
 
     def _on_plan(self, result: object | None, error: str) -> None:
         if self._asked != (self.doc.revision, self.settings):

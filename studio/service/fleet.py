@@ -168,17 +168,32 @@ def replica_layouts(layouts: Iterable[Layout]) -> list[Layout]:
 
 
 def rank_layouts(project: Project, traffic: Traffic, options: FleetOptions, layouts: Iterable[Layout],
-                 *, cancelled: Callable[[], bool] | None = None) -> list[RankedLayout]:
-    """Each distinct replica layout's plan, cheapest per day first (those without a plan last)."""
+                 *, progress: Callable[[float], bool] | None = None) -> list[RankedLayout]:
+    """Each distinct replica layout's plan, cheapest per day first (those without a plan last).
+
+    ``progress(fraction)`` is called before each layout; it returns False to stop (what is planned
+    so far is returned)."""
     out: list[RankedLayout] = []
-    for lay in replica_layouts(layouts):
-        if cancelled is not None and cancelled():
+    todo = replica_layouts(layouts)
+    for i, lay in enumerate(todo):
+        if progress is not None and not progress(i / max(len(todo), 1)):
             break
         try:
             out.append(RankedLayout(lay, capacity_plan(project, traffic, options, lay)))
         except StudioError as exc:
             out.append(RankedLayout(lay, None, exc.message))
     return sorted(out, key=lambda r: r.usd_per_day)
+
+
+def sweep_layouts(project: Project) -> list[Layout]:
+    """The layouts of the cluster's sweep that fit, best first for the project's objective (the
+    Explorer's ranking), as candidates for :func:`rank_layouts`."""
+    from studio.engine import sweep
+    from studio.service.recommend import sweep_kwargs
+
+    result = sweep(project, **sweep_kwargs(project))
+    fits = result.columns["fits"]
+    return [result.layout(int(i)) for i in result.order if fits[int(i)]]
 
 
 def _gpu_project(project: Project, gpu_id: str) -> Project:

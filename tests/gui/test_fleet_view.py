@@ -121,3 +121,26 @@ def test_main_window_builds_the_fleet_tab_on_first_show(qtbot, live_doc, catalog
     qtbot.waitUntil(lambda: w.fleet_view.plan_revision == live_doc.revision, timeout=60_000)
     assert w.fleet_view.result is not None
     w.fleet_view.wait_idle()
+
+
+def test_ranking_orders_the_explorers_layouts_by_cost_and_applies_one(qtbot, view, live_doc, monkeypatch):
+    from studio.service import fleet
+
+    real = fleet.sweep_layouts
+    monkeypatch.setattr(fleet, "sweep_layouts", lambda p: fleet.replica_layouts(real(p))[:3])
+    with qtbot.waitSignal(view.rankingReady, timeout=60_000):
+        qtbot.mouseClick(view.rank_button, Qt.MouseButton.LeftButton)
+    costs = [r.usd_per_day for r in view.ranking]
+    assert len(costs) == 3 and costs == sorted(costs)
+    assert view.ranking_table.rowCount() == 3 and view.ranking_table.isVisible()
+    other = next(i for i, r in enumerate(view.ranking) if r.result is not None and r.layout != live_doc.project.layout)
+    count = live_doc.undo_stack.count()
+    table = view.ranking_table
+    view.resize(1100, 800)
+    table.scrollToItem(table.item(other, 0))
+    qtbot.waitUntil(lambda: table.viewport().height() > 0 and not table.viewport().visibleRegion().isEmpty())
+    rect = table.visualItemRect(table.item(other, 0))
+    qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())  # the item view's press first
+    qtbot.mouseDClick(table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert live_doc.project.layout == view.ranking[other].layout
+    assert live_doc.undo_stack.count() == count + 1
