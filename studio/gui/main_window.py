@@ -515,6 +515,14 @@ class MainWindow(QMainWindow):
             self._fleet_view.follow_dock(dock)
         return self._fleet_view
 
+    def fleet_result(self) -> object | None:
+        """The Fleet view's plan of the current project (None when the view has none for it); the
+        report's Fleet section."""
+        view = self._fleet_view
+        if view is None or view.result is None or view.plan_revision != self.doc.revision:
+            return None
+        return view.result
+
     def _fleet_tab_shown(self, shown: bool) -> None:
         if shown and self._fleet_view is None:
             view = self.fleet_view
