@@ -13,19 +13,6 @@ from studio.commands.project_args import project_from_args
 from studio.commands.project_flags import add_project_args
 from studio.core.errors import StudioError
 
-#: The flag of each field the fleet planner's errors name.
-FLAGS = {
-    "slo": "--ttft-p99-ms/--tpot-p99-ms",
-    "ttft_p99_ms": "--ttft-p99-ms",
-    "tpot_p99_ms": "--tpot-p99-ms",
-    "headroom": "--headroom",
-    "slot_minutes": "--slot-minutes",
-    "peak": "--peak",
-    "storage_gbps": "--storage-gbps",
-    "pue": "--pue",
-    "spot_price": "--price-spot",
-    "pricing": "--price-*",
-}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -126,12 +113,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except StudioError as exc:
-        flag = FLAGS.get(exc.field or "")
-        if flag is None and exc.field == "traffic":
-            flag = "--rate" if args.constant_rate is not None else "--traffic"
-        if flag is None:
-            raise
-        raise StudioError(f"{flag}: {exc.message}", exc.source) from None
+        if exc.field == "traffic" and args.constant_rate is not None:  # the rate came from --rate
+            raise StudioError(f"--rate: {exc.message}", exc.source) from None
+        raise
 
 
 def _run(args: argparse.Namespace) -> int:

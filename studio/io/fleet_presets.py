@@ -66,8 +66,8 @@ def load_traffic(spec: str, slot_minutes: int | None = None) -> Traffic:
     if spec in presets:
         tr = presets[spec].traffic
         if slot_minutes is not None and slot_minutes != tr.slot_s / 60:
-            raise StudioError(f"preset '{spec}' has {tr.slot_s / 60:g}-minute slots; --slot-minutes applies to CSV files",
-                              field="slot_minutes")
+            raise StudioError(f"preset '{spec}' has {tr.slot_s / 60:g}-minute slots; a slot length applies to CSV "
+                              "files only", field="slot_minutes")
         return tr
     path = Path(spec)
     if not path.exists():

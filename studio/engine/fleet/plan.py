@@ -218,7 +218,7 @@ def needed_replicas(traffic: Traffic, replica_rate_per_s: float, headroom: float
     if not (math.isfinite(headroom) and 0 <= headroom <= 10):
         raise StudioError(f"headroom {headroom} is outside 0 … 10 (a fraction: 0.2 = 20 % spare)", field="headroom")
     if not replica_rate_per_s > 0:
-        raise StudioError("one replica sustains no request rate within the SLO", field="slo")
+        raise StudioError("one replica sustains no request rate within the SLO")
     raw = traffic.rates_per_s * (1.0 + headroom) / replica_rate_per_s
     top = int(np.argmax(raw))
     if raw[top] > MAX_REPLICAS:
@@ -266,7 +266,7 @@ def plan_fleet(
                     ("spot preemptions per hour", pricing.spot_preemptions_per_hour),
                     ("PUE", facility.pue), ("grid carbon intensity", facility.grid_g_co2e_per_kwh)):
         if not (math.isfinite(v) and v >= 0):
-            raise StudioError(f"{name} must be a finite number ≥ 0, not {v}", field="pricing")
+            raise StudioError(f"{name} must be a finite number ≥ 0, not {v}")
     if facility.pue < 1:
         raise StudioError(f"a PUE is at least 1 (the IT load itself), not {facility.pue}", field="pue")
     need = needed_replicas(traffic, replica_rate_per_s, headroom, min_replicas)

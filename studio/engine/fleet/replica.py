@@ -71,7 +71,7 @@ def replica_shape(project: Project, layout: Layout | None = None) -> ReplicaShap
     layout = project.layout if layout is None else layout
     plan = evaluate(project.replace(layout=layout), details=False)
     if not plan.fits:
-        raise StudioError(f"layout {layout.label} does not fit: {plan.fit_reason}", field="layout")
+        raise StudioError(f"layout {layout.label} does not fit: {plan.fit_reason}")
     m = project.model
     gpus = max(1, plan.gpus // max(layout.replicas, 1))
     weights = sum(g.weights for g in plan.memory) / max(layout.replicas, 1)
@@ -114,7 +114,7 @@ def max_rate_within_slo(s: ServingSetup, project: Project, slo: Slo, *, requests
             f"even at {floor:.3g} req/s one replica misses the SLO ({slo.text}): simulated p99 TTFT "
             f"{first.ttft.p99:,.0f} ms, p99 TPOT {first.tpot.p99:,.1f} ms. No number of replicas meets it; "
             "relax the targets or pick a faster layout",
-            field="slo",
+            field="ttft_p99_ms",
         )
     best = first
     lo = floor

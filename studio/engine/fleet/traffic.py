@@ -112,7 +112,7 @@ def clock(seconds: float) -> str:
 def constant(rate_per_s: float) -> Traffic:
     """The same rate all day (one slot)."""
     check_rate(rate_per_s, "rate")
-    return Traffic(f"constant {rate_per_s:g} req/s", np.array([float(rate_per_s)]), origins=("--rate",))
+    return Traffic(f"constant {rate_per_s:g} req/s", np.array([float(rate_per_s)]), origins=("the constant rate",))
 
 
 def check_rate(value: float | str, where: str) -> float:
