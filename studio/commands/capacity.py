@@ -14,7 +14,6 @@ from studio.commands.project_flags import add_project_args
 from studio.core.errors import StudioError
 
 
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``capacity`` command."""
     p = subparsers.add_parser(
