@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "plan": "studio.commands.plan",
     "sweep": "studio.commands.sweep",
     "simulate": "studio.commands.simulate",
+    "capacity": "studio.commands.capacity",
     "presets": "studio.commands.presets_cmd",
     "export": "studio.commands.export",
     "import-topo": "studio.commands.import_topo",

@@ -24,6 +24,16 @@ FLAGS: dict[str, str] = {
     "pp": "--pp",
     "disagg": "--disagg",
     "spec_acceptance": "--spec-acceptance",
+    # the fleet planner (layout-studio capacity; docs/fleet.md)
+    "traffic": "--traffic",
+    "ttft_p99_ms": "--ttft-p99-ms",
+    "tpot_p99_ms": "--tpot-p99-ms",
+    "headroom": "--headroom",
+    "slot_minutes": "--slot-minutes",
+    "peak": "--peak",
+    "storage_gbps": "--storage-gbps",
+    "pue": "--pue",
+    "spot_price": "--price-spot",
 }
 
 

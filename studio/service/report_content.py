@@ -61,6 +61,8 @@ class ReportData:
     created: _dt.datetime
     simulation: SimulationResult | None = None  # the project's load, simulated (percentiles)
     simulation_note: str = ""  # why there is no simulation, or how it was sized
+    #: The fleet a day of traffic needs (studio.service.fleet.FleetResult), when one was planned.
+    fleet: object | None = None
 
     @property
     def options(self) -> tuple[Option, ...]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from html import escape
 
 from studio.core.units import GIB
+from studio.gui.report.fleet_section import fleet_section
 from studio.service import units
 from studio.service.report_content import ReportData
 from studio.service.report_nodes import (
@@ -290,6 +291,7 @@ def build_html(data: ReportData, images: Images, page_breaks: bool = False) -> s
         f"<h2{brk}>Model and workload</h2>",
         _pairs(_model_rows(data)),
         *_load_section(data),
+        *fleet_section(data),
         "<h2>Chosen layout and alternatives</h2>",
         "<p>Alternatives: "
         + ("the layouts pinned in the project." if any(o.origin == "pinned" for o in data.alternatives)
