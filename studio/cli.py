@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "sweep": "studio.commands.sweep",
     "simulate": "studio.commands.simulate",
     "presets": "studio.commands.presets_cmd",
+    "examples": "studio.commands.examples_cmd",
     "export": "studio.commands.export",
     "import-topo": "studio.commands.import_topo",
     "calibrate": "studio.commands.calibrate",
