@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QApplication
 
 from studio.core.errors import StudioError
 from studio.core.project import Project
+from studio.gui import qt_messages
 from studio.gui.document import ProjectDocument
 from studio.gui.errors import GuiExceptHook
 from studio.gui.main_window import MainWindow
@@ -62,6 +63,7 @@ def application() -> QApplication:
         app.setApplicationName("Layout Studio")
         app.setOrganizationName("LayoutStudio")
         app.setWindowIcon(icon("app"))
+        qt_messages.install(app.platformName())
     apply_theme(app)
     return app  # type: ignore[return-value]
 
