@@ -112,8 +112,10 @@ def run(path: str | None = None, example: str | None = None) -> int:
     default example) and run the event loop; returns the exit code."""
     app = application()
     try:
-        project = example_project(example)[0] if example is not None else None
-        win = build_window(project, path=path, autosave=True)
+        if example is not None:
+            win = build_window(project=example_project(example)[0], autosave=True)
+        else:
+            win = build_window(path=path, autosave=True)
     except StudioError as exc:
         print(f"layout-studio: {exc}", file=sys.stderr)
         return 2
