@@ -88,7 +88,7 @@ def test_installed_package_finds_every_preset(installed: Path, tmp_path: Path) -
     probe = r"""
 import json, studio
 from studio.io import presets
-from studio.engine import constants
+from studio.engine.step import constants
 cat = presets.load_catalog()
 root = presets.presets_root()
 print(json.dumps({
