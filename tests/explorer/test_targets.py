@@ -158,3 +158,27 @@ def test_the_pinned_batch_is_the_projects_saved_and_undone(qtbot, explorer, tmp_
     assert again.pinned_plans()[0][1].batch == batch
     again.apply_pinned(0)
     assert doc2.project.layout == lay and doc2.project.workload.batch == batch
+
+
+def test_the_docked_explorer_fits_a_1366x768_window_without_scrolling_sideways(qtbot):
+    """At 1366×768 the docked Explorer's control rows wrap and its table becomes a tab beside the
+    plots, so nothing hides behind a horizontal scroll bar; a wide dock keeps them side by side."""
+    from studio.gui.app import build_window
+    from tests.gui.gui_helpers import close_window
+
+    win = build_window(threaded=False)
+    win.ask_save = lambda: "discard"
+    qtbot.addWidget(win)
+    win.resize(1366, 768)
+    win.show()
+    qtbot.waitExposed(win)
+    win.docks["Explorer"].raise_()
+    explorer = win.explorer
+    qtbot.waitUntil(lambda: explorer.isVisible())
+    holder = win._explorer_holder
+    assert explorer.compact and explorer.tabs.tabText(0) == "Layouts"
+    qtbot.waitUntil(lambda: holder.horizontalScrollBar().maximum() == 0)  # once the layouts settle
+    assert explorer.minimumSizeHint().width() <= holder.viewport().width()
+    explorer._set_compact(False)  # as in a wide dock: the table back beside the plots
+    assert explorer.tabs.indexOf(explorer._left) == -1 and explorer._split.indexOf(explorer._left) == 0
+    close_window(win)

@@ -52,7 +52,10 @@ class ParetoPlot(pg.PlotWidget):
         pi.showGrid(x=True, y=True, alpha=0.2)
         for ax in ("bottom", "left"):
             pi.getAxis(ax).enableAutoSIPrefix(False)
-        self.legend = pi.addLegend(offset=(10, 10), labelTextSize="8pt", brush=pg.mkBrush(255, 255, 255, 230))
+        # the key sits in a row of its own under the x axis, never over the points
+        self.legend = pg.LegendItem(colCount=3, labelTextSize="8pt", verSpacing=-6, horSpacing=12)
+        pi.layout.addItem(self.legend, 4, 1)
+        pi.legend = self.legend  # PlotItem.addItem puts every named item in it
         self.points = pg.ScatterPlotItem(size=7, pen=pg.mkPen("w", width=0.5), brush=pg.mkBrush(POINT_COLOR + "99"),
                                          name="layouts that fit")
         self.front_line = pg.PlotDataItem(pen=pg.mkPen(FRONT_COLOR, width=2), name="Pareto frontier")

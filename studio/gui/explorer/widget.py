@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import QEvent, QItemSelectionModel, QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -46,6 +46,7 @@ from studio.gui.explorer.multiples import SmallMultiples
 from studio.gui.explorer.pareto import ParetoPlot
 from studio.gui.explorer.placement_view import PlacementView
 from studio.gui.explorer.table_model import DISAGG_ROLE, ROW_ROLE, SweepFilterProxy, SweepTableModel
+from studio.gui.flow_layout import FlowLayout, add_all, group
 from studio.gui.timeline import TimelinePanel
 from studio.gui.worker import ScheduledWork
 from studio.service.disagg_explore import applied_pools, with_pools
@@ -79,6 +80,10 @@ def _sweep_inputs(p: Project) -> tuple:
     tries every batch itself)."""
     return (p.cluster, p.model, p.workload.model_copy(update={"batch": "auto"}), p.serving, p.calibrations,
             p.explorer)
+
+
+#: Below this width (px) of its dock the Explorer shows its table as a tab (:meth:`ExplorerWidget._set_compact`).
+COMPACT_BELOW_PX = 900
 
 
 class ExplorerWidget(QWidget):
@@ -181,24 +186,18 @@ class ExplorerWidget(QWidget):
         self.own_window.setCheckable(True)
         self.own_window.setToolTip("Show the Explorer in its own large window (click again to dock it back)")
         self.own_window.toggled.connect(self.ownWindowToggled)
-        # Run, Cancel and the progress come first so they stay visible in a narrow dock
-        bar = QHBoxLayout()
-        bar.setContentsMargins(4, 2, 4, 0)
-        for w in (self.run_button, self.cancel_button, self.progress, self.own_window):
-            bar.addWidget(w)
-        bar.addWidget(self.status, 1)
-        targets = QHBoxLayout()
-        targets.setContentsMargins(4, 0, 4, 2)
-        for w in (QLabel("Objective"), self.objective, QLabel("TTFT ≤"), self.ttft, QLabel("TPOT ≤"), self.tpot,
-                  self.hide_unfit, self.pools_box, self.filter):
-            targets.addWidget(w)
-        targets.addStretch(1)
-        slo_bar = QHBoxLayout()
-        slo_bar.setContentsMargins(4, 0, 4, 2)
-        for w in (QLabel("SLO under load: p99 TTFT ≤"), self.ttft_p99, QLabel("p99 TPOT ≤"), self.tpot_p99,
-                  QLabel("at"), self.slo_rate, self.slo_only):
-            slo_bar.addWidget(w)
-        slo_bar.addStretch(1)
+        # Run, Cancel and the progress come first so they stay visible in a narrow dock; every row
+        # wraps (FlowLayout) instead of being clipped or widening the window at 1366×768
+        bar = FlowLayout()
+        add_all(bar, self.run_button, self.cancel_button, self.progress, self.own_window, self.status)
+        targets = add_all(
+            FlowLayout(), group(QLabel("Objective"), self.objective), group(QLabel("TTFT ≤"), self.ttft),
+            group(QLabel("TPOT ≤"), self.tpot), self.hide_unfit, self.pools_box, self.filter,
+        )
+        slo_bar = add_all(
+            FlowLayout(), group(QLabel("SLO under load: p99 TTFT ≤"), self.ttft_p99),
+            group(QLabel("p99 TPOT ≤"), self.tpot_p99), group(QLabel("at"), self.slo_rate), self.slo_only,
+        )
         self.reasons = QTextBrowser()
         self.reasons.setObjectName("explorer-reasons")
         self.reasons.setMaximumHeight(96)
@@ -281,6 +280,8 @@ class ExplorerWidget(QWidget):
         split.addWidget(self.tabs)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
+        self._split, self._left = split, left
+        self.compact = False  # the table is a tab beside the plots (a narrow dock: _set_compact)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         lay.setSpacing(2)
@@ -319,6 +320,7 @@ class ExplorerWidget(QWidget):
         """Sweep the first time the dock is shown (a hidden dock costs nothing), and again when it
         is reopened after a close cancelled a sweep or skipped a change."""
         super().showEvent(event)
+        self._follow_holder()
         self._closed = False
         rerun, self._rerun_on_show = self._rerun_on_show, False
         if rerun or (self.result is None and not self.running and not self.jobs.pending):
@@ -682,6 +684,40 @@ class ExplorerWidget(QWidget):
         self.doc.set_selection(first_tp_group(plan))
         self.layoutPreview.emit(plan)
         self._refresh_visible_tab()
+
+    # ------------------------------------------------------------------ narrow docks
+    def _follow_holder(self) -> None:
+        """Follow the width of what holds the Explorer (the dock's scroll area), which the
+        Explorer's own minimum width can exceed."""
+        holder = self.parentWidget()
+        if holder is not None and getattr(self, "_watching", None) is not holder:
+            holder.installEventFilter(self)
+            self._watching = holder
+        self._set_compact(self._room() < COMPACT_BELOW_PX)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
+        if obj is getattr(self, "_watching", None) and event.type() == QEvent.Type.Resize:
+            self._set_compact(self._room() < COMPACT_BELOW_PX)
+        return False
+
+    def _room(self) -> int:
+        holder = self.parentWidget()
+        return holder.width() if holder is not None else self.width()
+
+    def _set_compact(self, on: bool) -> None:
+        """In a dock narrower than :data:`COMPACT_BELOW_PX` the table becomes the first tab
+        ("Layouts") beside the Pareto plot and the timelines, each then as wide as the dock,
+        instead of both squeezed side by side behind a horizontal scroll bar."""
+        if on == self.compact:
+            return
+        self.compact = on
+        if on:
+            self.tabs.insertTab(0, self._left, "Layouts")
+            self.tabs.setCurrentIndex(0)
+        else:
+            self.tabs.removeTab(self.tabs.indexOf(self._left))
+            self._split.insertWidget(0, self._left)
+            self._left.show()
 
     # ------------------------------------------------------------------ tabs
     def _refresh_visible_tab(self) -> None:
