@@ -151,4 +151,13 @@ def test_no_canvas_label_is_cut_at_the_default_zoom_of_the_bundled_example(qtbot
         box = node.geometry.size.width() - 20
         assert "…" not in header_text(node.node, head, box), header_text(node.node, head, box)
     assert drawn >= 16 + 2  # every GPU, and each node's NVSwitch
+    # the Plan panel's common fields fit without scrolling: the advanced sections are folded
+    from PySide6.QtWidgets import QScrollArea
+
+    scroll = win.model_panel.parentWidget().parentWidget()
+    assert isinstance(scroll, QScrollArea)
+    assert not win.model_panel.load_section.expanded and not win.model_panel.spec_section.expanded
+    qtbot.waitUntil(lambda: scroll.verticalScrollBar().maximum() == 0)
+    win.model_panel.load_section.header.click()  # a click shows the load's settings
+    assert win.model_panel.load_editor.isVisible()
     close_window(win)
