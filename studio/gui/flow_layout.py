@@ -77,6 +77,26 @@ class FlowLayout(QLayout):
         return y + line_h - rect.y() + m.bottom()
 
 
+class FlowRow(QWidget):
+    """A widget holding a :class:`FlowLayout`, whose minimum height is the height of the lines its
+    items take at its current width. It does not report a height-for-width: a scroll area or a
+    box layout that sees one sizes everything in it to its preferred height (the Explorer's table
+    and plot then ran past the bottom of a 1920 × 1080 dock)."""
+
+    def __init__(self, *widgets: QWidget, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.flow = add_all(FlowLayout(self), *widgets)
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 - Qt API
+        return False
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        need = self.flow.heightForWidth(event.size().width())
+        if need != self.minimumHeight():
+            self.setMinimumHeight(need)
+
+
 def group(*widgets: QWidget, spacing: int = 4) -> QWidget:
     """``widgets`` side by side in one widget, so a :class:`FlowLayout` never puts a label on one
     line and its field on the next."""

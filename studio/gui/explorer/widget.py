@@ -46,7 +46,7 @@ from studio.gui.explorer.multiples import SmallMultiples
 from studio.gui.explorer.pareto import ParetoPlot
 from studio.gui.explorer.placement_view import PlacementView
 from studio.gui.explorer.table_model import DISAGG_ROLE, ROW_ROLE, SweepFilterProxy, SweepTableModel
-from studio.gui.flow_layout import FlowLayout, add_all, group
+from studio.gui.flow_layout import FlowRow, group
 from studio.gui.timeline import TimelinePanel
 from studio.gui.worker import ScheduledWork
 from studio.service.disagg_explore import applied_pools, with_pools
@@ -188,14 +188,13 @@ class ExplorerWidget(QWidget):
         self.own_window.toggled.connect(self.ownWindowToggled)
         # Run, Cancel and the progress come first so they stay visible in a narrow dock; every row
         # wraps (FlowLayout) instead of being clipped or widening the window at 1366×768
-        bar = FlowLayout()
-        add_all(bar, self.run_button, self.cancel_button, self.progress, self.own_window, self.status)
-        targets = add_all(
-            FlowLayout(), group(QLabel("Objective"), self.objective), group(QLabel("TTFT ≤"), self.ttft),
+        bar = FlowRow(self.run_button, self.cancel_button, self.progress, self.own_window, self.status)
+        targets = FlowRow(
+            group(QLabel("Objective"), self.objective), group(QLabel("TTFT ≤"), self.ttft),
             group(QLabel("TPOT ≤"), self.tpot), self.hide_unfit, self.pools_box, self.filter,
         )
-        slo_bar = add_all(
-            FlowLayout(), group(QLabel("SLO under load: p99 TTFT ≤"), self.ttft_p99),
+        slo_bar = FlowRow(
+            group(QLabel("SLO under load: p99 TTFT ≤"), self.ttft_p99),
             group(QLabel("p99 TPOT ≤"), self.tpot_p99), group(QLabel("at"), self.slo_rate), self.slo_only,
         )
         self.reasons = QTextBrowser()
@@ -285,9 +284,9 @@ class ExplorerWidget(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         lay.setSpacing(2)
-        lay.addLayout(bar)
-        lay.addLayout(targets)
-        lay.addLayout(slo_bar)
+        lay.addWidget(bar)
+        lay.addWidget(targets)
+        lay.addWidget(slo_bar)
         lay.addWidget(self.reasons)
         lay.addWidget(split, 1)
 
