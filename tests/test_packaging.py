@@ -144,3 +144,24 @@ def test_the_installed_command_takes_the_modules_fast_path(installed: Path, tmp_
     assert "importlib.metadata" not in as_script, "the installed command loads pydantic's plugin loader"
     assert as_script - as_module == set()
     assert as_module - as_script <= RUN_AS_MODULE
+
+
+#: Two of the README's command lines that name bundled files by id, run as a user of the installed
+#: wheel runs them, outside the checkout: the list and a sample read from the wheel's own data (the
+#: other ids are run in process by tests/cli/test_cli_examples.py).
+README_ID_COMMANDS = ("layout-studio examples", "layout-studio import-topo ")
+
+
+def test_the_readmes_commands_that_name_bundled_files_run_from_the_installed_wheel(installed: Path, tmp_path: Path) -> None:
+    import shlex
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = [ln.split("  #")[0].strip() for ln in readme.splitlines() if ln.startswith(README_ID_COMMANDS)]
+    assert len(lines) == len(README_ID_COMMANDS), lines
+    script = str(installed / "bin" / "layout-studio")
+    for line in lines:
+        argv = shlex.split(line)[1:]
+        done = subprocess.run([sys.executable, script, *argv], cwd=tmp_path, env=_installed_env(installed),
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and done.stderr == "", (line, done.stderr[-1000:])
+    assert json.loads((tmp_path / "mine.json").read_text(encoding="utf-8"))["cluster"]["nodes"]
