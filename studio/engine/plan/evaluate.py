@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from studio.core.architecture import LLMArchitecture
 from studio.core.errors import StudioError
 from studio.core.hardware import Cluster
 from studio.core.layout import Layout, RankCoords
@@ -18,33 +16,18 @@ from studio.core.workload import Workload
 from studio.engine.fabric.comm import Collective
 from studio.engine.fabric.topology import topology_of
 from studio.engine.plan.context import PlanContext
+from studio.engine.plan.costs import project_budget, project_costs
 from studio.engine.plan.results import CommCost, GpuMemory, LoadSummary, PlanResult, StageResult
 from studio.engine.plan.rules import plan_warnings
 from studio.engine.plan.validate import check_layout
-from studio.engine.serving.trtllm_bench import token_budget
+from studio.engine.serving.serve_times import ServeTimes, serve_times
 from studio.engine.step.constants import Constants, default_constants
 from studio.engine.step.context_parallel import cp_comm_costs
-from studio.engine.step.costing import (
-    LayoutCosts,
-    ServeTimes,
-    StepTimes,
-    bubble_fraction,
-    layout_costs,
-    serve_times,
-)
-from studio.engine.step.identity_cache import cached_by_identity
-from studio.engine.step.shapes import LayerTable, layer_table
+from studio.engine.step.costing import LayoutCosts
+from studio.engine.step.step_times import StepTimes, bubble_fraction
 
 if TYPE_CHECKING:
     from studio.engine.plan.views import Explanation, Timeline
-
-_TABLES: OrderedDict[int, tuple[LLMArchitecture, LayerTable]] = OrderedDict()
-
-
-def cached_layer_table(model: LLMArchitecture) -> LayerTable:
-    """Per-layer table of ``model``, cached by object identity (small LRU)."""
-    return cached_by_identity(_TABLES, model, 16, layer_table)
-
 
 def resolve_calibration(project: Project, calibration: CalibrationProfile | None) -> CalibrationProfile | None:
     """The explicit profile, else the project's selected one (``serving.calibration``)."""
@@ -156,11 +139,8 @@ def evaluate(
         layout = layout.model_copy(update={"placement": placement})
     topo = topology_of(project.cluster, cal.link_fits if cal else None)
     precision = sv.effective_precision(model.precision)
-    budget = token_budget(project, layout.tp, layout.pp, int(c.max_num_batched_tokens))
-    lc = layout_costs(model, cached_layer_table(model), precision, sv.kv_dtype, layout, placement, topo, c,
-                      sv.gpu_memory_utilization, wl.max_batch,
-                      fraction_of_free=sv.runtime == "trtllm", token_budget=budget,
-                      speculative=sv.speculative)
+    budget = project_budget(project, layout, c)
+    lc = project_costs(project, layout, placement, topo, c)
     seq_len = wl.isl + wl.osl
     pool, seq_bytes, max_seqs, cap_tokens, kv_tok = memory_fit(lc, seq_len)
     auto = wl.batch == "auto"

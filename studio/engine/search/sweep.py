@@ -19,17 +19,13 @@ from studio.core.layout import Layout
 from studio.core.project import Objective, Project
 from studio.core.units import GIB
 from studio.engine.fabric.topology import Topology, topology_of
-from studio.engine.plan.evaluate import (
-    cached_layer_table,
-    constants_for,
-    evaluate,
-    memory_fit,
-    resolve_calibration,
-)
+from studio.engine.plan.costs import project_budget, project_costs
+from studio.engine.plan.evaluate import constants_for, evaluate, memory_fit, resolve_calibration
 from studio.engine.plan.results import PlanResult
-from studio.engine.serving.trtllm_bench import token_budget
-from studio.engine.step.costing import LayoutCosts, bubble_fraction, layout_costs, serve_times
+from studio.engine.serving.serve_times import serve_times
+from studio.engine.step.costing import LayoutCosts
 from studio.engine.step.records import frozen_result
+from studio.engine.step.step_times import bubble_fraction
 
 OBJECTIVES = ("throughput", "cost", "latency")
 COLUMNS = (
@@ -188,8 +184,6 @@ def sweep(
     if n_gpus == 0:
         raise StudioError("the cluster has no GPUs; add a node or a GPU before sweeping layouts")
     topo = topology_of(project.cluster, cal.link_fits if cal else None)
-    table = cached_layer_table(model)
-    precision = sv.effective_precision(model.precision)
     placement = tuple(topo.gpu_ids)
     grid = _batch_grid(wl.max_batch, batches)
     seq_len = wl.isl + wl.osl
@@ -222,11 +216,7 @@ def sweep(
             break
         layout = Layout(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, cp_mode=mode)
         try:
-            lc = layout_costs(model, table, precision, sv.kv_dtype, layout, placement, topo, c,
-                              sv.gpu_memory_utilization, wl.max_batch, replicas=_sample(dp),
-                              fraction_of_free=sv.runtime == "trtllm",
-                              token_budget=token_budget(project, tp, pp, int(c.max_num_batched_tokens)),
-                              speculative=sv.speculative)
+            lc = project_costs(project, layout, placement, topo, c, replicas=_sample(dp))
         except StudioError as exc:  # e.g. GPUs of a group not linked
             _append_unfit(cols, reasons_unfit, extra, tp, pp, dp, ep, str(exc), cp, mode)
             kinds.append("")
@@ -287,7 +277,7 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
     pairs = [(b, m) for b in bs for m in ms_opts if m <= b]
     B = np.asarray([b for b, _ in pairs], dtype=float)
     M = np.asarray([m for _, m in pairs], dtype=float)
-    budget = token_budget(project, tp, pp, int(c.max_num_batched_tokens))
+    budget = project_budget(project, lc.layout, c)
     sv_t = serve_times(lc, B, M, wl.isl, wl.osl, c, budget)
     ttft, tpot = sv_t.ttft_ms, sv_t.tpot_ms
     heads_ok = _heads_ok(project, tp)
