@@ -45,11 +45,14 @@ WINDOWS: tuple[tuple[str, str, tuple[int, int]], ...] = (
 )
 #: The report pages drawn (1-based), each as ``report-page<N>.png``.
 REPORT_PAGES = (1, 2, 3)
+#: The Explorer's tabs of docs/explorer.md (``benchmarks/explorer.py``'s ``render_png``).
+EXPLORER_TABS = ("explorer.png", "explorer-multiples.png", "explorer-compare.png", "explorer-placement.png")
 
 
 def pictures() -> list[str]:
     """Every file this script draws, under docs/images."""
-    return [name for name, _v, _s in WINDOWS] + [f"report-page{n}.png" for n in REPORT_PAGES]
+    return ([name for name, _v, _s in WINDOWS] + [f"report-page{n}.png" for n in REPORT_PAGES]
+            + list(EXPLORER_TABS))
 
 
 def shown_numbers() -> dict[str, str]:
@@ -124,13 +127,19 @@ def check() -> list[str]:
 def draw() -> None:
     """Redraw every picture, rewrite the README table and the manifest."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from studio.gui.app import application
+    from studio.gui.resources import application
     from studio.gui.snapshot import render_main_window
 
     application()
     for name, view, size in WINDOWS:
         render_main_window(None, IMAGES / name, size, view=view)
         print(f"docs/images/{name}")
+    from explorer import render_png
+
+    from studio.gui.resources import application as app
+
+    render_png(app(), IMAGES / EXPLORER_TABS[0])
+    print(*(f"docs/images/{n}" for n in EXPLORER_TABS), sep="\n")
     from studio.commands.project_args import load_base_project
     from studio.gui.report.writer import page_images
     from studio.service.report_content import gather
