@@ -148,14 +148,10 @@ def _warn_link_kind(logs, ranks: int, kind_id: str) -> None:
     import sys
 
     from studio.io.presets import load_catalog
-    from studio.service.nccl_fit_checks import link_kind_mismatches
+    from studio.service.nccl_fit_checks import log_mismatches
 
     cat = load_catalog()
-    rows = [r for log in logs for r in log.rows]
-    busbw = [b for r in rows for b in (r.busbw_gbps, r.in_busbw_gbps) if b is not None]
-    largest = max((r.size_bytes for r in rows), default=0)
-    for message in link_kind_mismatches(cat.link(kind_id), ranks, max(busbw, default=None), largest,
-                                        list(cat.nodes.values())):
+    for message in log_mismatches(logs, ranks, cat.link(kind_id), list(cat.nodes.values())):
         print(f"layout-studio: warning: {message}", file=sys.stderr)
 
 

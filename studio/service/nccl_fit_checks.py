@@ -83,3 +83,12 @@ def link_kind_mismatches(
             f"(PCIe, a socket link or the network)"
         )
     return out
+
+
+def log_mismatches(logs: list, ranks: int, kind: LinkKind, templates: list[NodeTemplate]) -> list[str]:
+    """:func:`link_kind_mismatches` of parsed nccl-tests logs (:class:`studio.io.nccl_log.NcclLog`):
+    their largest busbw (out-of-place or in-place) and their largest message."""
+    rows = [r for log in logs for r in log.rows]
+    busbw = [b for r in rows for b in (r.busbw_gbps, r.in_busbw_gbps) if b is not None]
+    largest = max((r.size_bytes for r in rows), default=0)
+    return link_kind_mismatches(kind, ranks, max(busbw, default=None), largest, templates)
