@@ -189,12 +189,12 @@ class ExplorerWidget(QWidget):
         # Run, Cancel and the progress come first so they stay visible in a narrow dock; every row
         # wraps (FlowLayout) instead of being clipped or widening the window at 1366×768
         bar = FlowRow(self.run_button, self.cancel_button, self.progress, self.own_window, self.status)
+        # the targets and the SLO under load share one wrapping row ("SLO p99 …": the SLO under
+        # load, its tooltips say so), packed in as few lines as the dock allows
         targets = FlowRow(
             group(QLabel("Objective"), self.objective), group(QLabel("TTFT ≤"), self.ttft),
             group(QLabel("TPOT ≤"), self.tpot), self.hide_unfit, self.pools_box, self.filter,
-        )
-        slo_bar = FlowRow(
-            group(QLabel("SLO under load: p99 TTFT ≤"), self.ttft_p99),
+            group(QLabel("SLO p99 TTFT ≤"), self.ttft_p99),
             group(QLabel("p99 TPOT ≤"), self.tpot_p99), group(QLabel("at"), self.slo_rate), self.slo_only,
         )
         self.reasons = QTextBrowser()
@@ -286,7 +286,6 @@ class ExplorerWidget(QWidget):
         lay.setSpacing(2)
         lay.addWidget(bar)
         lay.addWidget(targets)
-        lay.addWidget(slo_bar)
         lay.addWidget(self.reasons)
         lay.addWidget(split, 1)
 
