@@ -161,8 +161,8 @@ def test_the_pinned_batch_is_the_projects_saved_and_undone(qtbot, explorer, tmp_
 
 
 def test_the_docked_explorer_fits_a_1366x768_window_without_scrolling_sideways(qtbot):
-    """At 1366×768 the docked Explorer's control rows wrap and its table becomes a tab beside the
-    plots, so nothing hides behind a horizontal scroll bar; a wide dock keeps them side by side."""
+    """At 1366×768 the docked Explorer's control rows wrap and its reasons and table become tabs
+    beside the plots, so nothing hides behind a scroll bar; a wide dock keeps them side by side."""
     from studio.gui.app import build_window
     from tests.gui.gui_helpers import close_window
 
@@ -176,9 +176,11 @@ def test_the_docked_explorer_fits_a_1366x768_window_without_scrolling_sideways(q
     explorer = win.explorer
     qtbot.waitUntil(lambda: explorer.isVisible())
     holder = win._explorer_holder
-    assert explorer.compact and explorer.tabs.tabText(0) == "Layouts"
+    assert explorer.compact and [explorer.tabs.tabText(i) for i in (0, 1, 2)] == ["Recommended", "Layouts", "Pareto"]
     qtbot.waitUntil(lambda: holder.horizontalScrollBar().maximum() == 0)  # once the layouts settle
+    qtbot.waitUntil(lambda: holder.verticalScrollBar().maximum() == 0)
     assert explorer.minimumSizeHint().width() <= holder.viewport().width()
     explorer._set_compact(False)  # as in a wide dock: the table back beside the plots
     assert explorer.tabs.indexOf(explorer._left) == -1 and explorer._split.indexOf(explorer._left) == 0
+    assert explorer.tabs.indexOf(explorer.reasons) == -1 and explorer.reasons.isVisible()
     close_window(win)

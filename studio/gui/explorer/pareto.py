@@ -106,8 +106,21 @@ class ParetoPlot(pg.PlotWidget):
         y = np.array([float(getattr(r, yk)) for r in self.disagg], dtype=float)
         return x, y
 
+    def _key_disagg(self, on: bool) -> None:
+        """The key lists the disaggregated pools and their frontier only while they are plotted
+        (one line of key instead of two otherwise)."""
+        if on == getattr(self, "_disagg_keyed", True):
+            return
+        self._disagg_keyed = on
+        for item, name in ((self.disagg_front, "disaggregated frontier"), (self.disagg_points, "disaggregated pools")):
+            if on:
+                self.legend.addItem(item, name)
+            else:
+                self.legend.removeItem(item)
+
     def _draw_disagg(self) -> None:
         empty = np.zeros(0)
+        self._key_disagg(bool(self.disagg))
         if not self.disagg:
             self.disagg_points.setData(x=empty, y=empty)
             self.disagg_front.setData(x=empty, y=empty)
@@ -144,7 +157,7 @@ class ParetoPlot(pg.PlotWidget):
         pi = self.getPlotItem()
         pi.setLabel("bottom", AXIS_LABELS[xk])
         pi.setLabel("left", AXIS_LABELS[yk])
-        pi.setTitle(title, size="9pt")
+        pi.setTitle(None)  # the Axes box above names the plot: its rows go to the data (a 1366×768 dock)
         res = self.result
         empty = np.zeros(0)
         self._draw_disagg()

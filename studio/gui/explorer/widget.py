@@ -82,8 +82,11 @@ def _sweep_inputs(p: Project) -> tuple:
             p.explorer)
 
 
-#: Below this width (px) of its dock the Explorer shows its table as a tab (:meth:`ExplorerWidget._set_compact`).
+#: Below this width (px) of its dock the Explorer shows its table and the recommendation's reasons
+#: as tabs (:meth:`ExplorerWidget._set_compact`).
 COMPACT_BELOW_PX = 900
+#: Height of the recommendation's reasons above the table (px), when they are not a tab.
+REASONS_MAX_H = 96
 
 
 class ExplorerWidget(QWidget):
@@ -199,7 +202,7 @@ class ExplorerWidget(QWidget):
         )
         self.reasons = QTextBrowser()
         self.reasons.setObjectName("explorer-reasons")
-        self.reasons.setMaximumHeight(96)
+        self.reasons.setMaximumHeight(REASONS_MAX_H)
         self.reasons.setOpenLinks(False)
 
         self.model = SweepTableModel(self)
@@ -703,19 +706,26 @@ class ExplorerWidget(QWidget):
         return holder.width() if holder is not None else self.width()
 
     def _set_compact(self, on: bool) -> None:
-        """In a dock narrower than :data:`COMPACT_BELOW_PX` the table becomes the first tab
-        ("Layouts") beside the Pareto plot and the timelines, each then as wide as the dock,
-        instead of both squeezed side by side behind a horizontal scroll bar."""
+        """In a dock narrower than :data:`COMPACT_BELOW_PX` the recommendation's reasons and the table
+        become the first tabs ("Recommended", "Layouts") beside the Pareto plot and the timelines,
+        each then as wide and as tall as the dock allows, instead of squeezed side by side behind
+        scroll bars."""
         if on == self.compact:
             return
         self.compact = on
-        if on:
-            self.tabs.insertTab(0, self._left, "Layouts")
-            self.tabs.setCurrentIndex(0)
+        if on:  # the recommendation's reasons become a tab too: their rows go to the plots
+            self.reasons.setMaximumHeight(16_777_215)
+            self.tabs.insertTab(0, self.reasons, "Recommended")
+            self.tabs.insertTab(1, self._left, "Layouts")
+            self.tabs.setCurrentIndex(1)
         else:
-            self.tabs.removeTab(self.tabs.indexOf(self._left))
+            for w in (self._left, self.reasons):
+                self.tabs.removeTab(self.tabs.indexOf(w))
             self._split.insertWidget(0, self._left)
+            self.reasons.setMaximumHeight(REASONS_MAX_H)
+            self.layout().insertWidget(self.layout().indexOf(self._split), self.reasons)
             self._left.show()
+            self.reasons.show()
 
     # ------------------------------------------------------------------ tabs
     def _refresh_visible_tab(self) -> None:
