@@ -43,9 +43,9 @@ from studio.engine.plan.costs import project_budget, project_costs
 from studio.engine.plan.evaluate import (
     _modules,
     constants_for,
-    memory_fit,
     resolve_calibration,
 )
+from studio.engine.plan.fits import memory_fit
 from studio.engine.plan.results import GpuMemory
 from studio.engine.step.constants import Constants
 from studio.engine.step.costing import LayoutCosts

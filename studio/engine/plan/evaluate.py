@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from studio.core import parallelism
 from studio.core.errors import StudioError
 from studio.core.hardware import Cluster
 from studio.core.layout import Layout, RankCoords
@@ -17,6 +18,8 @@ from studio.engine.fabric.comm import Collective
 from studio.engine.fabric.topology import topology_of
 from studio.engine.plan.context import PlanContext
 from studio.engine.plan.costs import project_budget, project_costs
+from studio.engine.plan.fits import fits as layout_fits
+from studio.engine.plan.fits import heads_split, memory_fit
 from studio.engine.plan.results import CommCost, GpuMemory, LoadSummary, PlanResult, StageResult
 from studio.engine.plan.rules import plan_warnings
 from studio.engine.plan.validate import check_layout
@@ -45,20 +48,6 @@ def resolve_calibration(project: Project, calibration: CalibrationProfile | None
 def constants_for(cal: CalibrationProfile | None, base: Constants | None = None) -> Constants:
     c = base or default_constants()
     return c.with_overrides(dict(cal.efficiency)) if cal and cal.efficiency else c
-
-
-def memory_fit(lc: LayoutCosts, seq_len: int) -> tuple[np.ndarray, np.ndarray, int, int, float]:
-    """KV pool per stage, KV bytes per sequence per stage, sequences and tokens the pool holds,
-    and KV bytes per token per GPU of the most loaded stage."""
-    pool = lc.usable - lc.weights - lc.activations - lc.overhead
-    seq_bytes = lc.kv_seq_bytes(seq_len)
-    per_tok = seq_bytes / seq_len
-    with np.errstate(divide="ignore", invalid="ignore"):
-        seqs = np.where(seq_bytes > 0, np.floor(np.maximum(pool, 0) / seq_bytes), np.inf)
-        toks = np.where(per_tok > 0, np.floor(np.maximum(pool, 0) / per_tok), np.inf)
-    max_seqs = int(min(seqs.min(), 10**9))
-    cap_tokens = int(min(toks.min(), 10**12))
-    return pool, seq_bytes, max_seqs, cap_tokens, float(per_tok.max())
 
 
 def _column(st: StepTimes, j: int) -> StepTimes:
@@ -166,9 +155,14 @@ def evaluate(
                       f"{seq_len:,}-token sequence (isl+osl)")
     elif batch > max_seqs:
         fit_reason = f"batch {batch} needs KV for {batch} sequences; the cache holds {max_seqs}"
+    elif not heads_split(model, layout.tp):
+        fit_reason = f"memory fits, but {parallelism.heads_reason(model, layout.tp)}"
+    elif seq_len > model.max_context:
+        fit_reason = (f"memory fits, but isl+osl = {seq_len:,} tokens exceeds the model's context window "
+                      f"of {model.max_context:,}")
     else:
         fit_reason = f"fits: KV cache holds {max_seqs:,} sequences of {seq_len:,} tokens per replica"
-    fits = weights_fit and max_seqs >= 1 and batch <= max_seqs
+    fits = bool(layout_fits(pool, max_seqs, batch, model, layout.tp, seq_len))
     m_eff = max(1, min(layout.micro_batches, batch))
     mb = math.ceil(batch / m_eff)
     sv_t = serve_times(lc, np.array([float(batch)]), np.array([float(m_eff)]), wl.isl, wl.osl, c, budget)

@@ -20,7 +20,9 @@ from studio.core.project import Objective, Project
 from studio.core.units import GIB
 from studio.engine.fabric.topology import Topology, topology_of
 from studio.engine.plan.costs import project_budget, project_costs
-from studio.engine.plan.evaluate import constants_for, evaluate, memory_fit, resolve_calibration
+from studio.engine.plan.evaluate import constants_for, evaluate, resolve_calibration
+from studio.engine.plan.fits import fits as layout_fits
+from studio.engine.plan.fits import heads_split, memory_fit
 from studio.engine.plan.results import PlanResult
 from studio.engine.serving.serve_times import serve_times
 from studio.engine.step.costing import LayoutCosts
@@ -120,10 +122,6 @@ def cp_variants(project: Project, tp: int, pp: int, dp: int, sizes: list[int] | 
     return out
 
 
-def _heads_ok(project: Project, tp: int) -> bool:
-    return parallelism.heads_reason(project.model, tp) is None
-
-
 def _batch_grid(max_batch: int, batches: list[int] | None) -> list[int]:
     if batches:
         bad = [b for b in batches if not isinstance(b, int) or b < 1]
@@ -200,7 +198,7 @@ def sweep(
     if cp_sizes is None and seq_len <= c.long_context_tokens:
         cp_sizes = [1]  # short contexts: the KV cache is small, CP only adds its exchange
     combos = [(tp, pp, dp, ep, cp, mode) for tp, pp, dp, ep in layout_candidates(project, n_gpus)
-              for cp, mode in (cp_variants(project, tp, pp, dp, cp_sizes, cp_modes) if _heads_ok(project, tp)
+              for cp, mode in (cp_variants(project, tp, pp, dp, cp_sizes, cp_modes) if heads_split(model, tp)
                                else [(1, "decode")])]
     cols: dict[str, list[np.ndarray]] = {k: [] for k in COLUMNS}
     reasons_unfit: list[str] = []
@@ -280,8 +278,8 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
     budget = project_budget(project, lc.layout, c)
     sv_t = serve_times(lc, B, M, wl.isl, wl.osl, c, budget)
     ttft, tpot = sv_t.ttft_ms, sv_t.tpot_ms
-    heads_ok = _heads_ok(project, tp)
-    fits = weights_fit & (B <= max_seqs) & heads_ok & (seq_len <= project.model.max_context)
+    heads_ok = heads_split(project.model, tp)
+    fits = layout_fits(pool, max_seqs, B, project.model, tp, seq_len)
     tps = np.where(fits, lay.replicas * sv_t.tokens_per_s_replica, 0.0)
     n = len(B)
     world = lay.world_size

@@ -19,7 +19,8 @@ from studio.core.project import CalibrationProfile, Project
 from studio.core.workload import Load
 from studio.engine.fabric.topology import topology_of
 from studio.engine.plan.costs import project_budget, project_costs
-from studio.engine.plan.evaluate import constants_for, memory_fit, resolve_calibration
+from studio.engine.plan.evaluate import constants_for, resolve_calibration
+from studio.engine.plan.fits import memory_fit
 from studio.engine.plan.validate import check_layout
 from studio.engine.serving.load import open_loop
 from studio.engine.serving.simulate import SimulationResult, simulate
