@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "simulate": "studio.commands.simulate",
     "capacity": "studio.commands.capacity",
     "presets": "studio.commands.presets_cmd",
+    "examples": "studio.commands.examples_cmd",
     "export": "studio.commands.export",
     "import-topo": "studio.commands.import_topo",
     "calibrate": "studio.commands.calibrate",

@@ -168,7 +168,9 @@ class TimelinePlot(pg.PlotWidget):
         if tl.phase == "request":
             text = f"one request from its prefill batch · first output token at {self.ttft_at(tl):,.1f} ms"
         else:
-            text = f"bubble {tl.bubble_fraction:.0%} of the step · step {max(tl.total_ms, 1e-9):,.2f} ms"
+            # named as the metric cards name it: the decode-only step is not the TPOT card's mean iteration
+            step = "decode-only step" if tl.phase == "decode" else "prefill step"
+            text = f"bubble {tl.bubble_fraction:.0%} · {step} {max(tl.total_ms, 1e-9):,.2f} ms"
         detail = getattr(self, "detail", "")
         self.note.setText(f"{text}\n{detail}" if detail else text)
 
@@ -371,6 +373,9 @@ class TimelinePanel(QWidget):
                 what = f"prompts of the whole batch ({r.batch}), {per} per micro-batch; TTFT is one prompt"
             else:
                 what = f"one token for each of {r.batch} sequences, {per} per micro-batch"
+                tpot = getattr(r, "tpot_ms", None)
+                if tpot is not None and tpot > tl.total_ms * 1.005:
+                    what += f"\nTPOT {tpot:,.2f} ms: the mean iteration, with new prompts' chunks"
         self.caption.setText(f"{mb}bubble {tl.bubble_fraction:.0%}")
         self.caption.setToolTip(what)
         self.plot.set_detail(what)

@@ -239,4 +239,4 @@ def _simulate(project: Project, plan: PlanResult) -> tuple[SimulationResult | No
         sim = simulate_plan(project, load=load.replace(num_requests=n))
     except StudioError as exc:
         return None, str(exc)
-    return sim, f"{n:,} requests simulated (seed {load.seed})"
+    return sim, f"{n:,} requests simulated, seed {load.seed}"

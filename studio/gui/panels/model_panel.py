@@ -103,13 +103,21 @@ class ModelPanel(QWidget):
         form.addRow("TPOT target", self.tpot)
         form.addRow("Price", self.price)
         from studio.gui.load_editor import LoadEditor  # how the plan is served (issue 10)
+        from studio.gui.panels.section import Section
 
         self.load_editor = LoadEditor(doc)
-        form.addRow(self.load_editor)
+        # the advanced sections fold (their settings summed up in the header), so the common
+        # fields above fit a 1366×768 screen without scrolling
+        self.load_section = Section("Load", self.load_editor, lambda: self.load_editor.mode.currentText())
+        self.load_editor.mode.currentIndexChanged.connect(lambda _i: self.load_section.refresh())
+        form.addRow(self.load_section)
         from studio.gui.spec_editor import SpecEditor  # speculative decoding (issue 15)
 
         self.spec_editor = SpecEditor(doc)
-        form.addRow(self.spec_editor)
+        self.spec_section = Section("Speculative decoding", self.spec_editor,
+                                    lambda: self.spec_editor.method.currentText())
+        self.spec_editor.method.currentIndexChanged.connect(lambda _i: self.spec_section.refresh())
+        form.addRow(self.spec_section)
         self.refresh(doc.project)
         doc.projectChanged.connect(self._on_project)
         doc.resultReady.connect(self._on_result)
