@@ -37,42 +37,25 @@ from studio.core.errors import StudioError
 from studio.engine.step.constants import Constants, default_constants
 
 #: Fitted constants: name -> (lower bound, upper bound, additive step or None for multiplicative).
-#: Not fitted (see NOT_FITTED): ``decode_efficiency`` and ``moe_imbalance_factor``.
+#: Not fitted (see NOT_FITTED): the kernel scales and ``moe_imbalance_factor``.
 PARAMS: dict[str, tuple[float, float, float | None]] = {
-    "prefill_efficiency": (0.15, 1.0, None),
     "decode_step_overhead_us": (10.0, 5000.0, None),
     "layer_overhead_us": (0.5, 200.0, None),
-    "moe_layer_overhead_us": (0.5, 1000.0, None),
-    "gemm_half_tokens": (1.0, 4096.0, None),
-    "expert_gemm_half_tokens": (1.0, 4096.0, None),
-    "roofline_blend": (0.0, 1.0, 0.1),
-    "matmul_efficiency_fp4:default": (0.1, 1.0, None),
-    "matmul_efficiency_fp4:rtx-pro-6000": (0.1, 1.0, None),
-    "hbm_efficiency:l40s": (0.4, 1.0, None),
-    "hbm_efficiency:rtx-pro-6000": (0.4, 1.0, None),
-    "attention_efficiency": (0.1, 3.0, None),
-    "moe_permute_passes": (0.1, 64.0, None),
-    "moe_overhead_half_tokens": (0.5, 4096.0, None),
     "request_overhead_ms": (0.1, 50.0, None),
 }
-#: Constants every fit used to push onto a bound, now held at the bound's physical meaning instead of
-#: fitted: decode reads at the measured STREAM bandwidth (``decode_efficiency`` 1.0) and the routed
-#: experts' load is balanced (``moe_imbalance_factor`` 1.0). Fitting them let each held-out fit trade
-#: them against the overheads in its own way; held at 1.0 the 5-fold held-out median fell from 12.1 %
-#: to 12.0 % and leave-one-source-out from 18.0 % to 15.4 % (docs/calibration.md).
-NOT_FITTED: dict[str, float] = {"decode_efficiency": 1.0, "moe_imbalance_factor": 1.0}
-NOT_FITTED_MEANING = {"decode_efficiency": "decode streams weights and KV at the measured STREAM bandwidth",
+#: Not fitted: the step model times its kernels from measured tables (presets/kernels), so the
+#: scales on them stay at 1 and routing stays balanced. Only the fixed costs the tables do not
+#: measure (per iteration, per layer, the front end's per request) are fitted. Before the kernel
+#: tables (issue 28) the fit also moved prefill_efficiency, gemm_half_tokens, expert_gemm_half_tokens,
+#: roofline_blend, moe_layer_overhead_us, moe_overhead_half_tokens, moe_permute_passes,
+#: attention_efficiency, matmul_efficiency_fp4 and two GDDR hbm_efficiency entries.
+NOT_FITTED: dict[str, float] = {"prefill_efficiency": 1.0, "decode_efficiency": 1.0, "moe_imbalance_factor": 1.0}
+NOT_FITTED_MEANING = {"prefill_efficiency": "GEMMs, MoE and prefill attention as the kernel tables measured them",
+                      "decode_efficiency": "weight streaming and decode attention as the kernel tables measured them",
                       "moe_imbalance_factor": "routed experts evenly loaded"}
 #: Where every held-out fit starts: round, unfitted values (the engine's first guesses before any
 #: fit), so no held-out point influences its own prediction through the starting point.
-PRIOR: dict[str, float] = {
-    "prefill_efficiency": 0.55, "decode_step_overhead_us": 300.0,
-    "layer_overhead_us": 5.0, "moe_layer_overhead_us": 20.0, "gemm_half_tokens": 64.0,
-    "expert_gemm_half_tokens": 64.0, "roofline_blend": 0.0, "matmul_efficiency_fp4:default": 0.7,
-    "matmul_efficiency_fp4:rtx-pro-6000": 0.7, "hbm_efficiency:l40s": 0.85,
-    "hbm_efficiency:rtx-pro-6000": 0.85, "attention_efficiency": 1.0,
-    "moe_permute_passes": 4.0, "request_overhead_ms": 2.0, "moe_overhead_half_tokens": 16.0,
-}
+PRIOR: dict[str, float] = {"decode_step_overhead_us": 300.0, "layer_overhead_us": 5.0, "request_overhead_ms": 2.0}
 #: Step factors of the held-out fits. They start from PRIOR, so they need the longer schedule: from
 #: PRIOR on every point, (1.5, 1.2) stops at loss 0.174 (median 13.7 %), this one reaches 0.157
 #: (11.0 %), the loss of the bundled constants — a held-out figure then measures the points left out,
@@ -143,8 +126,7 @@ def _acts_on(name: str, p: Point) -> bool:
 
 
 #: The constants that act on MoE models only, and the GPUs each per-GPU constant is fitted for.
-MOE_PARAMS = frozenset({"moe_layer_overhead_us", "moe_overhead_half_tokens", "moe_permute_passes",
-                        "expert_gemm_half_tokens"})
+MOE_PARAMS: frozenset[str] = frozenset()
 PARAMS_GPUS: dict[str, tuple[str, ...]] = {}
 for _name in PARAMS:
     _key, _, _gpu = _name.partition(":")

@@ -30,7 +30,9 @@ def project(template: str, nodes: int, model: str, layout: Layout, **kw) -> Proj
     return Project(cluster=cluster, model=cat.model(model).architecture, model_ref=model, layout=layout, **kw)
 
 
-def main() -> None:
+def figures() -> list[tuple[str, str, str]]:
+    """(figure, the concept card's claim, what the engine computes) for every row; the README's
+    "How close to reality" table is made from these (``benchmarks/readme_figures.py``)."""
     cat = load_catalog()
     rows: list[tuple[str, str, str]] = []
 
@@ -86,6 +88,11 @@ def main() -> None:
     rows.append(("70B FP8 on 8× L40S PCIe: recommended (card: TP8 over PCIe is an anti-pattern)",
                  "not TP=8", l40.label(l40.recommended)))
 
+    return rows
+
+
+def main() -> None:
+    rows = figures()
     width = max(len(r[0]) for r in rows)
     print(f"{'figure':<{width}}  {'concept card':<34}  engine")
     for name, card, ours in rows:

@@ -15,11 +15,16 @@ sets ``PYTHONDONTWRITEBYTECODE``.
 Window section. Build the main window on the bundled example, show it, compute the plan and fill
 every panel (offscreen), timed from interpreter start; target: usable ≤ 1.5 s.
 
+Installed section (``--only installed``). Builds the wheel, installs it with pip into a temporary
+folder and times the console script pip wrote (``layout-studio --version``, ``presets gpus``)
+against ``python -m studio.cli`` of the same installed copy, round-robin: the installed command
+must cost within 10 % of the module's (issue 33: it used to skip the fast path).
+
 ``--compare DIR`` runs every CLI command a second time per round with the code of another checkout
 (``DIR``: e.g. ``git worktree add /tmp/before HEAD~3``), interleaved with this one, and prints both
 side by side: the before/after of a change measured under the same load.
 
-Usage: ``python benchmarks/startup.py [--runs 9] [--only cli|window] [--compare DIR]``
+Usage: ``python benchmarks/startup.py [--runs 9] [--only cli|window|installed] [--compare DIR]``
 """
 
 from __future__ import annotations
@@ -169,10 +174,54 @@ def window_section(runs: int) -> None:
     print(f"  target: usable <= 1500 ms -> {'OK' if statistics.median(usable) <= 1.5 else 'OVER'}")
 
 
+def install_wheel(folder: Path) -> Path:
+    """Build this checkout's wheel with its PEP 517 backend and pip-install it into ``folder/site``."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        from pip._vendor import tomli as tomllib
+    backend = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["build-system"]["build-backend"]
+    build = f"import {backend} as b, sys; print(b.build_wheel(sys.argv[1]))"
+    done = subprocess.run([sys.executable, "-c", build, str(folder)], cwd=ROOT, check=True,
+                          capture_output=True, text=True)
+    wheel = folder / done.stdout.strip().splitlines()[-1]
+    site = folder / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--disable-pip-version-check",
+                    "--target", str(site), str(wheel)], check=True, capture_output=True)
+    return site
+
+
+def installed_section(runs: int) -> None:
+    """The installed console script against ``python -m studio.cli`` of the same installed copy."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        site = install_wheel(Path(tmp))
+        env = dict(os.environ, PYTHONPATH=str(site), PYTHONNOUSERSITE="1", LAYOUT_STUDIO_NO_SETTINGS="1")
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        script = str(site / "bin" / "layout-studio")
+        jobs = [(f"{how} {' '.join(argv)}", [script, *argv] if how == "installed" else ["-m", "studio.cli", *argv])
+                for argv in (["--version"], ["presets", "gpus"]) for how in ("installed", "python -m")]
+        for _, args in jobs:  # warm-up: the .pyc files, the OS file cache
+            cpu_of(args, env, Path(tmp))
+        cpu: dict[str, list[float]] = {label: [] for label, _ in jobs}
+        for _ in range(runs):
+            for label, args in jobs:
+                cpu[label].append(cpu_of(args, env, Path(tmp))[0])
+    print(f"installed wheel: whole-process CPU time, median of {runs} fresh processes each "
+          f"(load average {os.getloadavg()[0]:.1f})")
+    for i in range(0, len(jobs), 2):
+        (script_label, _), (module_label, _) = jobs[i], jobs[i + 1]
+        a, b = statistics.median(cpu[script_label]), statistics.median(cpu[module_label])
+        verdict = "OK" if a <= 1.1 * b else "OVER"
+        print(f"  {script_label:34s} {a * 1000:6.0f} ms   {module_label:34s} {b * 1000:6.0f} ms   "
+              f"{a / b:5.2f}x (target <= 1.10x: {verdict})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=9, help="fresh processes per command (default 9)")
-    ap.add_argument("--only", choices=("cli", "window"), help="run one section only")
+    ap.add_argument("--only", choices=("cli", "window", "installed"), help="run one section only")
     ap.add_argument("--compare", type=Path, metavar="DIR",
                     help="also run the CLI commands with the code of the checkout DIR, interleaved")
     args = ap.parse_args()
@@ -180,6 +229,8 @@ def main() -> None:
         cli_section(args.runs, args.compare)
     if args.only in (None, "window"):
         window_section(args.runs)
+    if args.only in (None, "installed"):
+        installed_section(args.runs)
 
 
 if __name__ == "__main__":

@@ -62,10 +62,13 @@ def test_wheel_holds_every_preset_and_resource(wheel: Path) -> None:
         assert not missing, f"wheel lacks {folder}/ files: {missing[:5]}"
 
 
-def test_installed_package_finds_every_preset(wheel: Path, tmp_path: Path) -> None:
-    site = tmp_path / "site"
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel installed with pip into a temporary folder (``site``; its console script in
+    ``site/bin``), shared by the tests of this module."""
+    site = tmp_path_factory.mktemp("install") / "site"
     subprocess.run(
-        # --no-compile: the probe imports a few modules; byte-compiling all of them at install took a
+        # --no-compile: the probes import a few modules; byte-compiling all of them at install took a
         # third of the install
         [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--no-compile", "--disable-pip-version-check",
          "--target", str(site), str(wheel)],
@@ -73,6 +76,15 @@ def test_installed_package_finds_every_preset(wheel: Path, tmp_path: Path) -> No
         capture_output=True,
         timeout=300,
     )
+    return site
+
+
+def _installed_env(site: Path) -> dict[str, str]:
+    return {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"}
+
+
+def test_installed_package_finds_every_preset(installed: Path, tmp_path: Path) -> None:
+    site = installed
     probe = r"""
 import json, studio
 from studio.io import presets
@@ -88,7 +100,7 @@ print(json.dumps({
     "constants": type(constants.default_constants()).__name__,
 }))
 """
-    env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"}
+    env = _installed_env(site)
     done = subprocess.run(
         [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )
@@ -102,3 +114,54 @@ print(json.dumps({
     assert got["examples"] == sorted(p.stem for p in (ROOT / "presets" / "examples").glob("*.json"))
     assert got["icons"] == sorted(p.name for p in (ROOT / "resources" / "icons").iterdir())
     assert len(got["links"]) >= 19 and len(got["nodes"]) >= 10
+
+
+def _imported(argv: list[str], site: Path, cwd: Path) -> set[str]:
+    """The modules a process imports (``PYTHONPROFILEIMPORTTIME``: one stderr line per import)."""
+    env = {**_installed_env(site), "PYTHONPROFILEIMPORTTIME": "1", "LAYOUT_STUDIO_NO_CACHE": "1"}
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("import time:") and "|" in ln]
+    names = {ln.rsplit("|", 1)[1].strip() for ln in lines[1:]}  # the first line is the header
+    assert names, done.stderr[-2000:]
+    return names
+
+
+#: What ``python -m`` imports to run a module, and the installed script does not.
+RUN_AS_MODULE = {"runpy", "pkgutil", "importlib.machinery", "importlib.util", "importlib._abc"}
+
+
+def test_the_installed_command_takes_the_modules_fast_path(installed: Path, tmp_path: Path) -> None:
+    """``layout-studio`` (the console script pip wrote) starts as ``python -m studio.cli`` does: the
+    same modules, so none of the start-up savings (pydantic's plugin loader stood in for, no
+    ``importlib.metadata``) is lost to the installed command."""
+    script = installed / "bin" / "layout-studio"
+    assert script.is_file(), sorted(p.name for p in (installed / "bin").iterdir())
+    argv = ["presets", "gpus"]
+    as_script = _imported([sys.executable, str(script), *argv], installed, tmp_path)
+    # run as __main__, the module's own file is not imported under its name
+    as_module = _imported([sys.executable, "-m", "studio.cli", *argv], installed, tmp_path) | {"studio.cli"}
+    assert "importlib.metadata" not in as_script, "the installed command loads pydantic's plugin loader"
+    assert as_script - as_module == set()
+    assert as_module - as_script <= RUN_AS_MODULE
+
+
+#: Two of the README's command lines that name bundled files by id, run as a user of the installed
+#: wheel runs them, outside the checkout: the list and a sample read from the wheel's own data (the
+#: other ids are run in process by tests/cli/test_cli_examples.py).
+README_ID_COMMANDS = ("layout-studio examples", "layout-studio import-topo ")
+
+
+def test_the_readmes_commands_that_name_bundled_files_run_from_the_installed_wheel(installed: Path, tmp_path: Path) -> None:
+    import shlex
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = [ln.split("  #")[0].strip() for ln in readme.splitlines() if ln.startswith(README_ID_COMMANDS)]
+    assert len(lines) == len(README_ID_COMMANDS), lines
+    script = str(installed / "bin" / "layout-studio")
+    for line in lines:
+        argv = shlex.split(line)[1:]
+        done = subprocess.run([sys.executable, script, *argv], cwd=tmp_path, env=_installed_env(installed),
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and done.stderr == "", (line, done.stderr[-1000:])
+    assert json.loads((tmp_path / "mine.json").read_text(encoding="utf-8"))["cluster"]["nodes"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from studio.cli_parser import bounded_int
+from studio.commands.arg_types import bounded_int
 from studio.core.errors import StudioError, first_error_message
 
 #: Largest --tp/--pp: a cluster's GPU limit (``studio.core.hardware.MAX_CLUSTER_GPUS``,
@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "kind the test ran over so the engine reproduces the measured times, and print the error before "
         "and after. Without --project the GPUs are a bundled node template using that link kind.",
     )
-    n.add_argument("files", nargs="+", help="nccl-tests stdout logs")
+    n.add_argument("files", nargs="+", help="nccl-tests stdout logs (or bundled samples' ids, `layout-studio examples`)")
     n.add_argument("--link-kind", required=True, help="link kind id the test ran over (e.g. nvlink4-nvswitch)")
     n.add_argument("--project", help="project whose cluster ran the test (its first GPUs form the group)")
     n.add_argument("--save-as", help="profile name to store in --project (written back to the file)")
@@ -71,6 +71,19 @@ def _reference_cluster(catalog, kind_id: str, ranks: int):
                 )
             return build_cluster(t, nodes, catalog.gpu(t.gpu_type), catalog.links)
     raise StudioError(f"no bundled node template uses link kind '{kind_id}'; pass --project")
+
+
+def _load_project(args: argparse.Namespace):
+    """``--project``: the file, or the bundled example of that id (which ``--save-as`` cannot write)."""
+    from studio.commands.project_args import load_base_project
+    from studio.io.examples import project_example
+
+    if args.save_as and project_example(args.project) is not None:
+        raise StudioError(
+            f"--save-as writes the profile into --project, and '{args.project}' is a bundled example; "
+            f"copy it first (layout-studio examples {args.project} > mine.json) and pass --project mine.json"
+        )
+    return load_base_project(args.project)
 
 
 def _save_profile(args: argparse.Namespace, project, profile) -> None:
@@ -129,6 +142,19 @@ def _profile(cls, **fields):
         raise StudioError(f"cannot store the profile: {first_error_message(exc, quote_field=True)}") from None
 
 
+def _warn_link_kind(logs, ranks: int, kind_id: str) -> None:
+    """Print a warning on stderr for each way the logs do not fit ``kind_id``
+    (:func:`studio.service.nccl_fit_checks.link_kind_mismatches`); the fit still runs."""
+    import sys
+
+    from studio.io.presets import load_catalog
+    from studio.service.nccl_fit_checks import log_mismatches
+
+    cat = load_catalog()
+    for message in log_mismatches(logs, ranks, cat.link(kind_id), list(cat.nodes.values())):
+        print(f"layout-studio: warning: {message}", file=sys.stderr)
+
+
 def run_nccl(args: argparse.Namespace) -> int:
     """Fit, print, save."""
     from studio.core.project import CalibrationProfile
@@ -138,7 +164,9 @@ def run_nccl(args: argparse.Namespace) -> int:
 
     check_profile_name(args.save_as)
     check_output(args.output)
-    logs = [read_nccl_log(f) for f in args.files]
+    from studio.io.examples import input_file
+
+    logs = [read_nccl_log(input_file(f, "nccl-tests log", "nccl-")) for f in args.files]
     collectives = {log.collective for log in logs}
     if len(collectives) != 1 or None in collectives:
         raise StudioError(
@@ -161,12 +189,11 @@ def run_nccl(args: argparse.Namespace) -> int:
         times += t
     project = None
     if args.project:
-        from studio.io.project_file import load_project
-
-        project = load_project(args.project)
+        project = _load_project(args)
         cluster = project.cluster
     else:
         cluster = _reference_cluster(load_catalog(), args.link_kind, ranks)
+    _warn_link_kind(logs, ranks, args.link_kind)
     gpus = [g.id for g in cluster.gpus]
     if len(gpus) < ranks:
         raise StudioError(f"the run used {ranks} ranks but the cluster has {len(gpus)} GPUs")
@@ -241,9 +268,7 @@ def _serving_base(args: argparse.Namespace):
     cat = load_catalog()
     project = None
     if args.project:
-        from studio.io.project_file import load_project
-
-        project = load_project(args.project)
+        project = _load_project(args)
     if project is None and not (args.gpu and args.model):
         raise StudioError("give --gpu ID and --model ID (or --project P) for the hardware and model the runs used")
     model = cat.model(args.model).architecture if args.model else project.model

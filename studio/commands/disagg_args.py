@@ -142,29 +142,24 @@ def format_disagg(project: Project, res, explain: bool = False) -> str:
             ]
         )
     )
+    status = res.status
+    if not status.ok:
+        sections.append("Status\n" + format_pairs([("code", status.code), ("figures", status.headline),
+                                                    ("why", status.reason)]))
+    gone = f"- ({status.headline})"
     lat = [
-        (
-            "TTFT",
-            f"{fmt(res.ttft_ms)} ms = queue {fmt(res.queue_ms)} + prefill {fmt(res.prefill_ms)} + "
-            f"KV transfer {fmt(t.time_ms)}",
-        ),
-        ("TPOT", f"{fmt(res.tpot_ms)} ms (decode-only iterations, no prefill interference)"),
-        ("request", f"{fmt(res.request_latency_ms)} ms"),
+        ("TTFT", f"{fmt(res.ttft_ms)} ms = queue {fmt(res.queue_ms)} + prefill {fmt(res.prefill_ms)} + "
+                 f"KV transfer {fmt(t.time_ms)}" if status.shows("ttft") else gone),
+        ("TPOT", f"{fmt(res.tpot_ms)} ms (decode-only iterations, no prefill interference)"
+                 if status.shows("tpot") else gone),
+        ("end-to-end", f"{fmt(res.request_latency_ms)} ms" if status.shows("request") else gone),
     ]
     if wl.ttft_ms is not None:
-        lat.append(
-            (
-                "TTFT target",
-                f"{fmt(wl.ttft_ms)} ms — {'met' if res.ttft_ms <= wl.ttft_ms else 'MISSED'}",
-            )
-        )
+        met = status.shows("ttft") and res.ttft_ms <= wl.ttft_ms
+        lat.append(("TTFT target", f"{fmt(wl.ttft_ms)} ms — {'met' if met else 'MISSED'}"))
     if wl.tpot_ms is not None:
-        lat.append(
-            (
-                "TPOT target",
-                f"{fmt(wl.tpot_ms)} ms — {'met' if res.tpot_ms <= wl.tpot_ms else 'MISSED'}",
-            )
-        )
+        met = status.shows("tpot") and res.tpot_ms <= wl.tpot_ms
+        lat.append(("TPOT target", f"{fmt(wl.tpot_ms)} ms — {'met' if met else 'MISSED'}"))
     sections.append("Latency\n" + format_pairs(lat))
     sections.append(
         "Throughput (output tokens)\n"

@@ -28,6 +28,16 @@ FLAGS: dict[str, str] = {
     "all2all_backend": "--all2all-backend",
     "load_balance": "--load-balance",
     "spec_acceptance": "--spec-acceptance",
+    # the fleet planner (layout-studio capacity; docs/fleet.md)
+    "traffic": "--traffic",
+    "ttft_p99_ms": "--ttft-p99-ms",
+    "tpot_p99_ms": "--tpot-p99-ms",
+    "headroom": "--headroom",
+    "slot_minutes": "--slot-minutes",
+    "peak": "--peak",
+    "storage_gbps": "--storage-gbps",
+    "pue": "--pue",
+    "spot_price": "--price-spot",
 }
 
 

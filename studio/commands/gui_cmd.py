@@ -20,7 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="open the studio window on a project (no command: the bundled example)",
         description="Open the Layout Studio window on PROJECT.json, or on the bundled example.",
     )
-    p.add_argument("file", nargs="?", metavar="PROJECT.json", help="project file to open")
+    p.add_argument("file", nargs="?", metavar="PROJECT.json",
+                   help="project file to open, or a bundled example's id (`layout-studio examples`)")
     p.set_defaults(func=_run_open)
 
     p = subparsers.add_parser(
@@ -29,7 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Render the main window (canvas, metrics, timeline) of a project to a PNG file, "
         "without a display.",
     )
-    p.add_argument("file", nargs="?", metavar="PROJECT.json", help="project file (default: the bundled example)")
+    p.add_argument("file", nargs="?", metavar="PROJECT.json",
+                   help="project file or a bundled example's id (default: the bundled example)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.png", help="PNG file to write")
     p.add_argument("--size", type=parse_size, default=(1280, 800), metavar="WxH", help="window size in pixels (default 1280x800)")
     p.add_argument("--view", choices=("main", "explorer", "explorer-window"), default="main",
@@ -50,13 +52,24 @@ def parse_size(text: str) -> tuple[int, int]:
 
 
 def open_gui(path: str | None) -> int:
-    """Open the studio window on ``path`` (None: the bundled example); returns the exit code."""
+    """Open the studio window on ``path`` (None: the bundled example; a bundled example's id when
+    no such file exists: that example, saved under a file name of the user's choosing); returns
+    the exit code."""
+    from studio.io.examples import missing_project_message, project_example
+
+    example = project_example(path) if path is not None else None
+    if example is not None:
+        return _open_window(path=None, example=path)
     if path is not None and not Path(path).is_file():
         if Path(path).exists() and not Path(path).is_dir():  # a FIFO or device: say which
             from studio.io.project_file import load_project
 
             load_project(path)
-        raise StudioError(f"no such project file '{path}'")
+        raise StudioError(missing_project_message(path))
+    return _open_window(path=path)
+
+
+def _open_window(path: str | None, example: str | None = None) -> int:
     _check_display()
     try:
         from studio.gui.app import run
@@ -65,7 +78,7 @@ def open_gui(path: str | None) -> int:
             f"the studio window needs PySide6 and pyqtgraph ({exc}); the headless commands "
             "(plan, sweep, presets) work without them"
         ) from None
-    return int(run(path) or 0)
+    return int((run(path) if example is None else run(None, example=example)) or 0)
 
 
 def _check_display() -> None:

@@ -17,7 +17,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(sockets, PCIe switches, NVLink/NVSwitch, NICs), copy it --nodes times joined through a network "
         "fabric, and write a project with the bundled example's model and workload.",
     )
-    p.add_argument("file", help="text file holding the topo output ('-' reads standard input)")
+    p.add_argument("file", help="text file holding the topo output ('-' reads standard input), or a "
+                   "bundled sample's id (`layout-studio examples`)")
     p.add_argument("--gpu", help="GPU preset id (needed unless the text holds `nvidia-smi -L` lines)")
     p.add_argument("--nodes", type=positive_int, default=1, help="identical nodes to build (default 1)")
     p.add_argument("--nic-kind", help="network link kind of the NICs (default ib-ndr)")
@@ -54,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
     from studio.io.topo import MAX_TOPO_BYTES, import_topology
 
     catalog = load_catalog()
-    text = read_text(args.file, MAX_TOPO_BYTES)
+    from studio.io.examples import input_file
+
+    text = read_text(input_file(args.file, "topology file", "topo-"), MAX_TOPO_BYTES)
     cluster = import_topology(
         text, gpu_id=args.gpu, nodes=args.nodes, catalog=catalog, source=args.file, nic_kind=args.nic_kind
     )

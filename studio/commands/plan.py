@@ -119,7 +119,7 @@ def format_plan(project: Project, plan, explain: bool = False, model_note: str |
         ("cluster", f"{project.cluster.name}: {project.cluster.num_gpus} GPUs "
                     f"({', '.join(project.cluster.gpu_types())}) in {_count(len(project.cluster.nodes), 'node')}"),
         ("layout", f"{lay.label}  (TP {lay.tp}, PP {lay.pp}, EP {lay.ep}, DP {lay.dp}, "
-                   f"{plan.gpus} GPUs, micro-batches {_micro_batches(lay.micro_batches, plan.micro_batches)}, "
+                   f"{plan.gpus} GPUs{_idle(plan)}, micro-batches {_micro_batches(lay.micro_batches, plan.micro_batches)}, "
                    f"layers per stage {','.join(str(s.layers) for s in plan.stages)})"),
         ("workload", f"ISL {wl.isl}, OSL {wl.osl}, batch {plan.batch} per replica"
                      + (f" (auto, max {wl.max_batch})" if plan.batch_auto else "")),
@@ -173,15 +173,23 @@ def format_plan(project: Project, plan, explain: bool = False, model_note: str |
     sections.append("Pipeline\n" + format_pairs([
         ("bubble", f"{plan.bubble_fraction * 100:.1f} % ((P-1)/(M+P-1), P={lay.pp}, M={plan.micro_batches})"),
     ]))
+    status = plan.status
+    if not status.ok:
+        sections.append("Status\n" + format_pairs([("code", status.code), ("figures", status.headline),
+                                                    ("why", status.reason)]))
+
+    def shown(figure: str, value: float, unit: str) -> str:
+        return f"{fmt(value)} {unit}" if status.shows(figure) else f"- ({status.headline})"
+
     sections.append("Latency\n" + format_pairs([
-        ("TTFT", f"{fmt(plan.ttft_ms)} ms"),
-        ("TPOT", f"{fmt(plan.tpot_ms)} ms"),
-        ("request", f"{fmt(plan.request_latency_ms)} ms"),
+        ("TTFT", shown("ttft", plan.ttft_ms, "ms")),
+        ("TPOT", shown("tpot", plan.tpot_ms, "ms")),
+        ("end-to-end", shown("request", plan.request_latency_ms, "ms")),
     ] + _targets(wl, plan)))
     sections.append("Throughput (output tokens)\n" + format_pairs([
         ("total", f"{fmt(plan.output_tokens_per_s)} tok/s"),
         ("per GPU", f"{fmt(plan.output_tokens_per_s_per_gpu)} tok/s"),
-        ("per user", f"{fmt(plan.tokens_per_s_per_user)} tok/s"),
+        ("per user", shown("tpot", plan.tokens_per_s_per_user, "tok/s")),
     ]))
     sections.append("Cost\n" + format_pairs([
         ("cluster", f"${plan.usd_per_hour:,.2f} per hour"),
@@ -227,6 +235,11 @@ def _load_pairs(s) -> list[tuple[str, str]]:
     return out
 
 
+def _idle(plan) -> str:
+    """`` + 3 idle`` when the layout leaves drawn GPUs unused."""
+    return f" + {len(plan.idle_gpus)} idle" if plan.idle_gpus else ""
+
+
 def _count(n: int, noun: str) -> str:
     """``1 node``, ``2 nodes``."""
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
@@ -258,9 +271,9 @@ def _usd_per_million(plan) -> str:
 def _targets(wl, plan) -> list[tuple[str, str]]:
     out = []
     if wl.ttft_ms is not None:
-        ok = plan.ttft_ms <= wl.ttft_ms
+        ok = plan.status.shows("ttft") and plan.ttft_ms <= wl.ttft_ms
         out.append(("TTFT target", f"{fmt(wl.ttft_ms)} ms — {'met' if ok else 'MISSED'}"))
     if wl.tpot_ms is not None:
-        ok = plan.tpot_ms <= wl.tpot_ms
+        ok = plan.status.shows("tpot") and plan.tpot_ms <= wl.tpot_ms
         out.append(("TPOT target", f"{fmt(wl.tpot_ms)} ms — {'met' if ok else 'MISSED'}"))
     return out

@@ -8,16 +8,20 @@ import argparse
 from studio.commands.output import fmt, format_table, print_json
 
 KINDS = ("gpus", "models", "links", "nodes")
+#: Kinds listed only when named (not part of the hardware and model catalogue printed by default).
+EXTRA_KINDS = ("traffic",)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``presets`` command."""
     p = subparsers.add_parser(
         "presets",
-        help="list the bundled GPUs, models, link kinds and node templates",
+        help="list the bundled GPUs, models, link kinds, node templates and traffic curves",
         description="List the bundled presets with their key figures and sources.",
     )
-    p.add_argument("kind", nargs="?", choices=KINDS, help="one kind of preset (default: all)")
+    p.add_argument("kind", nargs="?", choices=KINDS + EXTRA_KINDS,
+                   help="one kind of preset (default: gpus, models, links and nodes; 'traffic' lists the bundled "
+                   "day curves of `layout-studio capacity --traffic`)")
     p.add_argument("--json", action="store_true", help="print one JSON object keyed by kind")
     p.add_argument("--no-sources", action="store_true", help="table only, without the sources")
     p.set_defaults(func=run)
@@ -25,6 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the presets of one kind, or of every kind."""
+    if args.kind == "traffic":
+        return _traffic(args)
     from studio.io.presets import load_catalog
 
     cat = load_catalog()
@@ -159,3 +165,27 @@ def nodes_table(cat, with_sources: bool = True) -> str:
 
 
 _TABLES = {"gpus": gpus_table, "models": models_table, "links": links_table, "nodes": nodes_table}
+
+
+# ----------------------------------------------------------------------------- traffic
+def _traffic(args: argparse.Namespace) -> int:
+    """``presets traffic``: the bundled day curves with their peak, volume and how they were made."""
+    from studio.io.fleet_presets import traffic_presets
+
+    presets = traffic_presets()
+    if args.json:
+        print_json({"traffic": [
+            {"id": p.id, "name": p.name, "description": p.description, "source": p.source,
+             "slot_minutes": p.traffic.slot_s / 60.0, "rates_per_s": p.traffic.rates_per_s.tolist(),
+             "peak_rate_per_s": p.traffic.peak_per_s, "requests_per_day": p.traffic.requests_per_day}
+            for p in presets.values()
+        ]})
+        return 0
+    rows = [[p.id, p.name, f"{p.traffic.slots} × {fmt(p.traffic.slot_s / 60)} min", fmt(p.traffic.peak_per_s),
+             fmt(float(p.traffic.rates_per_s.min())), fmt(p.traffic.requests_per_day)] for p in presets.values()]
+    body = format_table(["id", "name", "slots", "peak req/s", "lowest req/s", "requests/day"], rows, right={3, 4, 5})
+    text = f"Traffic curves ({len(rows)})\n{body}"
+    if not args.no_sources:
+        text += "\n\nHow they were made\n" + "\n".join(f"  {p.id}: {p.description} {p.source}" for p in presets.values())
+    print(text)
+    return 0

@@ -35,13 +35,20 @@ def _validated(obj, what: str, **changes):
 
 
 def load_base_project(path: str | None) -> Project:
-    """The PROJECT file, or the bundled example project when ``path`` is None."""
+    """The PROJECT file (or the bundled example of that id, when no such file exists), or the
+    bundled example project when ``path`` is None."""
     if path is not None:
+        from studio.io.examples import missing_project_message, project_example
         from studio.io.project_file import load_project
 
         p = Path(path)
+        example = project_example(path)
+        if example is not None:  # an example id in place of the file: `sweep l40s-8x-llama-70b-fp8`
+            from studio.io.presets import load_example
+
+            return load_example(example, f"bundled example {example.name}")
         if not p.exists():  # a FIFO or device is left to the reader, which names what it is
-            raise StudioError(f"no such project file '{path}'")
+            raise StudioError(missing_project_message(path))
         if p.is_dir():
             raise StudioError(f"no such project file '{path}' (it is a folder)")
         return load_project(p)

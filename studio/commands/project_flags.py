@@ -32,7 +32,8 @@ def add_project_args(parser: argparse.ArgumentParser, *, layout: bool) -> None:
     """
     parser.add_argument(
         "project", nargs="?", metavar="PROJECT.json",
-        help=f"project file to start from (default: the bundled example '{DEFAULT_EXAMPLE}')",
+        help=f"project file, or a bundled example's id (`layout-studio examples`), to start from "
+        f"(default: the bundled example '{DEFAULT_EXAMPLE}')",
     )
     g = parser.add_argument_group("model")
     m = g.add_mutually_exclusive_group()

@@ -12,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 
+from studio.commands.arg_types import positive_float
 from studio.commands.project_args import project_from_args
 from studio.commands.project_flags import add_project_args
 from studio.core.errors import StudioError
@@ -37,7 +38,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="report file; the suffix picks the format (.html or .pdf)")
     g.add_argument("--objective", choices=OBJECTIVES, default="throughput",
                    help="what the sweep's alternatives are best at when the project pins none (default throughput)")
+    g = p.add_argument_group("fleet section (a day of traffic; see docs/fleet.md)")
+    g.add_argument("--traffic", metavar="ID|FILE", help="add a Fleet section for this traffic curve or file")
+    g.add_argument("--peak", type=positive_float, metavar="R", help="rescale the traffic so its busiest slot is R req/s")
+    g.add_argument("--ttft-p99-ms", type=positive_float, metavar="X", help="p99 TTFT target of the Fleet section, ms")
+    g.add_argument("--tpot-p99-ms", type=positive_float, metavar="Y", help="p99 TPOT target of the Fleet section, ms")
     p.set_defaults(func=run)
+
+
+def _fleet(args: argparse.Namespace, project):
+    """The Fleet section's plan, when ``--traffic`` asked for one."""
+    if args.traffic is None:
+        if args.ttft_p99_ms is not None or args.tpot_p99_ms is not None or args.peak is not None:
+            raise StudioError("--ttft-p99-ms/--tpot-p99-ms/--peak belong to the Fleet section: add --traffic ID|FILE")
+        return None
+    if args.ttft_p99_ms is None or args.tpot_p99_ms is None:
+        raise StudioError("--traffic: the Fleet section needs both --ttft-p99-ms and --tpot-p99-ms")
+    from studio.io.fleet_presets import load_traffic
+    from studio.service.fleet import FleetOptions, capacity_plan
+
+    traffic = load_traffic(args.traffic)
+    if args.peak is not None:
+        traffic = traffic.scaled_to_peak(args.peak)
+    try:
+        return capacity_plan(project, traffic, FleetOptions(args.ttft_p99_ms, args.tpot_p99_ms))
+    except StudioError as exc:
+        raise StudioError(f"--traffic: {exc.message}", exc.source) from None
 
 
 def _check_output(text: str) -> Path:
@@ -68,6 +94,11 @@ def run(args: argparse.Namespace) -> int:
         from studio.gui.report import gather, write_report
     except ImportError as exc:
         raise StudioError(f"the report draws its charts with PySide6 and pyqtgraph ({exc})") from None
+    fleet = _fleet(args, project)
     data = gather(project, objective=args.objective)
+    if fleet is not None:
+        import dataclasses
+
+        data = dataclasses.replace(data, fleet=fleet)
     print(write_report(data, out))
     return 0

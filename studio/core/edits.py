@@ -21,7 +21,7 @@ from studio.core.hardware import (
     Switch,
 )
 from studio.core.project import Project, drop_unrunnable_pinned
-from studio.core.templates import instantiate
+from studio.core.templates import gpu_wiring, instantiate
 
 
 def fresh_id(taken: set[str], base: str) -> str:
@@ -101,8 +101,14 @@ def add_empty_node(cluster: Cluster, name: str = "Node", slots: int = 8, x: floa
     return _rebuild(cluster, nodes=cluster.nodes + (node,)), nid
 
 
-def add_gpu(cluster: Cluster, node_id: str, spec: GpuSpec, slot: int | None = None) -> tuple[Cluster, str]:
+def add_gpu(cluster: Cluster, node_id: str, spec: GpuSpec, slot: int | None = None,
+            template: NodeTemplate | None = None, link_kinds: list[LinkKind] | None = None) -> tuple[Cluster, str]:
     """Put a GPU of ``spec`` into ``node_id`` (first free slot unless ``slot`` is given).
+
+    With the node's ``template`` (the one it was built from), the GPU is wired as the template
+    wires the GPU of that slot (:func:`studio.core.templates.gpu_wiring`): its PCIe switch and its
+    share of the scale-up fabric, so a GPU deleted and dropped back returns with its links.
+    ``link_kinds`` are the catalog's kinds, for a template kind the cluster no longer lists.
 
     Raises
     ------
@@ -120,12 +126,36 @@ def add_gpu(cluster: Cluster, node_id: str, spec: GpuSpec, slot: int | None = No
         slot = free[0]
     elif slot not in free:
         raise StudioError(f"slot {slot} of node '{node.name}' is taken or out of range")
-    gid = fresh_id(_all_ids(cluster), f"{node.id}/gpu{slot}")
+    taken = _all_ids(cluster)
+    gid = fresh_id(taken, f"{node.id}/gpu{slot}")
     gpu = GpuInstance(id=gid, type=spec.id, slot=slot)
     new_node = node.replace(gpus=node.gpus + (gpu,))
     nodes = tuple(new_node if n.id == node_id else n for n in cluster.nodes)
-    cat = _with_catalog(cluster, [spec], [])
-    return _rebuild(cluster, nodes=nodes, **cat), gid
+    links: list[Link] = []
+    kinds = list(link_kinds or [])
+    if template is not None and node.template == template.id:
+        taken.add(gid)
+        for lk in gpu_wiring(template, new_node, gid, slot, _rack_switch(cluster, node)):
+            if lk.kind not in cluster.link_kinds and not any(k.id == lk.kind for k in kinds):
+                raise StudioError(f"node template '{template.id}' wires GPUs with link kind '{lk.kind}', "
+                                  "which neither the cluster nor the catalog defines")
+            lid = lk.id if lk.id not in taken else fresh_id(taken, lk.id)
+            taken.add(lid)
+            links.append(lk.replace(id=lid))
+    cat = _with_catalog(cluster, [spec], kinds)
+    return _rebuild(cluster, nodes=nodes, links=cluster.links + tuple(links), **cat), gid
+
+
+def _rack_switch(cluster: Cluster, node: Node) -> str | None:
+    """The cluster-level switch (a rack's NVLink switch) the node's GPUs are linked to, if any."""
+    own = {g.id for g in node.gpus}
+    rack = {s.id for s in cluster.switches}
+    for lk in cluster.links:
+        if lk.a in own and lk.b in rack:
+            return lk.b
+        if lk.b in own and lk.a in rack:
+            return lk.a
+    return None
 
 
 def add_link(cluster: Cluster, kind: LinkKind, a: str, b: str, lanes: float = 1.0) -> tuple[Cluster, str]:

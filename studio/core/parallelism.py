@@ -170,8 +170,20 @@ def cp_options(model: LLMArchitecture, tp: int, dp: int, mode: str = "decode") -
     return [c for c in pool if cp_reason(model, c, tp, dp, mode) is None] or [1]
 
 
+def gpus_used(layout: Layout, gpus: int) -> int:
+    """The GPUs ``layout`` runs on out of the ``gpus`` drawn: all of them, or only those its
+    placement names when it names fewer (the others stay idle, e.g. a spare after a GPU is
+    deleted; :func:`studio.service.hardware_edits.follow_cluster` leaves GPUs idle that way)."""
+    if layout.placement is not None and len(layout.placement) == layout.world_size < gpus:
+        return layout.world_size
+    return gpus
+
+
 def layout_reason(model: LLMArchitecture, layout: Layout, gpus: int) -> str | None:
-    """The first reason ``layout`` is not allowed for ``model`` on ``gpus`` GPUs, or ``None``."""
+    """The first reason ``layout`` is not allowed for ``model`` on ``gpus`` GPUs, or ``None``.
+
+    A layout whose placement names fewer GPUs runs on those (:func:`gpus_used`)."""
+    gpus = gpus_used(layout, gpus)
     if layout.world_size != gpus:
         return (
             f"{layout.label} uses {layout.world_size} GPUs; the cluster has {gpus} "

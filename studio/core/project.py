@@ -257,7 +257,7 @@ def pinned_problem(project: Project, k: int) -> tuple[str, str] | None:
     from studio.core import parallelism as par
 
     lay = project.pinned[k]
-    model, gpus = project.model, project.cluster.num_gpus
+    model, gpus = project.model, par.gpus_used(project.pinned[k], project.cluster.num_gpus)
     if gpus == 0:
         return "tp", "the cluster has no GPUs, so no layout can run on it"
     why = par.tp_reason(model, lay.tp, gpus)

@@ -113,3 +113,37 @@ def instantiate(
                     for j in range(i + 1, len(gpus)):
                         links.append(Link(id=f"{gpus[i].id}~{gpus[j].id}", kind=t.scale_up_link, a=gpus[i].id, b=gpus[j].id, lanes=lanes))
     return tuple(nodes), tuple(cluster_switches), tuple(links)
+
+
+def gpu_wiring(template: NodeTemplate, node: Node, gpu_id: str, slot: int,
+               rack_switch: str | None = None) -> tuple[Link, ...]:
+    """The links :func:`instantiate` gives the GPU in ``slot`` of a node of ``template``, for a GPU
+    ``gpu_id`` put into that slot later (one dropped back after a delete): its PCIe switch, and its
+    share of the scale-up fabric (the node's NVSwitch, the rack's NVLink switch ``rack_switch``, its
+    bridge partner, or every other GPU of an xGMI mesh). Only ends the node (or the rack) has are
+    linked; ids follow the template's and may need making unique by the caller."""
+    t = template
+    ends = {s.id for s in node.switches} | ({rack_switch} if rack_switch else set())
+    others = [g for g in node.gpus if g.id != gpu_id]
+    links: list[Link] = []
+    pcie = f"{node.id}/pcie{slot // max(1, t.gpus_per_pcie_switch)}"
+    if pcie in ends:
+        links.append(Link(id=f"{gpu_id}~pcie{slot // max(1, t.gpus_per_pcie_switch)}", kind=t.pcie_switch_link,
+                          a=gpu_id, b=pcie))
+    if not t.scale_up_link:
+        return tuple(links)
+    lanes, kind = t.scale_up_lanes, t.scale_up_link
+    if t.fabric == "nvswitch" and f"{node.id}/nvswitch" in ends:
+        links.append(Link(id=f"{gpu_id}~nvswitch", kind=kind, a=gpu_id, b=f"{node.id}/nvswitch", lanes=lanes))
+    elif t.fabric == "nvlink-rack" and rack_switch:
+        links.append(Link(id=f"{gpu_id}~nvl", kind=kind, a=gpu_id, b=rack_switch, lanes=lanes))
+    elif t.fabric == "bridge-pairs":
+        partner = next((g for g in others if g.slot == slot ^ 1), None)
+        if partner is not None:
+            a, b = (gpu_id, partner.id) if slot < partner.slot else (partner.id, gpu_id)
+            links.append(Link(id=f"{a}~{b}", kind=kind, a=a, b=b, lanes=lanes))
+    elif t.fabric == "xgmi-mesh":
+        for g in others:
+            a, b = (gpu_id, g.id) if slot < g.slot else (g.id, gpu_id)
+            links.append(Link(id=f"{a}~{b}", kind=kind, a=a, b=b, lanes=lanes))
+    return tuple(links)

@@ -54,10 +54,11 @@ def settle_memory() -> None:
     gc.freeze()
 
 
-def example_project() -> tuple[Project, str]:
-    """The bundled example project and a label for it."""
+def example_project(name: str = DEFAULT_EXAMPLE) -> tuple[Project, str]:
+    """The bundled example project ``name`` (default: the one the studio opens on) and a label
+    for it."""
     examples = example_paths()
-    node = examples.get(DEFAULT_EXAMPLE) or (examples[sorted(examples)[0]] if examples else None)
+    node = examples.get(name) or (examples[sorted(examples)[0]] if examples else None)
     if node is None:
         raise StudioError("no bundled example project was found in presets/examples")
     return project_from_json(node.read_text(encoding="utf-8"), f"presets/examples/{node.name}"), node.name
@@ -81,11 +82,15 @@ def build_window(
     return MainWindow(doc, catalog, autosave=AutosaveStore() if autosave else None)
 
 
-def run(path: str | None = None) -> int:
-    """Open the studio window and run the event loop; returns the exit code."""
+def run(path: str | None = None, example: str | None = None) -> int:
+    """Open the studio window on the file ``path`` (or the bundled example ``example``, or the
+    default example) and run the event loop; returns the exit code."""
     app = application()
     try:
-        win = build_window(path=path, autosave=True)
+        if example is not None:
+            win = build_window(project=example_project(example)[0], autosave=True)
+        else:
+            win = build_window(path=path, autosave=True)
     except StudioError as exc:
         print(f"layout-studio: {exc}", file=sys.stderr)
         return 2

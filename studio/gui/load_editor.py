@@ -101,6 +101,7 @@ class LoadEditor(QGroupBox):
         self.refresh(doc.project)
         doc.projectChanged.connect(lambda p, _k: self.refresh(p))
         doc.resultReady.connect(self._on_result)
+        doc.errorChanged.connect(self._on_error)
         self.mode.currentIndexChanged.connect(self._mode_changed)
         self.rate.valueChanged.connect(lambda v: self._load("Request rate", rate_per_s=v))
         self.arrival.currentIndexChanged.connect(
@@ -135,10 +136,18 @@ class LoadEditor(QGroupBox):
         self.driver.setCurrentIndex(page)
         self._driver_label.setText(("Users", "Rate", "")[page])
 
+    def _on_error(self, message: str) -> None:
+        """The engine refused the project: no saturation or serving rate of an earlier plan stays."""
+        if message:
+            self.summary.setText("saturation: not computed (the plan is refused)")
+            self.summary.setToolTip(message)
+
     def _on_result(self, result, _revision: int) -> None:
         s = getattr(result, "load", None)
         if s is None:
-            self.summary.setText("")
+            fits = getattr(result, "fits", True)
+            self.summary.setText("" if fits else "saturation: none (the layout does not fit)")
+            self.summary.setToolTip("")
             return
         text = f"saturation {s.saturation_rate_per_s:.3g} req/s; serving {s.request_rate_per_s:.3g} req/s"
         if s.saturated:

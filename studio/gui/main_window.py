@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QScrollArea,
     QTabWidget,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -42,6 +43,7 @@ from studio.service.messages import one_line
 
 if TYPE_CHECKING:
     from studio.gui.explorer import ExplorerWidget
+    from studio.gui.fleet_view import FleetView
     from studio.gui.load_view import LoadView
 
 FILE_FILTER = "Layout Studio project (*.json)"
@@ -93,7 +95,17 @@ class MainWindow(QMainWindow):
         self.timeline = TimelinePanel()
 
         self.docks: dict[str, QDockWidget] = {}
-        self.add_dock(self.palette, Qt.DockWidgetArea.LeftDockWidgetArea, "Palette")
+        from studio.gui.canvas.link_kind_box import LinkKindBox
+
+        #: The selected links' kind, editable (issue 34): under the palette, by the canvas.
+        self.link_kind = LinkKindBox(self.scene)
+        hardware = QWidget()
+        hl = QVBoxLayout(hardware)
+        hl.setContentsMargins(0, 0, 0, 0)
+        hl.setSpacing(0)
+        hl.addWidget(self.palette, 1)
+        hl.addWidget(self.link_kind)
+        self.add_dock(hardware, Qt.DockWidgetArea.LeftDockWidgetArea, "Palette")
         setup = QTabWidget()
         # each tab scrolls rather than forcing its height on the window (fits a 1366×768 screen)
         setup.addTab(_scrolled(self.model_panel), "Model && workload")
@@ -113,6 +125,7 @@ class MainWindow(QMainWindow):
         # opened costs no widgets (~0.14 s of the window's ~0.3 s) and runs no sweep or curve.
         self._explorer: ExplorerWidget | None = None
         self._load_view: LoadView | None = None
+        self._fleet_view: FleetView | None = None
         # scrolls instead of forcing its minimum width on the whole window (fits 1280×800)
         self._explorer_holder = holder = QScrollArea()
         holder.setWidgetResizable(True)
@@ -124,10 +137,14 @@ class MainWindow(QMainWindow):
         load_dock = self.add_dock(QWidget(), Qt.DockWidgetArea.BottomDockWidgetArea, "Load")
         load_dock.visibilityChanged.connect(self._load_tab_shown)
         self.tabifyDockWidget(explorer_dock, load_dock)
+        # the Fleet view (issue 35): built, like the Load view, the first time its tab is shown
+        fleet_dock = self.add_dock(QWidget(), Qt.DockWidgetArea.BottomDockWidgetArea, "Fleet")
+        fleet_dock.visibilityChanged.connect(self._fleet_tab_shown)
+        self.tabifyDockWidget(load_dock, fleet_dock)
         from studio.gui.dock_growth import GrowWhenRaised
 
         # their table and plots get room when their tab is raised; the timeline's height comes back
-        self.explorer_growth = GrowWhenRaised(self, [explorer_dock, load_dock])
+        self.explorer_growth = GrowWhenRaised(self, [explorer_dock, load_dock, fleet_dock])
         self.docks["Pipeline timeline"].raise_()
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
@@ -496,6 +513,33 @@ class MainWindow(QMainWindow):
         return self._load_view
 
     @property
+    def fleet_view(self) -> FleetView:
+        """The Fleet view, built on first use (its tab shown, a test)."""
+        if self._fleet_view is None:
+            from studio.gui.fleet_view import FleetView
+
+            self._fleet_view = FleetView(self.doc)
+            dock = self.docks["Fleet"]
+            placeholder = dock.widget()
+            dock.setWidget(self._fleet_view)
+            placeholder.deleteLater()
+            self._fleet_view.follow_dock(dock)
+        return self._fleet_view
+
+    def fleet_result(self) -> object | None:
+        """The Fleet view's plan of the current project (None when the view has none for it); the
+        report's Fleet section."""
+        view = self._fleet_view
+        if view is None or view.result is None or view.plan_revision != self.doc.revision:
+            return None
+        return view.result
+
+    def _fleet_tab_shown(self, shown: bool) -> None:
+        if shown and self._fleet_view is None:
+            view = self.fleet_view
+            QTimer.singleShot(0, view.refresh_if_seen)  # raised now: its dock said so before it existed
+
+    @property
     def built_views(self) -> tuple[ExplorerWidget | None, LoadView | None]:
         """The Explorer and the Load view if built yet (None for a tab never shown)."""
         return self._explorer, self._load_view
@@ -594,6 +638,8 @@ class MainWindow(QMainWindow):
         self.doc.wait_idle(5000)
         if load_view is not None:
             load_view.wait_idle(5000)
+        if self._fleet_view is not None:
+            self._fleet_view.wait_idle(5000)
         if explorer is not None:
             explorer.wait_idle(5000)
         if self.autosaver is not None:

@@ -84,6 +84,9 @@ def application() -> QApplication:
         app.setApplicationName("Layout Studio")
         app.setOrganizationName("LayoutStudio")
         app.setWindowIcon(icon("app"))
+        from studio.gui import qt_messages  # drop the offscreen plugin's no-op warnings
+
+        qt_messages.install(app.platformName())
     apply_theme(app)
     return app  # type: ignore[return-value]
 

@@ -102,11 +102,16 @@ class TimelinePlot(pg.PlotWidget):
     def set_timeline(self, tl: Timeline | None) -> None:
         """Show ``tl`` (``None`` empties the chart)."""
         self.timeline = tl
-        if tl is None:
+        if tl is None:  # nothing of the last plan stays: no bars, lane names or time axis
             for bar in self.bars.values():
                 bar.setOpts(x0=np.zeros(0), y=np.zeros(0), width=np.zeros(0))
             self.note.setText("")
+            self.getPlotItem().getAxis("left").setTicks([[]])
+            self.getPlotItem().getAxis("bottom").setStyle(showValues=False)  # no time scale of no plan
+            self.setXRange(0, 1, padding=0)
+            self.setYRange(0, 1, padding=0)
             return
+        self.getPlotItem().getAxis("bottom").setStyle(showValues=True)
         for kind, bar in self.bars.items():
             m = tl.segments_of(kind)
             bar.setOpts(x0=tl.start[m], y=tl.lane[m].astype(float), width=tl.duration[m], height=BAR_HEIGHT)
@@ -163,7 +168,9 @@ class TimelinePlot(pg.PlotWidget):
         if tl.phase == "request":
             text = f"one request from its prefill batch · first output token at {self.ttft_at(tl):,.1f} ms"
         else:
-            text = f"bubble {tl.bubble_fraction:.0%} of the step · step {max(tl.total_ms, 1e-9):,.2f} ms"
+            # named as the metric cards name it: the decode-only step is not the TPOT card's mean iteration
+            step = "decode-only step" if tl.phase == "decode" else "prefill step"
+            text = f"bubble {tl.bubble_fraction:.0%} · {step} {max(tl.total_ms, 1e-9):,.2f} ms"
         detail = getattr(self, "detail", "")
         self.note.setText(f"{text}\n{detail}" if detail else text)
 
@@ -307,7 +314,11 @@ class TimelinePanel(QWidget):
             self.set_phase("request")
 
     def set_result(self, result: PlanResult) -> None:
-        """Show the timelines of ``result`` (lanes as the lane mode says)."""
+        """Show the timelines of ``result`` (lanes as the lane mode says); a layout that does not
+        fit has no timeline to show (its steps never run), so the view is cleared with the reason."""
+        if result.status.code == "DOES_NOT_FIT":
+            self.clear("no timeline: the layout does not fit")
+            return
         self.result = result
         self.stage_timelines = dict(result.timelines)
         self._apply(result.micro_batches)
@@ -362,6 +373,9 @@ class TimelinePanel(QWidget):
                 what = f"prompts of the whole batch ({r.batch}), {per} per micro-batch; TTFT is one prompt"
             else:
                 what = f"one token for each of {r.batch} sequences, {per} per micro-batch"
+                tpot = getattr(r, "tpot_ms", None)
+                if tpot is not None and tpot > tl.total_ms * 1.005:
+                    what += f"\nTPOT {tpot:,.2f} ms: the mean iteration, with new prompts' chunks"
         self.caption.setText(f"{mb}bubble {tl.bubble_fraction:.0%}")
         self.caption.setToolTip(what)
         self.plot.set_detail(what)

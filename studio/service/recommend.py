@@ -66,5 +66,17 @@ def best_row(project: Project) -> tuple[Any, int | None, str]:
 
 def with_row(project: Project, layout: Layout, batch: int) -> Project:
     """``project`` running ``layout`` (its micro-batches included) at ``batch`` sequences per
-    replica, as a sweep row shows it."""
+    replica, as a sweep row shows it. A project whose batch is "auto" keeps "auto" when ``batch``
+    is what "auto" gives on ``layout`` (the sweep's own auto batch), so applying the recommended row
+    does not silently pin the batch."""
+    if project.workload.batch == "auto":
+        from studio.core.errors import StudioError
+        from studio.engine.plan.evaluate import evaluate
+
+        moved = project.replace(layout=layout)
+        try:
+            if evaluate(moved, details=False).batch == int(batch):
+                return moved
+        except StudioError:
+            pass
     return project.replace(layout=layout, workload=project.workload.replace(batch=int(batch)))

@@ -64,6 +64,8 @@ class ReportData:
     created: _dt.datetime
     simulation: SimulationResult | None = None  # the project's load, simulated (percentiles)
     simulation_note: str = ""  # why there is no simulation, or how it was sized
+    #: The fleet a day of traffic needs (studio.service.fleet.FleetResult), when one was planned.
+    fleet: object | None = None
 
     @property
     def options(self) -> tuple[Option, ...]:
@@ -247,4 +249,4 @@ def _simulate(project: Project, plan: PlanResult) -> tuple[SimulationResult | No
         sim = simulate_plan(project, load=load.replace(num_requests=n))
     except StudioError as exc:
         return None, str(exc)
-    return sim, f"{n:,} requests simulated (seed {load.seed})"
+    return sim, f"{n:,} requests simulated, seed {load.seed}"

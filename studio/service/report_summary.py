@@ -139,3 +139,44 @@ def executive_summary(data: ReportData) -> str:
     return (f"{p.model.name} ({precision} weights) is served on {cluster_phrase(data)} with layout {split}, "
             f"{lay.micro_batches} micro-batch{'es' if lay.micro_batches != 1 else ''} in flight. "
             + fit + figures + _targets(data, plan) + _recommendation(data) + tail)
+
+
+def unnest_brackets(text: str) -> str:
+    """``text`` with brackets inside brackets written as a dash, for a reader:
+    "(hierarchical (ring in node + 2-node ring per rail))" becomes
+    "(hierarchical — ring in node + 2-node ring per rail)". Brackets at the top level are kept."""
+    out: list[str] = []
+    depth = 0
+    for ch in text:
+        if ch == "(":
+            depth += 1
+            if depth > 1:
+                if out and out[-1] == " ":
+                    out.append("— ")
+                else:
+                    out.append(" — ")
+                continue
+        elif ch == ")" and depth > 0:
+            depth -= 1
+            if depth >= 1:
+                continue
+        out.append(ch)
+    return "".join(out)
+
+
+def report_title(data: ReportData) -> str:
+    """The report's title from what the project holds now: its model on its GPUs (the project's
+    name may still name the model it was made for, e.g. after the model was changed)."""
+    return f"{data.project.model.name} on {cluster_phrase(data)}"
+
+
+def cluster_name(data: ReportData) -> str:
+    """The cluster by its nodes, e.g. ``2 × DGX/HGX H100 (8× H100 SXM)`` (each node's name less
+    its number); not the cluster's stored name, which example projects share with the title."""
+    import re
+
+    counts: dict[str, int] = {}
+    for n in data.project.cluster.nodes:
+        base = re.sub(r"\s*(#\d+|tray \d+)$", "", n.name or n.id)
+        counts[base] = counts.get(base, 0) + 1
+    return " + ".join(f"{k:,} × {name}" for name, k in counts.items()) or data.project.cluster.name

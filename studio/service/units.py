@@ -18,13 +18,16 @@ def _missing(v: float | None) -> bool:
 
 
 def duration_ms(ms: float | None, digits: int = 1) -> str:
-    """A time given in ms: ``601.7 ms``, ``31.0 s``, ``12.5 min``, ``3.2 h``."""
+    """A time given in ms: ``601.7 ms``, ``5.76 s``, ``31.0 s``, ``12.5 min``, ``3.2 h`` (seconds from
+    one second on: never ``5,764.1 ms``)."""
     if _missing(ms):
         return DASH
     assert ms is not None
-    if abs(ms) < 10_000:
+    if abs(ms) < 1_000:
         return f"{ms:,.{digits}f} ms"
     s = ms / 1000
+    if abs(s) < 10:
+        return f"{s:,.2f} s"
     if abs(s) < 120:
         return f"{s:,.1f} s"
     if abs(s) < 7200:

@@ -131,8 +131,8 @@ def fake_gui(monkeypatch):
     app = types.ModuleType("studio.gui.app")
     snap = types.ModuleType("studio.gui.snapshot")
 
-    def run(path=None):
-        calls.append(("run", path))
+    def run(path=None, **example):
+        calls.append(("run", path, *example.values()))
         return 0
 
     def render_main_window(project, out, size=(1280, 800), view="main"):
@@ -158,6 +158,8 @@ def test_open_file(cli, fake_gui, tmp_path):
     assert fake_gui == [("run", str(f))]
     r = cli("open", str(tmp_path / "missing.json"))
     assert r.code == 2 and "missing.json" in r.err
+    assert cli("open", "l40s-8x-llama-70b-fp8").code == 0  # a bundled example's id
+    assert fake_gui[-1] == ("run", None, "l40s-8x-llama-70b-fp8")
 
 
 def test_snapshot_dispatch(cli, fake_gui, tmp_path):

@@ -22,9 +22,10 @@ from tests.engine.fixtures import (
 
 
 def test_decode_allreduce_about_5us_tp8_nvlink_h100():
-    # concept card: ~5 µs per layer at TP=8 on NVLink H100 for a decode-sized message
+    # concept card: ~5 µs per layer at TP=8 on NVLink H100 for a decode-sized message; the measured
+    # TensorRT-LLM custom all-reduce (aiconfigurator tables, H100 SXM, 8 GPUs, 16 KiB) is 3.8 µs
     r = evaluate(project(cluster(DGX_H100, 1), LLAMA_70B, Layout(tp=8), workload=Workload(batch=1)))
-    assert 4.0 <= r.allreduce_us_per_layer_decode <= 8.0
+    assert 3.0 <= r.allreduce_us_per_layer_decode <= 8.0
     dec = [c for c in r.comm if c.kind == "allreduce" and c.phase == "decode"][0]
     assert dec.algorithm == "one-shot" and dec.bottleneck_kind == "nvlink4-nvswitch"
 

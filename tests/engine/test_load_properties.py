@@ -95,7 +95,10 @@ def test_simulation_agrees_with_closed_form_at_light_load(request, which):
     load = Load(mode="rate", rate_per_s=0.1 * _sat(p), arrival="constant", num_requests=800)
     plan = evaluate(_at(p, load))
     sim = simulate_plan(p, load=load)
-    assert sim.ttft.mean == pytest.approx(plan.ttft_ms, rel=0.15)
+    # TTFT within 20 %: kernels are timed at their real sizes (a prompt iteration's GEMMs are not the
+    # mean iteration's scaled up), so the closed form's mean-field prompt iteration and the simulated
+    # ones differ a little more than under the old linear model
+    assert sim.ttft.mean == pytest.approx(plan.ttft_ms, rel=0.2)
     assert sim.tpot.mean == pytest.approx(plan.tpot_ms, rel=0.15)
     assert sim.e2e.mean == pytest.approx(plan.request_latency_ms, rel=0.15)
 

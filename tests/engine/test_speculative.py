@@ -107,7 +107,9 @@ def test_small_batch_gains_about_E_large_batch_gains_little():  # noqa: N802 - E
         gains.append(base.tpot_ms / fast.tpot_ms)
     assert 1.5 < gains[0] < e  # the drafter and the wider verification cost something
     assert all(a > b for a, b in zip(gains, gains[1:], strict=False))  # the gain shrinks with batch
-    assert gains[-1] < 1.2
+    # at batch 256 the k + 1 verified tokens per sequence make the GEMMs compute-bound: the gain is
+    # small (measured H100 GEMMs at m = 1,024 are still partly memory-bound for an 8B model)
+    assert gains[-1] < 1.35
 
 
 def test_verification_is_nearly_free_at_batch_1_and_k_plus_1_times_at_large_batch():

@@ -110,3 +110,54 @@ def test_canvas_labels_are_at_least_9_px_on_screen_at_1280x800(read_only_window)
     p.end()
     assert parts[-1][1] == gpu.sublabel  # the slot number is always shown
     assert all("…" not in text for _r, text in parts)
+
+
+@pytest.mark.parametrize("size", [(1366, 768), (1920, 1080)], ids=["1366x768", "1920x1080"])
+def test_no_canvas_label_is_cut_at_the_default_zoom_of_the_bundled_example(qtbot, size):
+    """Every label the canvas draws as the window opens is whole text inside its box (level of
+    detail: a tile too small for "H100 #0" shows "#0"; a row of ports too small for "NIC0" shows
+    "8 NICs"), and every GPU shows its slot number."""
+    from PySide6.QtGui import QFontMetricsF
+
+    from studio.gui.app import build_window
+    from studio.gui.canvas.items import BOLD, SMALL, GpuTile, header_text, legible
+
+    win = build_window(threaded=False)
+    win.ask_save = lambda: "discard"
+    qtbot.addWidget(win)
+    win.resize(*size)
+    win.show()
+    qtbot.waitExposed(win)
+    win.doc.recompute_now()
+    win.canvas.fit()
+    zoom = win.canvas.zoom
+    fm = QFontMetricsF(legible(SMALL, zoom))
+    drawn = 0
+    for node in win.scene.nodes.values():
+        for e in node.endpoints.values():
+            lines = e.drawn_label(zoom)
+            if isinstance(e, GpuTile):
+                assert lines and lines[-1][1].endswith(e.sublabel), (e.item_id, lines)
+            for rect, text in lines:
+                assert "…" not in text and fm.horizontalAdvance(text) <= rect.width(), (e.item_id, text)
+                assert text in (e.label, e.sublabel, f"{e.label} {e.sublabel}", e.label.split(" ")[0])
+                drawn += 1
+        for row in node.port_rows:
+            if row.collapsed(zoom):
+                ((rect, text),) = row.drawn_label(zoom)
+                assert fm.horizontalAdvance(text) <= rect.width() and text in row.forms
+                drawn += 1
+        head = QFontMetricsF(legible(BOLD, zoom))
+        box = node.geometry.size.width() - 20
+        assert "…" not in header_text(node.node, head, box), header_text(node.node, head, box)
+    assert drawn >= 16 + 2  # every GPU, and each node's NVSwitch
+    # the Plan panel's common fields fit without scrolling: the advanced sections are folded
+    from PySide6.QtWidgets import QScrollArea
+
+    scroll = win.model_panel.parentWidget().parentWidget()
+    assert isinstance(scroll, QScrollArea)
+    assert not win.model_panel.load_section.expanded and not win.model_panel.spec_section.expanded
+    qtbot.waitUntil(lambda: scroll.verticalScrollBar().maximum() == 0)
+    win.model_panel.load_section.header.click()  # a click shows the load's settings
+    assert win.model_panel.load_editor.isVisible()
+    close_window(win)

@@ -54,3 +54,26 @@ def test_report_explains_the_prefill_in_ttft_and_prints_no_inf():
     huge = p.replace(workload=p.workload.replace(batch=100_000))
     html = build_html(gather(huge), Images(src=lambda n: n, width=600))
     assert "$inf" not in html and "inf per million" not in html
+
+
+def test_the_report_follows_the_current_model_and_nests_no_brackets(qtbot, catalog):
+    """After the model is changed, the title and the cluster row name what the project holds now,
+    not the project's old name; no text of the report has brackets inside brackets."""
+    import re
+
+    from studio.gui.report.document import Images, build_html
+    from studio.service.report_content import gather
+    from studio.service.report_summary import unnest_brackets
+
+    assert unnest_brackets("x (hierarchical (ring in node + ring per rail)) y") == \
+        "x (hierarchical — ring in node + ring per rail) y"
+    p = load_project(EXAMPLES / "dgx-h100-2node-llama-405b.json")
+    p = p.replace(model=catalog.model("llama-3.1-70b").architecture, model_ref="llama-3.1-70b")
+    html = build_html(gather(p), Images(src=lambda n: n, width=600))
+    title = re.search(r"<h1>(.*?)</h1>", html).group(1)
+    assert "405B" not in title and "Llama-3.1-70B" in title and "H100" in title
+    cluster = re.search(r"<b>Cluster</b></td><td>(.*?)</td>", html)
+    assert cluster is not None and "405B" not in cluster.group(1), cluster
+    text = re.sub(r"<[^>]+>", " ", re.sub(r"<(style|img)[^>]*>.*?</style>|<img[^>]*>", "", html, flags=re.S))
+    nested = re.findall(r"\([^()]*\([^()]*\)[^()]*\)", text)
+    assert nested == [], nested[:3]

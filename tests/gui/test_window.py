@@ -135,13 +135,19 @@ def test_export_canvas_and_timeline_images(read_only_window, tmp_path):
         assert not img.isNull() and img.width() > 200
 
 
-def test_snapshot_renders_png_of_requested_size(qtbot, catalog, model, tmp_path):
+def test_snapshot_renders_png_of_requested_size(qtbot, qtlog, catalog, model, tmp_path):
     engine_evaluate()
+    from studio.gui.qt_messages import is_noise
     from studio.gui.snapshot import render_main_window
 
-    out = render_main_window(make_project(catalog, model), tmp_path / "w.png", (1280, 800))
+    out = render_main_window(make_project(catalog, model), tmp_path / "w.png", (1366, 768))
     img = QImage(str(out))
-    assert (img.width(), img.height()) == (1280, 800)
+    assert (img.width(), img.height()) == (1366, 768)
+    from PySide6.QtGui import QGuiApplication
+
+    platform = QGuiApplication.platformName()
+    # Qt says nothing but the one message the offscreen plugin prints for nothing (studio.gui.qt_messages)
+    assert [r.message for r in qtlog.records if not is_noise(r.message, platform)] == []
 
 
 def test_offscreen_chart_renders_for_the_report(read_only_window):

@@ -84,6 +84,7 @@ def test_calibration_panel_fits_nccl_and_saves_a_profile(qtbot, a100_doc, tmp_pa
     panel.load_nccl([A100_LOG])
     panel.link_kind.setCurrentText("nvlink3-nvswitch")
     assert panel._guard(panel.fit_nccl), panel.last_error
+    assert "⚠" not in panel.status.text()  # an 8-rank NVSwitch log fits its link kind: no warning
     fit = panel.link_fits["nvlink3-nvswitch"]
     assert fit.points == 18 and fit.rms_rel_error < panel.fit_error["nvlink3-nvswitch.default_rms_rel_error"]
     items = panel.curve.main.getPlotItem().listDataItems()

@@ -24,6 +24,8 @@ def test_report_command_writes_html(tmp_path, capsys, shared_build):
         (["{tmp}/nope.json", "-o", "{tmp}/r.html"], "no such project file"),
         (["--tp", "3", "-o", "{tmp}/r.html"], "does not divide"),
         (["--model", "no-such-model", "-o", "{tmp}/r.pdf"], "no-such-model"),
+        (["--traffic", "flat-batch", "-o", "{tmp}/r.html"], "needs both --ttft-p99-ms and --tpot-p99-ms"),
+        (["--ttft-p99-ms", "900", "-o", "{tmp}/r.html"], "add --traffic"),
     ],
 )
 def test_bad_input_exits_2_with_a_message(tmp_path, capsys, args, message):

@@ -10,7 +10,7 @@ from studio.service import units
 
 
 @pytest.mark.parametrize(("ms", "text"), [
-    (601.7, "601.7 ms"), (31_029.9, "31.0 s"), (750_000.0, "12.5 min"), (11_520_000.0, "3.2 h"),
+    (601.7, "601.7 ms"), (5_764.1, "5.76 s"), (31_029.9, "31.0 s"), (750_000.0, "12.5 min"), (11_520_000.0, "3.2 h"),
     (math.inf, "—"), (math.nan, "—"), (None, "—"),
 ])
 def test_durations_scale(ms, text):

@@ -8,7 +8,7 @@ from typing import Any
 
 from studio.core.serving_mode import PoolLayout, ServingMode
 from studio.engine.disagg.kv_transfer import KvTransfer
-from studio.engine.plan.results import GpuMemory
+from studio.engine.plan.results import GpuMemory, PlanStatus, plan_status
 from studio.engine.plan.views import Explanation
 
 
@@ -116,6 +116,13 @@ class DisaggResult:
     def label(self) -> str:
         return self.mode.label
 
+    @property
+    def status(self) -> PlanStatus:
+        """What the figures may claim (:func:`studio.engine.plan.results.plan_status`, the rule of every plan)."""
+        # a closed loop beyond the pools' capacity waits a bounded time, which TTFT includes
+        open_saturated = self.saturated and self.load_mode == "rate"
+        return plan_status(self.fits, self.fit_reason, open_saturated, self.saturation_rate_per_s)
+
     def why(self) -> str:
         """One line: ``disaggregated 2P(TP4)+1D(TP8): TPOT 31 ms without prefill interference; KV
         transfer 3.1 ms over InfiniBand NDR``."""
@@ -149,8 +156,10 @@ class DisaggResult:
             }
 
         t = self.transfer
+        status = self.status
         return {
             "serving_mode": "disaggregated",
+            "status": status.to_json(),
             "spec": self.mode.spec(),
             "label": self.label,
             "fits": self.fits,
@@ -173,9 +182,10 @@ class DisaggResult:
                 "worker_pairs_costed": t.pairs,
             },
             "latency_ms": {
-                "ttft": self.ttft_ms,
-                "tpot": self.tpot_ms,
-                "request": self.request_latency_ms,
+                "ttft": status.value("ttft", self.ttft_ms),
+                "tpot": status.value("tpot", self.tpot_ms),
+                "request": status.value("request", self.request_latency_ms),
+                "null_reason": None if status.ok else status.reason,
                 "ttft_queue": self.queue_ms,
                 "ttft_prefill": self.prefill_ms,
                 "ttft_kv_transfer": t.time_ms,

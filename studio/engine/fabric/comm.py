@@ -23,6 +23,7 @@ from functools import cached_property
 import numpy as np
 
 from studio.engine.fabric.topology import Topology
+from studio.engine.step.collectives import Measured, measured_allreduce
 from studio.engine.step.constants import Constants
 from studio.engine.step.records import Record
 
@@ -43,11 +44,13 @@ class Algo(Record, frozen=True):
 
 
 class Collective(Record, frozen=True):
-    """A collective (or transfer) on one group: the algorithms the runtime may choose from."""
+    """A collective (or transfer) on one group: the algorithms the runtime may choose from, or the
+    measured table that times it (``measured``; the algorithms then still name the links it crosses)."""
 
     kind: str  # allreduce | p2p | alltoall
     group: tuple[str, ...]
     algos: tuple[Algo, ...]
+    measured: Measured | None = None
 
     @cached_property
     def cost_terms(self) -> tuple[tuple[float, float, float], ...]:
@@ -55,6 +58,8 @@ class Collective(Record, frozen=True):
         :meth:`time_us` reads, so two collectives with the same terms take the same time for every
         size (the replicas of a big cluster mostly do; :func:`costing.coll_time_us` times each
         distinct set once)."""
+        if self.measured is not None:
+            return ((self.measured.key[0], float(self.measured.key[1]), -1.0),)
         return tuple((a.alpha_us, a.us_per_byte, a.max_bytes) for a in self.algos)
 
     def time_us(self, size: np.ndarray | float) -> np.ndarray:
@@ -62,6 +67,10 @@ class Collective(Record, frozen=True):
         s = np.asarray(size, dtype=float)
         if not self.algos:
             return np.zeros_like(s)
+        if self.measured is not None:
+            if s.ndim == 0:
+                return np.float64(self.measured.time_one(float(s)))
+            return self.measured.time_us(s)
         if s.ndim == 0:  # one size: the same arithmetic in Python floats (an evaluation asks ~500 times)
             return np.float64(_fastest(self.cost_terms, float(s)))
         best = np.full(s.shape, np.inf)
@@ -184,19 +193,29 @@ def _intra_algos(topo: Topology, gpus: list[str], c: Constants, small: bool) -> 
     return algos
 
 
-def allreduce(topo: Topology, group: list[str], c: Constants) -> Collective:
-    """All-reduce over ``group`` (GPU ids in rank order); costed once per link graph, group and
-    constants (:meth:`Topology.costed`)."""
-    return topo.costed(("allreduce", tuple(group)), c, lambda: _allreduce(topo, group, c))
+def allreduce(topo: Topology, group: list[str], c: Constants,
+              kernel_engine: tuple[str, str | None] = ("trtllm", None)) -> Collective:
+    """All-reduce over ``group`` (GPU ids in rank order); costed once per link graph, group,
+    constants and kernel tables (:meth:`Topology.costed`). Inside one island of at most 8 GPUs of a
+    measured silicon it is timed from the measured tables of ``kernel_engine`` (serving engine,
+    version), scaled by the drawn links (:mod:`studio.engine.step.collectives`)."""
+    return topo.costed(("allreduce", tuple(group), kernel_engine), c,
+                       lambda: _allreduce(topo, group, c, kernel_engine))
 
 
-def _allreduce(topo: Topology, group: list[str], c: Constants) -> Collective:
+def _allreduce(topo: Topology, group: list[str], c: Constants,
+               kernel_engine: tuple[str, str | None] = ("trtllm", None)) -> Collective:
     n = len(group)
     if n <= 1:
         return Collective("allreduce", tuple(group), ())
     by_node = topo.islands_of(group)
     if len(by_node) == 1:
-        return Collective("allreduce", tuple(group), tuple(_intra_algos(topo, group, c, small=True)))
+        own = tuple(_intra_algos(topo, group, c, small=True))
+        ring = own[0]
+        ring_li = topo.link_pos.get(ring.bottleneck_link) if ring.bottleneck_link else None
+        meas = measured_allreduce(topo, group, topo.nvswitch_domain(group), ring.bandwidth_gbps, ring_li,
+                                  *kernel_engine)
+        return Collective("allreduce", tuple(group), own, meas)
     locals_ = list(by_node.values())
     m = max(len(x) for x in locals_)
     nn = len(locals_)

@@ -15,12 +15,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
 from studio.core.errors import StudioError
-from studio.core.hardware import Cluster, LinkFamily
+from studio.core.hardware import NVLINK_SWITCH_KINDS, Cluster, LinkFamily
 from studio.core.project import LinkFit
 from studio.engine.step.identity_cache import cached_by_identity
 from studio.engine.step.records import Record
-
-NVLINK_SWITCH_KINDS = ("nvswitch", "nvlink-switch")
 
 
 class Path(Record, frozen=True):
@@ -398,11 +396,14 @@ class Topology:
 
     def __init__(self, cluster: Cluster, link_fits: Mapping[str, LinkFit] | None = None) -> None:
         fits = dict(link_fits or {})
+        #: Link kinds whose figures a calibration profile fitted (measured collectives give way to them).
+        self.fitted_kinds = frozenset(fits)
         sk = _skeleton_of(cluster)
         self.cluster = cluster
         self.link_ids = sk.link_ids
         self.link_kind = sk.link_kind
         self.link_family = sk.link_family
+        self.link_lanes = sk.link_lanes
         figures: dict[str, tuple[float, float]] = {}
         for k in sk.kinds:
             kind = cluster.link_kinds[k]

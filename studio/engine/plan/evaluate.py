@@ -15,8 +15,9 @@ from studio.core.project import CalibrationProfile, Project
 from studio.core.units import GIB
 from studio.core.workload import Workload
 from studio.engine.fabric.comm import Collective
+from studio.engine.fabric.slow_hops import slow_tp_hops
 from studio.engine.fabric.topology import topology_of
-from studio.engine.plan.context import PlanContext
+from studio.engine.plan.context import PlanContext, tp_message_bytes
 from studio.engine.plan.costs import project_budget, project_costs
 from studio.engine.plan.fits import fits as layout_fits
 from studio.engine.plan.fits import heads_split, memory_fit
@@ -165,14 +166,19 @@ def evaluate(
     fits = bool(layout_fits(pool, max_seqs, batch, model, layout.tp, seq_len))
     m_eff = max(1, min(layout.micro_batches, batch))
     mb = math.ceil(batch / m_eff)
-    sv_t = serve_times(lc, np.array([float(batch)]), np.array([float(m_eff)]), wl.isl, wl.osl, c, budget)
+    # the load model splits every iteration's tokens (a lone prompt's too) over the layout's
+    # micro-batches whatever the batch, so one user's TTFT is the unloaded TTFT of the layout, not
+    # that of a pipeline run one micro-batch deep (the micro-batch step times are the same:
+    # ceil(batch / M) = 1 sequence once M > batch)
+    m_load = max(1, layout.micro_batches)
+    sv_t = serve_times(lc, np.array([float(batch)]), np.array([float(m_load)]), wl.isl, wl.osl, c, budget)
     st = _column(sv_t.steps, int(sv_t.index[0]))
     ttft, tpot = float(sv_t.ttft_ms[0]), float(sv_t.tpot_ms[0])
     request = float(sv_t.request_ms[0])
     tps_replica = float(sv_t.tokens_per_s_replica[0])
     load = None
     if fits:
-        load, figures = _under_load(lc, c, wl, layout, batch, max_seqs, m_eff, budget, sv_t)
+        load, figures = _under_load(lc, c, wl, layout, batch, max_seqs, m_load, budget, sv_t)
         if figures is not None:
             ttft, tpot, request, tps_replica = figures
     tps = layout.replicas * tps_replica if fits else 0.0
@@ -269,7 +275,9 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None, 
     usd_m = ctx.usd_per_hour / (tps * 3600.0) * 1e6 if tps > 0 else float("inf")
     model = project.model
     kv_dtype = project.serving.kv_dtype
-    slow_links, slow_gpus = _slow_tp_hops(comm, project.cluster)
+    hops = slow_tp_hops(lc.allreduce, ctx.topo, tp_message_bytes(ctx))
+    slow_links = frozenset(link for _, link in hops)
+    slow_gpus = frozenset(g for grp, _ in hops for g in grp)
     return PlanResult(
         layout=layout, fits=ctx.fits, fit_reason=ctx.fit_reason, batch=ctx.batch, batch_auto=ctx.batch_auto,
         memory=tuple(memory), kv_bytes_per_token_per_gpu=ctx.kv_per_token_gpu,
@@ -290,25 +298,15 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None, 
         cp_us_per_layer_prefill=float(st.cp_us_prefill[0]), cp_us_per_layer_decode=float(st.cp_us_decode[0]),
         max_context_tokens=ctx.capacity_tokens,
         ranks=ranks,
-        slow_links=slow_links, slow_gpus=slow_gpus,
+        slow_links=slow_links, slow_gpus=slow_gpus, idle_gpus=_idle(project.cluster, layout),
     )
 
 
-def _slow_tp_hops(comm: list[CommCost], cluster: Cluster) -> tuple[frozenset[str], frozenset[str]]:
-    """``(slow_links, slow_gpus)`` of a plan: the bottleneck links of the TP all-reduces whose
-    slowest hop is not a scale-up link (PCIe, a NIC), and the GPUs of those groups."""
-    links: set[str] = set()
-    gpus: set[str] = set()
-    for c in comm:
-        if c.kind != "allreduce" or not c.bottleneck_kind:
-            continue
-        kind = cluster.link_kinds.get(c.bottleneck_kind)
-        if kind is None or kind.family.is_scale_up:
-            continue
-        if c.bottleneck_link:
-            links.add(c.bottleneck_link)
-        gpus.update(c.group)
-    return frozenset(links), frozenset(gpus)
+def _idle(cluster: Cluster, layout: Layout) -> tuple[str, ...]:
+    """The drawn GPUs ``layout``'s placement leaves unused, in cluster order."""
+    used = set(layout.placement or ())
+    return tuple(g.id for g in cluster.gpus if g.id not in used) if used else ()
+
 
 
 _DEFINITIONS = {
@@ -381,10 +379,15 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
         saturated = False
         if ld.mode == "offline":
             note = f"{ld.num_requests:,} requests queued at t = 0, {batch} running per replica"
+    if ld.mode != "rate":
+        # a closed loop issues its next request when one ends: it saturates at users / request time
+        # (one user at one request per end-to-end time), whatever more the KV cache could run
+        sat_rate = rate
     summary = LoadSummary(
         mode=ld.mode, definition=_DEFINITIONS[ld.mode], users=users, running=running, decode_seqs=dec,
         prefill_tokens_per_iteration=pre, iteration_ms=it, token_budget=budget, budget_bound=bound,
         request_rate_per_s=rate, saturation_rate_per_s=sat_rate, saturated=saturated, note=note,
+        asked_rate_per_s=float(ld.rate_per_s) if ld.mode == "rate" and ld.rate_per_s is not None else None,
     )
     return summary, figures
 

@@ -124,8 +124,10 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
         "(+ the front end's request overhead when requests are served at a rate or concurrency)",
         (Term("prompt", wl.isl, "tokens"),) + load_terms
         + ((Term("request overhead", ctx.constants.request_overhead_ms, "ms", "HTTP, tokenising, streaming"),)
-           if ld is not None and ld.mode in ("rate", "concurrency") else ()),
-        ("compute = max(FLOPs / (peak × MAMF × prefill_efficiency × GEMM fill), bytes / bandwidth) + fixed costs",)
+           if ld is not None and ld.mode in ("rate", "concurrency") else ())
+        + _kernel_terms(ctx, 0, 0.0, float(wl.isl)),
+        ("compute = Σ kernels of the prompt pass (GEMMs at m = the prompt's tokens, MoE, causal attention), each "
+         "timed from measured kernel tables (the source of each is on its line) + fixed costs",)
         + load_notes,
     )
     out["latency.tpot"] = Explanation(
@@ -137,10 +139,12 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
         + tuple(Term(f"stage {i} decode", float(v), "ms") for i, v in enumerate(dc))
         + (Term("M", ctx.micro_batches, "micro-batches"),
            Term("all-reduce share per step", float(st.decode_allreduce[:, 0].sum()), "ms"))
-        + ((Term("mean iteration", ld.iteration_ms, "ms", "what TPOT is"),) if ld is not None else ()),
-        ("decode step = max(FLOPs / compute rate, (weights read + KV read) / (HBM × hbm_efficiency × decode_efficiency)) "
-         "+ fixed costs per iteration, layer and MoE layer; the weights read are all but the embedding table, "
-         "of which a step gathers only its tokens' rows",) + load_notes,
+        + ((Term("mean iteration", ld.iteration_ms, "ms", "what TPOT is"),) if ld is not None else ())
+        + _kernel_terms(ctx, int(dc.argmax()), float(ctx.micro_batch_size), 0.0),
+        ("decode step = Σ kernels at the step's real sizes — GEMMs at m = the micro-batch's tokens (a small-m "
+         "GEMM costs its weight bytes once), the MoE layer over the experts its tokens touch, paged attention "
+         "over every running sequence's KV — each timed from measured kernel tables (the source of each is on "
+         "its line) + fixed costs per iteration and layer",) + load_notes,
     )
     if lc.spec is not None:
         _speculative(out, ctx, dc)
@@ -194,6 +198,29 @@ def _features(ctx: PlanContext) -> Explanation:
         "written into the export for the engines and versions that accept them; the step model credits none "
         "of them beyond what it already assumes",
         tuple(terms), tuple(notes),
+    )
+
+
+def _kernel_terms(ctx: PlanContext, stage: int, decode_seqs: float, prompt_tokens: float) -> tuple[Term, ...]:
+    """One term per kernel of ``stage`` for a step of ``decode_seqs`` decoding sequences (at the
+    mean decode context) and ``prompt_tokens`` prompt tokens, each naming its measured table or
+    estimate; then the fixed costs, which are fitted and say so."""
+    from studio.engine.step.ops import breakdown
+
+    lc, c, wl = ctx.lc, ctx.constants, ctx.project.workload
+    if lc.ops is None:
+        return ()
+    sh = lc.shapes[stage]
+    route = max(1, lc.layout.ep // lc.layout.tp) if lc.num_experts else 1
+    ops = breakdown(lc.ops[stage], sh, decode_seqs, wl.isl + wl.osl / 2.0, prompt_tokens, float(wl.isl),
+                    route, lc.window)
+    terms = tuple(Term(f"stage {stage} {name}", ms, "ms", prov) for name, ms, prov in ops)
+    fitted = c.sources.get("layer_overhead_us", "")
+    return terms + (
+        Term(f"stage {stage} fixed per step", c.decode_step_overhead_us / 1e3, "ms",
+             "decode_step_overhead_us (scheduler, sampling, launch): " + c.sources.get("decode_step_overhead_us", "")),
+        Term(f"stage {stage} fixed per layer × {sh.layers}", sh.layers * c.layer_overhead_us / 1e3, "ms",
+             "layer_overhead_us (norms, residuals, launches the kernel tables do not time): " + fitted),
     )
 
 

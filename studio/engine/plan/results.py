@@ -41,6 +41,79 @@ class LoadSummary:
     saturation_rate_per_s: float  # all replicas: the highest rate with a steady state
     saturated: bool  # an open loop at or above saturation: the queue grows without bound
     note: str = ""
+    asked_rate_per_s: float | None = None  # an open loop: the rate asked for (all replicas)
+
+
+#: Figures a plan shows that a status can void (the views' card keys; ``request`` is the end-to-end time).
+LATENCY_FIGURES: tuple[str, ...] = ("ttft", "tpot", "request")
+
+
+@frozen_result
+class PlanStatus:
+    """What a plan's figures may claim: the one rule every view (cards, status bar, CLI table and
+    JSON, report) reads instead of deciding for itself.
+
+    ``code`` is stable: ``OK``; ``SATURATED`` (an open loop at or above the saturation rate: the
+    queue grows without bound, so TTFT and the end-to-end time have no value); ``DOES_NOT_FIT``
+    (the layout cannot run: no latency, throughput or cost); ``NOT_COMPUTED`` (the engine refused
+    the project, :func:`not_computed`). ``unmet`` names the figures that cannot be met; a view
+    shows ``headline`` in their place.
+    """
+
+    code: str
+    headline: str  # "" for OK, else what a card shows instead of a value ("saturated at 2.56 req/s")
+    reason: str  # one sentence: why
+    unmet: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.code == "OK"
+
+    def shows(self, figure: str) -> bool:
+        """Whether figure ``figure`` (``ttft``, ``tpot``, ``request``, ``throughput``, ``cost``) has a value."""
+        return figure not in self.unmet
+
+    def value(self, figure: str, v: float) -> float | None:
+        """``v``, or None when the status voids ``figure`` (the JSON's null)."""
+        return v if self.shows(figure) else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "headline": self.headline, "reason": self.reason, "unmet": list(self.unmet)}
+
+
+#: Every figure a plan that does not run, or was not computed, cannot show.
+_ALL_FIGURES = (*LATENCY_FIGURES, "throughput", "cost")
+
+
+def plan_status(fits: bool, fit_reason: str, saturated: bool = False, saturation_rate_per_s: float = 0.0,
+                rate_per_s: float | None = None) -> PlanStatus:
+    """The status of a plan from what the engine found (the only place the rule is written).
+
+    Parameters
+    ----------
+    fits:
+        Whether the layout runs (weights and one sequence's KV cache fit, the batch fits).
+    saturated:
+        An open loop at or above ``saturation_rate_per_s`` (all replicas); ``rate_per_s`` is the
+        rate asked for.
+    """
+    if not fits:
+        return PlanStatus("DOES_NOT_FIT", "does not fit", fit_reason, _ALL_FIGURES)
+    if saturated:
+        asked = f"{rate_per_s:.3g} req/s is" if rate_per_s is not None else "the load is"
+        return PlanStatus(
+            "SATURATED", f"saturated at {saturation_rate_per_s:.3g} req/s",
+            f"{asked} at or above the saturation rate {saturation_rate_per_s:.3g} req/s: the queue grows "
+            "without bound, so TTFT and the end-to-end time have no steady state; TPOT and throughput "
+            "are those at saturation",
+            ("ttft", "request"),
+        )
+    return PlanStatus("OK", "", fit_reason)
+
+
+def not_computed(reason: str) -> PlanStatus:
+    """The status of a project the engine refused (``reason``: its message, naming the GPU or link)."""
+    return PlanStatus("NOT_COMPUTED", "not computed", reason, _ALL_FIGURES)
 
 
 @frozen_result
@@ -164,6 +237,9 @@ class PlanResult:
     #: GPUs of those TP groups (the canvas marks them).
     slow_links: frozenset[str] = frozenset()
     slow_gpus: frozenset[str] = frozenset()
+    #: Drawn GPUs the layout leaves unused (its placement names fewer GPUs than the cluster has):
+    #: the canvas hatches them, the metrics and the status bar count them.
+    idle_gpus: tuple[str, ...] = ()
 
     @property
     def gpus(self) -> int:
@@ -174,10 +250,20 @@ class PlanResult:
         """The most loaded GPU."""
         return max(self.memory, key=lambda m: m.total)
 
+    @property
+    def status(self) -> PlanStatus:
+        """What the figures may claim (:func:`plan_status`): every view reads this."""
+        ld = self.load
+        saturated = ld is not None and ld.saturated
+        asked = ld.asked_rate_per_s if ld is not None and ld.mode == "rate" else None
+        return plan_status(self.fits, self.fit_reason, saturated, ld.saturation_rate_per_s if ld else 0.0, asked)
+
     def to_json(self) -> dict[str, Any]:
         """The CLI's ``plan --json`` object (a stable contract; keys only get added)."""
         m = self.peak_memory
+        status = self.status
         return {
+            "status": status.to_json(),
             "layout": {
                 "tp": self.layout.tp,
                 "pp": self.layout.pp,
@@ -189,6 +275,7 @@ class PlanResult:
                 "cp_mode": self.layout.cp_mode,
                 "layers_per_stage": [s.layers for s in self.stages],
                 "placement": list(self.layout.placement or ()),
+                "idle_gpus": list(self.idle_gpus),
             },
             "fits": self.fits,
             "fit_reason": self.fit_reason,
@@ -244,15 +331,18 @@ class PlanResult:
                 "bottlenecks": sorted({c.bottleneck_kind for c in self.comm if c.bottleneck_kind}),
             },
             "pipeline": {"bubble_fraction": self.bubble_fraction, "micro_batches": self.micro_batches},
-            "latency_ms": {"ttft": self.ttft_ms, "tpot": self.tpot_ms, "request": self.request_latency_ms},
+            # a figure the status voids is null, and the status says why (``status.reason``)
+            "latency_ms": {"ttft": status.value("ttft", self.ttft_ms), "tpot": status.value("tpot", self.tpot_ms),
+                           "request": status.value("request", self.request_latency_ms),
+                           "null_reason": None if status.ok else status.reason},
             "throughput": {
                 "output_tokens_per_s": self.output_tokens_per_s,
                 "output_tokens_per_s_per_gpu": self.output_tokens_per_s_per_gpu,
-                "tokens_per_s_per_user": self.tokens_per_s_per_user,
+                "tokens_per_s_per_user": status.value("tpot", self.tokens_per_s_per_user),
             },
             "cost": {
                 "usd_per_hour": self.usd_per_hour,
-                "usd_per_million_output_tokens": self.usd_per_million_output_tokens,
+                "usd_per_million_output_tokens": status.value("cost", self.usd_per_million_output_tokens),
             },
             "warnings": [
                 {"code": w.code, "severity": w.severity, "message": w.message, "fix": w.fix}

@@ -7,7 +7,8 @@ import math
 from studio.core.parallelism import heads_reason
 from studio.core.precision import DType
 from studio.core.units import GIB
-from studio.engine.plan.context import PlanContext
+from studio.engine.fabric.slow_hops import slow_tp_hops
+from studio.engine.plan.context import PlanContext, tp_message_bytes
 from studio.engine.plan.costs import cached_layer_table
 from studio.engine.plan.results import PlanWarning
 from studio.engine.step.shapes import LayerTable, stage_shapes
@@ -56,17 +57,9 @@ def _tp_crosses_node(ctx: PlanContext) -> list[PlanWarning]:
 
 def _tp_slow_link(ctx: PlanContext) -> list[PlanWarning]:
     topo = ctx.topo
-    hits: list[tuple[list[str], str]] = []
-    for s, cols in enumerate(ctx.lc.allreduce):
-        for d, col in enumerate(cols):
-            group = ctx.lc.groups[d][s] if d < len(ctx.lc.groups) else []
-            if len(col.group) < 2 or len(topo.islands_of(col.group)) > 1:
-                continue
-            a = col.pick(ctx.micro_batch_size * ctx.lc.hidden * ctx.constants.activation_bytes)
-            if a and a.bottleneck_link:
-                fam = topo.link_family[topo.link_pos[a.bottleneck_link]]
-                if not fam.is_scale_up:
-                    hits.append((group or list(col.group), a.bottleneck_link))
+    # groups that leave their scale-up island have a warning of their own (TP_CROSSES_NODE)
+    hits = [(list(grp), link) for grp, link in slow_tp_hops(ctx.lc.allreduce, topo, tp_message_bytes(ctx))
+            if len(topo.islands_of(list(grp))) <= 1]
     if not hits:
         return []
     kind = ctx.topo.link_kind[ctx.topo.link_pos[hits[0][1]]]
@@ -279,5 +272,32 @@ def _cp_crosses_node(ctx: PlanContext) -> list[PlanWarning]:
     )]
 
 
-RULES = (_fit, _context, _heads, _tp_crosses_node, _tp_slow_link, _nvswitch, _pp_uneven, _bubble,
+def _saturated(ctx: PlanContext) -> list[PlanWarning]:
+    ld = ctx.load
+    if ld is None or not ld.saturated:
+        return []
+    return [PlanWarning(
+        "SATURATED", "warning",
+        f"{ld.asked_rate_per_s or ld.request_rate_per_s:.3g} req/s is at or above the saturation rate "
+        f"{ld.saturation_rate_per_s:.3g} req/s: the queue grows without bound, TTFT has no value",
+        f"serve at most {ld.saturation_rate_per_s:.3g} req/s on this layout, or add replicas (DP) or GPUs",
+    )]
+
+
+def _idle_gpus(ctx: PlanContext) -> list[PlanWarning]:
+    placement = set(ctx.lc.layout.placement or ())
+    idle = [g.id for g in ctx.project.cluster.gpus if placement and g.id not in placement]
+    if not idle:
+        return []
+    n = len(idle)
+    return [PlanWarning(
+        "GPUS_IDLE", "info",
+        f"{n} GPU{'s' if n != 1 else ''} idle: the layout runs on {len(placement)} of the "
+        f"{len(placement) + n} drawn GPUs ({', '.join(idle[:4])}{', …' if n > 4 else ''})",
+        "keep them as spares, or choose a layout that uses every GPU (Layout tab)",
+        gpus=tuple(idle),
+    )]
+
+
+RULES = (_fit, _saturated, _idle_gpus, _context, _heads, _tp_crosses_node, _tp_slow_link, _nvswitch, _pp_uneven, _bubble,
          _long_context, _fits_one_gpu, _targets, _cp_crosses_node)

@@ -21,14 +21,15 @@ def check_layout(layout: Layout, cluster: Cluster, model: LLMArchitecture) -> tu
     Raises
     ------
     StudioError
-        Naming the field and the allowed values: tp × pp × dp must equal the cluster's GPUs; the
+        Naming the field and the allowed values: tp × pp × dp must equal the cluster's GPUs (or
+        the placement's, which may name fewer: the rest are idle); the
         placement may name only GPUs of the cluster; pp ≤ layers; layers_per_stage must sum to the
         model's layers; ep must divide the routed experts (and be 1 for a dense model).
     """
     gpus = cluster.gpus
-    n = len(gpus)
-    if n == 0:
+    if not gpus:
         raise StudioError("the cluster has no GPUs; add a node or a GPU before planning a layout")
+    n = par.gpus_used(layout, len(gpus))  # a placement of fewer GPUs leaves the others idle
     if layout.world_size != n:
         options = ", ".join(
             f"tp={t}×pp={p}" for t in par.tp_options(model, n) for p in par.pp_options(model, t, n)

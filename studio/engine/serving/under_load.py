@@ -74,10 +74,9 @@ def serving_setup(
         )
     cap = max(1, min(wl.max_batch, max_seqs))
     batch = cap if wl.batch == "auto" else min(int(wl.batch), cap)
-    m_eff = max(1, min(layout.micro_batches, batch))
     im = IterationModel(lc, c)
-    return ServingSetup(
-        model=im, replicas=layout.replicas, micro_batches=m_eff,
+    return ServingSetup(  # the layout's micro-batches whatever the batch, as in evaluate's load model
+        model=im, replicas=layout.replicas, micro_batches=max(1, layout.micro_batches),
         budget=budget, running_cap=cap,
         kv_tokens=float(cap_tokens), isl=wl.isl, osl=wl.osl, batch=batch, gpus=layout.world_size,
     )

@@ -10,13 +10,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from studio.core.errors import StudioError
+from studio.core.packaged import packaged_text
 
 PerGpu = dict[str, float]
+#: Constants the step model no longer has: measured kernel tables (presets/kernels) replaced them.
+RETIRED = frozenset({"roofline_blend", "expert_gemm_half_tokens", "gemm_half_tokens", "moe_layer_overhead_us",
+                     "moe_overhead_half_tokens", "moe_permute_passes", "attention_efficiency"})
 
 
 @dataclass(frozen=True)
@@ -32,9 +34,6 @@ class Constants:
     decode_step_overhead_us: float
     request_overhead_ms: float
     layer_overhead_us: float
-    moe_layer_overhead_us: float
-    moe_permute_passes: float
-    moe_overhead_half_tokens: float
     custom_allreduce_latency_us: float
     custom_allreduce_bw_fraction: float
     custom_allreduce_max_bytes: float
@@ -55,10 +54,6 @@ class Constants:
     long_context_tokens: float
     tp_max_without_nvswitch: float
     moe_imbalance_factor: float
-    gemm_half_tokens: float
-    expert_gemm_half_tokens: float
-    attention_efficiency: float
-    roofline_blend: float
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     # ----------------------------------------------------------------- lookups
@@ -89,6 +84,11 @@ class Constants:
         allowed = self.names()
         for name, value in overrides.items():
             key, _, gpu = name.partition(":")
+            if key in RETIRED:
+                raise StudioError(
+                    f"calibration efficiency '{name}' was retired: the step model now times GEMMs, attention "
+                    "and MoE from measured kernel tables (presets/kernels); remove it from the profile"
+                )
             if key not in allowed:
                 raise StudioError(
                     f"calibration efficiency '{name}' is not an engine constant; allowed: {', '.join(allowed)}"
@@ -108,16 +108,6 @@ class Constants:
                     raise StudioError(f"calibration efficiency '{name}' must be a number (got {value!r})")
                 changes[key] = float(value)
         return replace(self, **changes)
-
-
-def _engine_json() -> str:
-    packaged = resources.files("studio").joinpath("_data").joinpath("presets").joinpath("engine.json")
-    if packaged.is_file():
-        return packaged.read_text(encoding="utf-8")
-    checkout = Path(__file__).resolve().parents[3] / "presets" / "engine.json"
-    if checkout.is_file():
-        return checkout.read_text(encoding="utf-8")
-    raise StudioError("presets/engine.json is missing from this installation; reinstall layout-studio")
 
 
 def constants_from_dict(data: dict[str, Any], where: str = "presets/engine.json") -> Constants:
@@ -153,7 +143,7 @@ def constants_from_dict(data: dict[str, Any], where: str = "presets/engine.json"
 def default_constants() -> Constants:
     """The bundled constants (cached)."""
     try:
-        data = json.loads(_engine_json())
+        data = json.loads(packaged_text("presets/engine.json"))
     except ValueError as exc:
         raise StudioError(f"cannot read engine constants: {exc}", "presets/engine.json") from None
     return constants_from_dict(data)

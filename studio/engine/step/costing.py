@@ -1,7 +1,8 @@
 """Batch-independent costs of one layout (per stage) and the vectorised step-time model.
 
 :func:`layout_costs` gathers, for a resolved layout, everything that does not depend on batch or
-micro-batches: per-GPU weight/KV shapes, compute seconds per token, memory bandwidth, and the
+micro-batches: per-GPU weight/KV shapes, the measured kernel curves of every stage
+(:mod:`studio.engine.step.ops`), memory bandwidth, and the
 collectives of every stage over the drawn links. :mod:`studio.engine.step.iteration` turns them
 into the time of one scheduler iteration, :mod:`studio.engine.step.step_times` into per-stage
 prefill and decode times, so :func:`evaluate` and :func:`sweep` share one model.
@@ -22,6 +23,8 @@ from studio.engine.fabric.comm import Collective, allreduce, alltoall, p2p
 from studio.engine.fabric.topology import Topology
 from studio.engine.step.constants import Constants
 from studio.engine.step.context_parallel import CpCosts, cp_costs
+from studio.engine.step.kernels import DEFAULT_ENGINE
+from studio.engine.step.ops import StageOps, cached_stage_ops
 from studio.engine.step.records import Record
 from studio.engine.step.shapes import LayerTable, StageShape, stage_shapes
 
@@ -63,11 +66,6 @@ class LayoutCosts(Record):
     overhead: np.ndarray
     overhead_terms: dict[str, float]
     hbm_bps: np.ndarray  # achievable memory bandwidth, bytes/s
-    sec_per_token: np.ndarray  # dense compute seconds per token per GPU
-    sec_lm_head: np.ndarray  # per sequence step (last stage)
-    sec_attn_ctx: np.ndarray  # seconds per token per attended token, full layers
-    sec_attn_ctx_sliding: np.ndarray
-    sec_expert: np.ndarray  # routed-expert share of sec_per_token (balanced routing)
     allreduce: list[list[Collective]]  # [stage][replica]
     p2p: list[list[Collective]]  # [boundary][replica]
     alltoall: list[list[Collective]]  # [stage][replica]
@@ -78,6 +76,7 @@ class LayoutCosts(Record):
     a2a_bytes_per_token: float = 0.0  # bytes one GPU sends per token it routes, per all-to-all
     spec: Drafter | None = None  # speculative decoding (its drafter sits on the last stage)
     cp: CpCosts | None = None  # context parallelism (None when cp = 1)
+    ops: list[StageOps] | None = None  # measured kernel curves of every stage (studio.engine.step.ops)
 
     @property
     def weights(self) -> np.ndarray:
@@ -100,14 +99,6 @@ class LayoutCosts(Record):
         return out
 
 
-def resolve_groups(layout: Layout, placement: tuple[str, ...]) -> list[list[list[str]]]:
-    """GPU ids of every TP group: ``[replica][stage] -> [gpu of tp rank 0, ...]``."""
-    tp, pp = layout.tp, layout.pp
-    return [
-        [[placement[(d * pp + s) * tp + t] for t in range(tp)] for s in range(pp)] for d in range(layout.dp)
-    ]
-
-
 def layout_costs(
     model: LLMArchitecture,
     table: LayerTable,
@@ -122,6 +113,7 @@ def layout_costs(
     replicas: list[int] | None = None,
     fraction_of_free: bool = False,
     token_budget: int | None = None,
+    kernel_engine: tuple[str, str | None] = (DEFAULT_ENGINE, None),
 ) -> LayoutCosts:
     """Batch-independent costs; ``replicas`` limits the DP replicas whose links are costed
     (the sweep samples a few on large clusters; :func:`evaluate` costs all).
@@ -133,9 +125,12 @@ def layout_costs(
     is the most tokens one iteration carries, which sizes the activation reserve.
 
     A project's costs are built by :func:`studio.engine.plan.costs.project_costs`, which also adds
-    the drafter of speculative decoding (:func:`studio.engine.step.speculative.with_drafter`)."""
+    the drafter of speculative decoding (:func:`studio.engine.step.speculative.with_drafter`).
+
+    ``kernel_engine`` = (serving engine, version or None) names the measured kernel tables the step
+    times come from (:mod:`studio.engine.step.kernels`; default TensorRT-LLM's shipped version)."""
     cluster = topo.cluster
-    groups = resolve_groups(layout, placement)
+    groups = layout.gpu_groups(placement)
     reps = list(range(layout.dp)) if replicas is None else replicas
     pp, tp, ep = layout.pp, layout.tp, layout.ep
     specs: list[GpuSpec] = []
@@ -166,23 +161,7 @@ def layout_costs(
              "nccl_buffers": c.nccl_buffers_gib * GIB if layout.world_size > 1 else 0.0}
     overhead = np.full(pp, sum(terms.values()))
     hbm = np.array([x.hbm_bandwidth_gbps * 1e9 * c.per_gpu(c.hbm_efficiency, x.id) for x in specs])
-    sec_tok = np.zeros(pp)
-    sec_lm = np.zeros(pp)
-    sec_att = np.zeros(pp)
-    sec_att_sl = np.zeros(pp)
-    sec_exp = np.zeros(pp)
-    for s, (sh, x) in enumerate(zip(shapes, specs, strict=True)):
-        rate = {k: x.peak_tflops(k) * 1e12 * c.matmul_efficiency(x.id, k) * c.prefill_efficiency
-                for k in ("bf16", "fp8", "fp4")}
-        sec_tok[s] = sum(2.0 * p / rate[k] for k, p in sh.params_by_class.items())
-        sec_lm[s] = 2.0 * sh.lm_head_params / rate[sh.lm_head_class]
-        # attention runs on FP8 tensor cores when the KV cache is FP8 and the GPU has them (TensorRT-LLM
-        # FP8 context FMHA, FlashInfer / FlashAttention-3 FP8), else in BF16
-        att = "fp8" if DType(kv_dtype).compute_class == "fp8" and has_fp8 else "bf16"
-        sec_att[s] = sh.attn_flops_per_ctx / rate[att]
-        sec_att_sl[s] = sh.attn_flops_per_ctx_sliding / rate[att]
-        sec_exp[s] = 2.0 * sh.expert_params / rate[sh.expert_class]
-    ar = [[allreduce(topo, groups[d][s], c) for d in reps] for s in range(pp)]
+    ar = [[allreduce(topo, groups[d][s], c, kernel_engine) for d in reps] for s in range(pp)]
     pt = [[p2p(topo, groups[d][s], groups[d][s + 1], c) for d in reps] for s in range(pp - 1)]
     a2a: list[list[Collective]] = [[] for _ in range(pp)]
     if moe is not None and ep > tp:
@@ -210,12 +189,13 @@ def layout_costs(
         a2a_bytes = remote * h * elem / tp
     out = LayoutCosts(
         layout=layout, shapes=shapes, groups=groups, specs=specs, capacity=cap, usable=usable,
-        activations=act, overhead=overhead, overhead_terms=terms, hbm_bps=hbm, sec_per_token=sec_tok,
-        sec_lm_head=sec_lm, sec_attn_ctx=sec_att, sec_attn_ctx_sliding=sec_att_sl, sec_expert=sec_exp, allreduce=ar, p2p=pt,
+        activations=act, overhead=overhead, overhead_terms=terms, hbm_bps=hbm, allreduce=ar, p2p=pt,
         alltoall=a2a, window=model.sliding_window, hidden=h,
         experts_per_token=moe.experts_per_token if moe else 0, num_experts=moe.num_experts if moe else 0,
         a2a_bytes_per_token=a2a_bytes,
         cp=cp_costs(model, kv_dtype, layout, groups, topo, c, reps),
+        ops=[cached_stage_ops(model, table, sh, precision, kv_dtype, x, c, tp, ep, has_fp8, has_fp4, *kernel_engine)
+             for sh, x in zip(shapes, specs, strict=True)],
     )
     return out
 

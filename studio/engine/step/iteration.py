@@ -5,16 +5,15 @@ iteration runs one forward pass over the decode token of every running sequence 
 prompts being prefilled, within a token budget (``max_num_batched_tokens`` / ``max_num_tokens``).
 :class:`IterationModel` prices such an iteration from a :class:`~studio.engine.step.costing.LayoutCosts`:
 
-* GEMMs run at the GPU's measured matmul efficiency (MAMF) × the asymptotic kernel efficiency
-  (``prefill_efficiency``) × ``T / (T + gemm_half_tokens)``, ``T`` the tokens of the micro-batch:
-  a few tokens leave the tensor cores idle, thousands saturate them. Routed experts run grouped
-  GEMMs of ``T · k / E`` tokens each (over the EP group), at ``t / (t + expert_gemm_half_tokens)``.
-* Weights (all but the embedding table, of which a pass gathers only its tokens' rows; and only
-  the routed experts actually touched) and the KV cache of the decoding sequences are
-  read once per micro-batch at ``decode_efficiency`` × the achievable memory bandwidth.
-* A stage takes ``max(compute, memory) + roofline_blend × min(compute, memory)`` (kernels do not
-  overlap perfectly) + fixed costs (per iteration, per layer, and per MoE layer for routing and the
-  expert dispatch) + its all-reduces / all-to-alls; stages pass hidden states to the next over the
+* Every kernel is timed at the iteration's real size from measured tables
+  (:mod:`studio.engine.step.kernels`, :mod:`studio.engine.step.ops`): the GEMMs of every token
+  (QKV, output, MLP, shared experts, router) at m = the micro-batch's tokens, so a small-m GEMM
+  costs its weight bytes once; the LM head at m = the sequences emitting a token; the fused MoE
+  layer at the tokens routed in the EP group (distinct experts touched on the most loaded rank,
+  tokens per expert); paged decode attention over the KV bytes of every running sequence; causal
+  prefill attention over each chunk's prefix.
+* A stage takes the sum of its kernels + fixed costs (per iteration and per layer: fitted, see
+  ``--explain``) + its all-reduces / all-to-alls; stages pass hidden states to the next over the
   drawn links.
 * With ``M`` micro-batches the iteration (a "round") takes ``max(Σ_s t_s, M · max_s t_s)``.
 * With speculative decoding (``lc.spec``) each decoding sequence brings ``k + 1`` tokens to be
@@ -28,6 +27,8 @@ steady state (:mod:`studio.engine.serving.load`), the sweep and the request simu
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -105,7 +106,6 @@ class IterationModel:
         x = x / split
         n = x.shape[0]
         ctx_full = np.broadcast_to(np.asarray(decode_ctx, dtype=float), (n,))
-        ctx = ctx_full / split
         plen = np.broadcast_to(np.maximum(np.asarray(prompt_len, dtype=float), 1.0), (n,))
         dv = d * (lc.spec.verify_tokens if lc.spec is not None else 1)  # decode tokens through the model
         tokens = x + dv
@@ -114,9 +114,7 @@ class IterationModel:
         act_b = c.activation_bytes
         h = lc.hidden
         working = tokens > 0
-        gemm = np.where(working, tokens / (tokens + c.gemm_half_tokens), 1.0)
         route = max(1, lc.layout.ep // tp) if lc.num_experts else 1
-        skew = c.moe_imbalance_factor - 1.0 if lc.num_experts else 0.0
         # logits: every decoding sequence, and each prompt whose last chunk is in this micro-batch
         logit_seqs = dv + x / plen
         ar_size = tokens * h * act_b
@@ -132,45 +130,52 @@ class IterationModel:
         # what every stage shares, computed once (a pass costs ~0.1 ms of numpy calls, mostly per stage)
         attended = sliding_avg(plen, None)  # per prompt token, full-attention layers
         attended_sliding = sliding_avg(plen, lc.window)
-        ctx_sliding = np.minimum(ctx, lc.window) if lc.window else ctx
-        # the MoE layer's routing, dispatch and combine synchronisation grows with the tokens routed
-        # until the kernels are full: T / (T + moe_overhead_half_tokens) of its full cost
-        moe_fill = tokens / (tokens + c.moe_overhead_half_tokens)
-        if lc.num_experts:
-            # routed experts: grouped GEMMs of tokens × k / E rows each (per EP group), far smaller
-            # than the dense GEMMs when experts are many and fine-grained
-            tpe = tokens * route * lc.experts_per_token / lc.num_experts
-            gemm_e = np.where(tpe > 0, tpe / (tpe + c.expert_gemm_half_tokens), 1.0)
-            miss = 1.0 - lc.experts_per_token / lc.num_experts
-            touched = 1.0 - miss ** (tokens * route)  # share of the routed experts' weights read
-        else:
-            gemm_e = gemm
-            touched = np.zeros(n)
+        ctx_sliding = np.minimum(ctx_full, lc.window) if lc.window else ctx_full
+        pf_eff, dec_eff = c.prefill_efficiency, c.decode_efficiency
+        has_d, has_x, has_l = d > 0, x > 0, logit_seqs > 0
+        ops = lc.ops
+        assert ops is not None
+        log_tok = np.log(np.maximum(tokens, 1e-30))
+        log_route = np.log(float(route))
+        log_logits = np.log(np.maximum(logit_seqs, 1e-30))
+        log_dctx = np.log(np.maximum(d * ctx_full, 1e-30))
+        log_dctx_sl = np.log(np.maximum(d * ctx_sliding, 1e-30)) if lc.window else log_dctx
+        log_pf = np.log(np.maximum(x * attended, 1e-30))
+        log_pf_sl = np.log(np.maximum(x * attended_sliding, 1e-30)) if lc.window else log_pf
         for s, sh in enumerate(lc.shapes):
-            dense = (tokens * (lc.sec_per_token[s] - lc.sec_expert[s]) / gemm
-                     + tokens * lc.sec_expert[s] / gemm_e + dv * skew * lc.sec_expert[s])
-            attn = (x * (attended * lc.sec_attn_ctx[s] + attended_sliding * lc.sec_attn_ctx_sliding[s])
-                    + dv * (ctx * lc.sec_attn_ctx[s] + ctx_sliding * lc.sec_attn_ctx_sliding[s]))
-            cmp_s = dense + logit_seqs * lc.sec_lm_head[s] + attn / c.attention_efficiency
-            if lc.num_experts:
-                # routing moves every token's hidden state to its k experts and back (permute, combine):
-                # memory-bound kernels between the GEMMs, in proportion to tokens × k
-                cmp_s = cmp_s + (tokens * sh.moe_layers * lc.experts_per_token * h * act_b
-                                 * c.moe_permute_passes / lc.hbm_bps[s])
-            dense_w = sh.streamed_bytes - sh.expert_bytes  # the embedding table is gathered, not read
-            # the stage's KV bytes are already split by CP; the context each GPU reads is the full one
-            kv_read = d * np.asarray(sh.kv_bytes_for(ctx_full, lc.window), dtype=float)
-            mem_s = (dense_w + sh.expert_bytes * touched + kv_read) / (lc.hbm_bps[s] * c.decode_efficiency)
-            busy = np.maximum(cmp_s, mem_s) + c.roofline_blend * np.minimum(cmp_s, mem_s)
-            fixed_us = (c.decode_step_overhead_us + sh.layers * c.layer_overhead_us
-                        + sh.moe_layers * c.moe_layer_overhead_us * moe_fill)
-            comp[s] = np.where(working, busy * 1e3 + fixed_us / 1e3, 0.0)
+            o = ops[s]
+            # every kernel at the iteration's real size: the tables' time for m tokens; a calibration
+            # profile may scale the part a token count above one adds (prefill_efficiency) and the
+            # weight-streaming floor of one token (decode_efficiency), both 1 by default
+            g1 = o.dense_one
+            gemm = g1 / dec_eff + np.maximum(o.dense.at_log(log_tok) - g1, 0.0) / pf_eff
+            if o.moe is not None:
+                m1 = o.moe_one
+                gemm = gemm + m1 / dec_eff + np.maximum(o.moe.at_log(log_tok + log_route) - m1, 0.0) / pf_eff
+            if o.lm_head is not None:
+                gemm = gemm + np.where(has_l, o.lm_head.at_log(log_logits), 0.0) / dec_eff
+            # paged decode attention reads every running sequence's KV (the stage's bytes are split by
+            # CP already; the context each GPU reads is the full one); prefill chunks attend to their prefix
+            dec = np.zeros(n)
+            pre = np.zeros(n)
+            pf_layer = np.zeros(n)
+            if sh.full_layers:
+                dec = dec + sh.full_layers * o.decode_attention.at_log(log_dctx + math.log(o.kv_layer_full or 1e-30))
+                pf_layer = o.prefill_attention.at_log(log_pf + math.log(o.attn_flops_layer or 1e-30))
+                pre = pre + sh.full_layers * pf_layer
+            if sh.sliding_layers:
+                dec = dec + sh.sliding_layers * o.decode_attention.at_log(
+                    log_dctx_sl + math.log(o.kv_layer_sliding or 1e-30))
+                pre = pre + sh.sliding_layers * o.prefill_attention.at_log(
+                    log_pf_sl + math.log(o.attn_flops_layer or 1e-30))
+            attn = np.where(has_d, dec, 0.0) / dec_eff + np.where(has_x, pre, 0.0) / pf_eff
+            fixed_us = c.decode_step_overhead_us + sh.layers * c.layer_overhead_us
+            comp[s] = np.where(working, gemm + attn + fixed_us / 1e3, 0.0)
             t_ar = coll_time_us(lc.allreduce[s], ar_size)
             ar_worst = np.maximum(ar_worst, t_ar)
             ar[s] = np.where(working, 2 * sh.layers * t_ar / 1e3, 0.0)
             if lc.cp is not None and sh.full_layers:
-                pf_attn_us = x * attended * lc.sec_attn_ctx[s] / sh.full_layers \
-                    / c.attention_efficiency * 1e6
+                pf_attn_us = np.where(has_x, pf_layer, 0.0) / pf_eff * 1e3
                 t_cp = lc.cp.layer_us(s, x, dv, pf_attn_us)  # every verified token attends
                 cp_worst = np.maximum(cp_worst, t_cp)
                 cpt[s] = np.where(working, sh.full_layers * t_cp / 1e3, 0.0)
@@ -179,7 +184,7 @@ class IterationModel:
                 a2a_worst = np.maximum(a2a_worst, t_a2a)
                 a2a[s] = np.where(working, 2 * sh.moe_layers * t_a2a / 1e3, 0.0)
         if lc.spec is not None and lc.spec.draft is not None:
-            d_cmp, d_coll = lc.spec.draft_ms(c, x, d, ctx, plen)
+            d_cmp, d_coll = lc.spec.draft_ms(c, x, d, ctx_full / split, plen)
             comp[pp - 1] += d_cmp
             ar[pp - 1] += d_coll
         for s, colls in enumerate(lc.p2p):

@@ -133,8 +133,9 @@ def attn_flops_per_ctx_layer(model: LLMArchitecture, tp: int) -> float:
     return 4.0 * heads * model.head_dim
 
 
-def _cls(dtype: DType, has_fp8: bool, has_fp4: bool) -> str:
-    c = dtype.compute_class
+def compute_class(dtype: DType, has_fp8: bool, has_fp4: bool) -> str:
+    """The tensor-core class ``dtype`` computes in on a GPU with (or without) FP8 / FP4 units."""
+    c = DType(dtype).compute_class
     if c == "fp4" and not has_fp4:
         c = "fp8"
     if c == "fp8" and not has_fp8:
@@ -198,7 +199,7 @@ def stage_shapes(
             (ts("experts", first, count) * k_active / tp, p_exp),
         ):
             if params:
-                c = _cls(dt, has_fp8, has_fp4)
+                c = compute_class(dt, has_fp8, has_fp4)
                 classes[c] = classes.get(c, 0.0) + params
         lm_params = model.vocab_size * h / tp if s == last_stage else 0.0
         out.append(
@@ -212,13 +213,13 @@ def stage_shapes(
                 expert_bytes=wb["experts"],
                 params_by_class=classes,
                 lm_head_params=lm_params,
-                lm_head_class=_cls(precision.lm_head, has_fp8, has_fp4),
+                lm_head_class=compute_class(precision.lm_head, has_fp8, has_fp4),
                 attn_flops_per_ctx=attn_ctx * (count - sliding),
                 attn_flops_per_ctx_sliding=attn_ctx * sliding,
                 kv_full=kv_layer * (count - sliding),
                 kv_sliding=kv_layer * sliding,
                 expert_params=ts("experts", first, count) * k_active / tp,
-                expert_class=_cls(p_exp, has_fp8, has_fp4),
+                expert_class=compute_class(p_exp, has_fp8, has_fp4),
                 embeddings_are_head=bool(model.tie_word_embeddings) and s == 0 and s == last_stage,
             )
         )

@@ -239,6 +239,14 @@ class CalibrationPanel(QWidget):
             self.name.setText(f"nccl-{kind}")
         self._say(f"{kind}: {fit.link_fit.latency_us:.3g} µs per hop, {fit.link_fit.bandwidth_gbps:.4g} GB/s per "
                   f"link; RMS relative error {before:.1%} → {fit.link_fit.rms_rel_error:.1%}")
+        from studio.io.presets import load_catalog
+        from studio.service.nccl_fit_checks import log_mismatches
+
+        if kind in cluster.link_kinds:  # the same warnings as `layout-studio calibrate nccl`
+            warnings = log_mismatches(self.nccl_logs, ranks, cluster.link_kinds[kind], list(load_catalog().nodes.values()))
+            if warnings:
+                self.status.setText(self.status.text() + "\n" + "\n".join(f"⚠ {w}" for w in warnings))
+                self.status.setStyleSheet("color: #e8590c;")
 
     # ------------------------------------------------------------------ serving
     def _open_serving(self) -> None:

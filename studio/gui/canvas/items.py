@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.core.hardware import GpuSpec, LinkKind, Node, Switch
+from studio.core.hardware import NVLINK_SWITCH_KINDS, GpuSpec, LinkKind, Node, Switch
 from studio.gui.canvas.geometry import NodeGeometry, node_geometry
 from studio.gui.canvas.style import (
     HEADER_H,
@@ -72,10 +72,15 @@ def _metrics(font: QFont) -> QFontMetricsF:
     return fm
 
 
-def legible(font: QFont, p: QPainter) -> QFont:
-    """``font``, enlarged when the painter's zoom would draw it under :data:`MIN_TEXT_PX` pixels
-    (fonts and their pixel sizes are cached: this runs in every paint)."""
-    zoom = QStyleOptionGraphicsItem.levelOfDetailFromTransform(p.worldTransform())
+def zoom_of(p: QPainter) -> float:
+    """The painter's scale (scene units to pixels)."""
+    return QStyleOptionGraphicsItem.levelOfDetailFromTransform(p.worldTransform())
+
+
+def legible(font: QFont, p: QPainter | float) -> QFont:
+    """``font``, enlarged when the painter's zoom (or the zoom ``p``) would draw it under
+    :data:`MIN_TEXT_PX` pixels (fonts and their pixel sizes are cached: this runs in every paint)."""
+    zoom = p if isinstance(p, float | int) else zoom_of(p)
     k = _key(font)
     px = _PIXELS.get(k)
     if px is None:
@@ -90,20 +95,43 @@ def legible(font: QFont, p: QPainter) -> QFont:
     return f
 
 
-def fit_label(font: QFont, rect: QRectF, label: str, sublabel: str) -> list[tuple[QRectF, str]]:
-    """Where to draw a tile's label and sub-label in ``font``: both lines when they fit the tile,
-    else the sub-label alone (the slot number tells GPUs of one box apart), elided to the tile's
-    width."""
+def margin_at(zoom: float) -> float:
+    """:data:`LABEL_MARGIN_PX` in scene units at ``zoom``."""
+    return LABEL_MARGIN_PX / zoom if zoom > 0 else LABEL_MARGIN_PX
+
+
+#: Room left free at the top of a GPU tile for its stage badge (the part of the badge inside the tile).
+BADGE_BAND = 8.0
+
+#: Horizontal room kept between a label and its tile's edges, on screen (px).
+LABEL_MARGIN_PX = 3.0
+
+
+def label_forms(label: str, sublabel: str) -> list[tuple[str, ...]]:
+    """The ways to write a tile's label, fullest first, each a tuple of lines: both lines, then one
+    line, then shorter ones (the slot number alone tells GPUs of one box apart; "PCIe sw" → "PCIe",
+    "CPU 0" → "CPU"). Every form is whole text: a label is shortened by choice of form, never cut."""
+    if sublabel:
+        return [(label, sublabel), (f"{label} {sublabel}",), (sublabel,)]
+    forms: list[tuple[str, ...]] = [(label,)] if label else []
+    if " " in label:
+        forms.append((label.split(" ")[0],))
+    return forms
+
+
+def fit_label(font: QFont, rect: QRectF, label: str, sublabel: str, margin: float = 2.0) -> list[tuple[QRectF, str]]:
+    """Where to draw a tile's label in ``font``: the fullest of :func:`label_forms` whose lines all
+    fit the tile (width less ``margin`` scene units each side, height), centred; nothing when none
+    fits (a port too small to read is drawn as a plain box, its node counts it)."""
     fm = _metrics(font)
-    if sublabel and 2 * fm.height() <= rect.height() + 1 and fm.horizontalAdvance(label) <= rect.width():
-        top = QRectF(rect.x(), rect.center().y() - fm.height(), rect.width(), fm.height())
-        bottom = QRectF(rect.x(), rect.center().y(), rect.width(), fm.height())
-        return [(top, fm.elidedText(label, Qt.TextElideMode.ElideRight, rect.width())),
-                (bottom, fm.elidedText(sublabel, Qt.TextElideMode.ElideRight, rect.width()))]
-    text = sublabel or label
-    if fm.horizontalAdvance(text) > rect.width() and " " in text:
-        text = text.split(" ")[0]  # "PCIe sw" -> "PCIe", "CPU 0" -> "CPU"
-    return [(rect, fm.elidedText(text, Qt.TextElideMode.ElideRight, rect.width()))]
+    h = fm.height()
+    width = rect.width() - 2 * margin
+    for lines in label_forms(label, sublabel):
+        if len(lines) * h > rect.height() + 1 or any(fm.horizontalAdvance(t) > width for t in lines):
+            continue
+        top = rect.center().y() - len(lines) * h / 2
+        return [(QRectF(rect.x(), top + k * h, rect.width(), h), t) for k, t in enumerate(lines)]
+    return []
 
 
 SWITCH_LABELS = {
@@ -152,6 +180,32 @@ class Endpoint(QGraphicsItem):
     def center_in_scene(self) -> QPointF:
         return self.mapToScene(self._rect.center())
 
+    def badge_shown(self, zoom: float) -> bool:
+        """Whether the stage badge is drawn at ``zoom``: only where its text can be read (further out
+        the tile's stage tint and the legend's stage colours tell the stage)."""
+        if not (self.badge and self.badge_color is not None):
+            return False
+        return QFontInfo(SMALL).pixelSize() * zoom >= MIN_TEXT_PX - 0.5
+
+    def text_rect(self, zoom: float) -> QRectF:
+        """Where the label may go at ``zoom``: the tile, less the band its badge covers."""
+        return self._rect.adjusted(0, BADGE_BAND, 0, 0) if self.badge_shown(zoom) else self._rect
+
+    def own_label(self, zoom: float) -> list[tuple[QRectF, str]]:
+        """The lines of this box's own label that fit at ``zoom`` (:func:`fit_label`)."""
+        font = legible(SMALL, zoom)
+        if font.pointSizeF() > SMALL.pointSizeF() * MAX_LABEL_SCALE:
+            return []
+        return fit_label(font, self.text_rect(zoom), self.label, self.sublabel, margin_at(zoom))
+
+    def drawn_label(self, zoom: float) -> list[tuple[QRectF, str]]:
+        """The lines this box draws at ``zoom`` (scene units to pixels), and where: whole words
+        only, nothing for a port whose row its node shows as a count instead (:class:`PortRow`)."""
+        row = getattr(self, "port_row", None)
+        if row is not None and row.collapsed(zoom):
+            return []
+        return self.own_label(zoom)
+
     def paint(self, p: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
         p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
         pen = QPen(self.outline, 1.0)
@@ -161,17 +215,21 @@ class Endpoint(QGraphicsItem):
             pen = QPen(QColor(SELECT_COLOR), 3.0)
         if self.flash:
             pen = QPen(QColor(SLOW_LINK_COLOR), 3.0)
+        zoom = zoom_of(p)
+        row = getattr(self, "port_row", None)
+        if row is not None and row.collapsed(zoom) and not (self.isSelected() or self.flash):
+            return  # its row is drawn as one bar with the count (PortRow)
         p.setPen(pen)
         p.setBrush(QBrush(self.fill))
         p.drawRoundedRect(self._rect, 5, 5)
         p.setPen(self.text_color)
-        font = legible(SMALL, p)
+        font = legible(SMALL, zoom)
         if font.pointSizeF() <= SMALL.pointSizeF() * MAX_LABEL_SCALE:  # else too far out to read at all
             p.setFont(font)
-            for rect, text in fit_label(font, self._rect, self.label, self.sublabel):
+            for rect, text in self.drawn_label(zoom):
                 p.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
         p.setFont(SMALL)
-        if self.badge and self.badge_color is not None:
+        if self.badge_shown(zoom):
             r = QRectF(self._rect.right() - 20, self._rect.top() - 5, 24, 13)
             p.setPen(Qt.PenStyle.NoPen)
             p.setBrush(self.badge_color)
@@ -198,6 +256,21 @@ class GpuTile(Endpoint):
         )
         self.setToolTip(self.base_tip)
         self._shown: tuple | None = None  # what show_placement last drew
+        #: The plan leaves this GPU unused (drawn hatched).
+        self.idle = False
+
+    def set_idle(self, idle: bool) -> None:
+        """Hatch the tile when the layout leaves the GPU idle."""
+        if idle != self.idle:
+            self.idle = idle
+            self.update()
+
+    def paint(self, p: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
+        super().paint(p, option, widget)
+        if self.idle:
+            p.setPen(Qt.PenStyle.NoPen)
+            p.setBrush(QBrush(QColor("#868e96"), Qt.BrushStyle.BDiagPattern))
+            p.drawRoundedRect(self._rect, 5, 5)
 
     def show_placement(self, stage: int | None, tp_group: int | None, label: str, ring: QColor | None, note: str) -> bool:
         """Show a layout's rank on the tile: stage tint and badge, outline ``ring``, and ``note``
@@ -259,6 +332,77 @@ class EmptySlot(QGraphicsItem):
         p.drawText(self._rect, Qt.AlignmentFlag.AlignCenter, f"slot {self.slot}")
 
 
+class PortRow(QGraphicsItem):
+    """A node's row of ports (PCIe switches and CPUs, or NICs) drawn as one bar with their count
+    when the view is zoomed out so far that a port's own label no longer fits its box (level of
+    detail): "8 PCIe switches · 2 CPUs", "8 NICs". Zoomed in, it draws nothing and each port is
+    drawn with its name. Above the node's internal links, so that they end at the bar."""
+
+    def __init__(self, ports: list[Endpoint], forms: list[str], parent: QGraphicsItem) -> None:
+        super().__init__(parent)
+        self.ports = ports
+        self.forms = forms
+        rect = QRectF(ports[0].pos(), ports[0]._rect.size())
+        for e in ports[1:]:
+            rect = rect.united(QRectF(e.pos(), e._rect.size()))
+        self._rect = rect
+        self.setZValue(1.5)
+        self.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        for e in ports:
+            e.port_row = self  # type: ignore[attr-defined]
+        self._zoom: tuple[float, bool] | None = None
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API
+        return self._rect
+
+    def collapsed(self, zoom: float) -> bool:
+        """Whether at ``zoom`` some port's own label does not fit: the row shows its count."""
+        if self._zoom is None or self._zoom[0] != zoom:
+            self._zoom = (zoom, any(not e.own_label(zoom) for e in self.ports))
+        return self._zoom[1]
+
+    def drawn_label(self, zoom: float) -> list[tuple[QRectF, str]]:
+        """The count this row draws at ``zoom`` (the fullest form that fits), nothing zoomed in."""
+        if not self.collapsed(zoom):
+            return []
+        font = legible(SMALL, zoom)
+        for text in self.forms:
+            parts = fit_label(font, self._rect, text, "", margin_at(zoom))
+            if parts and parts[0][1] == text:
+                return parts
+        return []
+
+    def paint(self, p: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
+        zoom = zoom_of(p)
+        if not self.collapsed(zoom):
+            return
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        p.setPen(QPen(QColor("#868e96"), 1.0))
+        p.setBrush(QBrush(self.ports[0].fill))
+        p.drawRoundedRect(self._rect, 5, 5)
+        p.setPen(QColor("#212529"))
+        p.setFont(legible(SMALL, zoom))
+        for rect, text in self.drawn_label(zoom):
+            p.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
+
+
+def _plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def port_row_forms(switch_kinds: list[str], nics: int) -> tuple[list[str], list[str]]:
+    """The count texts of a node's middle row (PCIe switches, CPUs, fabric ports) and NIC row,
+    fullest first."""
+    pcie = switch_kinds.count("pcie-switch")
+    cpus = switch_kinds.count("cpu")
+    other = len(switch_kinds) - pcie - cpus
+    long_parts = [t for t in (pcie and _plural(pcie, "PCIe switch", "PCIe switches"), cpus and _plural(cpus, "CPU"),
+                              other and _plural(other, "port")) if t]
+    short_parts = [t for t in (pcie and f"{pcie} PCIe", cpus and f"{cpus} CPU", other and f"{other} other") if t]
+    mid = [" · ".join(long_parts), " · ".join(short_parts)] if long_parts else []
+    return mid, ([_plural(nics, "NIC"), str(nics)] if nics else [])
+
+
 class NodeItem(QGraphicsObject):
     """A server: header with its name, GPU tiles, switches and NICs; movable and selectable."""
 
@@ -288,7 +432,7 @@ class NodeItem(QGraphicsObject):
         for sw in node.switches:
             rect = self.geometry.switches[sw.id]
             e = Endpoint(sw.id, "switch", rect, self)
-            e.label = sw.name if sw.kind in ("nvswitch", "nvlink-switch") else SWITCH_LABELS.get(sw.kind, sw.kind)
+            e.label = sw.name if sw.kind in NVLINK_SWITCH_KINDS else SWITCH_LABELS.get(sw.kind, sw.kind)
             if sw.kind == "cpu":
                 e.label = sw.name or "CPU"
             e.fill = QColor("#e7f5ff") if sw.kind != "nvswitch" else QColor("#ebfbee")
@@ -300,6 +444,11 @@ class NodeItem(QGraphicsObject):
             e.fill = QColor("#f3f0ff")
             e.setToolTip(f"{nic.name or nic.id}: speaks {nic.kind}\nDrag to another NIC or a fabric switch to link")
             self.endpoints[nic.id] = e
+        mid_kinds = [sw.kind for sw in node.switches if sw.kind in ("pcie-switch", "cpu", "fabric")]
+        mid_forms, nic_forms = port_row_forms(mid_kinds, len(node.nics))
+        mid = [self.endpoints[sw.id] for sw in node.switches if sw.kind in ("pcie-switch", "cpu", "fabric")]
+        nics = [self.endpoints[nic.id] for nic in node.nics]
+        self.port_rows = [PortRow(ports, forms, self) for ports, forms in ((mid, mid_forms), (nics, nic_forms)) if ports]
         self.setToolTip(f"{node.name} ({node.id}): {len(node.gpus)} of {node.slots} slots used")
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API

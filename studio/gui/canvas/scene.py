@@ -444,14 +444,17 @@ class ClusterScene(QGraphicsScene):
             if not isinstance(ep, GpuTile):
                 continue
             stage = pl.stage_of.get(eid)
+            idle = stage is None and bool(pl.stage_of)  # a layout runs, without this GPU
             key = (stage, pl.dp_of.get(eid), pl.group_of.get(eid), pl.tp_rank_of.get(eid), eid in pl.slow_gpus,
-                   pl.pool_of.get(eid))
+                   pl.pool_of.get(eid), idle)
             if key == getattr(ep, "rank_key", None):
                 continue  # same rank as drawn: skip building its label, colour and tooltip
             ep.rank_key = key
             if stage is None:
-                ep.show_placement(None, None, "", None, "\n— not used by this layout")
+                ep.show_placement(None, None, "", None, "\n— idle: not used by this layout" if idle else "")
+                ep.set_idle(idle)
                 continue
+            ep.set_idle(False)
             if eid in pl.pool_of:
                 label, note = pool_tile_text(pl, eid, self.doc.project)
                 ep.show_placement(stage, pl.group_of[eid], label, stage_color(stage).darker(130), note)
@@ -551,6 +554,68 @@ class ClusterScene(QGraphicsScene):
             return False
         what = next(iter(moved)) if len(moved) == 1 else f"{len(moved)} items"
         return self.doc.edit_cluster(f"Move {what}", lambda c: edits.move_nodes(c, moved))
+
+    def link_kind_choices(self, link_ids: tuple[str, ...] | list[str]) -> list[LinkKind]:
+        """Kinds every link of ``link_ids`` may take (those that can join its two ends, best first)."""
+        cluster = self.doc.project.cluster
+        extra = dict(self.catalog.links) if self.catalog is not None else {}
+        common: list[LinkKind] | None = None
+        for lid in link_ids:
+            try:
+                lk = cluster.link(lid)
+            except KeyError:
+                return []
+            kinds = applicable_kinds(cluster, extra, lk.a, lk.b)
+            common = kinds if common is None else [k for k in common if any(k.id == o.id for o in kinds)]
+        return common or []
+
+    def set_link_kind(self, link_ids: tuple[str, ...] | list[str], kind: LinkKind) -> bool:
+        """Give every link of ``link_ids`` the kind ``kind``: one undo step
+        (:func:`studio.core.edits.set_link_kind` per link); no step when they already have it."""
+        cluster = self.doc.project.cluster
+        ids = [lid for lid in link_ids if lid in {lk.id for lk in cluster.links} and cluster.link(lid).kind != kind.id]
+        if not ids:
+            return False
+
+        def change(c: Cluster) -> Cluster:
+            for lid in ids:
+                c = edits.set_link_kind(c, lid, kind)
+            return c
+
+        what = ids[0] if len(ids) == 1 else f"{len(ids)} links"
+        return self.doc.edit_cluster(f"Link kind of {what} → {kind.name}", change)
+
+    def change_link_kind(self, link_ids: tuple[str, ...] | list[str], screen_pos: QPointF) -> bool:
+        """Ask the kind for ``link_ids`` (the kind menu, as after drawing a link) and set it."""
+        kinds = self.link_kind_choices(link_ids)
+        if not kinds:
+            self.refuse(f"No other link kind can join the ends of {', '.join(link_ids[:3])}")
+            return False
+        kind = self.choose_kind(kinds, QPointF(screen_pos))
+        return kind is not None and self.set_link_kind(link_ids, kind)
+
+    def links_at(self, pos: QPointF) -> tuple[str, ...]:
+        """The links a right-click at ``pos`` means: the link (or bundle) under it, with the other
+        selected links when it is one of them."""
+        for it in self.items(pos):
+            if isinstance(it, LinkItem) and it.isVisible():
+                ids = (it.item_id,)
+                break
+            if isinstance(it, BundleItem):
+                ids = tuple(it.members)
+                break
+        else:
+            return ()
+        chosen = tuple(i for i in self.selected_ids() if i in self.links)
+        return tuple(dict.fromkeys(chosen + ids)) if set(ids) <= set(chosen) else ids
+
+    def contextMenuEvent(self, event) -> None:  # noqa: N802 - Qt API
+        ids = self.links_at(event.scenePos())
+        if ids:
+            self.change_link_kind(ids, QPointF(event.screenPos()))
+            event.accept()
+            return
+        super().contextMenuEvent(event)
 
     def add_link(self, a: str, b: str, kind: LinkKind) -> bool:
         return self.doc.edit_cluster(
@@ -652,8 +717,10 @@ class ClusterScene(QGraphicsScene):
         for it in self.items(pos):
             if isinstance(it, EmptySlot) and it.node_id == n.id:
                 slot = it.slot
-        return self.doc.edit_cluster(
-            f"Add {spec.name} to {n.name}", lambda c: edits.add_gpu(c, n.id, spec, slot)[0]
+        template = self.catalog.nodes.get(n.template) if self.catalog is not None and n.template else None
+        kinds = list(self.catalog.links.values()) if self.catalog is not None else []
+        return self.doc.edit_cluster(  # wired as the node's template wires the GPU of that slot
+            f"Add {spec.name} to {n.name}", lambda c: edits.add_gpu(c, n.id, spec, slot, template, kinds)[0]
         )
 
     def _drop_template(self, template_id: str, pos: QPointF) -> bool:

@@ -34,6 +34,9 @@ class CanvasView(QGraphicsView):
         self._space = False
         self._panning = False
         self._pan_from = None
+        #: The view shows the whole cluster (fit) and keeps doing so when resized, until the user
+        #: zooms or pans.
+        self.follows_size = True
         self.legend = Legend(self)  # a hidden child until pane() puts it under the view
         self.legend.hide()
         scene.doc.projectChanged.connect(self._on_change)
@@ -67,6 +70,12 @@ class CanvasView(QGraphicsView):
         z = self.zoom * factor
         if MIN_ZOOM <= z <= MAX_ZOOM:
             self.scale(factor, factor)
+            self.follows_size = False
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        if self.follows_size:  # a fitted cluster stays fitted in a window made larger or smaller
+            self.fit()
 
     def fit(self) -> None:
         """Fit the whole cluster in view (the legend is under the view, not on it), capped at
@@ -82,6 +91,7 @@ class CanvasView(QGraphicsView):
         self.resetTransform()
         self.scale(scale, scale)
         self.centerOn(rect.center())
+        self.follows_size = True
 
     def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt API
         steps = event.angleDelta().y() / 120.0
@@ -92,6 +102,7 @@ class CanvasView(QGraphicsView):
     def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt API
         if event.button() == Qt.MouseButton.MiddleButton or (self._space and event.button() == Qt.MouseButton.LeftButton):
             self._panning = True
+            self.follows_size = False
             self._pan_from = event.position()
             self.viewport().setCursor(Qt.CursorShape.ClosedHandCursor)
             event.accept()

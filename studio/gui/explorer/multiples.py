@@ -40,13 +40,16 @@ class SmallMultiples(QWidget):
             b.toggled.connect(lambda on, ph=phase: on and self.set_phase(ph))
             self._group.addButton(b)
             top.addWidget(b)
-        top.addStretch(1)
-        top.addWidget(QLabel(" ".join(
-            f"<span style='color:{SEGMENT_COLORS[k]}'>■</span> {SEGMENT_LABELS[k]}" for k in SEGMENT_KINDS
-            if k in SEGMENT_COLORS)))
         top.addSpacing(12)
         self.caption = QLabel("")
         top.addWidget(self.caption)
+        top.addStretch(1)
+        # the colour key wraps on a line of its own: on one line it made the Explorer 1,200 px wide
+        key = QLabel(" ".join(
+            f"<span style='color:{SEGMENT_COLORS[k]}'>■</span>&nbsp;{SEGMENT_LABELS[k]}" for k in SEGMENT_KINDS
+            if k in SEGMENT_COLORS))
+        key.setWordWrap(True)
+        key.setContentsMargins(4, 0, 4, 0)
         self._inner = QWidget()
         self._rows = QVBoxLayout(self._inner)
         self._rows.setContentsMargins(4, 0, 4, 4)
@@ -58,6 +61,7 @@ class SmallMultiples(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addLayout(top)
+        lay.addWidget(key)
         lay.addWidget(scroll, 1)
 
     def _ensure(self, n: int) -> None:

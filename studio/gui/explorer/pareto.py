@@ -52,7 +52,10 @@ class ParetoPlot(pg.PlotWidget):
         pi.showGrid(x=True, y=True, alpha=0.2)
         for ax in ("bottom", "left"):
             pi.getAxis(ax).enableAutoSIPrefix(False)
-        self.legend = pi.addLegend(offset=(10, 10), labelTextSize="8pt", brush=pg.mkBrush(255, 255, 255, 230))
+        # the key sits in a row of its own under the x axis, never over the points
+        self.legend = pg.LegendItem(colCount=3, labelTextSize="8pt", verSpacing=-6, horSpacing=12)
+        pi.layout.addItem(self.legend, 4, 1)
+        pi.legend = self.legend  # PlotItem.addItem puts every named item in it
         self.points = pg.ScatterPlotItem(size=7, pen=pg.mkPen("w", width=0.5), brush=pg.mkBrush(POINT_COLOR + "99"),
                                          name="layouts that fit")
         self.front_line = pg.PlotDataItem(pen=pg.mkPen(FRONT_COLOR, width=2), name="Pareto frontier")
@@ -103,8 +106,21 @@ class ParetoPlot(pg.PlotWidget):
         y = np.array([float(getattr(r, yk)) for r in self.disagg], dtype=float)
         return x, y
 
+    def _key_disagg(self, on: bool) -> None:
+        """The key lists the disaggregated pools and their frontier only while they are plotted
+        (one line of key instead of two otherwise)."""
+        if on == getattr(self, "_disagg_keyed", True):
+            return
+        self._disagg_keyed = on
+        for item, name in ((self.disagg_front, "disaggregated frontier"), (self.disagg_points, "disaggregated pools")):
+            if on:
+                self.legend.addItem(item, name)
+            else:
+                self.legend.removeItem(item)
+
     def _draw_disagg(self) -> None:
         empty = np.zeros(0)
+        self._key_disagg(bool(self.disagg))
         if not self.disagg:
             self.disagg_points.setData(x=empty, y=empty)
             self.disagg_front.setData(x=empty, y=empty)
@@ -141,7 +157,7 @@ class ParetoPlot(pg.PlotWidget):
         pi = self.getPlotItem()
         pi.setLabel("bottom", AXIS_LABELS[xk])
         pi.setLabel("left", AXIS_LABELS[yk])
-        pi.setTitle(title, size="9pt")
+        pi.setTitle(None)  # the Axes box above names the plot: its rows go to the data (a 1366×768 dock)
         res = self.result
         empty = np.zeros(0)
         self._draw_disagg()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import QEvent, QItemSelectionModel, QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -46,6 +46,7 @@ from studio.gui.explorer.multiples import SmallMultiples
 from studio.gui.explorer.pareto import ParetoPlot
 from studio.gui.explorer.placement_view import PlacementView
 from studio.gui.explorer.table_model import DISAGG_ROLE, ROW_ROLE, SweepFilterProxy, SweepTableModel
+from studio.gui.flow_layout import FlowRow, group
 from studio.gui.timeline import TimelinePanel
 from studio.gui.worker import ScheduledWork
 from studio.service.disagg_explore import applied_pools, with_pools
@@ -79,6 +80,26 @@ def _sweep_inputs(p: Project) -> tuple:
     tries every batch itself)."""
     return (p.cluster, p.model, p.workload.model_copy(update={"batch": "auto"}), p.serving, p.calibrations,
             p.explorer)
+
+
+def no_pools_text(sw) -> str:
+    """Why no disaggregated candidate is shown: none could be placed or costed (with the engine's
+    most frequent reason), none runs, or none meets the targets (only when targets are set)."""
+    wl = sw.project.workload
+    if not sw.rows:
+        why = max(sw.skipped.items(), key=lambda kv: kv[1])[0] if sw.skipped else "no split can be placed on these GPUs"
+        return f"no pool split of {sw.combinations:,} tried can be costed: {why}"
+    targets = [t for t in (f"TTFT ≤ {wl.ttft_ms:,.0f} ms" if wl.ttft_ms else "",
+                           f"TPOT ≤ {wl.tpot_ms:,.1f} ms" if wl.tpot_ms else "") if t]
+    if targets:
+        return f"none of {len(sw.rows):,} pool splits × decode batches meets the targets ({', '.join(targets)})"
+    rate = f" at {wl.load.rate_per_s:g} req/s" if wl.load.mode == "rate" and wl.load.rate_per_s else ""
+    return f"all {len(sw.rows):,} pool splits × decode batches are saturated{rate}: lower the rate or add GPUs"
+#: Below this width (px) of its dock the Explorer shows its table and the recommendation's reasons
+#: as tabs (:meth:`ExplorerWidget._set_compact`).
+COMPACT_BELOW_PX = 900
+#: Height of the recommendation's reasons above the table (px), when they are not a tab.
+REASONS_MAX_H = 96
 
 
 class ExplorerWidget(QWidget):
@@ -181,27 +202,20 @@ class ExplorerWidget(QWidget):
         self.own_window.setCheckable(True)
         self.own_window.setToolTip("Show the Explorer in its own large window (click again to dock it back)")
         self.own_window.toggled.connect(self.ownWindowToggled)
-        # Run, Cancel and the progress come first so they stay visible in a narrow dock
-        bar = QHBoxLayout()
-        bar.setContentsMargins(4, 2, 4, 0)
-        for w in (self.run_button, self.cancel_button, self.progress, self.own_window):
-            bar.addWidget(w)
-        bar.addWidget(self.status, 1)
-        targets = QHBoxLayout()
-        targets.setContentsMargins(4, 0, 4, 2)
-        for w in (QLabel("Objective"), self.objective, QLabel("TTFT ≤"), self.ttft, QLabel("TPOT ≤"), self.tpot,
-                  self.hide_unfit, self.pools_box, self.filter):
-            targets.addWidget(w)
-        targets.addStretch(1)
-        slo_bar = QHBoxLayout()
-        slo_bar.setContentsMargins(4, 0, 4, 2)
-        for w in (QLabel("SLO under load: p99 TTFT ≤"), self.ttft_p99, QLabel("p99 TPOT ≤"), self.tpot_p99,
-                  QLabel("at"), self.slo_rate, self.slo_only):
-            slo_bar.addWidget(w)
-        slo_bar.addStretch(1)
+        # Run, Cancel and the progress come first so they stay visible in a narrow dock; every row
+        # wraps (FlowLayout) instead of being clipped or widening the window at 1366×768
+        bar = FlowRow(self.run_button, self.cancel_button, self.progress, self.own_window, self.status)
+        # the targets and the SLO under load share one wrapping row ("SLO p99 …": the SLO under
+        # load, its tooltips say so), packed in as few lines as the dock allows
+        targets = FlowRow(
+            group(QLabel("Objective"), self.objective), group(QLabel("TTFT ≤"), self.ttft),
+            group(QLabel("TPOT ≤"), self.tpot), self.hide_unfit, self.pools_box, self.filter,
+            group(QLabel("SLO p99 TTFT ≤"), self.ttft_p99),
+            group(QLabel("p99 TPOT ≤"), self.tpot_p99), group(QLabel("at"), self.slo_rate), self.slo_only,
+        )
         self.reasons = QTextBrowser()
         self.reasons.setObjectName("explorer-reasons")
-        self.reasons.setMaximumHeight(96)
+        self.reasons.setMaximumHeight(REASONS_MAX_H)
         self.reasons.setOpenLinks(False)
 
         self.model = SweepTableModel(self)
@@ -281,12 +295,13 @@ class ExplorerWidget(QWidget):
         split.addWidget(self.tabs)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
+        self._split, self._left = split, left
+        self.compact = False  # the table is a tab beside the plots (a narrow dock: _set_compact)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         lay.setSpacing(2)
-        lay.addLayout(bar)
-        lay.addLayout(targets)
-        lay.addLayout(slo_bar)
+        lay.addWidget(bar)
+        lay.addWidget(targets)
         lay.addWidget(self.reasons)
         lay.addWidget(split, 1)
 
@@ -319,6 +334,7 @@ class ExplorerWidget(QWidget):
         """Sweep the first time the dock is shown (a hidden dock costs nothing), and again when it
         is reopened after a close cancelled a sweep or skipped a change."""
         super().showEvent(event)
+        self._follow_holder()
         self._closed = False
         rerun, self._rerun_on_show = self._rerun_on_show, False
         if rerun or (self.result is None and not self.running and not self.jobs.pending):
@@ -544,8 +560,7 @@ class ExplorerWidget(QWidget):
             return ""
         best = sw.best
         if best is None:
-            return (f"<b>Disaggregated:</b> none of {len(sw.rows):,} pool splits × decode batches meets the "
-                    "targets")
+            return f"<b>Disaggregated:</b> {html.escape(no_pools_text(sw))}"
         text = f"<b>Best disaggregated:</b> {html.escape(best.why())}; {best.tokens_per_s_per_gpu:,.1f} tok/s/GPU"
         rec = r.recommended
         if rec is not None:
@@ -682,6 +697,47 @@ class ExplorerWidget(QWidget):
         self.doc.set_selection(first_tp_group(plan))
         self.layoutPreview.emit(plan)
         self._refresh_visible_tab()
+
+    # ------------------------------------------------------------------ narrow docks
+    def _follow_holder(self) -> None:
+        """Follow the width of what holds the Explorer (the dock's scroll area), which the
+        Explorer's own minimum width can exceed."""
+        holder = self.parentWidget()
+        if holder is not None and getattr(self, "_watching", None) is not holder:
+            holder.installEventFilter(self)
+            self._watching = holder
+        self._set_compact(self._room() < COMPACT_BELOW_PX)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
+        if obj is getattr(self, "_watching", None) and event.type() == QEvent.Type.Resize:
+            self._set_compact(self._room() < COMPACT_BELOW_PX)
+        return False
+
+    def _room(self) -> int:
+        holder = self.parentWidget()
+        return holder.width() if holder is not None else self.width()
+
+    def _set_compact(self, on: bool) -> None:
+        """In a dock narrower than :data:`COMPACT_BELOW_PX` the recommendation's reasons and the table
+        become the first tabs ("Recommended", "Layouts") beside the Pareto plot and the timelines,
+        each then as wide and as tall as the dock allows, instead of squeezed side by side behind
+        scroll bars."""
+        if on == self.compact:
+            return
+        self.compact = on
+        if on:  # the recommendation's reasons become a tab too: their rows go to the plots
+            self.reasons.setMaximumHeight(16_777_215)
+            self.tabs.insertTab(0, self.reasons, "Recommended")
+            self.tabs.insertTab(1, self._left, "Layouts")
+            self.tabs.setCurrentIndex(1)
+        else:
+            for w in (self._left, self.reasons):
+                self.tabs.removeTab(self.tabs.indexOf(w))
+            self._split.insertWidget(0, self._left)
+            self.reasons.setMaximumHeight(REASONS_MAX_H)
+            self.layout().insertWidget(self.layout().indexOf(self._split), self.reasons)
+            self._left.show()
+            self.reasons.show()
 
     # ------------------------------------------------------------------ tabs
     def _refresh_visible_tab(self) -> None:

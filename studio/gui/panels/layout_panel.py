@@ -150,9 +150,11 @@ class LayoutPanel(QWidget):
             self.layers.setText(",".join(map(str, p.layout.layers_per_stage)) if p.layout.layers_per_stage else "")
             self.layers.setPlaceholderText("even: " + ",".join(map(str, split)))
             used, n = p.layout.world_size, p.cluster.num_gpus
+            idle = n - par.gpus_used(p.layout, n)
             self.summary.setText(
                 f"{p.layout.label}: uses {used} of {n} GPUs"
                 + ("" if used <= n else f" — {used - n} more than drawn")
+                + (f" — {idle} idle (hatched on the canvas)" if idle > 0 and used < n else "")
             )
         finally:
             self._updating = False

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 
 from studio.core.units import MIB
 from studio.engine.disagg.results import DisaggResult
-from studio.engine.plan.results import PlanResult
+from studio.engine.plan.results import PlanResult, PlanStatus
 from studio.engine.plan.views import Explanation
 from studio.gui.memory_bars import Bar, MemoryBarsWidget
 from studio.gui.panels.fit_label import FitLabel
@@ -70,6 +70,27 @@ DISAGG_WHY = {
 }
 #: Caption prefix of the cards that stay the aggregated layout's under a disaggregated plan.
 AGGREGATED_MARK = "agg. · "
+#: The figure of a plan's status (:class:`studio.engine.plan.results.PlanStatus`) each card shows: a
+#: status that voids it puts its headline on the card instead of a value, in warning colour.
+STATUS_FIGURE = {"ttft": "ttft", "tpot": "tpot", "throughput": "throughput", "cost": "cost"}
+
+
+def status_value(status: PlanStatus, key: str) -> tuple[str, str] | None:
+    """Text and caption of card ``key`` when the plan's status voids its figure (None: it has a value).
+
+    The headline is one word-run (no-break spaces) before its unit, so the card paints it whole:
+    ``saturated at 2.56 req/s``, ``does not fit``."""
+    figure = STATUS_FIGURE.get(key)
+    if figure is None or status.shows(figure):
+        return None
+    head, _sep, unit = status.headline.rpartition(" ") if status.code == "SATURATED" else ("", "", status.headline)
+    text = f"{head.replace(' ', NBSP)} {unit}" if head else unit.replace(" ", NBSP)
+    caption = {"SATURATED": "queue grows: no TTFT" if key == "ttft" else "",
+               "DOES_NOT_FIT": "no latency, no tokens", "NOT_COMPUTED": ""}.get(status.code, "")
+    return text, caption
+
+
+NBSP = "\u00a0"
 
 
 def find_explanation(explanations: dict[str, Explanation], keys: tuple[str, ...]) -> Explanation | None:
@@ -88,7 +109,7 @@ def find_explanation(explanations: dict[str, Explanation], keys: tuple[str, ...]
 def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
     """Text of a figure and its small caption (per-phase detail)."""
     if key == "ttft":
-        return units.duration_ms(r.ttft_ms), f"request {units.duration_ms(r.request_latency_ms)}"
+        return units.duration_ms(r.ttft_ms), f"end-to-end {units.duration_ms(r.request_latency_ms)}"
     if key == "tpot":
         return units.duration_ms(r.tpot_ms, 2), f"{r.tokens_per_s_per_user:,.1f} tok/s/user"
     if key == "throughput":
@@ -102,6 +123,8 @@ def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
     if key == "batch":
         return f"{r.batch:,}", batch_caption(r)
     if key == "allreduce":
+        if r.layout.tp == 1:
+            return "none", "TP 1: no all-reduce"
         return units.duration_us(r.allreduce_us_per_layer_decode), f"prefill {units.duration_us(r.allreduce_us_per_layer_prefill)}"
     if key == "p2p":
         if r.layout.pp == 1:
@@ -182,12 +205,25 @@ def pool_bars(d: DisaggResult) -> list[Bar]:
 def status_line(r: PlanResult, d: DisaggResult | None = None) -> str:
     """One line for the window's status bar on the plan the headline cards show: the pools' plan
     ``d`` of a disaggregated project when it is costed, else the layout's ``r``."""
-    if d is not None:
-        fit = "fits" if d.fits else "does not fit"
-        return (f"disaggregated {d.label} · {d.gpus} GPUs · {fit} · TTFT {d.ttft_ms:,.0f} ms · "
-                f"TPOT {d.tpot_ms:,.1f} ms")
-    fit = "fits" if r.fits else "does not fit"
-    return f"{r.layout.label} · {r.gpus} GPUs · {fit} · TTFT {r.ttft_ms:,.0f} ms · TPOT {r.tpot_ms:,.1f} ms"
+    status = d.status if d is not None else r.status
+    head = f"disaggregated {d.label} · {d.gpus} GPUs" if d is not None else f"{r.layout.label} · {r.gpus} GPUs"
+    if status.code == "DOES_NOT_FIT":
+        return f"{head} · does not fit"
+    ttft, tpot = (d.ttft_ms, d.tpot_ms) if d is not None else (r.ttft_ms, r.tpot_ms)
+    parts = [head, "fits"]
+    if status.code == "SATURATED":
+        parts[1] = status.headline.upper()[:1] + status.headline[1:]
+    parts.append(f"TTFT {units.duration_ms(ttft, 0)}" if status.shows("ttft") else "no TTFT")
+    parts.append(f"TPOT {units.duration_ms(tpot)}")
+    if d is None and r.idle_gpus:
+        parts.append(idle_text(r))
+    return " · ".join(parts)
+
+
+def idle_text(r: PlanResult) -> str:
+    """``3 GPUs idle`` (the drawn GPUs the layout leaves unused; "" when it uses them all)."""
+    n = len(r.idle_gpus)
+    return f"{n} GPU{'s' if n != 1 else ''} idle" if n else ""
 
 
 def assumption(r: PlanResult, key: str) -> str:
@@ -334,10 +370,12 @@ class MetricsPanel(QWidget):
         split.addWidget(memory_box)
         split.addWidget(self.why)
         split.setStretchFactor(0, 0)
-        split.setStretchFactor(1, 3)
-        split.setStretchFactor(2, 2)
+        # the "why" gets the larger share of what the cards leave: at 1366×768 it read three lines
+        # beside a chart that needs no more than its minimum to be read
+        split.setStretchFactor(1, 2)
+        split.setStretchFactor(2, 3)
         split.setChildrenCollapsible(False)
-        split.setSizes([300, 230, 110])
+        split.setSizes([300, 120, 200])
         self._split = split
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
@@ -367,8 +405,15 @@ class MetricsPanel(QWidget):
         if d is not None:  # the fit reason is long; the note above already names the pools
             status, style = f"<b>{d.label}</b> on {d.gpus} GPUs — fits", ""
             status_tip = d.fit_reason
+            if not d.status.ok:
+                status, style = f"<b>{d.label}</b> on {d.gpus} GPUs — {_html(d.status.headline)}", "color: #c92a2a;"
+                status_tip = d.status.reason
+        elif r.status.code == "SATURATED":  # the whole reason in the tooltip and the why panel
+            status, style = (f"<b>{r.layout.label}</b> on {_on(r)} — {_html(r.status.headline)}: "
+                             "TTFT has no steady state", "color: #c92a2a;")
+            status_tip = r.status.reason
         elif r.fits:
-            status, style = f"<b>{r.layout.label}</b> on {r.gpus} GPUs — {r.fit_reason}", ""
+            status, style = f"<b>{r.layout.label}</b> on {_on(r)} — {r.fit_reason}", ""
         else:
             status, style = f"<b>{r.layout.label}</b> does not fit: {r.fit_reason}", "color: #c92a2a;"
         # in place: a style sheet set again re-polishes the label even when it is the same
@@ -399,6 +444,12 @@ class MetricsPanel(QWidget):
                 if d is not None:  # a figure of the aggregated layout beside the pools' cards
                     caption = AGGREGATED_MARK + caption
                     tip = f"<p>The project's aggregated layout {_html(r.layout.label)}, for comparison</p>{tip}"
+            shown_status = d.status if d is not None and fig.key in DISAGG_WHY else r.status
+            voided = status_value(shown_status, fig.key)
+            if voided is not None:
+                value, caption = voided
+                tip = f"<p><b>{_html(shown_status.headline)}</b>: {_html(shown_status.reason)}</p>"
+            _mark(card.value, "warn" if voided is not None else "")
             for setter, getter, text in (
                 (card.value.setText, card.value.text, value),
                 (card.caption.setText, card.caption.text, caption),
@@ -462,7 +513,9 @@ class MetricsPanel(QWidget):
         self.best.setVisible(True)
         for card in self.cards.values():
             card.value.setText("—")
-            card.caption.setText("")
+            card.caption.setText("not computed" if card.fig.key in STATUS_FIGURE else "")
+            card.setToolTip("")
+            _mark(card.value, "")
         self.memory.set_memory(())
         self.memory_title.setVisible(False)
         self.why.setPlainText(message)
@@ -474,11 +527,20 @@ class MetricsPanel(QWidget):
         if r is None:
             return
         if self.disagg is not None and key in DISAGG_WHY:
-            text = disagg_why(self.disagg, key)
+            st = self.disagg.status
+            voided_d = STATUS_FIGURE.get(key)
+            text = (f"{key}: {st.headline}.\n\n{st.reason}" if voided_d is not None and not st.shows(voided_d)
+                    else disagg_why(self.disagg, key))
             if text != self.why.toPlainText():
                 self.why.setPlainText(text)
             return
         fig = next(f for f in FIGURES if f.key == key)
+        voided = STATUS_FIGURE.get(key)
+        if voided is not None and not r.status.shows(voided):  # no number the plan cannot meet
+            text = f"{fig.title}: {r.status.headline}.\n\n{r.status.reason}"
+            if text != self.why.toPlainText():
+                self.why.setPlainText(text)
+            return
         e = None if key == "alltoall" else find_explanation(r.explanations, fig.keys)
         if key == "alltoall":
             text = alltoall_text(r)
@@ -490,6 +552,22 @@ class MetricsPanel(QWidget):
             text += "\n\nAssumptions:\n" + "\n".join(f"  • {a}" for a in r.assumptions)
         if text != self.why.toPlainText():
             self.why.setPlainText(text)
+
+
+def _on(r: PlanResult) -> str:
+    """``16 GPUs``, or ``14 GPUs (1 idle)`` when the layout leaves drawn GPUs unused."""
+    return f"{r.gpus} GPUs" + (f" ({len(r.idle_gpus)} idle)" if r.idle_gpus else "")
+
+
+def _mark(label: QLabel, status: str) -> None:
+    """Set the ``status`` property the style sheets colour (``warn``: a voided figure), re-polishing
+    only when it changes."""
+    if label.property("status") == status:
+        return
+    label.setProperty("status", status)
+    label.style().unpolish(label)
+    label.style().polish(label)
+    label.update()
 
 
 def _html(s: str) -> str:

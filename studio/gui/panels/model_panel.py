@@ -81,7 +81,8 @@ class ModelPanel(QWidget):
         self.isl = _spin(1, 10_000_000, " tokens")
         self.osl = _spin(1, 10_000_000, " tokens")
         self.batch_auto = QCheckBox("auto (fill the KV cache, ≤ max batch)")
-        self.batch = _spin(1, 1_000_000)
+        self.batch = _spin(0, 1_000_000)
+        self.batch.setSpecialValueText("—")  # 0: "auto" without a computed plan (no batch to show)
         self.ttft = _dspin(0, 1e6, 0, " ms", "no target")
         self.tpot = _dspin(0, 1e5, 1, " ms", "no target")
         self.price = _dspin(0, 10_000, 2, " $/GPU·h", "each GPU's own")
@@ -102,30 +103,51 @@ class ModelPanel(QWidget):
         form.addRow("TPOT target", self.tpot)
         form.addRow("Price", self.price)
         from studio.gui.load_editor import LoadEditor  # how the plan is served (issue 10)
+        from studio.gui.panels.section import Section
 
         self.load_editor = LoadEditor(doc)
-        form.addRow(self.load_editor)
+        # the advanced sections fold (their settings summed up in the header), so the common
+        # fields above fit a 1366×768 screen without scrolling
+        self.load_section = Section("Load", self.load_editor, lambda: self.load_editor.mode.currentText())
+        self.load_editor.mode.currentIndexChanged.connect(lambda _i: self.load_section.refresh())
+        form.addRow(self.load_section)
         from studio.gui.spec_editor import SpecEditor  # speculative decoding (issue 15)
 
         self.spec_editor = SpecEditor(doc)
-        form.addRow(self.spec_editor)
+        self.spec_section = Section("Speculative decoding", self.spec_editor,
+                                    lambda: self.spec_editor.method.currentText())
+        self.spec_editor.method.currentIndexChanged.connect(lambda _i: self.spec_section.refresh())
+        form.addRow(self.spec_section)
         self.refresh(doc.project)
         doc.projectChanged.connect(self._on_project)
         doc.resultReady.connect(self._on_result)
+        doc.errorChanged.connect(self._on_error)
         self.model.activated.connect(self._model_chosen)
         self.load_button.clicked.connect(self._load_config)
         self.weight.currentIndexChanged.connect(lambda _i: self._serving("Weight precision", weight_dtype=self.weight.currentData()))
         self.kv.currentIndexChanged.connect(lambda _i: self._serving("KV precision", kv_dtype=self.kv.currentData()))
         self.isl.valueChanged.connect(lambda v: self._workload("Input length", isl=v))
         self.osl.valueChanged.connect(lambda v: self._workload("Output length", osl=v))
-        self.batch.valueChanged.connect(lambda v: self._workload("Batch", batch=v))
-        self.batch_auto.toggled.connect(lambda on: self._workload("Batch auto", batch="auto" if on else self.batch.value()))
+        self.batch.valueChanged.connect(lambda v: self._workload("Batch", batch=v) if v else self.refresh(doc.project))
+        self.batch_auto.toggled.connect(lambda on: self._workload(
+            "Batch auto", batch="auto" if on else (self.batch.value() or doc.project.workload.max_batch)))
         self.ttft.valueChanged.connect(lambda v: self._workload("TTFT target", ttft_ms=v or None))
         self.tpot.valueChanged.connect(lambda v: self._workload("TPOT target", tpot_ms=v or None))
         self.price.valueChanged.connect(lambda v: self._serving("Price per GPU-hour", price_per_gpu_hour=v or None))
 
     def _on_project(self, p: Project, _kind: str) -> None:
         self.refresh(p)
+
+    def _on_error(self, message: str) -> None:
+        """A refused plan has no batch: "auto" shows "—", not the batch of an earlier plan."""
+        if not message or self.doc.project.workload.batch != "auto":
+            return
+        self._updating = True
+        try:
+            self.batch.setValue(0)
+            self.batch.setToolTip("no batch: the plan is not computed")
+        finally:
+            self._updating = False
 
     def _on_result(self, r, _revision: int) -> None:
         """With batch 'auto', the (disabled) box shows the batch the engine chose, so turning auto

@@ -21,6 +21,7 @@ from studio.core.serving_mode import SPEC_HELP, ServingMode, parse_pools
 from studio.core.units import MIB
 from studio.gui.document import ProjectDocument
 from studio.gui.worker import ScheduledWork, evaluate_work
+from studio.service.disagg_start import best_pools
 
 BACKENDS = ("nixl", "mooncake", "ucx")
 
@@ -73,6 +74,13 @@ class ServingModePanel(QWidget):
         self.jobs = ScheduledWork(evaluate_work(_evaluate), lambda: self._project, threaded=threaded,
                                   name="the disaggregated plan", parent=self)
         self.jobs.responded.connect(lambda r: None if r.cancelled else self._show(r.result, r.revision, r.error))
+        #: The sweep for the pools to start from (switching to disaggregated, Balance): it answers
+        #: with one undo step that sets them, or says why none can serve.
+        self.starts = ScheduledWork(lambda project, _job: best_pools(project), lambda: self._start_project,
+                                    threaded=threaded, name="the best pool split", parent=self)
+        self.starts.responded.connect(self._start_found)
+        self._start_project = doc.project
+        self._start_text = ""
         self._updating = False
         form = QFormLayout(self)
         self.mode = QComboBox()
@@ -166,13 +174,35 @@ class ServingModePanel(QWidget):
                 "Serving: aggregated", lambda m: ServingMode(transfer_backend=m.transfer_backend)
             )
             return
-        spec = self.spec.text().strip() or self._default_spec()
-        self.set_spec(spec)
+        spec = self.spec.text().strip()
+        if spec:
+            self.set_spec(spec)
+            return
+        self.find_best("Serving")
 
-    def _default_spec(self) -> str:
-        """One prefill and one decode worker of the current layout's TP (a start the user edits)."""
-        tp = self.doc.project.layout.tp
-        return f"1P:tp{tp},1D:tp{tp}"
+    def find_best(self, text: str) -> None:
+        """Sweep the disaggregated splits of the project in the background and apply the best
+        (one undo step named ``text``); the view says it is looking."""
+        self._start_project, self._start_text = self.doc.project, text
+        self.view.setPlainText(f"Finding the best prefill / decode split on these {self.doc.project.cluster.num_gpus} GPUs…")
+        self.starts.start()
+
+    def _start_found(self, response) -> None:
+        if response.cancelled or self.doc.project is not self._start_project:
+            return  # the project changed meanwhile: the answer is for another one
+        start = response.result
+        if start is None or start.mode is None:
+            why = response.error or (start.why if start is not None else "")
+            self.doc.message.emit(f"{self._start_text}: {why}")
+            self.refresh(self.doc.project)
+            return
+        cur = self.doc.project.serving_mode
+        if cur.disaggregated and cur.spec() == start.mode.spec():
+            self.doc.message.emit(f"{self._start_text}: {cur.label} is already the best split: {start.why}")
+            self.hint.setText(start.why)
+            return
+        self.hint.setText(start.why)
+        self._set(f"{self._start_text}: {start.mode.label}", lambda _m: start.mode)
 
     def _spec_edited(self) -> None:
         if self._updating or not self.spec.isEnabled():
@@ -201,7 +231,9 @@ class ServingModePanel(QWidget):
             self._set(f"KV transfer: {b}", lambda m: m.replace(transfer_backend=b))
 
     def apply_balance(self) -> bool:
-        """Set the worker counts to the best split the last plan found (one undo step)."""
+        """Set the worker counts to the best split the last plan found (one undo step); when the
+        worker counts are already the best for these worker shapes, ask the sweep for the best
+        pools of any shape (:meth:`find_best`), which changes the split or says why it cannot."""
         res = self._result
         m = self.doc.project.serving_mode
         if res is None or not m.disaggregated or m.prefill is None or m.decode is None:
@@ -209,7 +241,7 @@ class ServingModePanel(QWidget):
             return False
         x, y = res.balance.best_prefill_workers, res.balance.best_decode_workers
         if (x, y) == (m.prefill.workers, m.decode.workers) or not x or not y:
-            self.doc.message.emit(f"{m.label} is already the best split on these GPUs")
+            self.find_best("Balance pools")
             return True
         new = m.replace(
             prefill=m.prefill.replace(workers=x, placement=None),

@@ -30,7 +30,13 @@ def export_report(window: QWidget, path: str | Path | None = None) -> Path | Non
         path = chosen
     QApplication.setOverrideCursor(window.cursor())
     try:
-        written = write_report(gather(window.doc.project), path)
+        data = gather(window.doc.project)
+        fleet = getattr(window, "fleet_result", None)
+        if callable(fleet) and fleet() is not None:  # the Fleet view's plan of this very project
+            import dataclasses
+
+            data = dataclasses.replace(data, fleet=fleet())
+        written = write_report(data, path)
     except StudioError as exc:
         window.show_error("Cannot export the report", str(exc))
         return None

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from html import escape
 
 from studio.core.units import GIB
+from studio.gui.report.fleet_section import fleet_section
 from studio.service import units
 from studio.service.report_content import ReportData
 from studio.service.report_nodes import (
@@ -24,7 +25,15 @@ from studio.service.report_nodes import (
     node_groups,
     node_names,
 )
-from studio.service.report_summary import ROWS, cluster_phrase, executive_summary, winners
+from studio.service.report_summary import (
+    ROWS,
+    cluster_name,
+    cluster_phrase,
+    executive_summary,
+    report_title,
+    unnest_brackets,
+    winners,
+)
 
 WIN_BG = "#d3f9d8"
 HEAD_BG = "#e9ecef"
@@ -103,11 +112,12 @@ def _cluster_rows(data: ReportData) -> list[tuple[str, str]]:
     c = data.project.cluster
     kinds_used = sorted({lk.kind for lk in c.links})
     links = "; ".join(
-        f"{c.link_kinds[k].name} ({units.readable(c.link_kinds[k].bandwidth_gbps)} GB/s)" for k in kinds_used if k in c.link_kinds
+        # "name: 450 GB/s", not "name (…) (450 GB/s)": many link kinds' names end in brackets already
+        f"{c.link_kinds[k].name}: {units.readable(c.link_kinds[k].bandwidth_gbps)} GB/s" for k in kinds_used if k in c.link_kinds
     )
     price = data.chosen.plan.usd_per_hour / max(1, data.chosen.plan.gpus)
     return [
-        ("Cluster", c.name),
+        ("Cluster", cluster_name(data)),
         ("GPUs", cluster_phrase(data)),
         ("Links drawn", links or "none"),
         ("Price", f"${price:,.2f} per GPU-hour"),
@@ -175,7 +185,7 @@ def _warnings(data: ReportData) -> str:
         for w in o.plan.warnings:
             rows.append(
                 f'<tr><td>{escape(o.plan.layout.label)}</td><td bgcolor="{SEVERITY_BG.get(w.severity, "#ffffff")}">'
-                f"{escape(w.severity)}</td><td>{escape(w.message)}</td><td>{escape(w.fix)}</td></tr>"
+                f"{escape(w.severity)}</td><td>{escape(unnest_brackets(w.message))}</td><td>{escape(unnest_brackets(w.fix))}</td></tr>"
             )
     if not rows:
         return "<p>No rule fired for any of the compared layouts.</p>"
@@ -255,13 +265,13 @@ def build_html(data: ReportData, images: Images, page_breaks: bool = False) -> s
     p = data.project
     plan = data.chosen.plan
     brk = ' style="page-break-before: always"' if page_breaks else ""
-    title = escape(p.name)
+    title = escape(report_title(data))
     out = [
         f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{title} — Layout Studio report</title>"
         f"<style>{CSS}</style></head><body>",
         f"<h1>{title}</h1>",
         f'<p class="meta">Layout Studio plan report · {escape(data.created.strftime("%Y-%m-%d %H:%M"))}'
-        + (f" · {escape(p.description)}" if p.description else "") + "</p>",
+        + f" · project {escape(p.name)}" + "</p>",
         "<h2>Executive summary</h2>",
         f'<p class="summary">{escape(executive_summary(data))}</p>',
         _pairs([
@@ -290,6 +300,7 @@ def build_html(data: ReportData, images: Images, page_breaks: bool = False) -> s
         f"<h2{brk}>Model and workload</h2>",
         _pairs(_model_rows(data)),
         *_load_section(data),
+        *fleet_section(data),
         "<h2>Chosen layout and alternatives</h2>",
         "<p>Alternatives: "
         + ("the layouts pinned in the project." if any(o.origin == "pinned" for o in data.alternatives)
@@ -297,7 +308,7 @@ def build_html(data: ReportData, images: Images, page_breaks: bool = False) -> s
         + " ★ marks the best value of each row among the layouts that fit.</p>",
         _comparison(data),
     ]
-    reasons = "".join(f"<li>{escape(r)}</li>" for r in data.sweep.reasons)
+    reasons = "".join(f"<li>{escape(unnest_brackets(r))}</li>" for r in data.sweep.reasons)
     if reasons:
         out.append(f"<h3>Why the sweep ranks them this way</h3><ul>{reasons}</ul>")
     out.append(f"<h2{brk}>Memory per GPU</h2>")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from studio.core.errors import StudioError
 from studio.service.report_content import ReportData
+from studio.service.report_summary import report_title
 
 FORMATS = (".html", ".htm", ".pdf")
 PDF_IMAGE_WIDTH = 680  # document pixels across an A4 page inside the margins
@@ -46,7 +47,7 @@ def write_pdf(data: ReportData, path: Path, pictures: dict | None = None) -> Non
 
     pictures = pictures if pictures is not None else render_pictures(data)
     writer = QPdfWriter(str(path))
-    writer.setTitle(f"{data.project.name} — Layout Studio report")
+    writer.setTitle(f"{report_title(data)} — Layout Studio report")
     writer.setCreator("Layout Studio")
     writer.setPageLayout(QPageLayout(QPageSize(QPageSize.PageSizeId.A4), QPageLayout.Orientation.Portrait,
                                      QMarginsF(15, 15, 15, 15), QPageLayout.Unit.Millimeter))
@@ -80,6 +81,39 @@ def pdf_document(data: ReportData, pictures: dict, page_layout):
 
     doc, _html = paginate(build, build_html(data, Images(src=lambda n: f"report:{n}", width=PDF_IMAGE_WIDTH)))
     return doc
+
+
+def a4_layout():
+    """The PDF's page: A4 portrait, 15 mm margins."""
+    from PySide6.QtCore import QMarginsF
+    from PySide6.QtGui import QPageLayout, QPageSize
+
+    return QPageLayout(QPageSize(QPageSize.PageSizeId.A4), QPageLayout.Orientation.Portrait,
+                       QMarginsF(15, 15, 15, 15), QPageLayout.Unit.Millimeter)
+
+
+def page_images(data: ReportData, scale: float = 1.5, pictures: dict | None = None) -> list:
+    """The PDF report's pages as white images (``scale`` × the page's 96-dpi size), laid
+    out exactly as :func:`write_pdf` lays them out: for docs and for looking at the pages."""
+    from PySide6.QtCore import QRectF
+    from PySide6.QtGui import QColor, QImage, QPainter
+
+    pictures = pictures if pictures is not None else render_pictures(data)
+    doc = pdf_document(data, pictures, a4_layout())
+    w, h = doc.pageSize().width(), doc.pageSize().height()
+    out = []
+    for i in range(doc.pageCount()):
+        img = QImage(int(w * scale), int(h * scale), QImage.Format.Format_RGB32)
+        img.fill(QColor("white"))
+        p = QPainter(img)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        p.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, True)
+        p.scale(scale, scale)
+        p.translate(0, -i * h)
+        doc.drawContents(p, QRectF(0, i * h, w, h))
+        p.end()
+        out.append(img)
+    return out
 
 
 def write_report(data: ReportData, path: str | Path) -> Path:
