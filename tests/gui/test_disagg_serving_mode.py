@@ -92,7 +92,9 @@ def test_case3_disaggregated_starts_balanced_and_balance_says_why_it_cannot_do_b
     qtbot.keyClick(panel.mode, Qt.Key.Key_Down)
     res = panel.result
     assert res is not None and doc.project.serving_mode.spec() != "1P:tp8,1D:tp8"
-    assert res.prefill.utilisation < naive.prefill.utilisation and res.queue_ms < naive.queue_ms
+    # the sweep's split queues less and answers sooner (with the measured-kernel step model both
+    # prefill pools stay busy under Batch auto's closed loop, so utilisation alone does not separate them)
+    assert res.queue_ms < naive.queue_ms and res.ttft_ms < naive.ttft_ms
     steps = doc.undo_stack.count()
     with qtbot.waitSignal(doc.message) as msg:
         qtbot.mouseClick(panel.balance, Qt.MouseButton.LeftButton)
