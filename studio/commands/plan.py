@@ -6,7 +6,7 @@ import argparse
 
 from studio.commands.output import fmt, format_pairs, print_json
 from studio.commands.project_args import model_size_note, project_from_args
-from studio.commands.project_flags import add_load_args, add_project_args
+from studio.commands.project_flags import add_load_args, add_project_args, add_runtime_args
 from studio.core.project import Project
 
 
@@ -19,6 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "without a PROJECT file the bundled example is the starting point.",
     )
     add_project_args(p, layout=True)
+    add_runtime_args(p)
     add_load_args(p)
     from studio.commands.disagg_args import add_disagg_args
 

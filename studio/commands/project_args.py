@@ -237,7 +237,33 @@ def project_from_args(args: argparse.Namespace) -> Project:
         from studio.engine.defaults import fitting_layout
 
         project = project.replace(layout=fitting_layout(project, details=False)[0])
-    return apply_cp_args(args, project)
+    return apply_runtime_args(args, apply_cp_args(args, project))
+
+
+def apply_runtime_args(args: argparse.Namespace, project: Project) -> Project:
+    """``project`` with ``--runtime`` / ``--runtime-version`` applied. Choosing an engine or a version
+    without ``--gpu-memory-utilization`` takes that engine's default memory fraction (vLLM
+    ``gpu_memory_utilization``, TensorRT-LLM ``free_gpu_memory_fraction``, SGLang's
+    ``mem_fraction_static`` computed for the GPU and layout), as the engine would start with."""
+    runtime = getattr(args, "runtime", None)
+    version = getattr(args, "runtime_version", None)
+    if runtime is None and version is None:
+        return project
+    sv = project.serving
+    changes: dict = {}
+    if runtime is not None and runtime != sv.runtime:
+        changes["runtime"] = runtime
+        changes["runtime_version"] = None  # another engine's version means nothing here
+    if version is not None:
+        changes["runtime_version"] = version
+    serving = _validated(sv, "serving", **changes) if changes else sv
+    project = project.replace(serving=serving)
+    if getattr(args, "gpu_memory_utilization", None) is None:
+        from studio.engine.runtime import engine_setup
+
+        frac = engine_setup(project).default_fraction
+        project = project.replace(serving=serving.replace(gpu_memory_utilization=frac))
+    return project
 
 
 def apply_cp_args(args: argparse.Namespace, project: Project) -> Project:

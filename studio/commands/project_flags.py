@@ -74,6 +74,18 @@ def add_project_args(parser: argparse.ArgumentParser, *, layout: bool) -> None:
     add_spec_args(parser)
 
 
+def add_runtime_args(parser: argparse.ArgumentParser) -> None:
+    """Add ``--runtime`` and ``--runtime-version``: the serving engine the plan runs on (its profile
+    in ``presets/engines/<engine>.json``; see docs/engine.md "Engine profiles")."""
+    g = parser.add_argument_group("serving engine (see docs/engine.md, Engine profiles)")
+    g.add_argument("--runtime", choices=("vllm", "trtllm", "sglang"),
+                   help="serving engine: its scheduler cost, defaults, CUDA graphs and KV-cache sizing "
+                        "(without --gpu-memory-utilization the engine's default memory fraction)")
+    g.add_argument("--runtime-version", metavar="V",
+                   help="engine version, e.g. 0.6.3 (default: the newest profile); an unknown version uses the "
+                        "nearest profile and says so")
+
+
 def add_cp_args(group: argparse._ActionsContainer) -> None:
     """Add ``--cp`` and ``--cp-mode`` (context parallelism; see docs/engine.md)."""
     group.add_argument("--cp", type=positive_int, metavar="C",

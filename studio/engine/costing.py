@@ -27,6 +27,8 @@ from studio.engine.topology import Topology
 
 if TYPE_CHECKING:
     from studio.core.workload import SpeculativeConfig
+    from studio.engine.runtime.setup import EngineSetup
+    from studio.engine.runtime.step import RuntimeStep
     from studio.engine.speculative import Drafting
 
 
@@ -58,6 +60,7 @@ class LayoutCosts(Record):
     a2a_bytes_per_token: float = 0.0  # bytes one GPU sends per token it routes, per all-to-all
     spec: Drafting | None = None  # speculative decoding (its drafter sits on the last stage)
     cp: CpCosts | None = None  # context parallelism (None when cp = 1)
+    runtime: RuntimeStep | None = None  # the serving engine's scheduler time and graph padding
 
     @property
     def weights(self) -> np.ndarray:
@@ -103,6 +106,7 @@ def layout_costs(
     fraction_of_free: bool = False,
     token_budget: int | None = None,
     speculative: SpeculativeConfig | None = None,
+    engine: EngineSetup | None = None,
 ) -> LayoutCosts:
     """Batch-independent costs; ``replicas`` limits the DP replicas whose links are costed
     (the sweep samples a few on large clusters; :func:`evaluate` costs all).
@@ -145,6 +149,11 @@ def layout_costs(
     act[-1] += min(t_act, max_batch) * model.vocab_size / tp * c.logits_bytes_per_token
     terms = {"cuda_context": c.cuda_context_gib * GIB, "cuda_graphs": c.cuda_graphs_gib * GIB,
              "nccl_buffers": c.nccl_buffers_gib * GIB if layout.world_size > 1 else 0.0}
+    mode = "free" if fraction_of_free else "total"
+    if engine is not None:
+        mode = engine.memory_mode
+        if not engine.graphs_in_budget:
+            del terms["cuda_graphs"]  # captured after the KV cache, or inside SGLang's reserve
     overhead = np.full(pp, sum(terms.values()))
     hbm = np.array([x.hbm_bandwidth_gbps * 1e9 * c.per_gpu(c.hbm_efficiency, x.id) for x in specs])
     sec_tok = np.zeros(pp)
@@ -174,9 +183,11 @@ def layout_costs(
                     continue
                 members = [g for d in range(d0, d0 + per) for g in groups[d][s]]
                 a2a[s].append(alltoall(topo, members, c))
-    if fraction_of_free:
+    if mode == "free":
         fixed = np.array([sh.weights for sh in shapes]) + act + overhead
         usable = fixed + (cap - fixed) * gpu_memory_utilization
+    elif mode == "static":  # the activations sit in the reserve (1 - fraction) the KV pool leaves
+        usable = cap * gpu_memory_utilization + act
     else:
         usable = cap * gpu_memory_utilization
     a2a_bytes = 0.0
@@ -197,13 +208,14 @@ def layout_costs(
         experts_per_token=moe.experts_per_token if moe else 0, num_experts=moe.num_experts if moe else 0,
         a2a_bytes_per_token=a2a_bytes,
         cp=cp_costs(model, kv_dtype, layout, groups, topo, c, reps),
+        runtime=engine.step if engine is not None else None,
     )
     if speculative is not None:
         from studio.engine.speculative import drafting
 
         out.spec = drafting(model, speculative, precision, kv_dtype, layout, groups, topo, c,
                             gpu_memory_utilization, max_batch, replicas, float(hbm[-1]))
-        if fraction_of_free:  # TensorRT-LLM sizes its KV cache from what the drafter leaves free
+        if mode == "free":  # TensorRT-LLM sizes its KV cache from what the drafter leaves free
             out.usable[-1] += out.spec.weight_bytes * (1.0 - gpu_memory_utilization)
     return out
 

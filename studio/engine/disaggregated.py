@@ -49,6 +49,7 @@ from studio.engine.evaluate import (
 from studio.engine.iteration import IterationModel
 from studio.engine.kv_transfer import KvTransfer, kv_transfer
 from studio.engine.results import GpuMemory
+from studio.engine.runtime.setup import engine_setup
 from studio.engine.topology import Topology, topology_of
 
 ROLE_NAME = {"P": "prefill", "D": "decode"}
@@ -204,7 +205,7 @@ def pool_costs(
         sv.gpu_memory_utilization,
         pool.max_batch or wl.max_batch,
         replicas=replicas,
-        fraction_of_free=sv.runtime == "trtllm",
+        engine=engine_setup(project, layout.tp, layout.pp),
     )
 
 

@@ -30,6 +30,7 @@ from studio.engine.costing import (
 from studio.engine.identity_cache import cached_by_identity
 from studio.engine.results import CommCost, GpuMemory, LoadSummary, PlanResult, StageResult
 from studio.engine.rules import plan_warnings
+from studio.engine.runtime.setup import batch_limit, engine_setup
 from studio.engine.shapes import LayerTable, layer_table
 from studio.engine.topology import topology_of
 from studio.engine.trtllm_bench import token_budget
@@ -156,15 +157,16 @@ def evaluate(
         layout = layout.model_copy(update={"placement": placement})
     topo = topology_of(project.cluster, cal.link_fits if cal else None)
     precision = sv.effective_precision(model.precision)
-    budget = token_budget(project, layout.tp, layout.pp, int(c.max_num_batched_tokens))
+    budget = token_budget(project, layout.tp, layout.pp)
+    engine = engine_setup(project, layout.tp, layout.pp)
+    limit = batch_limit(wl.max_batch, engine)
     lc = layout_costs(model, cached_layer_table(model), precision, sv.kv_dtype, layout, placement, topo, c,
-                      sv.gpu_memory_utilization, wl.max_batch,
-                      fraction_of_free=sv.runtime == "trtllm", token_budget=budget,
-                      speculative=sv.speculative)
+                      sv.gpu_memory_utilization, limit, token_budget=budget,
+                      speculative=sv.speculative, engine=engine)
     seq_len = wl.isl + wl.osl
     pool, seq_bytes, max_seqs, cap_tokens, kv_tok = memory_fit(lc, seq_len)
     auto = wl.batch == "auto"
-    batch = max(1, min(wl.max_batch, max_seqs)) if auto else int(wl.batch)
+    batch = max(1, min(limit, max_seqs)) if auto else int(wl.batch)
     weights_fit = bool((pool > 0).all())
     if not weights_fit:
         s = int(np.argmin(pool))

@@ -27,6 +27,7 @@ from studio.engine.evaluate import (
 )
 from studio.engine.iteration import IterationModel
 from studio.engine.load import open_loop
+from studio.engine.runtime.setup import batch_limit, engine_setup
 from studio.engine.simulate import SimulationResult, simulate
 from studio.engine.topology import topology_of
 from studio.engine.trtllm_bench import token_budget
@@ -70,18 +71,19 @@ def serving_setup(
     placement = check_layout(layout, project.cluster, model)
     topo = topology_of(project.cluster, cal.link_fits if cal else None)
     precision = sv.effective_precision(model.precision)
-    budget = token_budget(project, layout.tp, layout.pp, int(c.max_num_batched_tokens))
+    budget = token_budget(project, layout.tp, layout.pp)
+    engine = engine_setup(project, layout.tp, layout.pp)
+    limit = batch_limit(wl.max_batch, engine)
     lc = layout_costs(model, cached_layer_table(model), precision, sv.kv_dtype, layout, placement, topo, c,
-                      sv.gpu_memory_utilization, wl.max_batch,
-                      fraction_of_free=sv.runtime == "trtllm", token_budget=budget,
-                      speculative=sv.speculative)
+                      sv.gpu_memory_utilization, limit, token_budget=budget,
+                      speculative=sv.speculative, engine=engine)
     _, _, max_seqs, cap_tokens, _ = memory_fit(lc, wl.isl + wl.osl)
     if max_seqs < 1:
         raise StudioError(
             f"the KV cache of layout TP{layout.tp}×PP{layout.pp} holds {cap_tokens:,} tokens, less than one "
             f"request of {wl.isl + wl.osl:,} (isl + osl): nothing can be served"
         )
-    cap = max(1, min(wl.max_batch, max_seqs))
+    cap = max(1, min(limit, max_seqs))
     batch = cap if wl.batch == "auto" else min(int(wl.batch), cap)
     m_eff = max(1, min(layout.micro_batches, batch))
     im = IterationModel(lc, c)

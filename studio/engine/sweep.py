@@ -28,6 +28,7 @@ from studio.engine.evaluate import (
 )
 from studio.engine.records import frozen_result
 from studio.engine.results import PlanResult
+from studio.engine.runtime.setup import batch_limit, engine_setup
 from studio.engine.topology import Topology, topology_of
 from studio.engine.trtllm_bench import token_budget
 
@@ -222,11 +223,11 @@ def sweep(
             break
         layout = Layout(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, cp_mode=mode)
         try:
+            engine = engine_setup(project, tp, pp)
             lc = layout_costs(model, table, precision, sv.kv_dtype, layout, placement, topo, c,
-                              sv.gpu_memory_utilization, wl.max_batch, replicas=_sample(dp),
-                              fraction_of_free=sv.runtime == "trtllm",
-                              token_budget=token_budget(project, tp, pp, int(c.max_num_batched_tokens)),
-                              speculative=sv.speculative)
+                              sv.gpu_memory_utilization, batch_limit(wl.max_batch, engine), replicas=_sample(dp),
+                              token_budget=token_budget(project, tp, pp),
+                              speculative=sv.speculative, engine=engine)
         except StudioError as exc:  # e.g. GPUs of a group not linked
             _append_unfit(cols, reasons_unfit, extra, tp, pp, dp, ep, str(exc), cp, mode)
             kinds.append("")
@@ -281,17 +282,18 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
     tp, pp, dp, ep = lay.tp, lay.pp, lay.dp, lay.ep
     pool, seq_bytes, max_seqs, cap_tokens, _ = memory_fit(lc, seq_len)
     weights_fit = bool((pool > 0).all())
-    auto = max(1, min(wl.max_batch, max_seqs))
+    limit = batch_limit(wl.max_batch, engine_setup(project, tp, pp))
+    auto = max(1, min(limit, max_seqs))
     bs = sorted(set(grid) | {auto})
     ms_opts = [1] if pp == 1 else sorted({1, pp, 2 * pp, 4 * pp})
     pairs = [(b, m) for b in bs for m in ms_opts if m <= b]
     B = np.asarray([b for b, _ in pairs], dtype=float)
     M = np.asarray([m for _, m in pairs], dtype=float)
-    budget = token_budget(project, tp, pp, int(c.max_num_batched_tokens))
+    budget = token_budget(project, tp, pp)
     sv_t = serve_times(lc, B, M, wl.isl, wl.osl, c, budget)
     ttft, tpot = sv_t.ttft_ms, sv_t.tpot_ms
     heads_ok = _heads_ok(project, tp)
-    fits = weights_fit & (B <= max_seqs) & heads_ok & (seq_len <= project.model.max_context)
+    fits = weights_fit & (B <= max_seqs) & (B <= limit) & heads_ok & (seq_len <= project.model.max_context)
     tps = np.where(fits, lay.replicas * sv_t.tokens_per_s_replica, 0.0)
     n = len(B)
     world = lay.world_size
