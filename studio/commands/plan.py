@@ -124,6 +124,7 @@ def format_plan(project: Project, plan, explain: bool = False, model_note: str |
                    f"layers per stage {','.join(str(s.layers) for s in plan.stages)})"),
         ("workload", f"ISL {wl.isl}, OSL {wl.osl}, batch {plan.batch} per replica"
                      + (f" (auto, max {wl.max_batch})" if plan.batch_auto else "")),
+        _engine_head(project, plan),
         ("fits", f"{'yes' if plan.fits else 'NO'} — {plan.fit_reason}"),
         _load_head(project, plan),
     ]
@@ -205,6 +206,18 @@ def format_plan(project: Project, plan, explain: bool = False, model_note: str |
         body = "\n\n".join(e.as_text() for e in plan.explanations.values())
         sections.append("Explanations\n" + body)
     return "\n\n".join(sections)
+
+
+def _engine_head(project: Project, plan) -> tuple[str, str]:
+    """The ``engine`` line of the Plan section: engine, profile, version range, and the fallback note."""
+    from studio.engine.runtime import engine_setup
+
+    s = engine_setup(project, plan.layout.tp, plan.layout.pp)
+    text = (f"{s.engine_name} {project.serving.runtime_version or '(newest)'}: profile '{s.profile.id}' "
+            f"(versions {s.profile.versions}), memory fraction {project.serving.gpu_memory_utilization:g}")
+    if s.resolved.note:
+        text += f" — {s.resolved.note}"
+    return ("engine", text)
 
 
 def _load_head(project: Project, plan) -> tuple[str, str]:

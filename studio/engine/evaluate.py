@@ -437,4 +437,7 @@ def _assumptions(ctx: PlanContext) -> tuple[str, ...]:
         )
     if ctx.micro_batches != ctx.lc.layout.micro_batches:
         out.append(f"micro-batches capped at the batch: {ctx.lc.layout.micro_batches} → {ctx.micro_batches}")
+    from studio.engine.runtime.explain import engine_line, engine_setup_of
+
+    out.append(engine_line(engine_setup_of(ctx)))
     return tuple(out)

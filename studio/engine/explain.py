@@ -152,6 +152,9 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
         + ((Term("saturation", ld.saturation_rate_per_s, "req/s"),) if ld is not None else ()),
         ("0 when the layout does not fit",) if not ctx.fits else load_notes,
     )
+    from studio.engine.runtime.explain import engine_explanation
+
+    out["engine"] = engine_explanation(ctx)
     out["cost"] = Explanation(
         "cost", ctx.usd_per_hour / (ctx.tokens_per_s * 3600) * 1e6 if ctx.tokens_per_s else float("inf"),
         "USD per million output tokens", "Σ GPU prices per hour / (output tok/s × 3600) × 1e6",
