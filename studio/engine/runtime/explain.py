@@ -12,13 +12,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from studio.core.units import GIB
-from studio.engine.plan_views import Explanation, Term
+from studio.engine.plan.views import Explanation, Term
 from studio.engine.runtime.profile import GraphSizes, SchedulerCost
 from studio.engine.runtime.setup import EngineSetup, engine_setup
 from studio.engine.runtime.step import RuntimeStep
 
 if TYPE_CHECKING:
-    from studio.engine.context import PlanContext
+    from studio.engine.plan.context import PlanContext
 
 _MODES = {
     "total": "fraction × device memory − weights − activation peak − runtime (vLLM gpu_memory_utilization)",
@@ -46,7 +46,7 @@ def engine_line(setup: EngineSetup) -> str:
 def _iteration_parts(ctx: PlanContext) -> tuple[float, float, float]:
     """(GPU step without the engine, + graph padding, + exposed scheduler) of a decode-only
     iteration of the plan's batch, ms."""
-    from studio.engine.iteration import IterationModel
+    from studio.engine.step.iteration import IterationModel
 
     lc, c = ctx.lc, ctx.constants
     rt = lc.runtime

@@ -1,7 +1,7 @@
 """Read ``presets/engines/<engine>.json`` into :class:`~studio.engine.runtime.profile.EngineProfile`
 and pick the profile of an engine version.
 
-Like :mod:`studio.engine.constants`, the engine reads its own data (it may not import
+Like :mod:`studio.engine.step.constants`, the engine reads its own data (it may not import
 :mod:`studio.io`): the packaged ``studio/_data/presets/engines/`` first, else the checkout's
 ``presets/engines/``. A malformed file raises :class:`~studio.core.errors.StudioError` naming the
 file and the dotted field; an unknown version falls back to the nearest profile and says so.
@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from studio.core.errors import StudioError
-from studio.engine.records import Record
 from studio.engine.runtime.profile import (
     EngineDefaults,
     EngineProfile,
@@ -28,6 +27,7 @@ from studio.engine.runtime.profile import (
     Tiered,
     parse_version,
 )
+from studio.engine.step.records import Record
 
 #: The engines a project may name (``serving.runtime``), each with its file under presets/engines/.
 ENGINES: tuple[str, ...] = ("vllm", "trtllm", "sglang")

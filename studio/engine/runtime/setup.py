@@ -15,10 +15,10 @@ from typing import Any
 from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.core.units import GIB
-from studio.engine.records import Record
 from studio.engine.runtime.loader import ENGINE_NAMES, Resolved, resolve
 from studio.engine.runtime.profile import EngineProfile, MemoryMode
 from studio.engine.runtime.step import RuntimeStep
+from studio.engine.step.records import Record
 
 
 class EngineSetup(Record, frozen=True):
@@ -103,9 +103,9 @@ def assumed_values(project: Project, layout: Layout | None = None) -> dict[str, 
 
     The budget is the one of the plan's iteration model: with the project's
     ``max_num_batched_tokens`` unset, TensorRT-LLM under offline load uses trtllm-bench's
-    (:func:`studio.engine.trtllm_bench.token_budget`).
+    (:func:`studio.engine.serving.trtllm_bench.token_budget`).
     """
-    from studio.engine.trtllm_bench import token_budget
+    from studio.engine.serving.trtllm_bench import token_budget
 
     layout = project.layout if layout is None else layout
     s = engine_setup(project, layout.tp, layout.pp)

@@ -1,8 +1,8 @@
 """What the serving engine adds to one scheduler iteration: CPU time the GPU waits for, and
 CUDA-graph padding of decode batches.
 
-:class:`RuntimeStep` rides on :class:`~studio.engine.costing.LayoutCosts` (``lc.runtime``) and
-:meth:`~studio.engine.iteration.IterationModel.round_ms` applies it, so every figure built on an
+:class:`RuntimeStep` rides on :class:`~studio.engine.step.costing.LayoutCosts` (``lc.runtime``) and
+:meth:`~studio.engine.step.iteration.IterationModel.round_ms` applies it, so every figure built on an
 iteration — TPOT, TTFT, throughput, the request simulation, the sweep — sees the same engine:
 
 * a pure-decode micro-batch of ``d`` sequences runs as the next captured graph size (its GEMMs,
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from studio.engine.records import Record
 from studio.engine.runtime.profile import GraphSizes, SchedulerCost
+from studio.engine.step.records import Record
 
 
 class RuntimeStep(Record, frozen=True):
