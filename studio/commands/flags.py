@@ -24,6 +24,8 @@ FLAGS: dict[str, str] = {
     "pp": "--pp",
     "disagg": "--disagg",
     "spec_acceptance": "--spec-acceptance",
+    "runtime": "--runtime",
+    "runtime_version": "--runtime-version",
 }
 
 

@@ -77,7 +77,7 @@ def test_a_bad_profile_names_the_file_and_the_field():
     assert "overlap" in msg and "vllm-v0-sync" in msg
     msg = _broken(lambda p: p["defaults"]["max_num_seqs"]["tiers"].pop())
     assert "max_num_seqs.tiers[1]" in msg and "catch-all" in msg
-    with pytest.raises(StudioError, match="runtime_version: 'x1' is not a version"):
+    with pytest.raises(StudioError, match="the engine version .x1. is not a version"):
         resolve("vllm", "x1")
 
 

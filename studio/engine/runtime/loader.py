@@ -271,7 +271,7 @@ def choose_profile(profiles: tuple[EngineProfile, ...], version: str | None) -> 
     try:
         v = parse_version(version)
     except ValueError as exc:
-        raise StudioError(f"runtime_version: {exc}", field="runtime_version") from None
+        raise StudioError(f"the engine version {exc}", field="runtime_version") from None
     for p in profiles:
         if p.covers(v):
             return Resolved(profile=p, asked=version, note=None)
