@@ -249,21 +249,18 @@ def apply_runtime_args(args: argparse.Namespace, project: Project) -> Project:
     version = getattr(args, "runtime_version", None)
     if runtime is None and version is None:
         return project
-    sv = project.serving
-    changes: dict = {}
-    if runtime is not None and runtime != sv.runtime:
-        changes["runtime"] = runtime
-        changes["runtime_version"] = None  # another engine's version means nothing here
-    if version is not None:
-        changes["runtime_version"] = version
-    serving = _validated(sv, "serving", **changes) if changes else sv
-    project = project.replace(serving=serving)
-    if getattr(args, "gpu_memory_utilization", None) is None:
-        from studio.engine.runtime import engine_setup
+    from studio.service.engine_choice import with_engine
 
-        frac = engine_setup(project).default_fraction
-        project = project.replace(serving=serving.replace(gpu_memory_utilization=frac))
-    return project
+    sv = project.serving
+    new_runtime = runtime or sv.runtime
+    new_version = version if version is not None else (sv.runtime_version if new_runtime == sv.runtime else None)
+    try:
+        return with_engine(project, new_runtime, new_version,
+                           keep_fraction=getattr(args, "gpu_memory_utilization", None) is not None)
+    except ValidationError as exc:
+        from studio.io.project_file import validation_message
+
+        raise StudioError(validation_message(exc), field="runtime_version") from None
 
 
 def apply_cp_args(args: argparse.Namespace, project: Project) -> Project:
