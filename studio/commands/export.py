@@ -22,6 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_project_args(p, layout=True)
     g = p.add_argument_group("export")
+    from studio.commands.project_flags import add_lengths_arg
+
+    add_lengths_arg(g)
     g.add_argument("--engine", required=True, choices=ENGINES, help="serving engine")
     g.add_argument("--format", dest="fmt", default="command", choices=FORMATS,
                    help="command: commands to paste (default); yaml: engine config file plus commands; "

@@ -25,6 +25,7 @@ FLAGS: dict[str, str] = {
     "disagg": "--disagg",
     "spec_acceptance": "--spec-acceptance",
     "runtime": "--runtime",
+    "lengths": "--lengths",
     "runtime_version": "--runtime-version",
 }
 

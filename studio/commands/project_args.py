@@ -130,7 +130,23 @@ def _workload(args, base: Workload) -> Workload:
         from studio.commands.load_args import apply_load_args
 
         wl = apply_load_args(args, wl)
+    spec = getattr(args, "lengths", None)
+    if spec:
+        wl = apply_lengths(args, spec, wl)
     return wl
+
+
+def apply_lengths(args, spec: str, wl: Workload) -> Workload:
+    """``wl`` with the input and output lengths of ``--lengths ID``: ISL/OSL at the distributions'
+    means, the load drawing requests from the distributions themselves."""
+    from studio.io.workloads import lengths_for
+
+    clash = [f"--{k.replace('_', '-')}" for k in ("isl", "osl", "isl_spread", "osl_spread", "isl_histogram",
+                                                    "osl_histogram") if getattr(args, k, None) is not None]
+    if clash:
+        raise StudioError(f"--lengths sets the input and output lengths; leave out {', '.join(clash)}")
+    isl_d, osl_d, isl, osl, _label = lengths_for(spec)
+    return wl.replace(isl=isl, osl=osl, load=wl.load.replace(isl_dist=isl_d, osl_dist=osl_d))
 
 
 def _serving(args, project: Project):
