@@ -41,19 +41,53 @@ def run(args: argparse.Namespace) -> int:
     from studio.engine import evaluate
 
     plan = evaluate(project)
+    from studio.service.over_lengths import over_lengths
+
+    spread = over_lengths(project, plan)
     if args.json:
         from studio.commands.load_text import summary_json
 
         data = plan.to_json()
         data["load"] = summary_json(plan.load, project.workload.load)
+        if spread is not None:
+            data["over_lengths"] = spread.to_json()
         if "speculative" in plan.explanations:  # only with serving.speculative: E, k, step, TPOT
             data["speculative"] = explanation_json(plan.explanations["speculative"])
         if args.explain:
             data["explanations"] = {k: explanation_json(e) for k, e in plan.explanations.items()}
         print_json(data)
     else:
-        print(format_plan(project, plan, explain=args.explain, model_note=model_size_note(args, project)))
+        text = format_plan(project, plan, explain=args.explain, model_note=model_size_note(args, project))
+        if spread is not None:
+            text = _with_lengths_section(text, project, plan, spread)
+        print(text)
     return 0
+
+
+def _with_lengths_section(text: str, project: Project, plan, spread) -> str:
+    """The plan's text with an "Over the length distribution" section after the Load section."""
+    from studio.commands.load_text import describe_lengths
+
+    wl = project.workload
+
+    def row(name: str, d: dict, closed: float) -> tuple[str, str]:
+        return (name, f"mean {fmt(d['mean'])}, p50 {fmt(d['p50'])}, p90 {fmt(d['p90'])}, p99 {fmt(d['p99'])} ms "
+                      f"(at the means: {fmt(closed)} ms)")
+
+    pairs = [
+        ("lengths", f"ISL {describe_lengths(wl.load.isl_dist, wl.isl)}, OSL {describe_lengths(wl.load.osl_dist, wl.osl)}"),
+        ("throughput", f"{fmt(spread.output_tokens_per_s)} tok/s over {spread.requests:,} simulated requests "
+                       f"(at the means: {fmt(plan.output_tokens_per_s)} tok/s)"),
+        row("TTFT", spread.ttft_ms, plan.ttft_ms),
+        row("TPOT", spread.tpot_ms, plan.tpot_ms),
+        row("E2E", spread.e2e_ms, plan.request_latency_ms),
+        ("KV admission", f"{spread.not_admitted_share:.2%} of requests longer than one replica's KV cache or the "
+                         f"model's context ({fmt(min(plan.kv_capacity_tokens, project.model.max_context))} tokens); "
+                         f"longest drawn {fmt(spread.longest_tokens)}"),
+    ]
+    section = "Over the length distribution (request by request; `layout-studio simulate` for more)\n" + format_pairs(pairs)
+    head, sep, rest = text.partition("\n\nMemory per GPU")
+    return head + "\n\n" + section + sep + rest
 
 
 def _run_disagg(args: argparse.Namespace, project: Project) -> int:
