@@ -56,3 +56,23 @@ def test_typing_an_unknown_version_uses_the_nearest_profile(qtbot, selector, liv
     assert live_doc.project.serving.runtime_version == "0.3.1"
     assert "older than every profile" in selector.profile.text()
     assert "vllm-v0-sync" in selector.profile.text()
+
+
+def test_the_load_editor_draws_lengths_from_a_bundled_workload(qtbot, live_doc):
+    from studio.gui.load_editor import LoadEditor
+
+    editor = LoadEditor(live_doc)
+    qtbot.addWidget(editor)
+    editor.show()
+    qtbot.waitExposed(editor)
+    start = live_doc.undo_stack.count()
+    editor.lengths.setFocus()
+    i = editor.lengths.findData("azure-code-2023")
+    editor.lengths.setCurrentIndex(i - 1)
+    qtbot.keyClick(editor.lengths, Qt.Key.Key_Down)  # onto the code-completion trace
+    wl = live_doc.project.workload
+    assert (wl.isl, wl.osl, wl.load.isl_dist.kind) == (2048, 28, "histogram")
+    assert live_doc.undo_stack.count() == start + 1
+    live_doc.undo_stack.undo()
+    assert live_doc.project.workload.load.isl_dist.kind == "fixed"
+    assert editor.lengths.currentData() is None
