@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 H100 = ("--gpu", "h100-sxm", "--gpus-per-node", "1", "--model", "llama-3.1-8b", "--tp", "1", "--isl", "1024",
         "--osl", "256")
 
@@ -25,3 +27,30 @@ def test_a_malformed_version_exits_2_naming_the_flag(cli):
     r = cli("sweep", "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--runtime-version", "latest")
     assert r.code == 2
     assert "--runtime-version" in r.err and "'latest' is not an engine version" in r.err
+
+
+@pytest.mark.parametrize(("model", "gpus", "weights", "serves", "refuses"), [
+    ("llama-3.1-70b", 1, "fp8", 4096, 8192),      # "1x 80 GB serves only 4k context"
+    ("llama-3.1-70b", 2, "fp8", 131072, None),    # "2x 80 GB (TP2) serves 128k"
+    ("llama-3.1-405b", 8, "fp8", 131072, None),   # "needs 8x 80 GB for 128k"
+    ("mixtral-8x22b", 4, "bf16", 16384, 32768),   # "16k on 4x80GB"
+    ("mixtral-8x22b", 8, "bf16", 65536, None),    # "64k on 8x80GB" (the model's whole context)
+])
+def test_vllm_054_serves_the_contexts_lambda_measured_m6(cli, model, gpus, weights, serves, refuses):
+    """reference/memory.md M6 (LambdaLabsML/vllm-benchmark benchmark_v0.md, vLLM 0.5.4 defaults, H100
+    80 GB): the longest context each setup serves. vLLM V0 profiles its activation peak at
+    max_num_batched_tokens = max_model_len up to 32K and turns chunked prefill (512 tokens) on beyond,
+    so a context is served when the KV cache left by that peak holds one whole request of it."""
+    def capacity(context: int) -> tuple[int, bool]:
+        r = cli("plan", "--gpu", "h100-sxm", "--gpus-per-node", str(gpus), "--model", model, "--tp", str(gpus),
+                "--weight-dtype", weights, "--isl", str(context - 1), "--osl", "1", "--batch", "1",
+                "--runtime", "vllm", "--runtime-version", "0.5.4", "--json")
+        assert r.code == 0, r.err
+        data = r.json()
+        return data["kv_cache"]["capacity_tokens"], data["fits"]
+
+    cap, fits = capacity(serves)
+    assert fits and cap >= serves
+    if refuses is not None:
+        cap, fits = capacity(refuses)
+        assert not fits or cap < refuses

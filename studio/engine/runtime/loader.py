@@ -169,6 +169,12 @@ def profile_from_dict(engine: str, d: Any, where: str, index: int) -> EngineProf
     at_least = budget_node.get("at_least_context", False)
     if not isinstance(at_least, bool):
         raise r.fail("defaults.max_num_batched_tokens.at_least_context", f"is {at_least!r}; allowed: true or false")
+    chunk_at, chunk_budget = budget_node.get("chunked_above_context"), budget_node.get("chunked_budget")
+    for key, x in (("chunked_above_context", chunk_at), ("chunked_budget", chunk_budget)):
+        if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 16):
+            raise r.fail(f"defaults.max_num_batched_tokens.{key}", f"is {x!r}; allowed: a whole number of tokens ≥ 16")
+    if (chunk_at is None) != (chunk_budget is None):
+        raise r.fail("defaults.max_num_batched_tokens", "needs both chunked_above_context and chunked_budget, or neither")
     ranges_raw = r.value(d, "defaults.cuda_graphs.ranges")
     if not isinstance(ranges_raw, list) or not ranges_raw:
         raise r.fail("defaults.cuda_graphs.ranges.value", "must be a non-empty list of [start, stop, step]")
@@ -184,6 +190,8 @@ def profile_from_dict(engine: str, d: Any, where: str, index: int) -> EngineProf
     defaults = EngineDefaults(
         max_num_batched_tokens=r.tiered(d, "defaults.max_num_batched_tokens"),
         budget_at_least_context=at_least,
+        chunked_above_context=chunk_at,
+        chunked_budget=chunk_budget,
         max_num_seqs=r.tiered(d, "defaults.max_num_seqs", none_ok=True),
         chunked_prefill=r.flag(d, "defaults.chunked_prefill"),
         prefix_caching=r.flag(d, "defaults.prefix_caching"),

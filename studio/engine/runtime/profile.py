@@ -162,6 +162,8 @@ class EngineDefaults:
 
     max_num_batched_tokens: Tiered
     budget_at_least_context: bool  # without chunked prefill the budget is at least one whole context
+    chunked_above_context: int | None  # contexts longer than this turn chunked prefill on (vLLM V0) ...
+    chunked_budget: int | None  # ... with this budget
     max_num_seqs: Tiered
     chunked_prefill: bool
     prefix_caching: bool

@@ -66,8 +66,11 @@ def engine_setup(project: Project, tp: int | None = None, pp: int | None = None)
     gpu, gib = _device(project)
     d = p.defaults
     budget = int(d.max_num_batched_tokens.at(gpu, gib, tp) or 0)
-    if d.budget_at_least_context:
-        budget = max(budget, project.workload.isl + project.workload.osl)
+    context = project.workload.isl + project.workload.osl
+    if d.chunked_above_context is not None and d.chunked_budget is not None and context > d.chunked_above_context:
+        budget = d.chunked_budget  # a long context turns chunked prefill on, with its own budget
+    elif d.budget_at_least_context:
+        budget = max(budget, context)
     seqs = d.max_num_seqs.at(gpu, gib, tp)
     sizes = d.graphs.sizes(gpu, gib, tp)
     frac = p.memory.fraction
