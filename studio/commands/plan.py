@@ -27,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object (the scripting contract)")
     out.add_argument("--explain", action="store_true", help="also print the breakdown of every figure")
+    out.add_argument("--compare-engines", action="store_true",
+                     help="the layout on vLLM, TensorRT-LLM and SGLang side by side (each with its own profile "
+                          "and default memory fraction)")
     p.set_defaults(func=run)
 
 
@@ -40,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
         return _run_disagg(args, project.replace(serving_mode=mode))
     from studio.engine import evaluate
 
+    if args.compare_engines:
+        return _compare_engines(args, project)
     plan = evaluate(project)
     from studio.service.over_lengths import over_lengths
 
@@ -61,6 +66,27 @@ def run(args: argparse.Namespace) -> int:
         if spread is not None:
             text = _with_lengths_section(text, project, plan, spread)
         print(text)
+    return 0
+
+
+def _compare_engines(args: argparse.Namespace, project: Project) -> int:
+    """``plan --compare-engines``: one row per serving engine for the project's layout."""
+    from studio.commands.output import format_table
+    from studio.service.engine_compare import compare_engines
+
+    rows = compare_engines(project)
+    if args.json:
+        print_json({"layout": project.layout.label, "engines": [
+            {"engine": r.engine, "profile": r.profile, "memory_fraction": r.memory_fraction, "fits": r.plan.fits,
+             "batch": r.plan.batch, "kv_capacity_tokens": r.plan.kv_capacity_tokens, "ttft_ms": r.plan.ttft_ms,
+             "tpot_ms": r.plan.tpot_ms, "output_tokens_per_s": r.plan.output_tokens_per_s} for r in rows]})
+        return 0
+    headers = ["engine", "profile", "memory fraction", "fits", "batch", "KV tokens", "TTFT ms", "TPOT ms", "tok/s"]
+    table = [[r.name, r.profile, f"{r.memory_fraction:g}", "yes" if r.plan.fits else "NO", fmt(r.plan.batch),
+              fmt(r.plan.kv_capacity_tokens), fmt(r.plan.ttft_ms), fmt(r.plan.tpot_ms), fmt(r.plan.output_tokens_per_s)]
+             for r in rows]
+    print(f"{project.layout.label} on each serving engine (`plan --runtime R --explain` for the why)\n"
+          + format_table(headers, table, right={2, 4, 5, 6, 7, 8}))
     return 0
 
 

@@ -54,3 +54,12 @@ def test_vllm_054_serves_the_contexts_lambda_measured_m6(cli, model, gpus, weigh
     if refuses is not None:
         cap, fits = capacity(refuses)
         assert not fits or cap < refuses
+
+
+def test_compare_engines_puts_one_layout_on_each_engine(cli):
+    r = cli("plan", "--compare-engines", "--json")
+    assert r.code == 0, r.err
+    rows = {e["engine"]: e for e in r.json()["engines"]}
+    assert set(rows) == {"vllm", "trtllm", "sglang"}
+    assert rows["sglang"]["memory_fraction"] < rows["trtllm"]["memory_fraction"]  # its reserve rule
+    assert len({e["kv_capacity_tokens"] for e in rows.values()}) == 3
