@@ -9,8 +9,9 @@ from studio.core.project import Project
 from studio.engine.fabric.topology import Topology
 from studio.engine.plan.results import LoadSummary
 from studio.engine.step.constants import Constants
-from studio.engine.step.costing import LayoutCosts, StepTimes
+from studio.engine.step.costing import LayoutCosts
 from studio.engine.step.records import Record
+from studio.engine.step.step_times import StepTimes
 
 
 class PlanContext(Record):
@@ -41,3 +42,9 @@ class PlanContext(Record):
     usd_per_hour: float
     bubble: float
     load: LoadSummary | None = None
+
+
+def tp_message_bytes(ctx: PlanContext) -> float:
+    """Bytes of one decode TP all-reduce of the plan's micro-batch (hidden × activation bytes per
+    sequence): the message whose slowest hop the plan reports."""
+    return ctx.micro_batch_size * ctx.lc.hidden * ctx.constants.activation_bytes

@@ -19,18 +19,15 @@ from studio.core.layout import Layout
 from studio.core.project import Objective, Project
 from studio.core.units import GIB
 from studio.engine.fabric.topology import Topology, topology_of
-from studio.engine.plan.evaluate import (
-    cached_layer_table,
-    constants_for,
-    evaluate,
-    memory_fit,
-    resolve_calibration,
-)
+from studio.engine.plan.costs import project_batch_limit, project_budget, project_costs
+from studio.engine.plan.evaluate import constants_for, evaluate, resolve_calibration
+from studio.engine.plan.fits import fits as layout_fits
+from studio.engine.plan.fits import heads_split, memory_fit
 from studio.engine.plan.results import PlanResult
-from studio.engine.runtime.setup import batch_limit, engine_setup
-from studio.engine.serving.trtllm_bench import token_budget
-from studio.engine.step.costing import LayoutCosts, bubble_fraction, layout_costs, serve_times
+from studio.engine.serving.serve_times import serve_times
+from studio.engine.step.costing import LayoutCosts
 from studio.engine.step.records import frozen_result
+from studio.engine.step.step_times import bubble_fraction
 
 OBJECTIVES = ("throughput", "cost", "latency")
 COLUMNS = (
@@ -125,10 +122,6 @@ def cp_variants(project: Project, tp: int, pp: int, dp: int, sizes: list[int] | 
     return out
 
 
-def _heads_ok(project: Project, tp: int) -> bool:
-    return parallelism.heads_reason(project.model, tp) is None
-
-
 def _batch_grid(max_batch: int, batches: list[int] | None) -> list[int]:
     if batches:
         bad = [b for b in batches if not isinstance(b, int) or b < 1]
@@ -189,8 +182,6 @@ def sweep(
     if n_gpus == 0:
         raise StudioError("the cluster has no GPUs; add a node or a GPU before sweeping layouts")
     topo = topology_of(project.cluster, cal.link_fits if cal else None)
-    table = cached_layer_table(model)
-    precision = sv.effective_precision(model.precision)
     placement = tuple(topo.gpu_ids)
     grid = _batch_grid(wl.max_batch, batches)
     seq_len = wl.isl + wl.osl
@@ -207,7 +198,7 @@ def sweep(
     if cp_sizes is None and seq_len <= c.long_context_tokens:
         cp_sizes = [1]  # short contexts: the KV cache is small, CP only adds its exchange
     combos = [(tp, pp, dp, ep, cp, mode) for tp, pp, dp, ep in layout_candidates(project, n_gpus)
-              for cp, mode in (cp_variants(project, tp, pp, dp, cp_sizes, cp_modes) if _heads_ok(project, tp)
+              for cp, mode in (cp_variants(project, tp, pp, dp, cp_sizes, cp_modes) if heads_split(model, tp)
                                else [(1, "decode")])]
     cols: dict[str, list[np.ndarray]] = {k: [] for k in COLUMNS}
     reasons_unfit: list[str] = []
@@ -223,11 +214,7 @@ def sweep(
             break
         layout = Layout(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, cp_mode=mode)
         try:
-            engine = engine_setup(project, tp, pp)
-            lc = layout_costs(model, table, precision, sv.kv_dtype, layout, placement, topo, c,
-                              sv.gpu_memory_utilization, batch_limit(wl.max_batch, engine), replicas=_sample(dp),
-                              token_budget=token_budget(project, tp, pp),
-                              speculative=sv.speculative, engine=engine)
+            lc = project_costs(project, layout, placement, topo, c, replicas=_sample(dp))
         except StudioError as exc:  # e.g. GPUs of a group not linked
             _append_unfit(cols, reasons_unfit, extra, tp, pp, dp, ep, str(exc), cp, mode)
             kinds.append("")
@@ -282,18 +269,17 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
     tp, pp, dp, ep = lay.tp, lay.pp, lay.dp, lay.ep
     pool, seq_bytes, max_seqs, cap_tokens, _ = memory_fit(lc, seq_len)
     weights_fit = bool((pool > 0).all())
-    limit = batch_limit(wl.max_batch, engine_setup(project, tp, pp))
-    auto = max(1, min(limit, max_seqs))
+    auto = max(1, min(project_batch_limit(project, lay), max_seqs))
     bs = sorted(set(grid) | {auto})
     ms_opts = [1] if pp == 1 else sorted({1, pp, 2 * pp, 4 * pp})
     pairs = [(b, m) for b in bs for m in ms_opts if m <= b]
     B = np.asarray([b for b, _ in pairs], dtype=float)
     M = np.asarray([m for _, m in pairs], dtype=float)
-    budget = token_budget(project, tp, pp)
+    budget = project_budget(project, lc.layout, c)
     sv_t = serve_times(lc, B, M, wl.isl, wl.osl, c, budget)
     ttft, tpot = sv_t.ttft_ms, sv_t.tpot_ms
-    heads_ok = _heads_ok(project, tp)
-    fits = weights_fit & (B <= max_seqs) & (B <= limit) & heads_ok & (seq_len <= project.model.max_context)
+    heads_ok = heads_split(project.model, tp)
+    fits = layout_fits(pool, max_seqs, B, project.model, tp, seq_len)
     tps = np.where(fits, lay.replicas * sv_t.tokens_per_s_replica, 0.0)
     n = len(B)
     world = lay.world_size

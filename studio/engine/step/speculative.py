@@ -34,8 +34,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -43,8 +41,12 @@ import numpy as np
 from studio.core.architecture import LLMArchitecture, ModulePrecision
 from studio.core.errors import StudioError
 from studio.core.layout import Layout
+from studio.core.packaged import packaged_text
 from studio.core.precision import DType
 from studio.core.workload import SpeculativeConfig
+from studio.engine.step.costing import LayoutCosts, layout_costs
+from studio.engine.step.iteration import IterationModel
+from studio.engine.step.shapes import layer_table
 
 #: Human names of the methods, for explanations.
 METHOD_NAMES = {
@@ -56,23 +58,11 @@ METHOD_NAMES = {
 }
 
 
-def _presets_json() -> str:
-    packaged = resources.files("studio").joinpath("_data").joinpath("presets").joinpath("speculative.json")
-    if packaged.is_file():
-        return packaged.read_text(encoding="utf-8")
-    checkout = Path(__file__).resolve().parents[3] / "presets" / "speculative.json"
-    if checkout.is_file():
-        return checkout.read_text(encoding="utf-8")
-    raise StudioError(
-        "presets/speculative.json is missing from this installation; reinstall layout-studio"
-    )
-
-
 @lru_cache(maxsize=1)
 def speculative_presets() -> dict[str, Any]:
     """The decoded ``presets/speculative.json`` (published acceptance defaults and their sources)."""
     try:
-        data = json.loads(_presets_json())
+        data = json.loads(packaged_text("presets/speculative.json"))
     except ValueError as exc:
         raise StudioError(
             f"cannot read speculative-decoding defaults: {exc}", "presets/speculative.json"
@@ -235,8 +225,6 @@ class Drafting:
         n = decode_seqs.shape[0]
         if self.draft is None:
             return np.zeros(n), np.zeros(n)
-        from studio.engine.step.iteration import IterationModel
-
         im = IterationModel(self.draft, c)
         both = im.micro_batch_times(
             np.concatenate((prefill_tokens, np.zeros(n))),
@@ -323,16 +311,13 @@ def drafting(
     hbm_bps: float,
 ) -> Drafting:
     """The drafter of ``spec`` for ``model`` served with ``layout`` (``groups`` from
-    :func:`studio.engine.step.costing.resolve_groups`).
+    :meth:`studio.core.layout.Layout.gpu_groups`).
 
     Raises
     ------
     StudioError
         See :func:`check_speculative` and :func:`acceptance`.
     """
-    from studio.engine.step.costing import layout_costs
-    from studio.engine.step.shapes import layer_table
-
     check_speculative(model, spec)
     acc = acceptance(spec)
     if spec.method == "ngram":
@@ -402,3 +387,32 @@ def plan_line(plan: Any) -> str | None:
         f"{ex.value:.2f} tokens per step; {where} {step:.2f} ms (drafter + verification of "
         f"{int(t['verified per sequence'].value)} tokens per sequence) / {ex.value:.2f} = TPOT {plan.tpot_ms:.2f} ms"
     )
+
+
+def with_drafter(
+    lc: LayoutCosts,
+    model: LLMArchitecture,
+    spec: SpeculativeConfig,
+    precision: ModulePrecision,
+    kv_dtype: DType,
+    topo: Any,
+    c: Any,
+    gpu_memory_utilization: float,
+    max_batch: int,
+    replicas: list[int] | None,
+    fraction_of_free: bool,
+) -> LayoutCosts:
+    """``lc`` with the drafter of ``spec`` on its last stage: its weights and KV cache in memory,
+    its passes in every iteration (see the module docstring). With ``fraction_of_free``
+    (TensorRT-LLM) the KV cache is sized from what the drafter's weights leave free.
+
+    Raises
+    ------
+    StudioError
+        See :func:`check_speculative` and :func:`acceptance`.
+    """
+    lc.spec = drafting(model, spec, precision, kv_dtype, lc.layout, lc.groups, topo, c,
+                       gpu_memory_utilization, max_batch, replicas, float(lc.hbm_bps[-1]))
+    if fraction_of_free:
+        lc.usable[-1] += lc.spec.weight_bytes * (1.0 - gpu_memory_utilization)
+    return lc
