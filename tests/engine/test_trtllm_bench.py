@@ -69,7 +69,7 @@ def _plan(runtime: str, mode: str, budget: int | None = None):
 ])
 def test_token_budget_by_runtime_and_load(runtime, mode, budget, expected):
     p = _plan(runtime, mode, budget)
-    assert token_budget(p, 1, 1) == expected
+    assert token_budget(p, 1, 1, 8192) == expected
     assert evaluate(p).load.token_budget == expected
 
 

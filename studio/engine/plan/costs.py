@@ -53,7 +53,9 @@ def project_batch_limit(project: Project, layout: Layout, max_batch: int | None 
 def project_budget(project: Project, layout: Layout, c: Constants) -> int:
     """The token budget one iteration of ``layout`` carries for ``project`` (see
     :func:`studio.engine.serving.trtllm_bench.token_budget`)."""
-    return token_budget(project, layout.tp, layout.pp)
+    from studio.engine.runtime.setup import engine_setup
+
+    return token_budget(project, layout.tp, layout.pp, engine_setup(project, layout.tp, layout.pp).token_budget)
 
 
 def project_costs(
