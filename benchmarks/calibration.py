@@ -222,7 +222,7 @@ def report(rows: list[tuple[Point, float]], title: str) -> list[str]:
     s = _summary(rows)
     out.append(f"All {s['n']} points: median |error| **{s['median']:.1%}**, within 2×: **{s['within_2x']:.1%}**.")
     out.append("")
-    for label, key in (("GPU", lambda p: p.gpu), ("weight precision", lambda p: p.precision),
+    for label, key in (("engine", lambda p: p.engine), ("GPU", lambda p: p.gpu), ("weight precision", lambda p: p.precision),
                        ("metric", lambda p: p.metric), ("source", lambda p: p.group)):
         groups: dict[str, list[tuple[Point, float]]] = defaultdict(list)
         for p, v in rows:

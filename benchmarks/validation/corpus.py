@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -42,6 +43,31 @@ class Point:
     metric: str
     measured: float
     record: dict[str, Any]
+
+    @property
+    def engine(self) -> str:
+        """The serving engine the source ran: vllm, sglang or trtllm."""
+        return engine_of(self.record["framework"])
+
+    @property
+    def engine_version(self) -> str | None:
+        """The engine version the source names (``trtllm-1.0`` → ``1.0``), None when it names none."""
+        return engine_version_of(self.record["framework"])
+
+
+def engine_of(framework: str) -> str:
+    """``vllm``, ``sglang`` or ``trtllm`` from a record's ``framework`` (Triton and NIM run TensorRT-LLM)."""
+    if framework.startswith("vllm"):
+        return "vllm"
+    if framework.startswith("sglang"):
+        return "sglang"
+    return "trtllm"
+
+
+def engine_version_of(framework: str) -> str | None:
+    """The version in a record's ``framework`` (``vllm-0.6 (ROCm 6.2)`` → ``0.6``), else None."""
+    m = re.match(r"^[a-z-]+?-(\d+(?:\.\d+)*)", framework)
+    return m.group(1) if m else None
 
 
 def _group(rec: dict[str, Any]) -> str:
@@ -157,7 +183,7 @@ def project_for(p: Point) -> tuple[Project, Layout]:
     sv = ServingConfig(
         weight_dtype=r["weight_dtype"], kv_dtype=r["kv_dtype"] if r["kv_dtype"] in ("fp8", "bf16", "fp16") else "fp8",
         gpu_memory_utilization=float(extra.get("kv_cache_free_gpu_mem_fraction", extra.get("gpu_memory_utilization", 0.9))),
-        runtime="vllm" if r["framework"].startswith("vllm") else "sglang" if fw == "sglang" else "trtllm",
+        runtime=engine_of(fw), runtime_version=engine_version_of(fw),
         max_num_batched_tokens=budget,
         speculative=SpeculativeConfig(**r["speculative"]) if r.get("speculative") else None,
     )

@@ -22,6 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_project_args(p, layout=True)
     g = p.add_argument_group("export")
+    from studio.commands.project_flags import add_lengths_arg
+
+    add_lengths_arg(g)
     g.add_argument("--engine", choices=ENGINES,
                    help="serving engine (default: the project's runtime, serving.runtime); another engine "
                    "than the project's is planned again with that engine, and the export says so")

@@ -38,6 +38,9 @@ FLAGS: dict[str, str] = {
     "storage_gbps": "--storage-gbps",
     "pue": "--pue",
     "spot_price": "--price-spot",
+    "runtime": "--runtime",
+    "lengths": "--lengths",
+    "runtime_version": "--runtime-version",
 }
 
 

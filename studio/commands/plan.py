@@ -6,7 +6,7 @@ import argparse
 
 from studio.commands.output import fmt, format_pairs, print_json
 from studio.commands.project_args import model_size_note, project_from_args
-from studio.commands.project_flags import add_load_args, add_project_args
+from studio.commands.project_flags import add_load_args, add_project_args, add_runtime_args
 from studio.core.project import Project
 
 
@@ -19,6 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "without a PROJECT file the bundled example is the starting point.",
     )
     add_project_args(p, layout=True)
+    add_runtime_args(p)
     add_load_args(p)
     from studio.commands.disagg_args import add_disagg_args
 
@@ -26,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object (the scripting contract)")
     out.add_argument("--explain", action="store_true", help="also print the breakdown of every figure")
+    out.add_argument("--compare-engines", action="store_true",
+                     help="the layout on vLLM, TensorRT-LLM and SGLang side by side (each with its own profile "
+                          "and default memory fraction)")
     p.set_defaults(func=run)
 
 
@@ -39,20 +43,77 @@ def run(args: argparse.Namespace) -> int:
         return _run_disagg(args, project.replace(serving_mode=mode))
     from studio.engine import evaluate
 
+    if args.compare_engines:
+        return _compare_engines(args, project)
     plan = evaluate(project)
+    from studio.service.over_lengths import over_lengths
+
+    spread = over_lengths(project, plan)
     if args.json:
         from studio.commands.load_text import summary_json
 
         data = plan.to_json()
         data["load"] = summary_json(plan.load, project.workload.load)
+        if spread is not None:
+            data["over_lengths"] = spread.to_json()
         if "speculative" in plan.explanations:  # only with serving.speculative: E, k, step, TPOT
             data["speculative"] = explanation_json(plan.explanations["speculative"])
         if args.explain:
             data["explanations"] = {k: explanation_json(e) for k, e in plan.explanations.items()}
         print_json(data)
     else:
-        print(format_plan(project, plan, explain=args.explain, model_note=model_size_note(args, project)))
+        text = format_plan(project, plan, explain=args.explain, model_note=model_size_note(args, project))
+        if spread is not None:
+            text = _with_lengths_section(text, project, plan, spread)
+        print(text)
     return 0
+
+
+def _compare_engines(args: argparse.Namespace, project: Project) -> int:
+    """``plan --compare-engines``: one row per serving engine for the project's layout."""
+    from studio.commands.output import format_table
+    from studio.service.engine_compare import compare_engines
+
+    rows = compare_engines(project)
+    if args.json:
+        print_json({"layout": project.layout.label, "engines": [
+            {"engine": r.engine, "profile": r.profile, "memory_fraction": r.memory_fraction, "fits": r.plan.fits,
+             "batch": r.plan.batch, "kv_capacity_tokens": r.plan.kv_capacity_tokens, "ttft_ms": r.plan.ttft_ms,
+             "tpot_ms": r.plan.tpot_ms, "output_tokens_per_s": r.plan.output_tokens_per_s} for r in rows]})
+        return 0
+    headers = ["engine", "profile", "memory fraction", "fits", "batch", "KV tokens", "TTFT ms", "TPOT ms", "tok/s"]
+    table = [[r.name, r.profile, f"{r.memory_fraction:g}", "yes" if r.plan.fits else "NO", fmt(r.plan.batch),
+              fmt(r.plan.kv_capacity_tokens), fmt(r.plan.ttft_ms), fmt(r.plan.tpot_ms), fmt(r.plan.output_tokens_per_s)]
+             for r in rows]
+    print(f"{project.layout.label} on each serving engine (`plan --runtime R --explain` for the why)\n"
+          + format_table(headers, table, right={2, 4, 5, 6, 7, 8}))
+    return 0
+
+
+def _with_lengths_section(text: str, project: Project, plan, spread) -> str:
+    """The plan's text with an "Over the length distribution" section after the Load section."""
+    from studio.commands.load_text import describe_lengths
+
+    wl = project.workload
+
+    def row(name: str, d: dict, closed: float) -> tuple[str, str]:
+        return (name, f"mean {fmt(d['mean'])}, p50 {fmt(d['p50'])}, p90 {fmt(d['p90'])}, p99 {fmt(d['p99'])} ms "
+                      f"(at the means: {fmt(closed)} ms)")
+
+    pairs = [
+        ("lengths", f"ISL {describe_lengths(wl.load.isl_dist, wl.isl)}, OSL {describe_lengths(wl.load.osl_dist, wl.osl)}"),
+        ("throughput", f"{fmt(spread.output_tokens_per_s)} tok/s over {spread.requests:,} simulated requests "
+                       f"(at the means: {fmt(plan.output_tokens_per_s)} tok/s)"),
+        row("TTFT", spread.ttft_ms, plan.ttft_ms),
+        row("TPOT", spread.tpot_ms, plan.tpot_ms),
+        row("E2E", spread.e2e_ms, plan.request_latency_ms),
+        ("KV admission", f"{spread.not_admitted_share:.2%} of requests longer than one replica's KV cache or the "
+                         f"model's context ({fmt(min(plan.kv_capacity_tokens, project.model.max_context))} tokens); "
+                         f"longest drawn {fmt(spread.longest_tokens)}"),
+    ]
+    section = "Over the length distribution (request by request; `layout-studio simulate` for more)\n" + format_pairs(pairs)
+    head, sep, rest = text.partition("\n\nMemory per GPU")
+    return head + "\n\n" + section + sep + rest
 
 
 def _run_disagg(args: argparse.Namespace, project: Project) -> int:
@@ -123,6 +184,7 @@ def format_plan(project: Project, plan, explain: bool = False, model_note: str |
                    f"layers per stage {','.join(str(s.layers) for s in plan.stages)})"),
         ("workload", f"ISL {wl.isl}, OSL {wl.osl}, batch {plan.batch} per replica"
                      + (f" (auto, max {wl.max_batch})" if plan.batch_auto else "")),
+        _engine_head(project, plan),
         ("fits", f"{'yes' if plan.fits else 'NO'} — {plan.fit_reason}"),
         _load_head(project, plan),
     ]
@@ -212,6 +274,18 @@ def format_plan(project: Project, plan, explain: bool = False, model_note: str |
         body = "\n\n".join(e.as_text() for e in plan.explanations.values())
         sections.append("Explanations\n" + body)
     return "\n\n".join(sections)
+
+
+def _engine_head(project: Project, plan) -> tuple[str, str]:
+    """The ``engine`` line of the Plan section: engine, profile, version range, and the fallback note."""
+    from studio.engine.runtime import engine_setup
+
+    s = engine_setup(project, plan.layout.tp, plan.layout.pp)
+    text = (f"{s.engine_name} {project.serving.runtime_version or '(newest)'}: profile '{s.profile.id}' "
+            f"(versions {s.profile.versions}), memory fraction {project.serving.gpu_memory_utilization:g}")
+    if s.resolved.note:
+        text += f" — {s.resolved.note}"
+    return ("engine", text)
 
 
 def _load_head(project: Project, plan) -> tuple[str, str]:

@@ -7,7 +7,7 @@ import argparse
 
 from studio.commands.output import fmt, format_table, print_json
 
-KINDS = ("gpus", "models", "links", "nodes")
+KINDS = ("gpus", "models", "links", "nodes", "workloads", "engines")
 #: Kinds listed only when named (not part of the hardware and model catalogue printed by default).
 EXTRA_KINDS = ("traffic",)
 
@@ -16,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``presets`` command."""
     p = subparsers.add_parser(
         "presets",
-        help="list the bundled GPUs, models, link kinds, node templates and traffic curves",
+        help="list the bundled GPUs, models, link kinds, node templates, workloads, engine profiles and traffic curves",
         description="List the bundled presets with their key figures and sources.",
     )
     p.add_argument("kind", nargs="?", choices=KINDS + EXTRA_KINDS,
@@ -87,7 +87,47 @@ def models_json(cat) -> list[dict]:
     return out
 
 
-_JSON = {"gpus": gpus_json, "models": models_json, "links": links_json, "nodes": nodes_json}
+def _p(q: float, dist, nominal: int) -> float:
+    """Quantile ``q`` of a length distribution (histogram or vLLM-random uniform)."""
+    if dist.kind == "histogram" and dist.histogram:
+        total = sum(w for _, w in dist.histogram)
+        acc = 0.0
+        for length, w in dist.histogram:
+            acc += w
+            if acc >= q * total:
+                return float(length)
+        return float(dist.histogram[-1][0])
+    if dist.kind == "uniform":
+        return nominal * (1 - dist.spread + 2 * dist.spread * q)
+    return float(nominal)
+
+
+def workloads_json(_cat) -> list[dict]:
+    from studio.io.workloads import workload_presets
+
+    out = []
+    for w in workload_presets().values():
+        out.append({"id": w.id, "name": w.name, "description": w.description, "source": w.source,
+                    "derived": w.derived, "isl_mean": w.isl_mean, "osl_mean": w.osl_mean,
+                    "isl_p50": _p(0.5, w.isl, w.isl_mean), "isl_p99": _p(0.99, w.isl, w.isl_mean),
+                    "osl_p50": _p(0.5, w.osl, w.osl_mean), "osl_p99": _p(0.99, w.osl, w.osl_mean)})
+    out.append({"id": "random:ISL:OSL[:RATIO]", "name": "vLLM bench serve random dataset",
+                "description": "lengths uniform on [L x (1 - RATIO), L x (1 + RATIO)], RATIO default 0",
+                "source": "vllm/benchmarks/datasets.py RandomDataset (--random-input-len, --random-output-len, "
+                          "--random-range-ratio)"})
+    return out
+
+
+def engines_json(_cat) -> list[dict]:
+    from studio.engine.runtime import ENGINES, engine_profiles
+
+    return [{"engine": p.engine, "id": p.id, "label": p.label, "versions": p.versions,
+             "kernel_table": f"{p.kernel_engine} {p.kernel_version}", "overlap": p.scheduler.overlap,
+             "memory_mode": p.memory.mode, "file": p.file} for e in ENGINES for p in engine_profiles(e)]
+
+
+_JSON = {"gpus": gpus_json, "models": models_json, "links": links_json, "nodes": nodes_json,
+         "workloads": workloads_json, "engines": engines_json}
 
 
 # ----------------------------------------------------------------------------- tables
@@ -164,7 +204,26 @@ def nodes_table(cat, with_sources: bool = True) -> str:
     return f"Node templates ({len(rows)})\n{body}" + _sources(((t.id, t.sources) for t in cat.nodes.values()), with_sources)
 
 
-_TABLES = {"gpus": gpus_table, "models": models_table, "links": links_table, "nodes": nodes_table}
+def workloads_table(cat, with_sources: bool = True) -> str:
+    rows = [[w["id"], fmt(w.get("isl_mean")), fmt(w.get("isl_p50")), fmt(w.get("isl_p99")), fmt(w.get("osl_mean")),
+             fmt(w.get("osl_p50")), fmt(w.get("osl_p99")), w["name"]] for w in workloads_json(cat)]
+    headers = ["id (--lengths)", "ISL mean", "p50", "p99", "OSL mean", "p50", "p99", "name"]
+    body = format_table(headers, rows, right={1, 2, 3, 4, 5, 6})
+    items = ((w["id"], {"lengths": w["source"]}) for w in workloads_json(cat))
+    return f"Workloads ({len(rows)})\n{body}" + _sources(items, with_sources)
+
+
+def engines_table(cat, with_sources: bool = True) -> str:
+    rows = [[e["engine"], e["id"], e["versions"], e["kernel_table"], "overlapped" if e["overlap"] else "synchronous",
+             e["memory_mode"], e["label"]] for e in engines_json(cat)]
+    headers = ["engine (--runtime)", "profile", "versions (--runtime-version)", "kernel table", "scheduler",
+               "KV sizing", "label"]
+    note = "\n  every value and its source: presets/engines/<engine>.json; `plan --explain` shows those a plan used"
+    return f"Engine profiles ({len(rows)})\n{format_table(headers, rows, right=set())}" + (note if with_sources else "")
+
+
+_TABLES = {"gpus": gpus_table, "models": models_table, "links": links_table, "nodes": nodes_table,
+           "workloads": workloads_table, "engines": engines_table}
 
 
 # ----------------------------------------------------------------------------- traffic

@@ -137,7 +137,23 @@ def _workload(args, base: Workload) -> Workload:
         from studio.commands.load_args import apply_load_args
 
         wl = apply_load_args(args, wl)
+    spec = getattr(args, "lengths", None)
+    if spec:
+        wl = apply_lengths(args, spec, wl)
     return wl
+
+
+def apply_lengths(args, spec: str, wl: Workload) -> Workload:
+    """``wl`` with the input and output lengths of ``--lengths ID``: ISL/OSL at the distributions'
+    means, the load drawing requests from the distributions themselves."""
+    from studio.io.workloads import lengths_for
+
+    clash = [f"--{k.replace('_', '-')}" for k in ("isl", "osl", "isl_spread", "osl_spread", "isl_histogram",
+                                                    "osl_histogram") if getattr(args, k, None) is not None]
+    if clash:
+        raise StudioError(f"--lengths sets the input and output lengths; leave out {', '.join(clash)}")
+    isl_d, osl_d, isl, osl, _label = lengths_for(spec)
+    return wl.replace(isl=isl, osl=osl, load=wl.load.replace(isl_dist=isl_d, osl_dist=osl_d))
 
 
 def _serving(args, project: Project):
@@ -249,7 +265,30 @@ def project_from_args(args: argparse.Namespace) -> Project:
         from studio.engine.search.defaults import fitting_layout
 
         project = project.replace(layout=fitting_layout(project, details=False)[0])
-    return apply_cp_args(args, project)
+    return apply_runtime_args(args, apply_cp_args(args, project))
+
+
+def apply_runtime_args(args: argparse.Namespace, project: Project) -> Project:
+    """``project`` with ``--runtime`` / ``--runtime-version`` applied. Choosing an engine or a version
+    without ``--gpu-memory-utilization`` takes that engine's default memory fraction (vLLM
+    ``gpu_memory_utilization``, TensorRT-LLM ``free_gpu_memory_fraction``, SGLang's
+    ``mem_fraction_static`` computed for the GPU and layout), as the engine would start with."""
+    runtime = getattr(args, "runtime", None)
+    version = getattr(args, "runtime_version", None)
+    if runtime is None and version is None:
+        return project
+    from studio.service.engine_choice import with_engine
+
+    sv = project.serving
+    new_runtime = runtime or sv.runtime
+    new_version = version if version is not None else (sv.runtime_version if new_runtime == sv.runtime else None)
+    try:
+        return with_engine(project, new_runtime, new_version,
+                           keep_fraction=getattr(args, "gpu_memory_utilization", None) is not None)
+    except ValidationError as exc:
+        from studio.io.project_file import validation_message
+
+        raise StudioError(validation_message(exc), field="runtime_version") from None
 
 
 def apply_cp_args(args: argparse.Namespace, project: Project) -> Project:

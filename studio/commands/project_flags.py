@@ -77,6 +77,27 @@ def add_project_args(parser: argparse.ArgumentParser, *, layout: bool) -> None:
     add_feature_args(parser)
 
 
+def add_lengths_arg(group: argparse._ActionsContainer) -> None:
+    """Add ``--lengths ID``: input and output length distributions together, from a bundled workload
+    (``layout-studio presets workloads``) or ``random:ISL:OSL[:RATIO]`` (vLLM's random dataset)."""
+    group.add_argument("--lengths", metavar="ID",
+                       help="request lengths of a bundled workload (see `layout-studio presets workloads`) or "
+                            "random:ISL:OSL[:RATIO] (vLLM bench serve random, range ratio RATIO); sets ISL/OSL "
+                            "to their means and the load's length distributions")
+
+
+def add_runtime_args(parser: argparse.ArgumentParser) -> None:
+    """Add ``--runtime`` and ``--runtime-version``: the serving engine the plan runs on (its profile
+    in ``presets/engines/<engine>.json``; see docs/engine.md "Engine profiles")."""
+    g = parser.add_argument_group("serving engine (see docs/engine.md, Engine profiles)")
+    g.add_argument("--runtime", choices=("vllm", "trtllm", "sglang"),
+                   help="serving engine: its scheduler cost, defaults, CUDA graphs and KV-cache sizing "
+                        "(without --gpu-memory-utilization the engine's default memory fraction)")
+    g.add_argument("--runtime-version", metavar="V",
+                   help="engine version, e.g. 0.6.3 (default: the newest profile); an unknown version uses the "
+                        "nearest profile and says so")
+
+
 def add_cp_args(group: argparse._ActionsContainer) -> None:
     """Add ``--cp`` and ``--cp-mode`` (context parallelism; see docs/engine.md)."""
     group.add_argument("--cp", type=positive_int, metavar="C",
@@ -99,6 +120,7 @@ def add_load_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--num-requests", type=positive_int, metavar="N", help="requests simulated (default 1000)")
     g.add_argument("--seed", type=int, metavar="S", help="random seed of the simulation (0..2147483647)")
     g.add_argument("--max-num-batched-tokens", type=positive_int, metavar="N", help="token budget of one scheduler iteration")
+    add_lengths_arg(g)
     for which in ("isl", "osl"):
         lengths = g.add_mutually_exclusive_group()
         lengths.add_argument(f"--{which}-spread", type=non_negative_float, metavar="F",

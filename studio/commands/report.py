@@ -14,7 +14,7 @@ from pathlib import Path
 
 from studio.commands.arg_types import positive_float
 from studio.commands.project_args import project_from_args
-from studio.commands.project_flags import add_project_args
+from studio.commands.project_flags import add_project_args, add_runtime_args
 from studio.core.errors import StudioError
 
 SUFFIXES = (".html", ".htm", ".pdf")
@@ -33,6 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "PROJECT file's values; without a PROJECT file the bundled example is used.",
     )
     add_project_args(p, layout=True)
+    add_runtime_args(p)
     g = p.add_argument_group("report")
     g.add_argument("-o", "--output", required=True, metavar="FILE.html|FILE.pdf",
                    help="report file; the suffix picks the format (.html or .pdf)")

@@ -9,7 +9,7 @@ import math
 
 from studio.commands.output import fmt, format_pairs, format_table, print_json
 from studio.commands.project_args import project_from_args
-from studio.commands.project_flags import add_load_args, add_project_args
+from studio.commands.project_flags import add_load_args, add_project_args, add_runtime_args
 
 #: Each figure's definition, and the benchmark tool it matches.
 DEFINITIONS = {
@@ -38,6 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "state: the command says so instead of printing numbers.",
     )
     add_project_args(p, layout=True)
+    add_runtime_args(p)
     add_load_args(p)
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object (the scripting contract)")

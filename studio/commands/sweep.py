@@ -8,7 +8,7 @@ from pathlib import Path
 from studio.commands.arg_types import int_list, positive_int
 from studio.commands.output import fmt, format_table, print_json
 from studio.commands.project_args import project_from_args
-from studio.commands.project_flags import add_load_args, add_project_args
+from studio.commands.project_flags import add_load_args, add_project_args, add_runtime_args
 from studio.core.errors import StudioError
 
 OBJECTIVES = ("throughput", "cost", "latency")
@@ -40,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Pareto frontier of throughput per GPU against tokens/s per user.",
     )
     add_project_args(p, layout=False)
+    add_runtime_args(p)
     add_load_args(p)
     g = p.add_argument_group("ranking and output")
     g.add_argument("--objective", choices=OBJECTIVES, default="throughput", help="what 'best' means (default throughput)")

@@ -27,7 +27,7 @@ from studio.core.layout import Layout
 from studio.core.serving_mode import ServingMode
 from studio.core.workload import ServingConfig, Workload
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: What the layout recommendation optimises (the Explorer and "Best layout for my targets").
 Objective = Literal["throughput", "cost", "latency"]
@@ -176,7 +176,16 @@ def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
+def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 may name the serving engine's version (``serving.runtime_version``); a version-2
+    file names none, which means the newest bundled profile of its runtime — what its numbers were
+    computed with before engine profiles existed come closest to that."""
+    if not isinstance(data.get("serving", {}), dict):
+        raise TypeError("'serving' must be an object")
+    return data
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate(data: dict[str, Any], source: str | None = None) -> dict[str, Any]:

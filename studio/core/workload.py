@@ -191,6 +191,11 @@ class ServingConfig(Frozen):
     kv_dtype: DType = DType.BF16
     gpu_memory_utilization: float = Field(0.90, gt=0.05, le=1.0)
     runtime: Literal["vllm", "trtllm", "sglang"] = "vllm"
+    runtime_version: str | None = Field(
+        None, max_length=40,
+        description="the engine's version (e.g. 0.6.3); picks its profile in presets/engines/<runtime>.json; "
+        "None = the newest profile",
+    )
     price_per_gpu_hour: float | None = Field(
         None, ge=0, le=10_000, description="USD; None = each GPU spec's own price"
     )
@@ -205,6 +210,19 @@ class ServingConfig(Frozen):
         default_factory=EngineFeatures,
         description="engine features beside the layout (EPLB, dual-batch overlap, all-to-all backend, ...)",
     )
+
+    @field_validator("runtime_version")
+    @classmethod
+    def _runtime_version(cls, v: str | None) -> str | None:
+        if v is None:
+            return None
+        v = v.strip()
+        if not v:
+            return None
+        head = v.lstrip("vV")
+        if not head[:1].isdigit() or any(not (ch.isalnum() or ch in ".+-") for ch in head):
+            raise ValueError(f"'{v}' is not an engine version; give numbers with dots such as 0.6.3 or 1.0.0rc1")
+        return v
 
     @field_validator("kv_dtype")
     @classmethod

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
@@ -75,6 +76,10 @@ class LoadEditor(QGroupBox):
         self.budget.setKeyboardTracking(False)
         self.budget.setToolTip("Token budget of one scheduler iteration (vLLM max_num_batched_tokens, "
                                "TensorRT-LLM max_num_tokens); at least 16")
+        self.lengths = QComboBox()
+        self.lengths.setToolTip("Request lengths: fixed at ISL/OSL, or drawn from a bundled workload "
+                                "(presets/workloads; `layout-studio presets workloads`)")
+        self._fill_lengths()
         self.summary = QLabel("")
         self.summary.setObjectName("hint")
         # one line that never widens the panel; the note and the definition are in its tooltip
@@ -95,6 +100,7 @@ class LoadEditor(QGroupBox):
         form.addRow("Mode", self.mode)
         form.addRow("Users", self.driver)
         form.addRow("Requests", self.requests)
+        form.addRow("Lengths", self.lengths)
         form.addRow("Token budget", self.budget)
         form.addRow(self.summary)
         self._driver_label = form.labelForField(self.driver)
@@ -108,6 +114,7 @@ class LoadEditor(QGroupBox):
             lambda _i: self._load("Arrivals", arrival=self.arrival.currentData()))
         self.users.valueChanged.connect(lambda v: self._load("Users", concurrency=v or None))
         self.requests.valueChanged.connect(lambda v: self._load("Requests", num_requests=v))
+        self.lengths.activated.connect(lambda _i: self._lengths_chosen())
         self.budget.valueChanged.connect(lambda v: self._edit(
             "Token budget", "serving",
             lambda p: p.replace(serving=p.serving.replace(max_num_batched_tokens=v or None))))
@@ -124,9 +131,43 @@ class LoadEditor(QGroupBox):
             self.users.setValue(ld.concurrency or 0)
             self.requests.setValue(ld.num_requests)
             self.budget.setValue(p.serving.max_num_batched_tokens or 0)
+            self._show_lengths(p)
             self._enable(ld.mode)
         finally:
             self._updating = False
+
+    def _fill_lengths(self) -> None:
+        from studio.io.workloads import workload_presets
+
+        self.lengths.addItem("fixed at ISL / OSL", None)
+        for wid, w in workload_presets().items():
+            self.lengths.addItem(w.name, wid)
+            self.lengths.setItemData(self.lengths.count() - 1, w.source, Qt.ItemDataRole.ToolTipRole)
+
+    def _show_lengths(self, p: Project) -> None:
+        from studio.service.lengths_choice import lengths_id
+
+        ld = p.workload.load
+        custom = self.lengths.findData("custom")
+        if custom >= 0:
+            self.lengths.removeItem(custom)
+        wid = lengths_id(p)
+        if wid is not None:
+            self.lengths.setCurrentIndex(self.lengths.findData(wid))
+        elif ld.isl_dist.kind == "fixed" and ld.osl_dist.kind == "fixed":
+            self.lengths.setCurrentIndex(0)
+        else:  # a histogram file or a spread set elsewhere
+            self.lengths.addItem("custom (histogram or spread)", "custom")
+            self.lengths.setCurrentIndex(self.lengths.count() - 1)
+
+    def _lengths_chosen(self) -> None:
+        from studio.service.lengths_choice import with_lengths
+
+        wid = self.lengths.currentData()
+        if wid == "custom":
+            return
+        name = self.lengths.currentText()
+        self._edit(f"Lengths {name}", "workload", lambda p: with_lengths(p, wid))
 
     def _enable(self, mode: str) -> None:
         self.rate.setEnabled(mode == "rate")

@@ -50,7 +50,7 @@ def run_child(*argv: str) -> subprocess.CompletedProcess[str]:
 def test_a_headless_command_flushes_its_output_and_keeps_its_code():
     proc = run_child("presets", "--json")
     assert proc.returncode == 0, proc.stderr
-    assert set(json.loads(proc.stdout)) == {"gpus", "models", "links", "nodes"}  # all of it, flushed
+    assert set(json.loads(proc.stdout)) == {"gpus", "models", "links", "nodes", "workloads", "engines"}  # all of it, flushed
     assert "late handler ran" in proc.stderr
     assert "torn down" not in proc.stderr  # the teardown was skipped
 

@@ -43,6 +43,6 @@ def test_presets_all_kinds_table_with_sources(cli):
     for kind in KINDS:
         for ident in REQUIRED[kind]:
             assert ident in r.out
-    assert r.out.count("Sources") == 4
+    assert r.out.count("Sources") == 5  # gpus, models, links, nodes and workloads (engine sources live in their files)
     r = cli("presets", "gpus", "--no-sources")
     assert "Sources" not in r.out and "h100-sxm" in r.out

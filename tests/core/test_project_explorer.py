@@ -17,7 +17,7 @@ GOLDEN = Path(__file__).resolve().parents[1] / "robustness" / "golden"
 
 
 def test_schema_2_stores_the_objective():
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION >= 2  # schema 3 added serving.runtime_version (issue 29)
     p = load_project(GOLDEN / "v2" / "explorer-cost-targets.json")
     assert p.explorer.objective == "cost"
     assert (p.workload.ttft_ms, p.workload.tpot_ms) == (2000.0, 50.0)
@@ -28,7 +28,7 @@ def test_a_version_1_file_migrates_to_the_throughput_objective():
     raw = json.loads((GOLDEN / "v1" / "dgx-h100-2node.json").read_text(encoding="utf-8-sig"))
     assert "explorer" not in raw
     out = migrate(raw)
-    assert out["schema_version"] == 2 and out["explorer"] == {"objective": "throughput"}
+    assert out["schema_version"] == SCHEMA_VERSION and out["explorer"] == {"objective": "throughput"}
     assert "explorer" not in raw  # the input is left alone
     assert load_project(GOLDEN / "v1" / "dgx-h100-2node.json").explorer.objective == "throughput"
 
@@ -46,7 +46,7 @@ def test_objective_round_trips_through_a_file(tmp_path):
     out = save_project(p, tmp_path / "p.json")
     again = load_project(out)
     assert again == p and again.explorer.objective == "latency"
-    assert json.loads(project_to_json(again))["schema_version"] == 2
+    assert json.loads(project_to_json(again))["schema_version"] == SCHEMA_VERSION
 
 
 def test_with_row_sets_layout_micro_batches_and_batch():

@@ -22,7 +22,11 @@ def test_batch_caption_names_what_limits_it(project, evaluate):
     assert r.batch == 4 < r.max_concurrent_sequences
     assert figure_value(r, "batch") == ("4", "auto (capped at 4)")
     roomy = project.replace(workload=project.workload.replace(batch="auto", max_batch=1_000_000))
-    r = evaluate(roomy)
+    r = evaluate(roomy)  # vLLM caps the running sequences at its max_num_seqs (1,024 on an H100)
+    assert r.batch == 1024 < r.max_concurrent_sequences
+    assert figure_value(r, "batch")[1] == "auto (capped at 1,024)"
+    kv_bound = roomy.replace(serving=roomy.serving.replace(runtime="sglang"))  # no sequence limit: the KV cache
+    r = evaluate(kv_bound)
     assert r.batch == r.max_concurrent_sequences
     assert figure_value(r, "batch")[1] == "auto (fits KV)"
 

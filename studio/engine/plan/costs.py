@@ -34,15 +34,28 @@ def cached_layer_table(model: LLMArchitecture) -> LayerTable:
 
 def kv_fraction_of_free(serving: ServingConfig) -> bool:
     """Whether ``gpu_memory_utilization`` is a fraction of the memory left free after weights,
-    activations and runtime (TensorRT-LLM's ``kv_cache_free_gpu_mem_fraction``) rather than of
-    the device memory (vLLM, SGLang)."""
-    return serving.runtime == "trtllm"
+    activations and runtime (TensorRT-LLM's ``kv_cache_free_gpu_mem_fraction``, its profile's
+    ``memory.mode`` 'free') rather than of the device memory (vLLM, SGLang)."""
+    from studio.engine.runtime.loader import resolve
+
+    return resolve(serving.runtime, serving.runtime_version).profile.memory.mode == "free"
+
+
+def project_batch_limit(project: Project, layout: Layout, max_batch: int | None = None) -> int:
+    """Running sequences one replica of ``layout`` may hold: the workload's (or a pool's) limit and
+    the engine's ``max_num_seqs`` / ``max_batch_size``, whichever is smaller."""
+    from studio.engine.runtime.setup import batch_limit, engine_setup
+
+    limit = project.workload.max_batch if max_batch is None else max_batch
+    return batch_limit(limit, engine_setup(project, layout.tp, layout.pp))
 
 
 def project_budget(project: Project, layout: Layout, c: Constants) -> int:
     """The token budget one iteration of ``layout`` carries for ``project`` (see
     :func:`studio.engine.serving.trtllm_bench.token_budget`)."""
-    return token_budget(project, layout.tp, layout.pp, int(c.max_num_batched_tokens))
+    from studio.engine.runtime.setup import engine_setup
+
+    return token_budget(project, layout.tp, layout.pp, engine_setup(project, layout.tp, layout.pp).token_budget)
 
 
 def project_costs(
@@ -66,13 +79,16 @@ def project_costs(
         If two GPUs of a group are not linked, or the project's speculative decoding cannot run
         on this model.
     """
+    from studio.engine.runtime.setup import engine_setup
+
     model, sv = project.model, project.serving
     precision = sv.effective_precision(model.precision)
-    batch_limit = project.workload.max_batch if max_batch is None else max_batch
-    free = kv_fraction_of_free(sv)
+    engine = engine_setup(project, layout.tp, layout.pp)
+    batch_limit = project_batch_limit(project, layout, max_batch)
+    free = engine.memory_mode == "free"
     lc = layout_costs(model, cached_layer_table(model), precision, sv.kv_dtype, layout, placement, topo, c,
                       sv.gpu_memory_utilization, batch_limit, replicas=replicas, fraction_of_free=free,
-                      token_budget=project_budget(project, layout, c))
+                      token_budget=project_budget(project, layout, c), engine=engine)
     if sv.speculative is None:
         return lc
     return with_drafter(lc, model, sv.speculative, precision, sv.kv_dtype, topo, c,

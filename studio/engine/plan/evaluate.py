@@ -18,7 +18,7 @@ from studio.engine.fabric.comm import Collective
 from studio.engine.fabric.slow_hops import slow_tp_hops
 from studio.engine.fabric.topology import topology_of
 from studio.engine.plan.context import PlanContext, tp_message_bytes
-from studio.engine.plan.costs import project_budget, project_costs
+from studio.engine.plan.costs import project_batch_limit, project_budget, project_costs
 from studio.engine.plan.fits import fits as layout_fits
 from studio.engine.plan.fits import heads_split, memory_fit
 from studio.engine.plan.results import CommCost, GpuMemory, LoadSummary, PlanResult, StageResult
@@ -134,7 +134,7 @@ def evaluate(
     seq_len = wl.isl + wl.osl
     pool, seq_bytes, max_seqs, cap_tokens, kv_tok = memory_fit(lc, seq_len)
     auto = wl.batch == "auto"
-    batch = max(1, min(wl.max_batch, max_seqs)) if auto else int(wl.batch)
+    batch = max(1, min(project_batch_limit(project, layout), max_seqs)) if auto else int(wl.batch)
     weights_fit = bool((pool > 0).all())
     if not weights_fit:
         s = int(np.argmin(pool))

@@ -159,6 +159,9 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
     )
     if ctx.project.serving.features.any:
         out["engine_features"] = _features(ctx)
+    from studio.engine.runtime.explain import engine_explanation
+
+    out["engine"] = engine_explanation(ctx)
     out["cost"] = Explanation(
         "cost", ctx.usd_per_hour / (ctx.tokens_per_s * 3600) * 1e6 if ctx.tokens_per_s else float("inf"),
         "USD per million output tokens", "Σ GPU prices per hour / (output tok/s × 3600) × 1e6",

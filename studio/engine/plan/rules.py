@@ -207,7 +207,7 @@ def _fits_one_gpu(ctx: PlanContext) -> list[PlanWarning]:
     one = stage_shapes(ctx.project.model, _table(ctx), ctx.precision, ctx.project.serving.kv_dtype, 1, 1,
                        (ctx.project.model.num_layers,))[0]
     kv = float(one.kv_bytes_for(ctx.seq_len, lc.window))
-    need = one.weights + float(lc.activations.max()) * lay.tp + lc.overhead_terms["cuda_context"] + lc.overhead_terms["cuda_graphs"]
+    need = one.weights + float(lc.activations.max()) * lay.tp + lc.overhead_terms["cuda_context"] + lc.overhead_terms.get("cuda_graphs", 0.0)
     if need + kv > float(lc.usable.min()):
         return []
     return [PlanWarning(

@@ -19,7 +19,7 @@ from studio.core.layout import Layout
 from studio.core.project import Objective, Project
 from studio.core.units import GIB
 from studio.engine.fabric.topology import Topology, topology_of
-from studio.engine.plan.costs import project_budget, project_costs
+from studio.engine.plan.costs import project_batch_limit, project_budget, project_costs
 from studio.engine.plan.evaluate import constants_for, evaluate, resolve_calibration
 from studio.engine.plan.fits import fits as layout_fits
 from studio.engine.plan.fits import heads_split, memory_fit
@@ -269,7 +269,7 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
     tp, pp, dp, ep = lay.tp, lay.pp, lay.dp, lay.ep
     pool, seq_bytes, max_seqs, cap_tokens, _ = memory_fit(lc, seq_len)
     weights_fit = bool((pool > 0).all())
-    auto = max(1, min(wl.max_batch, max_seqs))
+    auto = max(1, min(project_batch_limit(project, lay), max_seqs))
     bs = sorted(set(grid) | {auto})
     ms_opts = [1] if pp == 1 else sorted({1, pp, 2 * pp, 4 * pp})
     pairs = [(b, m) for b in bs for m in ms_opts if m <= b]

@@ -103,7 +103,10 @@ def token_budget(project: Project, tp: int, pp: int, default: int) -> int:
     """The prompt tokens one iteration may carry for ``project`` on a TP×PP instance.
 
     The project's own ``max_num_batched_tokens`` wins; TensorRT-LLM under offline load builds with
-    trtllm-bench's budget (:func:`bench_limits`); otherwise the engines' default ``default``.
+    trtllm-bench's budget (:func:`bench_limits`); otherwise ``default``: the default of the project's
+    engine and version on its GPU (:func:`studio.engine.runtime.engine_setup`'s ``token_budget``: vLLM V1 8,192 on GPUs of
+    70 GiB and more but A100, 2,048 below; SGLang's ``chunked_prefill_size`` by GPU memory;
+    TensorRT-LLM's ``max_num_tokens`` 8,192; vLLM V0 at least the whole context).
     """
     sv, wl = project.serving, project.workload
     if sv.max_num_batched_tokens:

@@ -18,7 +18,7 @@ from studio.core.layout import Layout
 from studio.core.project import CalibrationProfile, Project
 from studio.core.workload import Load
 from studio.engine.fabric.topology import topology_of
-from studio.engine.plan.costs import project_budget, project_costs
+from studio.engine.plan.costs import project_batch_limit, project_budget, project_costs
 from studio.engine.plan.evaluate import constants_for, resolve_calibration
 from studio.engine.plan.fits import memory_fit
 from studio.engine.plan.validate import check_layout
@@ -72,7 +72,7 @@ def serving_setup(
             f"the KV cache of layout TP{layout.tp}×PP{layout.pp} holds {cap_tokens:,} tokens, less than one "
             f"request of {wl.isl + wl.osl:,} (isl + osl): nothing can be served"
         )
-    cap = max(1, min(wl.max_batch, max_seqs))
+    cap = max(1, min(project_batch_limit(project, layout), max_seqs))
     batch = cap if wl.batch == "auto" else min(int(wl.batch), cap)
     im = IterationModel(lc, c)
     return ServingSetup(  # the layout's micro-batches whatever the batch, as in evaluate's load model

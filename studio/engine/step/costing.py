@@ -10,7 +10,7 @@ prefill and decode times, so :func:`evaluate` and :func:`sweep` share one model.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -27,6 +27,10 @@ from studio.engine.step.kernels import DEFAULT_ENGINE
 from studio.engine.step.ops import StageOps, cached_stage_ops
 from studio.engine.step.records import Record
 from studio.engine.step.shapes import LayerTable, StageShape, stage_shapes
+
+if TYPE_CHECKING:
+    from studio.engine.runtime.setup import EngineSetup
+    from studio.engine.runtime.step import RuntimeStep
 
 
 class Drafter(Protocol):
@@ -77,6 +81,7 @@ class LayoutCosts(Record):
     spec: Drafter | None = None  # speculative decoding (its drafter sits on the last stage)
     cp: CpCosts | None = None  # context parallelism (None when cp = 1)
     ops: list[StageOps] | None = None  # measured kernel curves of every stage (studio.engine.step.ops)
+    runtime: RuntimeStep | None = None  # the serving engine's scheduler time and graph padding
 
     @property
     def weights(self) -> np.ndarray:
@@ -114,6 +119,7 @@ def layout_costs(
     fraction_of_free: bool = False,
     token_budget: int | None = None,
     kernel_engine: tuple[str, str | None] = (DEFAULT_ENGINE, None),
+    engine: EngineSetup | None = None,
 ) -> LayoutCosts:
     """Batch-independent costs; ``replicas`` limits the DP replicas whose links are costed
     (the sweep samples a few on large clusters; :func:`evaluate` costs all).
@@ -129,6 +135,11 @@ def layout_costs(
 
     ``kernel_engine`` = (serving engine, version or None) names the measured kernel tables the step
     times come from (:mod:`studio.engine.step.kernels`; default TensorRT-LLM's shipped version)."""
+    ``engine`` (:func:`studio.engine.runtime.engine_setup`) sizes the KV cache the way that engine
+    does, replacing ``fraction_of_free``: ``total`` (vLLM), ``free`` (TensorRT-LLM) or ``static``
+    (SGLang, the activations in the reserve the fraction leaves); CUDA-graph memory counts only where
+    the engine takes it out before sizing the KV cache. Its scheduler time and graph padding ride on
+    the costs (``runtime``) for :class:`~studio.engine.step.iteration.IterationModel`."""
     cluster = topo.cluster
     groups = layout.gpu_groups(placement)
     reps = list(range(layout.dp)) if replicas is None else replicas
@@ -159,6 +170,11 @@ def layout_costs(
     act[-1] += min(t_act, max_batch) * model.vocab_size / tp * c.logits_bytes_per_token
     terms = {"cuda_context": c.cuda_context_gib * GIB, "cuda_graphs": c.cuda_graphs_gib * GIB,
              "nccl_buffers": c.nccl_buffers_gib * GIB if layout.world_size > 1 else 0.0}
+    mode = "free" if fraction_of_free else "total"
+    if engine is not None:
+        mode = engine.memory_mode
+        if not engine.graphs_in_budget:
+            del terms["cuda_graphs"]  # captured after the KV cache, or inside SGLang's reserve
     overhead = np.full(pp, sum(terms.values()))
     hbm = np.array([x.hbm_bandwidth_gbps * 1e9 * c.per_gpu(c.hbm_efficiency, x.id) for x in specs])
     ar = [[allreduce(topo, groups[d][s], c, kernel_engine) for d in reps] for s in range(pp)]
@@ -172,9 +188,11 @@ def layout_costs(
                     continue
                 members = [g for d in range(d0, d0 + per) for g in groups[d][s]]
                 a2a[s].append(alltoall(topo, members, c))
-    if fraction_of_free:
+    if mode == "free":
         fixed = np.array([sh.weights for sh in shapes]) + act + overhead
         usable = fixed + (cap - fixed) * gpu_memory_utilization
+    elif mode == "static":  # the activations sit in the reserve (1 - fraction) the KV pool leaves
+        usable = cap * gpu_memory_utilization + act
     else:
         usable = cap * gpu_memory_utilization
     a2a_bytes = 0.0
@@ -196,6 +214,7 @@ def layout_costs(
         cp=cp_costs(model, kv_dtype, layout, groups, topo, c, reps),
         ops=[cached_stage_ops(model, table, sh, precision, kv_dtype, x, c, tp, ep, has_fp8, has_fp4, *kernel_engine)
              for sh, x in zip(shapes, specs, strict=True)],
+        runtime=engine.step if engine is not None else None,
     )
     return out
 

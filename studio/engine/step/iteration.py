@@ -207,6 +207,21 @@ class IterationModel:
         m = np.atleast_1d(np.asarray(micro_batches, dtype=float))
         x = np.asarray(prefill_tokens, dtype=float)
         d = np.asarray(decode_seqs, dtype=float)
-        it = self.micro_batch_times(x / m, d / m, decode_ctx, prompt_len)
+        rt = self.lc.runtime
+        if rt is None:
+            it = self.micro_batch_times(x / m, d / m, decode_ctx, prompt_len)
+            per = it.stage + it.p2p
+            return np.maximum(per.sum(axis=0), m * per.max(axis=0))
+        # the engine: a pure-decode micro-batch runs padded to its CUDA graph's size (the padded
+        # rows read no KV cache: the context per row shrinks so the real rows' reads stay), then
+        # the iteration waits for the scheduler CPU work the GPU step does not hide
+        xm, dm = np.broadcast_arrays(np.atleast_1d(x / m), np.atleast_1d(d / m))
+        rows = rt.decode_rows(xm, dm)
+        ctx = np.broadcast_to(np.asarray(decode_ctx, dtype=float), rows.shape)
+        ctx_rows = np.where(rows > 0, ctx * dm / np.maximum(rows, 1e-12), ctx)
+        it = self.micro_batch_times(xm, rows, ctx_rows, prompt_len)
         per = it.stage + it.p2p
-        return np.maximum(per.sum(axis=0), m * per.max(axis=0))
+        gpu = np.maximum(per.sum(axis=0), m * per.max(axis=0))
+        plen = np.maximum(np.asarray(prompt_len, dtype=float), 1.0)
+        running = d + np.ceil(x / plen)  # decoding sequences + the prompts being prefilled
+        return gpu + rt.exposed_ms(running, gpu)

@@ -93,6 +93,10 @@ class ModelPanel(QWidget):
         form.addRow("Model", row)
         form.addRow("", self.load_button)
         form.addRow("", self.model_info)
+        from studio.gui.engine_selector import EngineSelector  # the serving engine (issue 29)
+
+        self.engine = EngineSelector(doc)
+        form.addRow("Engine", self.engine)
         form.addRow("Weights", self.weight)
         form.addRow("KV cache", self.kv)
         form.addRow("Input (ISL)", self.isl)

@@ -100,6 +100,7 @@ def _model_rows(data: ReportData) -> list[tuple[str, str]]:
             f"TTFT ≤ {units.readable(wl.ttft_ms)} ms" if wl.ttft_ms else "",
             f"TPOT ≤ {units.readable(wl.tpot_ms)} ms" if wl.tpot_ms else "") if t) or "none set"),
         ("GPU memory the runtime may use", f"{p.serving.gpu_memory_utilization:.0%}"),
+        ("Serving engine", _engine_row(p)),
     ]
     from studio.engine.step.speculative import plan_line
 
@@ -192,6 +193,16 @@ def _warnings(data: ReportData) -> str:
     return (f'<table class="grid" border="1" cellspacing="0" cellpadding="4"><tr><th bgcolor="{HEAD_BG}">Layout</th>'
             f'<th bgcolor="{HEAD_BG}">Severity</th><th bgcolor="{HEAD_BG}">What</th><th bgcolor="{HEAD_BG}">Fix</th></tr>'
             + "".join(rows) + "</table>")
+
+
+def _engine_row(p) -> str:
+    """``vLLM 0.6.3 (profile 'vllm-v0-async-output', versions 0.6.0 – <0.8.0)`` (+ a fallback note)."""
+    from studio.engine.runtime import engine_setup
+
+    s = engine_setup(p)
+    text = (f"{s.engine_name} {p.serving.runtime_version or '(newest profile)'} (profile '{s.profile.id}', "
+            f"versions {s.profile.versions})")
+    return text + (f"; {s.resolved.note}" if s.resolved.note else "")
 
 
 def _assumptions(data: ReportData) -> str:

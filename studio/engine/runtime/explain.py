@@ -1,0 +1,124 @@
+"""``plan --explain``'s engine section: the profile values behind what differs between engines.
+
+:func:`engine_explanation` names, for one plan, the profile and version range, the token budget,
+the running-sequence limit, how the KV cache was sized and from which fraction, the CUDA-graph size
+the plan's decode batch runs at (and what padding costs), and the scheduler's CPU time at that batch
+with the part the GPU step does not hide — each with the engine source the profile cites.
+:func:`engine_line` is the one-line summary the plan's assumptions carry.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from studio.core.units import GIB
+from studio.engine.plan.views import Explanation, Term
+from studio.engine.runtime.profile import GraphSizes, SchedulerCost
+from studio.engine.runtime.setup import EngineSetup, engine_setup
+from studio.engine.runtime.step import RuntimeStep
+
+if TYPE_CHECKING:
+    from studio.engine.plan.context import PlanContext
+
+_MODES = {
+    "total": "fraction × device memory − weights − activation peak − runtime (vLLM gpu_memory_utilization)",
+    "free": "fraction × (device − weights − activations − runtime) (TensorRT-LLM free_gpu_memory_fraction)",
+    "static": "fraction × device memory − weights − runtime; activations and CUDA graphs in the reserve "
+              "(SGLang mem_fraction_static)",
+}
+
+
+def _short(text: str, n: int = 160) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def engine_line(setup: EngineSetup) -> str:
+    """``engine: vLLM profile 'vllm-v1-async' (versions 0.14.0 – <0.34.0), kernel table vllm 0.33.0``
+    (+ the fallback note when the version had no profile of its own)."""
+    p = setup.profile
+    line = (f"engine: {setup.engine_name} profile '{p.id}' (versions {p.versions}; kernel table "
+            f"{p.kernel_engine} {p.kernel_version}); {p.label}")
+    if setup.resolved.note:
+        line += f". Note: {setup.resolved.note}"
+    return line
+
+
+def _iteration_parts(ctx: PlanContext) -> tuple[float, float, float]:
+    """(GPU step without the engine, + graph padding, + exposed scheduler) of a decode-only
+    iteration of the plan's batch, ms."""
+    from studio.engine.step.iteration import IterationModel
+
+    lc, c = ctx.lc, ctx.constants
+    rt = lc.runtime
+    b = float(ctx.batch)
+    m = float(ctx.micro_batches)
+    wl = ctx.project.workload
+    dctx = wl.isl + wl.osl / 2.0
+    plain = float(IterationModel(lc.replace(runtime=None), c).round_ms(0.0, b, dctx, wl.isl, m)[0])
+    if rt is None:
+        return plain, plain, plain
+    quiet = RuntimeStep(scheduler=SchedulerCost(0.0, 0.0, 0.0, True, 0.0), graph_sizes=rt.graph_sizes,
+                        padding=rt.padding)
+    padded = float(IterationModel(lc.replace(runtime=quiet), c).round_ms(0.0, b, dctx, wl.isl, m)[0])
+    full = float(IterationModel(lc, c).round_ms(0.0, b, dctx, wl.isl, m)[0])
+    return plain, padded, full
+
+
+def engine_explanation(ctx: PlanContext) -> Explanation:
+    """The engine's share of one plan (value: the engine's ms per decode iteration: padding +
+    exposed scheduler time)."""
+    lay = ctx.lc.layout
+    setup = engine_setup(ctx.project, lay.tp, lay.pp)
+    p = setup.profile
+    sv = ctx.project.serving
+    plain, padded, full = _iteration_parts(ctx)
+    mb = ctx.micro_batch_size
+    size = GraphSizes.next_size(mb, setup.graph_sizes)
+    pad_note = ("no CUDA graphs captured" if not setup.graph_sizes else
+                f"decode micro-batch {mb} runs eagerly (largest captured size {setup.graph_sizes[-1]})"
+                if size is None else
+                f"decode micro-batch {mb} runs as the captured size {size}" if p.defaults.graphs.padding else
+                f"decode micro-batch {mb} {'uses its graph' if size == mb else 'has no graph of its size (no padding)'}")
+    sched = p.scheduler
+    cpu = float(sched.cpu_us(ctx.batch))
+    budget_src = p.source("defaults.max_num_batched_tokens")
+    terms = (
+        Term("token budget", ctx.load.token_budget if ctx.load is not None else setup.token_budget, "tokens",
+             "the project's max_num_batched_tokens" if sv.max_num_batched_tokens else _short(budget_src)),
+        Term("running-sequence limit", float(setup.max_num_seqs or 0), "sequences",
+             _short(p.source("defaults.max_num_seqs")) if setup.max_num_seqs else "none: the KV cache decides"),
+        Term("memory fraction", sv.gpu_memory_utilization, "",
+             f"the engine's default here {setup.default_fraction:g}; {_short(p.source('memory.fraction'))}"),
+        Term("KV pool (tightest stage)", float(ctx.pool.min()) / GIB, "GiB", _MODES[setup.memory_mode]),
+        Term("CUDA-graph memory before the KV cache", 1.0 if setup.graphs_in_budget else 0.0, "",
+             _short(p.source("memory.graphs_in_budget"))),
+        Term("CUDA-graph sizes captured", float(len(setup.graph_sizes)), "sizes",
+             f"up to {setup.graph_sizes[-1] if setup.graph_sizes else 0}, "
+             f"padding {'on' if p.defaults.graphs.padding else 'off'}; {pad_note}"),
+        Term("graph padding", padded - plain, "ms per decode iteration", _short(p.source("defaults.cuda_graphs.ranges"))),
+        Term("scheduler CPU", cpu / 1e3, "ms per iteration",
+             f"{sched.cpu_base_us:g} µs + {sched.cpu_per_seq_us + sched.detokenize_per_seq_us:g} µs × "
+             f"{ctx.batch} sequences; {_short(p.source('scheduler.cpu_per_seq_us'))}"),
+        Term("scheduler exposed", full - padded, "ms per decode iteration",
+             ("overlapped with the GPU step: a residual plus what outlasts it; " if sched.overlap else
+              "not overlapped: the GPU waits for all of it; ") + _short(p.source("scheduler.overlap"))),
+        Term("chunked prefill", 1.0 if p.defaults.chunked_prefill else 0.0, "", _short(p.source("defaults.chunked_prefill"))),
+        Term("prefix caching", 1.0 if p.defaults.prefix_caching else 0.0, "",
+             "on in the engine; the plan assumes no prefix hits"
+             if p.defaults.prefix_caching else "off in the engine"),
+    )
+    notes = (engine_line(setup), f"profile file {p.file}")
+    return Explanation(
+        "engine", full - plain, "ms per decode iteration",
+        "what the serving engine adds to a decode iteration: CUDA-graph padding of the batch + the scheduler CPU "
+        "time the GPU step does not hide; its defaults set the token budget, the batch limit and the KV cache",
+        terms, notes,
+    )
+
+
+def engine_setup_of(ctx: PlanContext) -> EngineSetup:
+    """:func:`engine_setup` of a plan's project and layout."""
+    return engine_setup(ctx.project, ctx.lc.layout.tp, ctx.lc.layout.pp)
+
+
+__all__ = ["engine_explanation", "engine_line", "engine_setup_of"]

@@ -1,0 +1,130 @@
+"""The engine a plan assumes, for one project and layout: :func:`engine_setup`.
+
+It resolves the project's ``serving.runtime`` / ``serving.runtime_version`` to a bundled profile
+(:func:`~studio.engine.runtime.loader.resolve`) and reads off what the plan runs with: the token
+budget of an iteration, the running-sequence limit, the memory fraction and how the KV cache is
+sized, the CUDA-graph capture sizes and the scheduler's CPU cost. :func:`assumed_values` gives the
+same figures as plain values for an exporter (``--max-num-batched-tokens``, ``--max-num-seqs``,
+``--gpu-memory-utilization``, capture sizes) and for ``plan --explain``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from studio.core.layout import Layout
+from studio.core.project import Project
+from studio.core.units import GIB
+from studio.engine.runtime.loader import ENGINE_NAMES, Resolved, resolve
+from studio.engine.runtime.profile import EngineProfile, MemoryMode
+from studio.engine.runtime.step import RuntimeStep
+from studio.engine.step.records import Record
+
+
+class EngineSetup(Record, frozen=True):
+    """What one plan assumes of its serving engine (per DP replica; see :func:`engine_setup`)."""
+
+    resolved: Resolved
+    token_budget: int  # engine default; the project's max_num_batched_tokens wins in the plan
+    max_num_seqs: int | None  # running sequences per replica (None: the KV cache decides)
+    default_fraction: float  # the engine's own default memory fraction for this GPU and layout
+    memory_mode: MemoryMode
+    graphs_in_budget: bool
+    graph_sizes: tuple[int, ...]
+    step: RuntimeStep
+
+    @property
+    def profile(self) -> EngineProfile:
+        return self.resolved.profile
+
+    @property
+    def engine_name(self) -> str:
+        return ENGINE_NAMES.get(self.profile.engine, self.profile.engine)
+
+
+def _device(project: Project) -> tuple[str, float]:
+    """The smallest GPU of the cluster: its id and memory in GiB (engines size by the device)."""
+    spec = min(project.cluster.gpu_specs.values(), key=lambda g: g.memory_bytes)
+    return spec.id, spec.memory_bytes / GIB
+
+
+def engine_setup(project: Project, tp: int | None = None, pp: int | None = None) -> EngineSetup:
+    """The engine ``project`` serves with, sized for a TP×PP instance (default: the project's
+    layout) on the cluster's smallest GPU.
+
+    Raises
+    ------
+    StudioError
+        If the runtime version is not a version string (an unknown but well-formed version falls
+        back to the nearest profile; ``resolved.note`` says so).
+    """
+    tp = project.layout.tp if tp is None else tp
+    pp = project.layout.pp if pp is None else pp
+    sv = project.serving
+    res = resolve(sv.runtime, sv.runtime_version)
+    p = res.profile
+    gpu, gib = _device(project)
+    d = p.defaults
+    budget = int(d.max_num_batched_tokens.at(gpu, gib, tp) or 0)
+    context = project.workload.isl + project.workload.osl
+    if d.chunked_above_context is not None and d.chunked_budget is not None and context > d.chunked_above_context:
+        budget = d.chunked_budget  # a long context turns chunked prefill on, with its own budget
+    elif d.budget_at_least_context:
+        budget = max(budget, context)
+    seqs = d.max_num_seqs.at(gpu, gib, tp)
+    sizes = d.graphs.sizes(gpu, gib, tp)
+    frac = p.memory.fraction
+    if frac is None:
+        assert p.memory.reserve is not None  # the loader refuses a profile with neither
+        graph_max = d.graphs.max.at(gpu, gib, tp) or 0.0
+        gpu_mib = gib * 1024.0
+        reserve = p.memory.reserve.reserve_mib(budget, graph_max, tp, pp, gib)
+        frac = round((gpu_mib - reserve) / gpu_mib, 3)
+    step = RuntimeStep(scheduler=p.scheduler, graph_sizes=sizes, padding=d.graphs.padding)
+    return EngineSetup(
+        resolved=res, token_budget=budget, max_num_seqs=int(seqs) if seqs else None, default_fraction=float(frac),
+        memory_mode=p.memory.mode, graphs_in_budget=p.memory.graphs_in_budget, graph_sizes=sizes, step=step,
+    )
+
+
+def batch_limit(max_batch: int, setup: EngineSetup) -> int:
+    """Running sequences one replica may hold: the workload's ``max_batch`` and the engine's
+    ``max_num_seqs`` (vLLM), ``max_batch_size`` (TensorRT-LLM), whichever is smaller."""
+    return min(max_batch, setup.max_num_seqs) if setup.max_num_seqs else max_batch
+
+
+def assumed_values(project: Project, layout: Layout | None = None) -> dict[str, Any]:
+    """The engine values a plan of ``project`` assumed, as an exporter writes them.
+
+    Returns a dict with ``engine``, ``version`` (asked, or None = newest profile), ``profile`` (id),
+    ``note`` (the fallback note, or None), ``max_num_batched_tokens`` (the project's own budget if
+    it sets one, else the engine default the plan used), ``max_num_seqs`` (per DP replica; None =
+    the KV cache decides), ``memory_fraction`` (the project's ``gpu_memory_utilization``, which is
+    vLLM's ``gpu_memory_utilization``, TensorRT-LLM's ``free_gpu_memory_fraction``, SGLang's
+    ``mem_fraction_static``), ``engine_default_fraction``, ``memory_mode``, ``cuda_graph_sizes``
+    (ascending), ``cuda_graph_padding``, ``chunked_prefill`` and ``prefix_caching``.
+
+    The budget is the one of the plan's iteration model: with the project's
+    ``max_num_batched_tokens`` unset, TensorRT-LLM under offline load uses trtllm-bench's
+    (:func:`studio.engine.serving.trtllm_bench.token_budget`).
+    """
+    from studio.engine.serving.trtllm_bench import token_budget
+
+    layout = project.layout if layout is None else layout
+    s = engine_setup(project, layout.tp, layout.pp)
+    p = s.profile
+    return {
+        "engine": p.engine,
+        "version": s.resolved.asked,
+        "profile": p.id,
+        "note": s.resolved.note,
+        "max_num_batched_tokens": token_budget(project, layout.tp, layout.pp, s.token_budget),
+        "max_num_seqs": s.max_num_seqs,
+        "memory_fraction": project.serving.gpu_memory_utilization,
+        "engine_default_fraction": s.default_fraction,
+        "memory_mode": s.memory_mode,
+        "cuda_graph_sizes": list(s.graph_sizes),
+        "cuda_graph_padding": p.defaults.graphs.padding,
+        "chunked_prefill": p.defaults.chunked_prefill,
+        "prefix_caching": p.defaults.prefix_caching,
+    }
