@@ -32,6 +32,7 @@ class EngineSelector(QWidget):
         self.profile = QLabel("")
         self.profile.setObjectName("hint")
         self.profile.setWordWrap(True)
+        self.profile.setVisible(False)
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.engine, 1)
@@ -65,10 +66,17 @@ class EngineSelector(QWidget):
             else:
                 self.version.setCurrentIndex(i)
             s = engine_setup(p)
-            text = f"profile '{s.profile.id}': {s.profile.label}; memory fraction {sv.gpu_memory_utilization:g}"
+            # one short line keeps the Plan panel's common fields on screen at 1366x768; the profile's
+            # label is the tooltip, and a version fallback is always shown in full
+            text = f"profile '{s.profile.id}' · memory fraction {sv.gpu_memory_utilization:g}"
             if s.resolved.note:
                 text += f"\n{s.resolved.note}"
             self.profile.setText(text)
+            self.profile.setToolTip(f"{s.profile.label}; memory fraction {sv.gpu_memory_utilization:g}")
+            tip = f"{text}\n{s.profile.label}"
+            self.engine.setToolTip(tip)
+            self.version.setToolTip(tip)
+            self.profile.setVisible(bool(s.resolved.note))  # the profile in use is the selectors' tooltip
         finally:
             self._updating = False
 

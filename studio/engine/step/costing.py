@@ -134,7 +134,8 @@ def layout_costs(
     the drafter of speculative decoding (:func:`studio.engine.step.speculative.with_drafter`).
 
     ``kernel_engine`` = (serving engine, version or None) names the measured kernel tables the step
-    times come from (:mod:`studio.engine.step.kernels`; default TensorRT-LLM's shipped version)."""
+    times come from (:mod:`studio.engine.step.kernels`; default TensorRT-LLM's shipped version).
+
     ``engine`` (:func:`studio.engine.runtime.engine_setup`) sizes the KV cache the way that engine
     does, replacing ``fraction_of_free``: ``total`` (vLLM), ``free`` (TensorRT-LLM) or ``static``
     (SGLang, the activations in the reserve the fraction leaves); CUDA-graph memory counts only where

@@ -88,6 +88,9 @@ class ModelPanel(QWidget):
         self.price = _dspin(0, 10_000, 2, " $/GPU·h", "each GPU's own")
         form = QFormLayout(self)
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        # 4 px between rows (the style's default is 6): with the engine row the common fields still
+        # fit a 1366x768 window without scrolling (tests/gui/test_legibility.py)
+        form.setVerticalSpacing(4)
         row = QHBoxLayout()
         row.addWidget(self.model, 1)
         form.addRow("Model", row)
