@@ -47,6 +47,30 @@ def _escaped_if_unsafe(match: re.Match[str]) -> str:
     return _escape(ch) if unicodedata.category(ch) in UNSAFE_CATEGORIES else ch
 
 
+#: What :func:`one_line` looks at: every character but printable ASCII.
+_NOT_PRINTABLE = re.compile(r"[^\x20-\x7e]")
+
+
+def one_line(text: str) -> str:
+    """``text`` as one table cell: like :func:`terminal_safe`, and line feeds and tabs written as
+    ``\\n`` / ``\\t`` too, so a name from a file cannot start a line of its own (a forged
+    ``fits  yes`` row) or shift the columns after it."""
+    if _PLAIN_CELL.fullmatch(text):
+        return text
+    return _NOT_PRINTABLE.sub(_cell_char, text)
+
+
+_PLAIN_CELL = re.compile(r"[\x20-\x7e]*")
+_CELL_ESCAPES = {"\n": "\\n", "\t": "\\t"}
+
+
+def _cell_char(match: re.Match[str]) -> str:
+    ch = match.group()
+    if ch in _CELL_ESCAPES:
+        return _CELL_ESCAPES[ch]
+    return _escape(ch) if unicodedata.category(ch) in UNSAFE_CATEGORIES else ch
+
+
 class TerminalText:
     """A text stream that writes :func:`terminal_safe` text to ``stream`` (everything else, such
     as ``fileno`` or ``isatty``, is the stream's own)."""

@@ -18,6 +18,7 @@ FLAGS: dict[str, str] = {
     "nic_kind": "--nic-kind",
     "hosts": "--hosts",
     "model_path": "--model-path",
+    "draft_checkpoint": "--draft-checkpoint",
     "isl": "--isl",
     "osl": "--osl",
     "tp": "--tp",

@@ -228,4 +228,5 @@ def save_project(project: Project, path: str | os.PathLike[str], keep_backup: bo
         The target is a folder or a special file, its folder is missing or not writable, the disk
         is full, or the project holds text that cannot be saved; the old file is then left untouched.
     """
-    return write_text_atomic(project_to_json(project), path, keep_backup=keep_backup, what="project file")
+    return write_text_atomic(project_to_json(project), path, keep_backup=keep_backup, what="project file",
+                             follow_links=True)

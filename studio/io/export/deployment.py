@@ -13,7 +13,7 @@ from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.engine.results import PlanResult
-from studio.io.export.safety import check_host, host_port
+from studio.io.export.safety import check_hosts, host_port
 from studio.io.export.shell import Raw, Word, one_line
 
 
@@ -108,8 +108,7 @@ def deployment(
                 f"{', '.join(one_line(cluster.node(n).name) for n in order)}); got {len(hosts)}",
                 field="hosts",
             )
-        for h in hosts:
-            check_host(h)
+        check_hosts(hosts)
     index = {nid: i for i, nid in enumerate(order)}
     rank_node = tuple(index[n] for n in rank_node_id)
     by_id = {n.id: n for n in cluster.nodes}

@@ -24,7 +24,7 @@ from studio.core.units import MIB
 from studio.io.export import common as c
 from studio.io.export.bundle import ExportBundle
 from studio.io.export.rules import rules_for
-from studio.io.export.safety import check_host, host_port
+from studio.io.export.safety import check_hosts, host_port
 
 PREFILL_PORT = 8100  # first serving port of the prefill servers on a host (then +1 per server)
 DECODE_PORT = 8200  # first serving port of the decode servers on a host
@@ -104,7 +104,7 @@ def _servers(
                 "give one host per node in that order",
                 field="hosts",
             )
-        names = {n: check_host(h) for n, h in zip(used, hosts, strict=True)}
+        names = dict(zip(used, check_hosts(hosts), strict=True))
     else:
         names = {n: f"<HOST_{i}>" for i, n in enumerate(used)}
     return workers, names
