@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.validation.corpus import Point, load_points, predict
 from studio.core.errors import StudioError
-from studio.engine.constants import Constants, default_constants
+from studio.engine.step.constants import Constants, default_constants
 
 #: Fitted constants: name -> (lower bound, upper bound, additive step or None for multiplicative).
 #: Not fitted (see NOT_FITTED): ``decode_efficiency`` and ``moe_imbalance_factor``.

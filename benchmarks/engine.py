@@ -27,9 +27,9 @@ from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.core.workload import ServingConfig, Workload
 from studio.engine import default_constants, evaluate, sweep
-from studio.engine.costing import layout_costs, serve_times
-from studio.engine.evaluate import cached_layer_table
-from studio.engine.topology import topology_of
+from studio.engine.fabric.topology import topology_of
+from studio.engine.plan.evaluate import cached_layer_table
+from studio.engine.step.costing import layout_costs, serve_times
 from studio.io.presets import load_catalog
 
 
@@ -185,7 +185,7 @@ def calibration() -> None:
           "sglang custom AR 5.7-7.8 µs at 4-32 KiB; card ~5 µs")
     c = default_constants()
     topo = topology_of(p.cluster)
-    from studio.engine.comm import allreduce
+    from studio.engine.fabric.comm import allreduce
 
     col = allreduce(topo, topo.gpu_ids[:8], c)
     for size, meas in ((32768, 17.9), (1 << 20, 25.3), (16 << 20, 121), (256 << 20, 1062), (1 << 30, 4050)):

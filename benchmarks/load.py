@@ -24,7 +24,7 @@ from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.core.workload import Load, ServingConfig, Workload
 from studio.engine import evaluate
-from studio.engine.serving import load_curve, simulate_plan
+from studio.engine.serving.under_load import load_curve, simulate_plan
 from studio.io.presets import load_catalog
 
 

@@ -76,7 +76,7 @@ def test_installed_package_finds_every_preset(wheel: Path, tmp_path: Path) -> No
     probe = r"""
 import json, studio
 from studio.io import presets
-from studio.engine import constants
+from studio.engine.step import constants
 cat = presets.load_catalog()
 root = presets.presets_root()
 print(json.dumps({

@@ -30,7 +30,7 @@ from studio.commands.project_args import project_from_args
 from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.engine import evaluate
-from studio.engine.results import PlanResult
+from studio.engine.plan.results import PlanResult
 from studio.io.presets import Catalog, load_catalog
 
 #: Relative tolerance of the identities checked (they are computed in float64).

@@ -22,9 +22,9 @@ from studio.core.precision import DType
 from studio.core.project import Project
 from studio.core.workload import Load, ServingConfig, SpeculativeConfig, Workload
 from studio.engine import evaluate
-from studio.engine.constants import Constants
-from studio.engine.serving import simulate_plan
-from studio.engine.trtllm_bench import bench_limits
+from studio.engine.serving.trtllm_bench import bench_limits
+from studio.engine.serving.under_load import simulate_plan
+from studio.engine.step.constants import Constants
 from studio.io.presets import load_catalog
 
 HERE = Path(__file__).resolve().parent
@@ -137,7 +137,7 @@ def project_for(p: Point) -> tuple[Project, Layout]:
     max_batch = TRITON_MAX_BATCH if p.group == "trtllm-0.14-online" else OFFLINE_MAX_BATCH
     budget = extra.get("max_num_batched_tokens")
     if _trtllm_bench(r) and load.mode == "offline":
-        # trtllm-bench sizes max_batch_size per dataset (studio.engine.trtllm_bench): the nominal
+        # trtllm-bench sizes max_batch_size per dataset (studio.engine.serving.trtllm_bench): the nominal
         # TP of the run, before attention-DP is mapped below
         sv_dtype = DType(r["weight_dtype"])
         kv = DType(r["kv_dtype"]) if r["kv_dtype"] in ("fp8", "bf16", "fp16") else DType.FP8

@@ -2,7 +2,7 @@
 
 ``disaggregated-points.json`` (this folder) holds each result with its source; this script builds the
 project each describes (bundled presets, or the Hub config the point names), costs the pools with
-:func:`studio.engine.disaggregated.evaluate_disaggregated` (or searches with ``sweep --disagg`` for a
+:func:`studio.engine.disagg.evaluate.evaluate_disaggregated` (or searches with ``sweep --disagg`` for a
 point that quotes a search) and prints the engine's figure next to the published one::
 
     PYTHONPATH=. python benchmarks/validation/disaggregated.py
@@ -25,7 +25,7 @@ from studio.core.project import Project
 from studio.core.serving_mode import parse_pools
 from studio.core.workload import Load, ServingConfig, Workload
 from studio.engine import evaluate
-from studio.engine.disaggregated import evaluate_disaggregated
+from studio.engine.disagg.evaluate import evaluate_disaggregated
 from studio.io.presets import load_catalog
 
 HERE = Path(__file__).resolve().parent
@@ -104,7 +104,7 @@ def predict_point(rec: dict[str, Any]) -> list[Row]:
     pid = rec["id"]
     if "slo" in rec:  # a search: the best disaggregated and aggregated rows meeting the targets
         from studio.engine import sweep
-        from studio.engine.disagg_sweep import sweep_disaggregated
+        from studio.engine.disagg.sweep import sweep_disaggregated
 
         p = base_project(rec)
         slo = rec["slo"]

@@ -132,7 +132,7 @@ def _profile(cls, **fields):
 def run_nccl(args: argparse.Namespace) -> int:
     """Fit, print, save."""
     from studio.core.project import CalibrationProfile
-    from studio.engine.calibration import fit_link_kind, rms
+    from studio.engine.search.calibration import fit_link_kind, rms
     from studio.io.nccl_log import read_nccl_log
     from studio.io.presets import load_catalog
 
@@ -195,7 +195,7 @@ def run_nccl(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------- calibrate serving
 def _register_serving(sub: argparse._SubParsersAction) -> None:
     from studio.core.precision import KV_DTYPES, WEIGHT_DTYPES
-    from studio.engine.calibration import SERVING_PARAMS
+    from studio.engine.search.calibration import SERVING_PARAMS
 
     s = sub.add_parser(
         "serving",
@@ -270,7 +270,7 @@ def _serving_base(args: argparse.Namespace):
 def _bound_note(name: str, value: float) -> str:
     """A warning when a fitted factor stopped at its bound: the engine could not reproduce the
     runs with any allowed value, so the formats, layout or GPU given probably differ from the runs'."""
-    from studio.engine.calibration import EFFICIENCY_BOUNDS, OTHER_BOUNDS
+    from studio.engine.search.calibration import EFFICIENCY_BOUNDS, OTHER_BOUNDS
 
     lo, hi = OTHER_BOUNDS.get(name.partition(":")[0], EFFICIENCY_BOUNDS)
     if value >= hi * (1 - 1e-6):

@@ -231,7 +231,7 @@ def run_export(args: argparse.Namespace, project: Project, hosts: list[str] | No
     """``export --disagg``: one server per worker of each pool and the router, or ``--check`` them."""
     from pathlib import Path
 
-    from studio.engine.disaggregated import evaluate_disaggregated
+    from studio.engine.disagg.evaluate import evaluate_disaggregated
     from studio.io.export.disagg import export_disaggregated
     from studio.io.export.safety import escape_for_terminal
 
@@ -372,10 +372,10 @@ def check_disagg_slo(project: Project, sw, target_ms: float, rate: float, check:
     """``sweep --disagg --ttft-p99 MS --at-rate R``: the disaggregated rows in ranking order, one per
     pool split (at its best-ranked decode batch), served at R requests/s — the closed form screens (saturated, or mean TTFT
     already above the target), the first ``check`` survivors are simulated request by request
-    (:func:`studio.engine.disagg_simulate.simulate_disaggregated`) and their p99 TTFT decides."""
+    (:func:`studio.engine.disagg.simulate.simulate_disaggregated`) and their p99 TTFT decides."""
     from studio.core.workload import Load
-    from studio.engine.disagg_simulate import simulate_disaggregated
-    from studio.engine.disaggregated import evaluate_disaggregated
+    from studio.engine.disagg.evaluate import evaluate_disaggregated
+    from studio.engine.disagg.simulate import simulate_disaggregated
     from studio.service.slo import MAX_SCREENED
 
     load = project.workload.load

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     """Import the topology and write the project."""
     from studio.commands.project_args import load_base_project
     from studio.core.project import Project
-    from studio.engine.defaults import default_layout, fitting_layout
+    from studio.engine.search.defaults import default_layout, fitting_layout
     from studio.io.presets import load_catalog
     from studio.io.project_file import save_project
     from studio.io.topo import MAX_TOPO_BYTES, import_topology

@@ -1,5 +1,5 @@
 """Words for a load: the one-line description of a :class:`~studio.core.workload.Load` and the
-plan's :class:`~studio.engine.results.LoadSummary` (``plan``'s table, ``simulate``'s header)."""
+plan's :class:`~studio.engine.plan.results.LoadSummary` (``plan``'s table, ``simulate``'s header)."""
 
 from __future__ import annotations
 

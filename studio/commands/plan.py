@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_disagg(args: argparse.Namespace, project: Project) -> int:
     """``plan --disagg``: cost the two pools and the KV transfer between them."""
     from studio.commands.disagg_args import format_disagg
-    from studio.engine.disaggregated import evaluate_disaggregated
+    from studio.engine.disagg.evaluate import evaluate_disaggregated
 
     res = evaluate_disaggregated(project)
     if args.json:
@@ -72,7 +72,7 @@ def _run_disagg(args: argparse.Namespace, project: Project) -> int:
 
 
 def explanation_json(e) -> dict:
-    """One :class:`~studio.engine.results.Explanation` as a JSON object."""
+    """One :class:`~studio.engine.plan.results.Explanation` as a JSON object."""
     return {
         "figure": e.figure,
         "value": e.value,
@@ -102,7 +102,7 @@ def format_plan(project: Project, plan, explain: bool = False, model_note: str |
 
     ``model_note`` (the checkpoint size check of ``--model-config``) is printed under the model."""
     from studio.core.units import GIB
-    from studio.engine.speculative import plan_line
+    from studio.engine.step.speculative import plan_line
 
     lay = plan.layout
     wl = project.workload

@@ -193,7 +193,7 @@ def project_from_args(args: argparse.Namespace) -> Project:
     if auto_layout:
         # The cluster came from flags and no split was asked for: start from the production rule
         # (TP inside a node, PP across nodes until the weights fit), not the example's layout.
-        from studio.engine.defaults import default_layout
+        from studio.engine.search.defaults import default_layout
 
         per_node = max((len(n.gpus) for n in cluster.nodes), default=1)
         layout = default_layout(model, per_node, gpus)
@@ -234,7 +234,7 @@ def project_from_args(args: argparse.Namespace) -> Project:
         # the window changes the model (core.edits.with_model) or the cluster (follow_cluster)
         project = drop_unrunnable_pinned(project)
     if auto_layout and getattr(args, "micro_batches", None) is None and layout.ep == 1:
-        from studio.engine.defaults import fitting_layout
+        from studio.engine.search.defaults import fitting_layout
 
         project = project.replace(layout=fitting_layout(project, details=False)[0])
     return apply_cp_args(args, project)

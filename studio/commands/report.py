@@ -21,7 +21,7 @@ SUFFIXES = (".html", ".htm", ".pdf")
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``report`` command."""
-    from studio.engine.sweep import OBJECTIVES
+    from studio.engine.search.sweep import OBJECTIVES
 
     p = subparsers.add_parser(
         "report",

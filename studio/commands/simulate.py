@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         "requests": load.num_requests,
         "saturation_rate_per_s": summary.saturation_rate_per_s if summary else None,
     }
-    from studio.engine.speculative import plan_line
+    from studio.engine.step.speculative import plan_line
 
     if (spec := plan_line(plan)) is not None:  # tokens arrive E per iteration: ITL > TPOT
         head["speculative"] = spec
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             print("Simulation\n" + format_pairs(list(_head_pairs(head))) + "\n\n" + message)
         return 0
-    from studio.engine.serving import simulate_plan
+    from studio.engine.serving.under_load import simulate_plan
 
     sim = simulate_plan(project)
     if args.json:

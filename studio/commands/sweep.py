@@ -129,7 +129,7 @@ def _disagg(args: argparse.Namespace, project, result):
     """``--disagg``: the disaggregated candidates under the same targets and objective, or None."""
     if not getattr(args, "disagg", False):
         return None
-    from studio.engine.disagg_sweep import sweep_disaggregated
+    from studio.engine.disagg.sweep import sweep_disaggregated
 
     return sweep_disaggregated(project, objective=args.objective, ttft_ms=result.ttft_ms, tpot_ms=result.tpot_ms)
 

@@ -1,8 +1,14 @@
-"""Pure numpy cost engine. Entry points: :func:`evaluate` (one layout) and :func:`sweep`."""
+"""Pure numpy cost engine. Entry points: :func:`evaluate` (one layout) and :func:`sweep`.
 
-from studio.engine import topology
-from studio.engine.constants import Constants, default_constants
-from studio.engine.evaluate import evaluate
-from studio.engine.sweep import SweepResult, sweep
+The engine's rooms (see ``docs/architecture.md``): :mod:`studio.engine.step` (one iteration of a
+replica), :mod:`studio.engine.fabric` (links and collectives), :mod:`studio.engine.serving`
+(serving under load), :mod:`studio.engine.disagg` (disaggregated prefill/decode),
+:mod:`studio.engine.search` (sweep, placement, calibration) and :mod:`studio.engine.plan` (one
+layout's plan).
+"""
 
-__all__ = ["Constants", "SweepResult", "default_constants", "evaluate", "sweep", "topology"]
+from studio.engine.plan.evaluate import evaluate
+from studio.engine.search.sweep import SweepResult, sweep
+from studio.engine.step.constants import Constants, default_constants
+
+__all__ = ["Constants", "SweepResult", "default_constants", "evaluate", "sweep"]

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from studio.core.errors import StudioError
 from studio.core.project import Project
-from studio.engine.results import PlanResult
+from studio.engine.plan.results import PlanResult
 from studio.io.export import ENGINE_VERSIONS, ExportBundle, export_plan
 from studio.io.export.check import CheckReport, check
 from studio.io.export.write import write_files

@@ -43,8 +43,8 @@ CurveFn = Callable[[Project], object]
 
 
 def default_curve(project: Project, points: int = POINTS, requests: int = REQUESTS) -> object:
-    """:func:`studio.engine.serving.load_curve` with p99 from the simulation."""
-    from studio.engine.serving import load_curve
+    """:func:`studio.engine.serving.under_load.load_curve` with p99 from the simulation."""
+    from studio.engine.serving.under_load import load_curve
 
     return load_curve(project, points=points, percentiles=True, requests=requests)
 

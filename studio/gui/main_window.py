@@ -25,7 +25,7 @@ import studio
 from studio.core.errors import StudioError
 from studio.core.hardware import Cluster
 from studio.core.project import PinnedLayoutError, Project
-from studio.engine.results import PlanResult
+from studio.engine.plan.results import PlanResult
 from studio.gui.canvas import CanvasView, ClusterScene
 from studio.gui.document import ProjectDocument
 from studio.gui.palette import Palette
@@ -546,7 +546,7 @@ class MainWindow(QMainWindow):
         if res is None:
             self.timeline.set_request(None)
             return
-        from studio.engine.disagg_timeline import request_note, request_timeline
+        from studio.engine.disagg.timeline import request_note, request_timeline
 
         osl = self.doc.project.workload.osl
         first = self.timeline.request is None

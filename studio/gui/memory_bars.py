@@ -14,7 +14,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from studio.core.units import GIB
-from studio.engine.results import GpuMemory
+from studio.engine.plan.results import GpuMemory
 from studio.gui.colors import FREE_COLOR, MEMORY_PARTS, OVER_COLOR
 
 MAX_BARS = 64

@@ -8,7 +8,7 @@ from __future__ import annotations
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QFont, QImage, QPainter
 
-from studio.engine.results import PlanResult, Timeline
+from studio.engine.plan.results import PlanResult, Timeline
 from studio.gui.memory_bars import bars_for, paint_memory_bars
 
 

@@ -52,7 +52,7 @@ def draft_candidates(model: LLMArchitecture) -> list[tuple[str, LLMArchitecture]
 def _checked(p: Project, spec: SpeculativeConfig | None) -> Project:
     """``p`` with ``spec``, refused (StudioError) when the engine cannot run it on ``p``'s model."""
     if spec is not None:
-        from studio.engine.speculative import acceptance, check_speculative
+        from studio.engine.step.speculative import acceptance, check_speculative
 
         check_speculative(p.model, spec)
         acceptance(spec)
@@ -140,7 +140,7 @@ class SpecEditor(QGroupBox):
             self.summary.setText("")
 
     def _on_result(self, result, _revision: int) -> None:
-        from studio.engine.speculative import plan_line
+        from studio.engine.step.speculative import plan_line
 
         line = plan_line(result) if hasattr(result, "explanations") else None
         self.summary.setText(line or "")

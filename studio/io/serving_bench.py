@@ -34,7 +34,7 @@ from typing import Any
 
 from studio.core.errors import StudioError
 from studio.core.units import whole_mib
-from studio.engine.calibration import ServingPoint
+from studio.engine.search.calibration import ServingPoint
 from studio.io.safe import decode_text, loads_json_limited, read_bytes_limited
 
 MAX_BYTES = 32 * 1024 * 1024
@@ -417,8 +417,8 @@ def read_points(files, **defaults: int | None) -> list[ServingPoint]:
 
 
 def fit_files(project, files, *, params=None, **defaults: int | None):
-    """Read ``files`` and fit the engine on ``project`` (see :func:`studio.engine.calibration.fit_serving`)."""
-    from studio.engine.calibration import SERVING_PARAMS, fit_serving
+    """Read ``files`` and fit the engine on ``project`` (see :func:`studio.engine.search.calibration.fit_serving`)."""
+    from studio.engine.search.calibration import SERVING_PARAMS, fit_serving
 
     return fit_serving(project, read_points(files, **defaults), params=tuple(params or SERVING_PARAMS))
 

@@ -1,5 +1,5 @@
 """The Explorer's disaggregated candidates: beside the aggregated sweep, every prefill/decode pool
-split of the cluster (:func:`studio.engine.disagg_sweep.sweep_disaggregated`) under the same
+split of the cluster (:func:`studio.engine.disagg.sweep.sweep_disaggregated`) under the same
 objective and targets, so that both kinds sit on one Pareto plot.
 
 :func:`with_pools` wraps the Explorer's work (:func:`studio.service.explorer_work.explore_work`):
@@ -32,7 +32,7 @@ from studio.service.slo import Explored
 class ExploredPools(Explored):
     """:class:`Explored` with the disaggregated candidates swept beside it."""
 
-    disagg: Any = None  # studio.engine.disagg_sweep.DisaggSweep
+    disagg: Any = None  # studio.engine.disagg.sweep.DisaggSweep
     disagg_error: str = ""  # why the disaggregated sweep could not run ("" when it did)
 
 
@@ -44,7 +44,7 @@ def with_pools(work: Work) -> Work:
         out = work((project, kwargs, targets), job)
         if not (rest and rest[0]) or job.cancelled or getattr(out, "cancelled", False):
             return out
-        from studio.engine.disagg_sweep import sweep_disaggregated
+        from studio.engine.disagg.sweep import sweep_disaggregated
 
         try:
             pools = sweep_disaggregated(
@@ -79,7 +79,7 @@ _NAN = float("nan")
 
 def disagg_cell(row: Any, key: str) -> object:
     """The Explorer table's raw value of column ``key`` for disaggregated candidate ``row`` (a
-    :class:`studio.engine.disagg_sweep.DisaggRow`): its figure where the column applies, NaN where
+    :class:`studio.engine.disagg.sweep.DisaggRow`): its figure where the column applies, NaN where
     the column is a single layout's (TP, PP, EP, DP, CP, M, GiB/GPU, KV tokens, bubble, warnings),
     ``—`` for the percentile SLO (simulated for the layouts only)."""
     if key == "layout":
@@ -112,7 +112,7 @@ def label_words(label: str, disaggregated: bool = False) -> list[str]:
 
 
 def _objective_key(objective: str, per_gpu: float, usd: float, tpot: float) -> float:
-    """The figure the sweep ranks by first within a tier (as :func:`studio.engine.sweep._order`
+    """The figure the sweep ranks by first within a tier (as :func:`studio.engine.search.sweep._order`
     and the disaggregated sweep do)."""
     v = usd if objective == "cost" else tpot if objective == "latency" else -per_gpu
     return v if math.isfinite(v) or v == math.inf else math.inf

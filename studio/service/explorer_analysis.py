@@ -9,9 +9,9 @@ import numpy as np
 
 from studio.core.layout import Layout
 from studio.core.units import GIB
-from studio.engine.placement import topology_for, tp_bottleneck
-from studio.engine.results import PlanResult
-from studio.engine.sweep import SweepResult
+from studio.engine.plan.results import PlanResult
+from studio.engine.search.placement import topology_for, tp_bottleneck
+from studio.engine.search.sweep import SweepResult
 
 
 @dataclass(frozen=True)

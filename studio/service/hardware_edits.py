@@ -5,8 +5,8 @@ Behaviour (one rule, named in the undo text):
 1. The layout is kept when it still uses exactly the drawn GPUs and the model allows it.
 2. Otherwise, if TP × PP still divides the new GPU count, **DP follows the GPU count**.
 3. Otherwise the layout is **re-split by the production rule**: TP = the GPUs of a server, lowered
-   until the model allows it (:func:`studio.engine.defaults.node_tp`), then the first PP (1, 2, …)
-   whose plan fits (:func:`studio.engine.defaults.fitting_layout`), DP for the rest.
+   until the model allows it (:func:`studio.engine.search.defaults.node_tp`), then the first PP (1, 2, …)
+   whose plan fits (:func:`studio.engine.search.defaults.fitting_layout`), DP for the rest.
 
 An explicit placement survives only while it names exactly the GPUs the layout uses; otherwise
 GPUs are assigned in cluster order again.
@@ -58,7 +58,7 @@ def _follow(project: Project, cluster: Cluster) -> tuple[Project, str]:
         cps = [c for c in cp_options(model, tp, dp, layout.cp_mode) if c <= layout.cp]
         layout = base.replace(dp=dp, ep=nearest_ep(model, layout.ep, tp, dp), cp=max(cps or [1]))
         return project.replace(cluster=cluster, layout=layout), f"DP follows the GPUs: layout {layout.label}"
-    from studio.engine.defaults import fitting_layout, node_tp
+    from studio.engine.search.defaults import fitting_layout, node_tp
 
     per_node = max(len(n.gpus) for n in cluster.nodes)
     tp = node_tp(model, per_node, gpus)

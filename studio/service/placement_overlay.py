@@ -15,7 +15,7 @@ from studio.core.errors import StudioError
 from studio.core.hardware import Cluster
 from studio.core.layout import Layout, RankCoords
 from studio.core.project import Project
-from studio.engine.results import PlanResult
+from studio.engine.plan.results import PlanResult
 
 #: Colour index of each pool (the canvas's stage colours): blue prefill, orange decode.
 POOL_INDEX = {"prefill": 0, "decode": 1}
@@ -68,12 +68,12 @@ def layout_overlay(layout: Layout, cluster: Cluster, plan: PlanResult | None = N
 
 def pool_overlay(project: Project) -> Placement | None:
     """The overlay of a disaggregated project's pools, placed the way the engine places them
-    (:func:`studio.engine.disaggregated.place_pools`); ``None`` when aggregated or when the pools
+    (:func:`studio.engine.disagg.evaluate.place_pools`); ``None`` when aggregated or when the pools
     cannot be placed (the Serving mode tab then shows the engine's reason)."""
     mode = project.serving_mode
     if not mode.disaggregated or mode.prefill is None or mode.decode is None:
         return None
-    from studio.engine.disaggregated import place_pools
+    from studio.engine.disagg.evaluate import place_pools
 
     try:
         placements = place_pools(project, mode)

@@ -26,7 +26,7 @@ def sweep_kwargs(project: Project) -> dict[str, Any]:
 
 def recommend(project: Project):
     """Sweep ``project`` with its own objective and targets (:func:`sweep_kwargs`)."""
-    from studio.engine.sweep import sweep
+    from studio.engine.search.sweep import sweep
 
     return sweep(project, **sweep_kwargs(project))
 
@@ -47,7 +47,7 @@ def best_row(project: Project) -> tuple[Any, int | None, str]:
     StudioError
         The sweep fails, or the SLO is set without a rate to hold it at.
     """
-    from studio.engine.sweep import sweep
+    from studio.engine.search.sweep import sweep
     from studio.service.slo import project_targets, sweep_with_slo
 
     targets = project_targets(project)

@@ -11,8 +11,8 @@ from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.engine import SweepResult, evaluate, sweep
-from studio.engine.results import PlanResult
-from studio.engine.simulate import SimulationResult
+from studio.engine.plan.results import PlanResult
+from studio.engine.serving.simulate import SimulationResult
 
 #: Engines whose launch commands go into the appendix, with their display names.
 EXPORT_ENGINES: tuple[tuple[str, str], ...] = (
@@ -225,7 +225,7 @@ REPORT_REQUESTS = 1000
 
 def _simulate(project: Project, plan: PlanResult) -> tuple[SimulationResult | None, str]:
     """The project's load through the request simulation, for the report's percentiles."""
-    from studio.engine.serving import simulate_plan
+    from studio.engine.serving.under_load import simulate_plan
 
     if not plan.fits:
         return None, "the layout does not fit, so nothing is served"

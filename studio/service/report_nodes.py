@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from studio.core.hardware import Cluster
-from studio.engine.results import GpuMemory, PlanResult
+from studio.engine.plan.results import GpuMemory, PlanResult
 
 #: Most node rows the report lists; the rest are counted in one closing row.
 MAX_GROUP_ROWS = 12

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from studio.core.units import GIB
-from studio.engine.results import PlanResult
+from studio.engine.plan.results import PlanResult
 from studio.service import units
 from studio.service.report_content import ReportData, layout_key
 

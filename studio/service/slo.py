@@ -7,7 +7,7 @@ micro-batches) that fits is served at R requests/s (all replicas, Poisson):
 1. **closed form** (:func:`studio.engine.evaluate` under that rate): a layout whose saturation rate
    is at or below R, or whose *mean* TTFT (TPOT) already exceeds the p99 target, is out without a
    simulation (the p99 of the simulated requests is not below their mean);
-2. **simulation** (:func:`studio.engine.serving.simulate_plan`) of the first ``simulate``
+2. **simulation** (:func:`studio.engine.serving.under_load.simulate_plan`) of the first ``simulate``
    survivors: p99 TTFT and p99 TPOT of the project's ``num_requests`` requests against the targets.
 
 The best layout meeting the SLO is the first in the sweep's ranking whose simulated p99s meet it.
@@ -219,7 +219,7 @@ def check_slo(
     Parameters
     ----------
     result:
-        A :class:`studio.engine.sweep.SweepResult` of ``project``.
+        A :class:`studio.engine.search.sweep.SweepResult` of ``project``.
     simulate:
         Layouts passing the closed form that are simulated; the check stops after the last.
     screen:
@@ -229,7 +229,7 @@ def check_slo(
         report comes back with ``cancelled`` set).
     """
     from studio.engine import evaluate
-    from studio.engine.serving import simulate_plan
+    from studio.engine.serving.under_load import simulate_plan
 
     at = rate_load(project, targets.rate_per_s)
     cols = result.columns
@@ -330,7 +330,7 @@ def _check_one(
 class Explored:
     """A sweep and, when the project has a percentile SLO, its check (the Explorer's result)."""
 
-    sweep: Any  # studio.engine.sweep.SweepResult
+    sweep: Any  # studio.engine.search.sweep.SweepResult
     slo: SloReport | None = None
     slo_error: str = ""  # why the SLO could not be checked ("" when it was, or there is none)
 

@@ -73,7 +73,7 @@ def test_version_loads_no_command_engine_or_qt():
 
 def test_plan_loads_no_qt_and_no_exporters():
     mods = loaded_by("plan", "--json")
-    assert "studio.engine.evaluate" in mods  # the probe sees what a command really loads
+    assert "studio.engine.plan.evaluate" in mods  # the probe sees what a command really loads
     assert not [m for m in mods if m.startswith(QT)], mods
     assert not [m for m in mods if m.startswith(("studio.io.export", "yaml", "studio.commands.export"))], mods
 

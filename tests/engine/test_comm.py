@@ -8,7 +8,7 @@ from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.workload import Workload
 from studio.engine import evaluate
-from studio.engine.topology import path_between
+from studio.engine.fabric.topology import path_between
 from tests.engine.fixtures import (
     DGX_H100,
     FP8,
@@ -87,8 +87,8 @@ def test_one_size_takes_the_same_time_as_the_array_code():
 
     import numpy as np
 
-    from studio.engine.comm import Algo, Collective
-    from studio.engine.costing import coll_time_us
+    from studio.engine.fabric.comm import Algo, Collective
+    from studio.engine.step.costing import coll_time_us
 
     def algo(alpha, per_byte, limit):
         return Algo("a", alpha, per_byte, limit, 1.0, None, None)
@@ -119,7 +119,7 @@ def _fresh_route_search(monkeypatch):
     """Every Topology built from here on searches its own routes: empty caches, no route class."""
     from collections import OrderedDict
 
-    from studio.engine import topology as T
+    from studio.engine.fabric import topology as T
 
     for name in ("_STORES", "_SHAPES", "_ROUTE_TABLES", "_SKELETONS", "_CACHE"):
         monkeypatch.setattr(T, name, OrderedDict())
@@ -131,9 +131,9 @@ def test_figures_that_order_the_links_alike_share_routes_and_cost_as_a_fresh_sea
     # bandwidths alike are shared; at ties with the other links (and just either side) the paths and
     # the all-reduce must still be those of a topology that searched its own routes
     from studio.core.project import LinkFit
-    from studio.engine.comm import allreduce
-    from studio.engine.constants import default_constants
-    from studio.engine.topology import Topology
+    from studio.engine.fabric.comm import allreduce
+    from studio.engine.fabric.topology import Topology
+    from studio.engine.step.constants import default_constants
 
     c = cluster(DGX_H100, 4)
     gpus = [g.id for g in c.gpus]
@@ -180,7 +180,7 @@ def test_concurrent_transfers_are_remembered_per_link_graph_and_figures():
     sweep of the same cluster asks nothing twice; a topology with other link figures (a fitted
     InfiniBand) has a store of its own and gets its own answers."""
     from studio.core.project import LinkFit
-    from studio.engine.topology import Topology
+    from studio.engine.fabric.topology import Topology
 
     c = cluster(DGX_H100, 4)
     gpus = [g.id for g in c.gpus]
@@ -206,8 +206,8 @@ def test_allreduce_is_costed_once_per_group_link_graph_and_constants():
     Topology of the same cluster too) it hands back the same collective; other constants get
     their own answer, as computed afresh."""
     from studio.engine import default_constants
-    from studio.engine.comm import _allreduce, allreduce
-    from studio.engine.topology import Topology
+    from studio.engine.fabric.comm import _allreduce, allreduce
+    from studio.engine.fabric.topology import Topology
 
     c = cluster(DGX_H100, 2)
     gpus = [g.id for g in c.gpus]

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from studio.engine.comm import allreduce
-from studio.engine.constants import default_constants
-from studio.engine.topology import topology_of
+from studio.engine.fabric.comm import allreduce
+from studio.engine.fabric.topology import topology_of
+from studio.engine.step.constants import default_constants
 from tests.engine.fixtures import HGX_H200, cluster
 
 #: KiB → µs, nccl-tests all_reduce_perf on 8× H200 (stas00/ml-engineering network/benchmarks)

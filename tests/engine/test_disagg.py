@@ -13,10 +13,10 @@ from studio.core.precision import DType
 from studio.core.serving_mode import PoolLayout, ServingMode, parse_pools
 from studio.core.workload import Load, Workload
 from studio.engine import evaluate
-from studio.engine.disaggregated import evaluate_disaggregated, place_pools
-from studio.engine.iteration import IterationModel
-from studio.engine.kv_transfer import request_flows
-from studio.engine.topology import topology_of
+from studio.engine.disagg.evaluate import evaluate_disaggregated, place_pools
+from studio.engine.disagg.kv_transfer import request_flows
+from studio.engine.fabric.topology import topology_of
+from studio.engine.step.iteration import IterationModel
 from studio.io.project_file import project_from_json, project_to_json
 from tests.engine.fixtures import (
     H200,
@@ -121,8 +121,8 @@ def test_tpot_is_a_decode_only_iteration_and_beats_the_aggregated_one():
     p = _h200(2).replace(workload=WL.replace(batch=64))
     res = evaluate_disaggregated(p, parse_pools("1P:tp8,1D:tp8"))
     top = topology_of(p.cluster)
-    from studio.engine.disaggregated import pool_costs
-    from studio.engine.evaluate import constants_for
+    from studio.engine.disagg.evaluate import pool_costs
+    from studio.engine.plan.evaluate import constants_for
 
     c = constants_for(None)
     lc = pool_costs(p, res.decode.pool, res.decode.placement, top, c)
@@ -250,7 +250,7 @@ def test_unknown_gpu_type_and_shared_gpus_are_refused():
 
 # ----------------------------------------------------------------------------- request simulation
 def test_simulated_ttft_agrees_with_the_closed_form_and_has_a_tail():
-    from studio.engine.disagg_simulate import simulate_disaggregated
+    from studio.engine.disagg.simulate import simulate_disaggregated
 
     p = _h200(2)
     mode = parse_pools("2P:tp4,1D:tp8")
@@ -270,7 +270,7 @@ def test_simulated_ttft_agrees_with_the_closed_form_and_has_a_tail():
 
 
 def test_a_full_decode_pool_makes_requests_wait_for_a_slot():
-    from studio.engine.disagg_simulate import simulate_disaggregated
+    from studio.engine.disagg.simulate import simulate_disaggregated
 
     p = _h200(2).replace(workload=WL.replace(batch=2))  # two sequences per decode worker
     mode = parse_pools("3P:tp4,1D:tp4")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from studio.core.workload import Workload
-from studio.engine.disagg_sweep import sweep_disaggregated, worker_shapes
+from studio.engine.disagg.sweep import sweep_disaggregated, worker_shapes
 from tests.engine.fixtures import H200, HGX_H200, LLAMA_8B, MIXTRAL, cluster, llama, project
 
 WL = Workload(isl=2048, osl=256, max_batch=128, ttft_ms=1000, tpot_ms=30)

@@ -8,7 +8,7 @@ import pytest
 
 from studio.core.layout import Layout
 from studio.engine import evaluate, sweep
-from studio.engine.topology import topology_of
+from studio.engine.fabric.topology import topology_of
 from studio.io.project_file import load_project
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "presets" / "examples"

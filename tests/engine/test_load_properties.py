@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from studio.core.layout import Layout
 from studio.core.workload import LengthDistribution, Load, Workload
 from studio.engine import evaluate
-from studio.engine.serving import load_curve, simulate_plan
+from studio.engine.serving.under_load import load_curve, simulate_plan
 
 from .fixtures import FP8, LLAMA_8B, LLAMA_70B, cluster, project
 

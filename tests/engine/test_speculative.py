@@ -12,16 +12,16 @@ from pydantic import ValidationError
 from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.workload import Load, ServingConfig, SpeculativeConfig, Workload
-from studio.engine.evaluate import evaluate
-from studio.engine.serving import simulate_plan
-from studio.engine.speculative import (
+from studio.engine.plan.evaluate import evaluate
+from studio.engine.search.sweep import sweep
+from studio.engine.serving.under_load import simulate_plan
+from studio.engine.step.speculative import (
     acceptance,
     alpha_from_length,
     position_rates,
     speculative_presets,
     tokens_from_alpha,
 )
-from studio.engine.sweep import sweep
 
 from .fixtures import DGX_H100, LLAMA_8B, LLAMA_70B, MIXTRAL, cluster, llama, project
 

@@ -8,7 +8,7 @@ import pytest
 from studio.core.errors import StudioError
 from studio.core.workload import Workload
 from studio.engine import sweep
-from studio.engine.sweep import COLUMNS
+from studio.engine.search.sweep import COLUMNS
 from tests.engine.fixtures import (
     DGX_H100,
     FP8,

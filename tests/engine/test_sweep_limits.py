@@ -4,7 +4,7 @@ limit, ``sweep --nodes 1000`` (8,000 GPUs) used to crash building a TP=8000 layo
 from __future__ import annotations
 
 from studio.core.layout import MAX_PP, MAX_TP, Layout
-from studio.engine.sweep import layout_candidates
+from studio.engine.search.sweep import layout_candidates
 from tests.engine.fixtures import DGX_H100, LLAMA_405B, MIXTRAL, cluster, project
 
 

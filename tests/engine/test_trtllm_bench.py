@@ -10,7 +10,7 @@ from studio.core.precision import DType
 from studio.core.project import Project
 from studio.core.workload import Load, ServingConfig, Workload
 from studio.engine import evaluate
-from studio.engine.trtllm_bench import bench_limits, token_budget
+from studio.engine.serving.trtllm_bench import bench_limits, token_budget
 from studio.io.presets import load_catalog
 
 H100_GIB = 81_559 / 1024  # driver-reported H100 SXM memory

@@ -11,7 +11,7 @@ import pytest
 from benchmarks.validation.corpus import load_points, predict, project_for
 from studio.core.workload import Load
 from studio.engine import evaluate
-from studio.engine.serving import simulate_plan
+from studio.engine.serving.under_load import simulate_plan
 
 POINTS = load_points()
 

@@ -6,7 +6,7 @@ import pytest
 
 from studio.core.errors import StudioError
 from studio.core.layout import Layout
-from studio.engine.placement import (
+from studio.engine.search.placement import (
     candidate_placements,
     compare_placements,
     topology_for,

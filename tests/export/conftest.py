@@ -16,7 +16,7 @@ from studio.core.hardware import Cluster, GpuInstance, GpuSpec, Node
 from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.core.workload import ServingConfig, Workload
-from studio.engine.results import GpuMemory, PlanResult, PlanWarning
+from studio.engine.plan.results import GpuMemory, PlanResult, PlanWarning
 
 GIB = 2.0**30
 DATA = Path(__file__).resolve().parents[1] / "data" / "engines"

@@ -320,7 +320,7 @@ def test_exported_token_budget_is_the_one_the_plan_was_costed_with(engine, name,
     chunks prompts as the plan's TTFT and TPOT assume; a plan without a load keeps the old rule."""
     from dataclasses import replace
 
-    from studio.engine.results import LoadSummary
+    from studio.engine.plan.results import LoadSummary
 
     proj = project(LLAMA_70B, 1, Layout(tp=8), serving=ServingConfig(kv_dtype="fp8", max_num_batched_tokens=4096))
     load = LoadSummary(mode="concurrency", definition="closed loop", users=64, running=64, decode_seqs=63.5,
@@ -337,7 +337,7 @@ def test_exported_token_budget_holds_a_decode_token_of_every_running_sequence():
     budget below its batch exports the batch as the budget, and says so."""
     from dataclasses import replace
 
-    from studio.engine.results import LoadSummary
+    from studio.engine.plan.results import LoadSummary
 
     proj = project(LLAMA_70B, 1, Layout(tp=8), serving=ServingConfig(kv_dtype="fp8", max_num_batched_tokens=32))
     load = LoadSummary(mode="concurrency", definition="closed loop", users=64, running=64, decode_seqs=31.0,

@@ -9,9 +9,9 @@ import pytest
 from gui_helpers import open_window
 from PySide6.QtCore import Qt
 
-from studio.engine.disagg_timeline import request_timeline
-from studio.engine.disaggregated import evaluate_disaggregated
-from studio.engine.results import SEGMENT_KINDS
+from studio.engine.disagg.evaluate import evaluate_disaggregated
+from studio.engine.disagg.timeline import request_timeline
+from studio.engine.plan.results import SEGMENT_KINDS
 from studio.service import units
 
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from studio.core.builders import build_cluster
 from studio.core.errors import StudioError
-from studio.engine.calibration import engine_times, fit_link_kind, rms
+from studio.engine.search.calibration import engine_times, fit_link_kind, rms
 from studio.io.nccl_log import parse_nccl_log
 
 from .conftest import data_text
@@ -128,7 +128,7 @@ def test_a_fit_over_shared_route_tables_equals_one_that_searches_every_trial_fig
     # those of the full costing, which searches the routes again for each trial figure
     from collections import OrderedDict
 
-    from studio.engine import topology
+    from studio.engine.fabric import topology
 
     tpl = catalog_full.node("dgx-h100")
     cluster = build_cluster(tpl, 2, catalog_full.gpu(tpl.gpu_type), catalog_full.links)

@@ -14,7 +14,7 @@ from studio.core.errors import StudioError
 from studio.core.precision import DType
 from studio.core.project import Project
 from studio.core.workload import ServingConfig
-from studio.engine.calibration import (
+from studio.engine.search.calibration import (
     EFFICIENCY_BOUNDS,
     OTHER_BOUNDS,
     ServingPoint,
@@ -22,7 +22,7 @@ from studio.engine.calibration import (
     fit_serving,
     rms,
 )
-from studio.engine.constants import default_constants
+from studio.engine.step.constants import default_constants
 from studio.io.project_file import load_project, save_project
 from studio.io.serving_bench import read_points
 

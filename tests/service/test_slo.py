@@ -10,7 +10,7 @@ import pytest
 
 from studio.core.errors import StudioError
 from studio.engine import sweep
-from studio.engine.serving import simulate_plan
+from studio.engine.serving.under_load import simulate_plan
 from studio.io.project_file import load_project, save_project
 from studio.service.slo import (
     SloTargets,

@@ -206,7 +206,7 @@ class CalibrationPanel(QWidget):
         self._say("Logs loaded; choose the link kind the test ran over and Fit.")
 
     def fit_nccl(self) -> None:
-        from studio.engine.calibration import engine_times, fit_link_kind, rms
+        from studio.engine.search.calibration import engine_times, fit_link_kind, rms
 
         if not self.nccl_logs:
             raise StudioError("load nccl-tests logs first")
@@ -348,7 +348,7 @@ class CalibrationPanel(QWidget):
             prof = CalibrationProfile.model_validate(data)
         except ValidationError as exc:
             raise StudioError(f"not a calibration profile: {validation_message(exc)}", str(path)) from None
-        from studio.engine.constants import default_constants
+        from studio.engine.step.constants import default_constants
 
         default_constants().with_overrides(dict(prof.efficiency))  # unknown names: clear error now
         p = self.doc.project

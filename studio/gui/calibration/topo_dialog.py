@@ -26,7 +26,7 @@ from studio.core.errors import StudioError
 from studio.core.hardware import Cluster
 from studio.core.layout import Layout
 from studio.core.project import Project
-from studio.engine.defaults import default_layout
+from studio.engine.search.defaults import default_layout
 
 AUTO = "(from the text)"
 
@@ -35,7 +35,7 @@ _CONTROLS = {"gpu": "GPU model", "nodes": "Nodes"}
 
 
 def fitting_layout(project: Project, cluster: Cluster) -> Layout:
-    """The production default (:func:`studio.engine.defaults.default_layout`): TP = GPUs per node,
+    """The production default (:func:`studio.engine.search.defaults.default_layout`): TP = GPUs per node,
     lowered until the model allows it on this GPU count; DP fills the rest."""
     per_node = max(len(n.gpus) for n in cluster.nodes) if cluster.nodes else 1
     return default_layout(project.model, per_node, cluster.num_gpus)

@@ -1,6 +1,6 @@
 """Disaggregated serving on the canvas: the KV-transfer arrow from the prefill GPU to the decode
 GPU of the slowest flow, labelled with its time and hop, drawn once the disaggregated plan is
-costed (:class:`studio.engine.disagg_results.DisaggResult`). The pools' GPUs, in each pool's
+costed (:class:`studio.engine.disagg.results.DisaggResult`). The pools' GPUs, in each pool's
 colour, are the overlay of :func:`studio.service.placement_overlay.pool_overlay`.
 """
 

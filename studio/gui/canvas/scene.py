@@ -24,7 +24,7 @@ from studio.core.errors import StudioError
 from studio.core.hardware import Cluster, LinkKind, Node
 from studio.core.project import Project
 from studio.core.units import MIB
-from studio.engine.results import PlanResult
+from studio.engine.plan.results import PlanResult
 from studio.gui.canvas.free_spot import free_offset
 from studio.gui.canvas.items import (
     BundleItem,

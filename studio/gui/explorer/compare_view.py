@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.engine.results import PlanResult
+from studio.engine.plan.results import PlanResult
 from studio.gui.memory_bars import MemoryBarsWidget
 from studio.gui.timeline import TimelinePlot
 from studio.service.explorer_analysis import compare_plans

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.engine.results import SEGMENT_KINDS, PlanResult
+from studio.engine.plan.results import SEGMENT_KINDS, PlanResult
 from studio.gui.colors import SEGMENT_COLORS, SEGMENT_LABELS
 from studio.gui.timeline import TimelinePlot
 

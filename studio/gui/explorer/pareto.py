@@ -1,7 +1,7 @@
 """Pareto plot of a sweep (pyqtgraph): every fitting layout as a point, the frontier as a line with
 larger markers, the service targets as limit lines; hover names a layout, click selects it.
 
-Disaggregated candidates (:class:`studio.engine.disagg_sweep.DisaggRow`, when the Explorer sweeps
+Disaggregated candidates (:class:`studio.engine.disagg.sweep.DisaggRow`, when the Explorer sweeps
 them) share the axes and the limit lines: diamonds, filled when they meet the targets, with their
 own frontier dashed."""
 
@@ -12,7 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Signal
 from PySide6.QtWidgets import QWidget
 
-from studio.engine.sweep import SweepResult
+from studio.engine.search.sweep import SweepResult
 from studio.service.explorer_analysis import AXIS_LABELS, PLOT_MODES, frontier
 
 POINT_COLOR = "#4c6ef5"

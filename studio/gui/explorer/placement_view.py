@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.engine.placement import PlacementComparison, PlacementOption
+from studio.engine.search.placement import PlacementComparison, PlacementOption
 
 HEADERS = ("Placement", "Slowest TP hop", "GB/s", "AllReduce µs/layer", "TPOT ms", "tok/s/GPU", "TP groups")
 BEST_COLOR = QColor("#d3f9d8")

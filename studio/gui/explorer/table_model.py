@@ -15,7 +15,7 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QBrush, QColor, QFont
 
-from studio.engine.sweep import SweepResult
+from studio.engine.search.sweep import SweepResult
 from studio.service.disagg_explore import disagg_cell, label_words, merged_order
 from studio.service.explorer_analysis import COLUMNS, format_value
 from studio.service.slo import LayoutSlo, SloReport

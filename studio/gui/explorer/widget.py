@@ -37,9 +37,9 @@ from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.project import Project, pinned_problem
 from studio.engine import evaluate, sweep
-from studio.engine.placement import PlacementOption, compare_placements
-from studio.engine.results import PlanResult
-from studio.engine.sweep import SweepResult
+from studio.engine.plan.results import PlanResult
+from studio.engine.search.placement import PlacementOption, compare_placements
+from studio.engine.search.sweep import SweepResult
 from studio.gui.document import ProjectDocument
 from studio.gui.explorer.compare_view import MAX_PINNED, CompareView
 from studio.gui.explorer.multiples import SmallMultiples

@@ -1,7 +1,7 @@
 """Live metrics: headline figures (each with its "why"), per-GPU memory bars, engine errors.
 
 For a disaggregated project the headline cards (TTFT, TPOT, throughput, cost, KV capacity, batch,
-peak memory) and the memory bars are the pools' plan (:class:`studio.engine.disagg_results.DisaggResult`,
+peak memory) and the memory bars are the pools' plan (:class:`studio.engine.disagg.results.DisaggResult`,
 its explanations as their "why"); the collective cards (AllReduce, P2P, Bubble, …) stay the
 project's aggregated layout and say so."""
 
@@ -22,8 +22,8 @@ from PySide6.QtWidgets import (
 )
 
 from studio.core.units import MIB
-from studio.engine.disagg_results import DisaggResult
-from studio.engine.results import Explanation, PlanResult
+from studio.engine.disagg.results import DisaggResult
+from studio.engine.plan.results import Explanation, PlanResult
 from studio.gui.memory_bars import Bar, MemoryBarsWidget
 from studio.gui.panels.fit_label import FitLabel
 from studio.gui.panels.value_label import ValueLabel

@@ -1,6 +1,6 @@
 """Serving-mode panel: aggregated, or disaggregated prefill/decode pools (``--disagg`` syntax), each
 edit one undo step; shows both pools, the KV transfer between them and the balance, costed off the
-GUI thread with :func:`studio.engine.disaggregated.evaluate_disaggregated`."""
+GUI thread with :func:`studio.engine.disagg.evaluate.evaluate_disaggregated`."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ BACKENDS = ("nixl", "mooncake", "ucx")
 
 
 def _evaluate(project: Project) -> object:
-    from studio.engine.disaggregated import evaluate_disaggregated
+    from studio.engine.disagg.evaluate import evaluate_disaggregated
 
     return evaluate_disaggregated(project)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QListWidget, QListWidgetItem, QStyle, QVBoxLayout, QWidget
 
-from studio.engine.results import PlanWarning
+from studio.engine.plan.results import PlanWarning
 from studio.service.messages import one_line
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}

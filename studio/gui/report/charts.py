@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QImage, QPainter
 
-from studio.engine.results import PlanResult
+from studio.engine.plan.results import PlanResult
 from studio.service.report_content import Option, ReportData
 
 SCALE = 2.0
@@ -114,7 +114,7 @@ def _timeline_plot(option: Option, phase: str, x_max: float, width: int):
 
 def _paint_key(p: QPainter, x: float, y: float) -> float:
     """The segment colours once for all stacked timelines (the GUI's own colours); returns height."""
-    from studio.engine.results import REQUEST_ONLY_KINDS, SEGMENT_KINDS
+    from studio.engine.plan.results import REQUEST_ONLY_KINDS, SEGMENT_KINDS
     from studio.gui.colors import SEGMENT_COLORS, SEGMENT_LABELS
 
     font = QFont()

@@ -103,7 +103,7 @@ def _model_rows(data: ReportData) -> list[tuple[str, str]]:
             f"TPOT ≤ {units.readable(wl.tpot_ms)} ms" if wl.tpot_ms else "") if t) or "none set"),
         ("GPU memory the runtime may use", f"{p.serving.gpu_memory_utilization:.0%}"),
     ]
-    from studio.engine.speculative import plan_line
+    from studio.engine.step.speculative import plan_line
 
     if (spec := plan_line(data.chosen.plan)) is not None:
         rows.append(("Speculative decoding", spec))

@@ -15,7 +15,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPen
 
 from studio.core.hardware import Cluster
-from studio.engine.results import PlanResult
+from studio.engine.plan.results import PlanResult
 
 MAX_HEIGHT = 900  # logical pixels of the drawing, legend excluded
 MAX_CELL = 16.0  # a GPU cell is never drawn larger than this

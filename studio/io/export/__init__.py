@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from studio.core.errors import StudioError
 from studio.core.project import Project
-from studio.engine.results import PlanResult
+from studio.engine.plan.results import PlanResult
 from studio.io.export.common import ENGINE_VERSIONS, ENGINES, FORMATS, EngineRecipe, ExportBundle
 from studio.io.export.rules import rules_for
 

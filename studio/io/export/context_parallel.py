@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.project import Project
-from studio.engine.results import PlanResult
+from studio.engine.plan.results import PlanResult
 from studio.io.export.rules import rules_for
 
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.project import Project
-from studio.engine.results import PlanResult
+from studio.engine.plan.results import PlanResult
 from studio.io.export.safety import check_hosts, host_port
 from studio.io.export.shell import Raw, Word, one_line
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from studio.core.project import Project
 from studio.core.units import fixed, gib_1
-from studio.engine.results import PlanResult
+from studio.engine.plan.results import PlanResult
 from studio.io.export.bundle import ENGINE_VERSIONS
 
 

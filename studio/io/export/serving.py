@@ -9,7 +9,7 @@ import math
 from studio.core.layout import Layout
 from studio.core.precision import DType
 from studio.core.project import Project
-from studio.engine.results import PlanResult
+from studio.engine.plan.results import PlanResult
 from studio.io.export.safety import check_model_argument
 
 

@@ -67,7 +67,7 @@ def draft_checkpoint(project: Project) -> str | None:
         return check_model_argument(spec.draft_checkpoint, "serving.speculative.draft_checkpoint")
     if spec.method == "draft":
         return spec.draft.hf_model_id if spec.draft is not None else None
-    from studio.engine.speculative import speculative_presets
+    from studio.engine.step.speculative import speculative_presets
 
     heads = speculative_presets().get("eagle_heads", {}).get(spec.method, {})
     return heads.get(project.model.hf_model_id or "") if isinstance(heads, dict) else None

@@ -23,7 +23,7 @@ from dataclasses import replace as dc_replace
 
 from studio.core.layout import Layout
 from studio.core.project import Project
-from studio.engine.results import PlanResult
+from studio.engine.plan.results import PlanResult
 from studio.io.export import common as c
 from studio.io.export.context_parallel import CpExport, cp_export
 from studio.io.export.k8s import LwsSpec, lws_manifest

@@ -1,0 +1,389 @@
+"""Disaggregated candidates for the sweep: every (x prefill workers, y decode workers, both worker
+layouts, decode batch) that fits the drawn GPUs, costed with the model of
+:mod:`studio.engine.disagg.evaluate` and filtered by the same TTFT / TPOT targets as aggregated rows.
+
+Worker layouts: TP a power of two up to the GPUs of one node of the pool's GPU type (and that
+count itself), PP 1, 2 or 4, EP = TP for mixture-of-experts models (and EP 1). On a cluster with
+several GPU types each pool may sit on each type. A worker's costs are computed once per
+(layout, GPU type, nodes and scale-up islands it spans) — the first worker of that shape stands for
+the others, as the aggregated sweep samples replicas; the KV transfer is costed for each placement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from studio.core import parallelism as par
+from studio.core.errors import StudioError
+from studio.core.project import Project
+from studio.core.serving_mode import PoolLayout, ServingMode
+from studio.engine.disagg.evaluate import (
+    DisaggResult,
+    Worker,
+    decode_worker,
+    gpu_price,
+    load_of,
+    place_pools,
+    pool_costs,
+    prefill_worker,
+)
+from studio.engine.disagg.kv_transfer import KvTransfer, kv_transfer
+from studio.engine.disagg.pools import DecodeCurve, PrefillCurve, serve
+from studio.engine.fabric.topology import Topology, topology_of
+from studio.engine.plan.evaluate import constants_for, resolve_calibration
+from studio.engine.step.constants import Constants
+from studio.engine.step.costing import resolve_groups
+
+#: Most (layout pair, x, y) combinations costed; beyond it the most balanced splits are costed.
+MAX_COMBINATIONS = 3000
+OBJECTIVES = ("throughput", "cost", "latency")
+
+
+@dataclass(frozen=True)
+class DisaggRow:
+    """One costed disaggregated candidate at one decode batch."""
+
+    mode: ServingMode
+    batch: int  # sequences per decode worker (its cap)
+    gpus: int
+    ttft_ms: float
+    tpot_ms: float
+    tokens_per_s: float
+    tokens_per_s_per_gpu: float
+    tokens_per_s_per_user: float
+    usd_per_million: float
+    transfer_ms: float
+    transfer_over: str
+    limited_by: str
+    saturated: bool
+    meets_targets: bool
+
+    @property
+    def label(self) -> str:
+        return self.mode.label
+
+    def why(self) -> str:
+        """``disaggregated 2P(TP4)+1D(TP8): TPOT 31 ms without prefill interference; KV transfer 3.1 ms
+        over InfiniBand NDR``."""
+        return (
+            f"disaggregated {self.label}: TPOT {self.tpot_ms:.3g} ms without prefill interference; "
+            f"KV transfer {self.transfer_ms:.3g} ms over {self.transfer_over or 'the same GPU'}"
+        )
+
+
+@dataclass(frozen=True)
+class DisaggSweep:
+    """Every disaggregated candidate row, best first for the objective."""
+
+    project: Project
+    rows: tuple[DisaggRow, ...]  # ordered: meeting the targets first, then by the objective
+    skipped: dict[str, int] = field(default_factory=dict)  # reason -> worker layouts refused
+    combinations: int = 0
+
+    @property
+    def best(self) -> DisaggRow | None:
+        """The best row meeting the targets (None when no row meets them)."""
+        return self.rows[0] if self.rows and self.rows[0].meets_targets else None
+
+    def result(self, row: DisaggRow) -> DisaggResult:
+        """The full :func:`~studio.engine.disagg.evaluate.evaluate_disaggregated` of a row."""
+        from studio.engine.disagg.evaluate import evaluate_disaggregated
+
+        wl = self.project.workload.replace(batch=row.batch)
+        return evaluate_disaggregated(self.project.replace(workload=wl), row.mode)
+
+
+def worker_shapes(project: Project, gpu_type: str | None) -> list[PoolLayout]:
+    """Worker layouts worth trying on ``gpu_type`` (every type when None)."""
+    model = project.model
+    nodes = [
+        sum(1 for g in n.gpus if gpu_type is None or g.type == gpu_type)
+        for n in project.cluster.nodes
+    ]
+    per_node = max(nodes, default=0)
+    total = sum(nodes)
+    if per_node == 0:
+        return []
+    tps = sorted({t for t in (1, 2, 4, 8, 16, 32, 64, 72) if t <= per_node} | {per_node})
+    out = []
+    for tp in tps:
+        if par.heads_reason(model, tp) is not None:
+            continue  # the engines refuse a TP that does not split the attention heads
+        for pp in (1, 2, 4):
+            if tp * pp > total or pp > model.num_layers:
+                continue
+            eps = [1]
+            if tp > 1 and par.ep_reason(model, tp, tp, 1) is None:
+                eps.append(tp)
+            for ep in eps:
+                out.append(PoolLayout(tp=tp, pp=pp, ep=ep, gpu_type=gpu_type))
+    return out
+
+
+def _batches(cap: int) -> list[int]:
+    out = [1]
+    while out[-1] * 2 < cap:
+        out.append(out[-1] * 2)
+    if cap not in out:
+        out.append(cap)
+    return out
+
+
+def sweep_disaggregated(
+    project: Project,
+    *,
+    objective: str = "throughput",
+    ttft_ms: float | None = None,
+    tpot_ms: float | None = None,
+    constants: Constants | None = None,
+    cancel: Callable[[], bool] | None = None,
+) -> DisaggSweep:
+    """Cost every disaggregated candidate of ``project`` on its cluster.
+
+    Targets default to the workload's (``ttft_ms`` / ``tpot_ms``). Rows meeting them come first,
+    then by the objective (throughput per GPU, $ per million tokens, or TPOT).
+    """
+    if objective not in OBJECTIVES:
+        raise StudioError(f"objective '{objective}' is not one of {', '.join(OBJECTIVES)}")
+    wl = project.workload
+    ttft_ms = wl.ttft_ms if ttft_ms is None else ttft_ms
+    tpot_ms = wl.tpot_ms if tpot_ms is None else tpot_ms
+    cal = resolve_calibration(project, None)
+    c = constants_for(cal, constants)
+    topo = topology_of(project.cluster, cal.link_fits if cal else None)
+    types: list[str | None] = list(project.cluster.gpu_types())
+    if len(types) == 1:
+        types = [None]
+    type_count = {
+        t: sum(1 for g in project.cluster.gpus if t is None or g.type == t) for t in types
+    }
+    shapes = {t: worker_shapes(project, t) for t in types}
+    combos: list[tuple[PoolLayout, PoolLayout, int, int]] = []
+    for tp_ in types:
+        for td in types:
+            for p in shapes[tp_]:
+                for d in shapes[td]:
+                    combos += _splits(p, d, type_count[tp_], type_count[td], tp_ == td)
+    workers: dict[tuple, Worker | str] = {}
+    skipped: dict[str, int] = {}
+    if len(combos) > MAX_COMBINATIONS:
+        combos = _most_balanced(project, topo, c, combos, workers, skipped)
+    kv_cache: dict = {}
+    rows: list[DisaggRow] = []
+    for p, d, x, y in combos:
+        if cancel is not None and cancel():
+            break
+        mode = ServingMode(
+            mode="disaggregated", prefill=p.replace(workers=x), decode=d.replace(workers=y)
+        )
+        try:
+            ppl, dpl = place_pools(project, mode)
+        except StudioError:
+            continue
+        pw = _worker(project, topo, c, workers, skipped, "prefill", mode.prefill, ppl)
+        dw = _worker(project, topo, c, workers, skipped, "decode", mode.decode, dpl)
+        if pw is None or dw is None:
+            continue
+        assert mode.prefill is not None and mode.decode is not None
+        model = project.model
+        transfer = kv_transfer(
+            topo,
+            model,
+            project.serving.kv_dtype,
+            wl.isl,
+            resolve_groups(mode.prefill.layout(ppl), ppl),
+            resolve_groups(mode.decode.layout(dpl), dpl),
+            mode.prefill.layout().stage_layers(model.num_layers),
+            mode.decode.layout().stage_layers(model.num_layers),
+            cache=kv_cache,
+        )
+        price = gpu_price(project, topo, ppl + dpl)
+        assert isinstance(pw.curve, PrefillCurve) and isinstance(dw.curve, DecodeCurve)
+        for b in _batches(dw.curve.cap):
+            rows.append(
+                _row(
+                    project,
+                    mode,
+                    pw.curve,
+                    dw.curve.capped(b),
+                    transfer,
+                    price,
+                    len(ppl) + len(dpl),
+                    ttft_ms,
+                    tpot_ms,
+                )
+            )
+    rows.sort(key=lambda r: (not r.meets_targets, _objective_key(r, objective)))
+    return DisaggSweep(project=project, rows=tuple(rows), skipped=skipped, combinations=len(combos))
+
+
+def _most_balanced(
+    project: Project,
+    topo: Topology,
+    c: Constants,
+    combos: list[tuple],
+    cache: dict,
+    skipped: dict[str, int],
+) -> list[tuple]:
+    """The :data:`MAX_COMBINATIONS` splits whose pools are closest to balanced at the decode cap
+    (|log(x·μ_p / y·μ_d)|), each worker costed once at its first placement in the cluster."""
+    import math
+
+    from studio.engine.disagg.evaluate import _aligned, pool_candidates
+
+    gpus = [(g.id, g.type) for g in project.cluster.gpus]
+    node_of = topo.gpu_node
+    mu: dict[tuple[str, PoolLayout], float] = {}
+
+    def capacity(role: str, pool: PoolLayout) -> float:
+        key = (role, pool)
+        if key not in mu:
+            one = pool.replace(workers=1)
+            place = _aligned(pool_candidates(gpus, one, f"serving_mode.{role}"), one, node_of)
+            w = _worker(project, topo, c, cache, skipped, role, one, place)
+            mu[key] = 0.0 if w is None else float(w.curve.mu)
+        return mu[key]
+
+    def score(k: tuple) -> float:
+        p, d, x, y = k
+        mp, md = capacity("prefill", p), capacity("decode", d)
+        return (
+            abs(math.log(x * mp / (y * md)))
+            if mp > 0 and md > 0 and math.isfinite(md)
+            else math.inf
+        )
+
+    ranked = sorted(((score(k), i) for i, k in enumerate(combos)))
+    return [combos[i] for s, i in ranked[:MAX_COMBINATIONS] if math.isfinite(s)]
+
+
+def _splits(
+    p: PoolLayout, d: PoolLayout, budget_p: int, budget_d: int, shared: bool
+) -> list[tuple]:
+    """Every prefill:decode worker ratio a:b (coprime) that fits, each at the largest multiple
+    k·a : k·b the GPUs allow (per-GPU figures hardly change with the multiple; using more of the
+    drawn GPUs is what a deployment does). ``shared``: both pools draw on the same GPUs."""
+    from math import gcd
+
+    gp, gd = p.gpus_per_worker, d.gpus_per_worker
+
+    def fits(x: int, y: int) -> bool:
+        if (p.ep > 1 and (p.tp * x) % p.ep) or (d.ep > 1 and (d.tp * y) % d.ep):
+            return False
+        if shared:
+            return x * gp + y * gd <= budget_p
+        return x * gp <= budget_p and y * gd <= budget_d
+
+    out = []
+    for a in range(1, budget_p // gp + 1):
+        for b in range(1, budget_d // gd + 1):
+            if gcd(a, b) != 1 or not fits(a, b):
+                continue
+            k = 1
+            while fits((k + 1) * a, (k + 1) * b):
+                k += 1
+            out.append((p, d, k * a, k * b))
+    return out
+
+
+def _objective_key(r: DisaggRow, objective: str) -> float:
+    if objective == "cost":
+        return r.usd_per_million
+    if objective == "latency":
+        return r.tpot_ms
+    return -r.tokens_per_s_per_gpu
+
+
+def _row(
+    project: Project,
+    mode: ServingMode,
+    pf: PrefillCurve,
+    dc: DecodeCurve,
+    transfer: KvTransfer,
+    price: float,
+    gpus: int,
+    ttft_target: float | None,
+    tpot_target: float | None,
+) -> DisaggRow:
+    assert mode.prefill is not None and mode.decode is not None
+    wl = project.workload
+    x, y = mode.prefill.workers, mode.decode.workers
+    _, users, rate, poisson, _ = load_of(project, y, dc.cap)
+    st = serve(pf, dc, x, y, transfer.time_ms, users=users, rate_per_ms=rate, poisson=poisson)
+    tps = float(st.rate[0]) * 1e3 * wl.osl
+    ttft, tpot = float(st.ttft[0]), float(st.tpot[0])
+    meets = (
+        (ttft_target is None or ttft <= ttft_target)
+        and (tpot_target is None or tpot <= tpot_target)
+        and not bool(st.saturated[0] and rate is not None)
+    )
+    return DisaggRow(
+        mode=mode,
+        batch=dc.cap,
+        gpus=gpus,
+        ttft_ms=ttft,
+        tpot_ms=tpot,
+        tokens_per_s=tps,
+        tokens_per_s_per_gpu=tps / gpus,
+        tokens_per_s_per_user=1e3 / tpot if tpot > 0 else 0.0,
+        usd_per_million=price / (tps * 3600.0) * 1e6 if tps > 0 else float("inf"),
+        transfer_ms=transfer.time_ms,
+        transfer_over=transfer.bottleneck_name,
+        limited_by=st.limiter,
+        saturated=bool(st.saturated[0]),
+        meets_targets=meets,
+    )
+
+
+def _shape_key(topo: Topology, role: str, pool: PoolLayout, placement: tuple[str, ...]) -> tuple:
+    first = placement[: pool.gpus_per_worker]
+    return (
+        role,
+        pool.tp,
+        pool.pp,
+        pool.ep,
+        pool.gpu_type,
+        tuple(sorted({topo.gpu_type[g] for g in first})),
+        len({topo.gpu_node[g] for g in first}),
+        len({topo.gpu_island[g] for g in first}),
+    )
+
+
+def _worker(
+    project: Project,
+    topo: Topology,
+    c: Constants,
+    cache: dict,
+    skipped: dict[str, int],
+    role: str,
+    pool: PoolLayout | None,
+    placement: tuple[str, ...],
+) -> Worker | None:
+    assert pool is not None
+    key = _shape_key(topo, role, pool, placement)
+    hit = cache.get(key)
+    if hit is None:
+        one = pool.replace(workers=1, ep=pool.ep if pool.ep <= pool.tp else pool.tp)
+        first = placement[: pool.gpus_per_worker]
+        try:
+            lc = pool_costs(project, one, first, topo, c)
+            field = f"serving_mode.{role}"
+            hit = (
+                prefill_worker(project, one, lc, c, field)
+                if role == "prefill"
+                else decode_worker(
+                    project, one, lc, c, field, batch=pool.max_batch or project.workload.max_batch
+                )
+            )
+        except StudioError as exc:
+            hit = str(exc)
+            skipped[hit] = skipped.get(hit, 0) + 1
+        cache[key] = hit
+    return hit if isinstance(hit, Worker) else None
+
+
+def best_result(sw: DisaggSweep) -> DisaggResult | None:
+    """Full evaluation of the best row meeting the targets."""
+    best = sw.best
+    return sw.result(best) if best is not None else None

@@ -1,0 +1,1 @@
+"""Fabric: the cluster's links and routes, and the time of collectives over them."""

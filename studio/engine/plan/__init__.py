@@ -1,0 +1,1 @@
+"""The plan of one layout: evaluation, rules and their warnings, explanations, result records."""

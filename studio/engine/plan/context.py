@@ -1,0 +1,43 @@
+"""The intermediate figures of one evaluation, shared by the rules and the explanations."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from studio.core.architecture import ModulePrecision
+from studio.core.project import Project
+from studio.engine.fabric.topology import Topology
+from studio.engine.plan.results import LoadSummary
+from studio.engine.step.constants import Constants
+from studio.engine.step.costing import LayoutCosts, StepTimes
+from studio.engine.step.records import Record
+
+
+class PlanContext(Record):
+    """Everything :func:`studio.engine.evaluate` computed before assembling the result."""
+
+    project: Project
+    precision: ModulePrecision
+    constants: Constants
+    topo: Topology
+    lc: LayoutCosts
+    st: StepTimes
+    seq_len: int
+    seq_bytes: np.ndarray  # KV bytes per GPU per sequence of isl+osl, per stage
+    pool: np.ndarray  # KV pool per GPU per stage (usable − weights − activations − overhead)
+    max_seqs: int
+    capacity_tokens: int
+    kv_per_token_gpu: float
+    batch: int
+    batch_auto: bool
+    micro_batches: int
+    micro_batch_size: int
+    fits: bool
+    fit_reason: str
+    ttft_ms: float
+    tpot_ms: float
+    request_ms: float
+    tokens_per_s: float
+    usd_per_hour: float
+    bubble: float
+    load: LoadSummary | None = None

@@ -1,0 +1,241 @@
+"""The "why" of every headline figure: formula in words and the terms that went into it."""
+
+from __future__ import annotations
+
+from studio.core.units import GIB, MIB
+from studio.engine.plan.context import PlanContext
+from studio.engine.plan.views import Explanation, Term
+
+
+def _peak_stage(ctx: PlanContext) -> int:
+    lc = ctx.lc
+    return int((lc.weights + lc.activations + lc.overhead + ctx.batch * ctx.seq_bytes).argmax())
+
+
+def explanations(ctx: PlanContext) -> dict[str, Explanation]:
+    """Explanations keyed by figure name (see docs/engine.md)."""
+    lc, st, c = ctx.lc, ctx.st, ctx.constants
+    lay, model, wl = lc.layout, ctx.project.model, ctx.project.workload
+    s = _peak_stage(ctx)
+    sh = lc.shapes[s]
+    out: dict[str, Explanation] = {}
+    draft_w = lc.spec.weight_bytes if lc.spec is not None and s == len(lc.shapes) - 1 else 0.0
+    out["memory.weights"] = Explanation(
+        "memory.weights", (sh.weights + draft_w) / GIB, "GiB",
+        f"Σ modules of stage {s} (layers {sh.first_layer}..{sh.first_layer + sh.layers - 1}): parameters / "
+        f"shards × bytes; attention, MLP and shared experts split over TP={lay.tp}, routed experts over "
+        f"max(TP, EP)={max(lay.tp, lay.ep)}, embeddings on the first stage and LM head on the last",
+        tuple(Term(k, v / GIB, "GiB") for k, v in sh.weights_by_module.items() if v)
+        + ((Term("draft", draft_w / GIB, "GiB", "speculative drafter, on the last stage"),) if draft_w else ()),
+        (f"precision: {ctx.precision.describe()}",),
+    )
+    out["memory.kv_cache"] = Explanation(
+        "memory.kv_cache", ctx.batch * float(ctx.seq_bytes[s]) / GIB, "GiB",
+        "batch × KV bytes per GPU of one sequence of isl+osl tokens",
+        (Term("batch", ctx.batch, "sequences"), Term("sequence", ctx.seq_len, "tokens"),
+         Term("per sequence per GPU", float(ctx.seq_bytes[s]) / MIB, "MiB")),
+    )
+    out["memory.activations"] = Explanation(
+        "memory.activations", float(lc.activations[s]) / GIB, "GiB",
+        "activation_factor × max_num_batched_tokens × (hidden + MLP width / TP) × 2 B (+ fp32 logits on the last stage)",
+        (Term("activation_factor", c.activation_factor, "", "fitted to vLLM V1 profiling (memory.md M13)"),
+         Term("max_num_batched_tokens", c.max_num_batched_tokens, "tokens")),
+    )
+    out["memory.overhead"] = Explanation(
+        "memory.overhead", float(lc.overhead[s]) / GIB, "GiB",
+        "CUDA context + CUDA graphs + NCCL buffers (when the GPU is in a group)",
+        tuple(Term(k, v / GIB, "GiB") for k, v in lc.overhead_terms.items()),
+        ("figures from reference/memory.md M4, M5, M13",),
+    )
+    kvl = (sh.kv_full + sh.kv_sliding) / max(sh.layers, 1)
+    cp_note = (f" / CP {lay.cp} (every {lay.cp}-th token on each GPU of the "
+               f"{'TP group' if lay.cp_mode == 'decode' else 'replica group'})") if lay.cp > 1 else ""
+    out["kv_cache.bytes_per_token_per_gpu"] = Explanation(
+        "kv_cache.bytes_per_token_per_gpu", ctx.kv_per_token_gpu, "B",
+        "Σ stage layers of per-layer KV bytes per GPU (sliding layers capped at the window), averaged over isl+osl",
+        (Term("per layer per GPU", kvl, "B",
+              ("MLA latent (not split by TP)" if model.mla else
+               f"2 × ceil({model.num_kv_heads} KV heads / TP {lay.tp}) × {model.head_dim} × "
+               f"{ctx.project.serving.kv_dtype.value}") + cp_note),
+         Term("layers on the stage", sh.layers, ""),
+         Term("sliding layers", sh.sliding_layers, "", f"window {model.sliding_window}" if model.sliding_window else ""),
+         Term("card formula (whole model)", model.card_kv_bytes_per_token(ctx.project.serving.kv_dtype), "B",
+              "layers × hidden × 2 × bytes"),
+         Term("GQA/MLA-aware (whole model)", model.kv_bytes_per_token(ctx.project.serving.kv_dtype), "B")),
+    )
+    out["kv_cache.capacity_tokens"] = Explanation(
+        "kv_cache.capacity_tokens", ctx.capacity_tokens, "tokens",
+        "min over stages of (usable − weights − activations − overhead) / KV bytes per token per GPU",
+        (Term("usable", float(lc.usable[s]) / GIB, "GiB", f"{ctx.project.serving.gpu_memory_utilization:.0%} of capacity"),
+         Term("KV pool (tightest stage)", float(ctx.pool.min()) / GIB, "GiB"),
+         Term("sequences of isl+osl", ctx.max_seqs, ""))
+        + ((Term("context parallelism", lay.cp, "ways",
+                 f"{lay.cp_mode}: each GPU keeps 1/{lay.cp} of every sequence, so the pool holds {lay.cp}× the tokens"),)
+           if lay.cp > 1 else ()),
+    )
+    for phase, size, us in (("decode", ctx.micro_batch_size, st.ar_us_decode[0]),
+                            ("prefill", ctx.micro_batch_size * wl.isl, st.ar_us_prefill[0])):
+        msg = size * lc.hidden * c.activation_bytes
+        terms = [Term("message", msg / 1024, "KiB", f"{size:,} tokens × hidden {lc.hidden} × 2 B")]
+        notes: list[str] = []
+        for cols in lc.allreduce[:1]:
+            for col in cols[:1]:
+                pick = col.pick(msg)
+                for a in col.algos:
+                    terms.append(Term(a.name, a.alpha_us + msg * a.us_per_byte, "µs",
+                                      f"α {a.alpha_us:.1f} µs + bytes / {a.bandwidth_gbps:.0f} GB/s; bottleneck {a.bottleneck_kind}"))
+                if pick:
+                    notes.append(f"chosen: {pick.name} — {pick.note}")
+        notes.append("two all-reduces per layer (after attention and after the MLP)")
+        out[f"comm.allreduce_{phase}"] = Explanation(
+            f"comm.allreduce_{phase}", float(us), "µs",
+            "min over algorithms of (α + message / bottleneck bandwidth), worst TP group",
+            tuple(terms), tuple(notes) if lay.tp > 1 else ("TP = 1: no all-reduce",),
+        )
+    out["comm.cp"] = _cp_explanation(ctx)
+    out["comm.p2p"] = Explanation(
+        "comm.p2p", float(st.p2p_us_decode[0]), "µs",
+        "α (launch + hop latencies) + hidden states of the micro-batch / bandwidth of the link joining the stages",
+        (Term("prefill hand-off", float(st.p2p_us_prefill[0]), "µs"),
+         Term("decode hand-off", float(st.p2p_us_decode[0]), "µs")),
+        ("PP = 1: no hand-off",) if lay.pp == 1 else (),
+    )
+    out["pipeline.bubble"] = Explanation(
+        "pipeline.bubble", ctx.bubble, "fraction", "(P − 1) / (M + P − 1)",
+        (Term("P", lay.pp, "stages"), Term("M", ctx.micro_batches, "micro-batches")),
+    )
+    ld = ctx.load
+    load_terms: tuple[Term, ...] = ()
+    load_notes: tuple[str, ...] = ()
+    if ld is not None:
+        load_terms = (
+            Term("load", ld.users, "requests per replica", ld.mode),
+            Term("decoding per iteration", ld.decode_seqs, "sequences"),
+            Term("prompt tokens per iteration", ld.prefill_tokens_per_iteration, "tokens"),
+            Term("token budget", ld.token_budget, "tokens", "bound" if ld.budget_bound else "not binding"),
+        )
+        load_notes = (ld.definition,) + ((ld.note,) if ld.note else ())
+    dc = st.decode_stage[:, 0] + st.decode_p2p[:, 0]
+    out["latency.ttft"] = Explanation(
+        "latency.ttft", ctx.ttft_ms, "ms",
+        "waiting for token budget (and, under a request rate, for a free sequence slot) + the scheduler "
+        "iterations that carry the new prompt's chunks beside the running sequences' decode tokens "
+        "(+ the front end's request overhead when requests are served at a rate or concurrency)",
+        (Term("prompt", wl.isl, "tokens"),) + load_terms
+        + ((Term("request overhead", ctx.constants.request_overhead_ms, "ms", "HTTP, tokenising, streaming"),)
+           if ld is not None and ld.mode in ("rate", "concurrency") else ()),
+        ("compute = max(FLOPs / (peak × MAMF × prefill_efficiency × GEMM fill), bytes / bandwidth) + fixed costs",)
+        + load_notes,
+    )
+    out["latency.tpot"] = Explanation(
+        "latency.tpot", ctx.tpot_ms, "ms",
+        "the mean scheduler iteration under the load: every decoding sequence's token plus the prompt chunks "
+        "of arriving requests (prefill interference), max(Σ stages, M × slowest stage)",
+        (Term("decode-only step", float(max(dc.sum(), ctx.micro_batches * dc.max())), "ms",
+              f"micro-batches of {ctx.micro_batch_size} sequences, no prompt"),)
+        + tuple(Term(f"stage {i} decode", float(v), "ms") for i, v in enumerate(dc))
+        + (Term("M", ctx.micro_batches, "micro-batches"),
+           Term("all-reduce share per step", float(st.decode_allreduce[:, 0].sum()), "ms"))
+        + ((Term("mean iteration", ld.iteration_ms, "ms", "what TPOT is"),) if ld is not None else ()),
+        ("decode step = max(FLOPs / compute rate, (weights read + KV read) / (HBM × hbm_efficiency × decode_efficiency)) "
+         "+ fixed costs per iteration, layer and MoE layer; the weights read are all but the embedding table, "
+         "of which a step gathers only its tokens' rows",) + load_notes,
+    )
+    if lc.spec is not None:
+        _speculative(out, ctx, dc)
+    out["throughput"] = Explanation(
+        "throughput", ctx.tokens_per_s, "output tok/s",
+        "DP × requests in the system × osl / request latency (Little's law); under a request rate below "
+        "saturation, rate × osl",
+        (Term("DP", lay.dp, "replicas"), Term("batch", ctx.batch, "sequences"), Term("osl", wl.osl, "tokens"),
+         Term("request latency", ctx.request_ms, "ms"), Term("TPOT", ctx.tpot_ms, "ms"))
+        + ((Term("saturation", ld.saturation_rate_per_s, "req/s"),) if ld is not None else ()),
+        ("0 when the layout does not fit",) if not ctx.fits else load_notes,
+    )
+    out["cost"] = Explanation(
+        "cost", ctx.usd_per_hour / (ctx.tokens_per_s * 3600) * 1e6 if ctx.tokens_per_s else float("inf"),
+        "USD per million output tokens", "Σ GPU prices per hour / (output tok/s × 3600) × 1e6",
+        (Term("cluster price", ctx.usd_per_hour, "USD/h"), Term("output", ctx.tokens_per_s, "tok/s")),
+    )
+    return out
+
+
+def _speculative(out: dict[str, Explanation], ctx: PlanContext, dc) -> None:
+    """TPOT with speculative decoding: the step (drafter's k passes + verification of k + 1 tokens
+    per sequence) divided by the tokens it yields; the figures both ways are shown."""
+    from studio.engine.step.speculative import METHOD_NAMES
+
+    lc = ctx.lc
+    sp = lc.spec
+    assert sp is not None
+    step = float(max(dc.sum(), ctx.micro_batches * dc.max()))
+    tpot = out["latency.tpot"]
+    out["latency.tpot"] = Explanation(
+        tpot.figure, tpot.value, tpot.unit,
+        tpot.formula + f"; with speculative decoding ({METHOD_NAMES[sp.spec.method]}) divided by the "
+        f"{sp.tokens_per_step:.2f} tokens each step yields per sequence",
+        tpot.terms + (Term("tokens per step E", sp.tokens_per_step, "tokens", sp.accept.source),
+                      Term("decode step / E", step / sp.tokens_per_step, "ms", "the decode-only TPOT")),
+        tpot.notes,
+    )
+    terms = [
+        Term("k (tokens proposed per step)", sp.k, "tokens"),
+        Term("verified per sequence", sp.verify_tokens, "tokens", "k + 1, through the whole model"),
+        Term("tokens per step E", sp.tokens_per_step, "tokens", sp.accept.source),
+        Term("decode step", step, "ms", f"drafter + verification, micro-batches of {ctx.micro_batch_size} sequences"),
+        Term("TPOT without load", step / sp.tokens_per_step, "ms", "decode step / E"),
+        *((Term("iteration under the load", ctx.load.iteration_ms, "ms", "TPOT = this / E"),)
+          if ctx.load is not None else ()),
+        Term("draft weights per GPU", sp.weight_bytes / GIB, "GiB", "last stage"),
+        Term("draft KV per token per GPU", sp.kv_per_token, "B"),
+    ]
+    if sp.accept.alpha is not None:
+        terms.insert(3, Term("acceptance α", sp.accept.alpha, "per token"))
+    out["speculative"] = Explanation(
+        "speculative", sp.tokens_per_step, "tokens per step",
+        "E = (1 − α^(k+1)) / (1 − α) for a per-token acceptance α (1 + Σ p_i for per-position rates); each "
+        "step runs the drafter k times and verifies k + 1 tokens per sequence in one pass of the model",
+        tuple(terms),
+        (f"drafter: {METHOD_NAMES[sp.spec.method]}",
+         "verification reads the weights and each sequence's KV once: nearly free while decode is memory-bound "
+         "(small batch), k + 1 times the compute once it is compute-bound, so the gain shrinks with batch",),
+    )
+
+
+def _cp_explanation(ctx: PlanContext) -> Explanation:
+    """Why context parallelism costs what it does: the per-layer exchange, its bytes, its link."""
+    lc, st, lay = ctx.lc, ctx.st, ctx.lc.layout
+    cpx = lc.cp
+    if cpx is None:
+        return Explanation("comm.cp", 0.0, "µs", "no context parallelism (CP = 1)", (),
+                           ("the KV cache of each sequence sits whole on every GPU that holds its heads",))
+    link, kind, algo = cpx.bottleneck()
+    mb = ctx.micro_batch_size
+    n = cpx.degree
+    terms = [
+        Term("CP", n, "GPUs", f"{lay.cp_mode} context parallelism"),
+        Term("KV per token per layer per GPU before the split", cpx.kv_layer_bytes, "B"),
+        Term("query per token per GPU", cpx.q_bytes, "B"),
+        Term("partial output + log-sum-exp per token per GPU", cpx.out_bytes, "B"),
+        Term("decode exchange, one layer", float(st.cp_us_decode[0]), "µs",
+             f"micro-batch of {mb} sequences; slowest hop {kind or 'none'} ({link or '-'}), {algo}"),
+        Term("prefill exchange, one layer (exposed)", float(st.cp_us_prefill[0]), "µs"),
+        Term("per decode step, all stages", float(st.decode_cp[:, 0].sum()), "ms"),
+    ]
+    if lay.cp_mode == "decode":
+        formula = ("per full-attention layer: all-gather of the queries over the CP ranks (CP × query bytes) + "
+                   "all-gather of the log-sum-exp + reduce-scatter of the partial outputs (CP × output bytes) for "
+                   "each decoding token, and an all-gather of the prompt chunk's KV shards for prompt tokens")
+        notes = ("decode CP adds no GPUs: attention FLOPs per GPU stay (CP × the heads over 1/CP of the tokens); "
+                 "KV bytes stored and read per GPU fall by CP",
+                 "vLLM --decode-context-parallel-size, dcp_comm_backend ag_rs; SGLang --dcp-size; "
+                 "TensorRT-LLM Helix (cp_type HELIX)")
+    else:
+        formula = ("per full-attention layer: (CP − 1) ring passes of each GPU's KV block (prompt / CP tokens) minus "
+                   "the block attention they hide behind, and an all-gather of the partial outputs and log-sum-exp "
+                   "of each decoding token")
+        notes = (f"{n} replicas serve one sequence: prompts and contexts split {n} ways, dense layers of a decode "
+                 f"step replicated; {lay.replicas} independent replicas of DP {lay.dp}",
+                 "vLLM --prefill-context-parallel-size (with --decode-context-parallel-size over the PCP axis); "
+                 "TensorRT-LLM context_parallel_size with cp_type RING")
+    return Explanation("comm.cp", float(st.cp_us_decode[0]), "µs", formula, tuple(terms), notes)

@@ -1,0 +1,1 @@
+"""Search: layouts swept over a cluster, placement of groups on GPUs, defaults, calibration fits."""

@@ -1,0 +1,228 @@
+"""Closed-form steady state of continuous batching under load (the live path).
+
+One replica runs iterations (see :mod:`studio.engine.step.iteration`) that carry the decode token of
+every decoding sequence plus prompt chunks within a token budget ``K``. With ``L`` prompt tokens
+and ``O`` output tokens per request (``O − 1`` decode iterations after the first token):
+
+* **Closed loop** (``B`` users, each sending its next request when the last one ends; also what a
+  fixed batch means): in steady state ``a = D / (O − 1)`` requests finish per iteration and as many
+  start, so an iteration carries ``D`` decode tokens and ``P = a · L`` prompt tokens. If
+  ``D + P ≤ K`` a prompt is prefilled in ``⌈L / (K − D)⌉`` iterations and
+  ``D = B (O − 1) / (O − 1 + n_pf)``; otherwise the budget binds, ``D = K (O − 1) / (L + O − 1)``
+  and the other users wait for prefill budget (their wait counts in TTFT).
+* **Open loop** (Poisson or evenly spaced arrivals at ``λ`` per replica): ``D = λ (O − 1) t(D)``
+  solved on a grid; queueing before admission follows M/D/c (``c`` = the sequence slots) against the
+  saturation rate (the closed loop at the largest concurrency the KV cache and ``max_batch`` allow).
+  A rate at or above saturation has no steady state: :attr:`SteadyState.saturated` says so.
+
+With speculative decoding an iteration emits ``E`` tokens per decoding sequence and each takes
+``w = k + 1`` tokens of the budget: a request needs ``(O − 1) / E`` decode iterations, the budget
+holds ``w · D + P ≤ K``, and TPOT = the iteration time / ``E``.
+
+TTFT counts queueing + the prefill iterations (+ half an iteration for a random arrival);
+with one output token per request TPOT is the iteration time (no second token follows);
+TPOT = the iteration time (first token excluded, as vLLM ``bench serve`` defines it); throughput
+counts every output token (trtllm-bench / ``bench serve`` ``output_throughput``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from studio.engine.step.iteration import IterationModel
+from studio.engine.step.records import Record
+
+
+class SteadyState(Record):
+    """Mean figures of one replica in steady state; arrays shaped (N,)."""
+
+    concurrency: np.ndarray  # requests in the system (running + waiting)
+    decode_seqs: np.ndarray  # sequences decoding in an iteration
+    prefill_tokens: np.ndarray  # prompt tokens per iteration
+    iteration_ms: np.ndarray
+    ttft_ms: np.ndarray
+    tpot_ms: np.ndarray
+    e2e_ms: np.ndarray
+    output_tokens_per_s: np.ndarray  # per replica
+    requests_per_s: np.ndarray  # per replica
+    budget_bound: np.ndarray  # bool: the token budget limits how many sequences decode
+    saturated: np.ndarray  # bool: open loop at or above the saturation rate
+
+
+def _decode_iters(osl: float) -> float:
+    return max(float(osl) - 1.0, 0.0)
+
+
+def mdc_wait_ms(rho: float, servers: float, service_ms: float) -> float:
+    """Mean wait before admission of an M/D/c queue (Poisson arrivals, ``servers`` sequence slots,
+    deterministic service), by Sakasegawa's approximation of the M/M/c wait halved for a
+    deterministic service: ``Wq ≈ ½ · ρ^(√(2(c+1)) − 1) / (c (1 − ρ)) · S``. With hundreds of slots
+    requests barely wait until close to saturation, unlike a single-server M/D/1."""
+    c = max(1.0, float(servers))
+    if rho <= 0.0:
+        return 0.0
+    return 0.5 * rho ** (np.sqrt(2.0 * (c + 1.0)) - 1.0) / (c * (1.0 - rho)) * service_ms
+
+
+def mean_iteration(
+    im: IterationModel,
+    prefill_tokens: np.ndarray | float,
+    decode_seqs: np.ndarray | float,
+    ctx: float,
+    prompt: float,
+    m: np.ndarray,
+    n_pf: np.ndarray | float,
+    room: np.ndarray | float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mean iteration time and the time of an iteration that carries a prompt chunk.
+
+    With fewer than one prompt chunk per iteration on average, iterations are of two kinds —
+    with a chunk of ``prompt / n_pf`` tokens (compute-heavy) and without (memory-bound) — and the
+    mean is their mixture, not the time of an average-sized iteration (the roofline is not linear).
+    """
+    p = np.asarray(prefill_tokens, dtype=float)
+    chunk = np.minimum(room, np.maximum(prompt / np.asarray(n_pf, dtype=float), p))
+    share = np.minimum(1.0, p / np.maximum(chunk, 1e-9))  # iterations that carry a chunk
+    n = max(np.size(chunk), np.size(decode_seqs), np.size(p), np.size(m))
+    d = np.broadcast_to(np.asarray(decode_seqs, dtype=float), (n,))
+    mm = np.broadcast_to(np.asarray(m, dtype=float), (n,))
+    chunk = np.broadcast_to(chunk, (n,))
+    p = np.broadcast_to(p, (n,))
+    share = np.broadcast_to(share, (n,))
+    both = im.round_ms(np.concatenate((chunk, np.zeros(n), p)), np.tile(d, 3), ctx, prompt, np.tile(mm, 3))
+    t_pf, t_dec, t_avg = both[:n], both[n:2 * n], both[2 * n:]
+    mean = np.where(share < 1.0, share * t_pf + (1.0 - share) * t_dec, t_avg)
+    return mean, t_pf
+
+
+def closed_loop(
+    im: IterationModel,
+    users: np.ndarray,
+    micro_batches: np.ndarray,
+    isl: float,
+    osl: float,
+    budget: float,
+    running_cap: np.ndarray | None = None,
+) -> SteadyState:
+    """Steady state of ``users`` closed-loop users per replica.
+
+    Parameters
+    ----------
+    running_cap:
+        Most sequences running at once (KV cache / ``max_batch``); users beyond it wait in the queue.
+    """
+    c_users = np.atleast_1d(np.asarray(users, dtype=float))
+    m = np.broadcast_to(np.asarray(micro_batches, dtype=float), c_users.shape)
+    cap = c_users if running_cap is None else np.minimum(c_users, np.asarray(running_cap, dtype=float))
+    b = np.maximum(cap, 1.0)
+    L = float(isl)
+    E, w = im.tokens_per_step, float(im.budget_per_seq)
+    o1 = _decode_iters(osl) / E  # decode iterations per request
+    ctx = L + float(osl) / 2.0
+    if o1 == 0.0:  # prefill only: every request is one prompt
+        p = np.minimum(b * L, budget)
+        t = im.round_ms(p, 0.0, ctx, L, m)
+        n_pf = np.ceil(b * L / budget)
+        ttft = n_pf * t
+        e2e = ttft
+        rps = b / e2e * 1e3
+        wait = np.maximum(c_users - b, 0.0) / np.maximum(rps, 1e-12) * 1e3
+        return SteadyState(
+            concurrency=c_users, decode_seqs=np.zeros_like(b), prefill_tokens=p, iteration_ms=t,
+            ttft_ms=ttft + wait, tpot_ms=t, e2e_ms=e2e + wait, output_tokens_per_s=rps * osl,
+            requests_per_s=rps, budget_bound=b * L > budget, saturated=np.zeros(b.shape, bool),
+        )
+    d_max = budget * o1 / (L + w * o1)
+    d = b * o1 / (o1 + 1.0)
+    for _ in range(3):  # n_pf depends weakly on D through the budget left for prompts
+        room = np.maximum(budget - w * np.minimum(d, d_max), 1.0)
+        n_pf = np.maximum(1.0, np.ceil(L / room))
+        d = b * o1 / (o1 + n_pf)
+    bound = d > d_max
+    d = np.minimum(d, d_max)
+    p = d * L / o1
+    room = np.maximum(budget - w * d, 1.0)
+    n_pf = np.maximum(1.0, np.ceil(L / room))
+    t, t_pf = mean_iteration(im, p, d, ctx, L, m, n_pf, room)
+    # users in prefill (or waiting for budget) = completions per iteration × iterations to first token
+    n_wait = np.maximum((b - d) * o1 / np.maximum(d, 1e-9), n_pf)
+    ttft = (n_wait - n_pf) * t + n_pf * t_pf
+    tpot = t / E
+    e2e = ttft + o1 * t
+    rps = b / e2e * 1e3
+    # users beyond the running cap wait (fewer than one user per replica never queue)
+    queue = np.maximum(c_users - b, 0.0) / np.maximum(rps, 1e-12) * 1e3
+    return SteadyState(
+        concurrency=c_users, decode_seqs=d, prefill_tokens=p, iteration_ms=t, ttft_ms=ttft + queue,
+        tpot_ms=tpot, e2e_ms=e2e + queue, output_tokens_per_s=rps * osl, requests_per_s=rps,
+        budget_bound=bound, saturated=np.zeros(b.shape, bool),
+    )
+
+
+def open_loop(
+    im: IterationModel,
+    rate_per_s: float,
+    micro_batches: float,
+    isl: float,
+    osl: float,
+    budget: float,
+    running_cap: float,
+    poisson: bool = True,
+    saturation: SteadyState | None = None,
+) -> tuple[SteadyState, float]:
+    """Steady state of one replica fed ``rate_per_s`` requests per second, and the saturation rate.
+
+    Returns
+    -------
+    (state, saturation_rate_per_s)
+        ``state.saturated`` is True when the rate is at or above saturation; its figures are then
+        those at saturation and the queue (so TTFT) grows without bound.
+    saturation:
+        The closed loop at ``running_cap`` when the caller has it already.
+    """
+    sat = saturation or closed_loop(im, np.array([running_cap]), np.array([micro_batches]), isl, osl, budget)
+    lam_max = float(sat.requests_per_s[0])
+    lam = float(rate_per_s)
+    L = float(isl)
+    E, w = im.tokens_per_step, float(im.budget_per_seq)
+    o1 = _decode_iters(osl) / E
+    ctx = L + float(osl) / 2.0
+    m = np.array([float(micro_batches)])
+    if lam >= lam_max * 0.999:
+        return sat.replace(saturated=np.array([True])), lam_max
+    lam_ms = lam / 1e3
+    t_lo = float(im.round_ms(0.0, 1.0, ctx, L, m)[0])
+    t_hi = max(float(sat.iteration_ms[0]), t_lo) * 1.5
+
+    def residual(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        d = lam_ms * o1 * t
+        p = lam_ms * t * L
+        room = np.maximum(budget - w * d, 1.0)
+        n_pf = np.maximum(1.0, np.ceil(L / room))
+        mean, pf = mean_iteration(im, p, d, ctx, L, m, n_pf, room)
+        return mean - t, pf, n_pf
+
+    # the iteration time t solves t = mean_iteration(D = λ (O−1) t, P = λ t L): bracket the root on a
+    # grid (one vectorised call), then refine on a finer grid inside the bracket
+    for _ in range(2):
+        grid = np.linspace(t_lo, t_hi, 64)
+        r, pf, npf = residual(grid)
+        sign = np.nonzero(r <= 0)[0]
+        k = int(sign[0]) if sign.size else grid.size - 1
+        t_lo, t_hi = float(grid[max(k - 1, 0)]), float(grid[k])
+    t, t_pf, n_pf = float(grid[k]), float(pf[k]), float(npf[k])
+    d = lam_ms * o1 * t
+    p = lam_ms * t * L
+    rho = lam / lam_max
+    service_ms = n_pf * t_pf + o1 * t
+    queue_ms = mdc_wait_ms(rho, running_cap, service_ms) if poisson else 0.0
+    ttft = n_pf * t_pf + (0.5 * t if poisson else 0.0) + queue_ms
+    e2e = ttft + o1 * t
+    conc = lam_ms * e2e
+    state = SteadyState(
+        concurrency=np.array([conc]), decode_seqs=np.array([d]), prefill_tokens=np.array([p]),
+        iteration_ms=np.array([t]), ttft_ms=np.array([ttft]), tpot_ms=np.array([t / E]), e2e_ms=np.array([e2e]),
+        output_tokens_per_s=np.array([lam * osl]), requests_per_s=np.array([lam]),
+        budget_bound=np.array([w * d + p > budget]), saturated=np.array([False]),
+    )
+    return state, lam_max

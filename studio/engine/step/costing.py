@@ -1,0 +1,345 @@
+"""Batch-independent costs of one layout (per stage) and the vectorised step-time model.
+
+:func:`layout_costs` gathers, for a resolved layout, everything that does not depend on batch or
+micro-batches: per-GPU weight/KV shapes, compute seconds per token, memory bandwidth, and the
+collectives of every stage over the drawn links. :func:`step_times` then turns arrays of batch sizes
+and micro-batch counts into per-stage prefill and decode times with numpy, so :func:`evaluate` and
+:func:`sweep` share one model.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from studio.core.architecture import LLMArchitecture, ModulePrecision
+from studio.core.hardware import GpuSpec
+from studio.core.layout import Layout
+from studio.core.precision import DType
+from studio.core.units import GIB
+from studio.engine.fabric.comm import Collective, allreduce, alltoall, p2p
+from studio.engine.fabric.topology import Topology
+from studio.engine.step.constants import Constants
+from studio.engine.step.context_parallel import CpCosts, cp_costs
+from studio.engine.step.records import Record
+from studio.engine.step.shapes import LayerTable, StageShape, stage_shapes
+
+if TYPE_CHECKING:
+    from studio.core.workload import SpeculativeConfig
+    from studio.engine.step.speculative import Drafting
+
+
+class LayoutCosts(Record):
+    """Per-stage, batch-independent figures of one layout (worst GPU / worst replica per stage)."""
+
+    layout: Layout
+    shapes: list[StageShape]
+    groups: list[list[list[str]]]  # [replica][stage] -> GPU ids of the TP group
+    specs: list[GpuSpec]  # slowest GPU spec of each stage
+    capacity: np.ndarray  # bytes per GPU (smallest in the stage)
+    usable: np.ndarray
+    activations: np.ndarray
+    overhead: np.ndarray
+    overhead_terms: dict[str, float]
+    hbm_bps: np.ndarray  # achievable memory bandwidth, bytes/s
+    sec_per_token: np.ndarray  # dense compute seconds per token per GPU
+    sec_lm_head: np.ndarray  # per sequence step (last stage)
+    sec_attn_ctx: np.ndarray  # seconds per token per attended token, full layers
+    sec_attn_ctx_sliding: np.ndarray
+    sec_expert: np.ndarray  # routed-expert share of sec_per_token (balanced routing)
+    allreduce: list[list[Collective]]  # [stage][replica]
+    p2p: list[list[Collective]]  # [boundary][replica]
+    alltoall: list[list[Collective]]  # [stage][replica]
+    window: int | None
+    hidden: int
+    experts_per_token: int
+    num_experts: int
+    a2a_bytes_per_token: float = 0.0  # bytes one GPU sends per token it routes, per all-to-all
+    spec: Drafting | None = None  # speculative decoding (its drafter sits on the last stage)
+    cp: CpCosts | None = None  # context parallelism (None when cp = 1)
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Weight bytes per GPU per stage, the drafter's included."""
+        out = np.array([s.weights for s in self.shapes])
+        if self.spec is not None:
+            out[-1] += self.spec.weight_bytes
+        return out
+
+    @property
+    def expert_bytes(self) -> np.ndarray:
+        return np.array([s.expert_bytes for s in self.shapes])
+
+    def kv_seq_bytes(self, tokens: float) -> np.ndarray:
+        """KV bytes per GPU of one sequence of ``tokens`` tokens, per stage (the drafter's KV cache
+        included)."""
+        out = np.array([float(s.kv_bytes_for(tokens, self.window)) for s in self.shapes])
+        if self.spec is not None:
+            out[-1] += self.spec.kv_per_token * float(tokens)
+        return out
+
+
+def resolve_groups(layout: Layout, placement: tuple[str, ...]) -> list[list[list[str]]]:
+    """GPU ids of every TP group: ``[replica][stage] -> [gpu of tp rank 0, ...]``."""
+    tp, pp = layout.tp, layout.pp
+    return [
+        [[placement[(d * pp + s) * tp + t] for t in range(tp)] for s in range(pp)] for d in range(layout.dp)
+    ]
+
+
+def layout_costs(
+    model: LLMArchitecture,
+    table: LayerTable,
+    precision: ModulePrecision,
+    kv_dtype: DType,
+    layout: Layout,
+    placement: tuple[str, ...],
+    topo: Topology,
+    c: Constants,
+    gpu_memory_utilization: float,
+    max_batch: int,
+    replicas: list[int] | None = None,
+    fraction_of_free: bool = False,
+    token_budget: int | None = None,
+    speculative: SpeculativeConfig | None = None,
+) -> LayoutCosts:
+    """Batch-independent costs; ``replicas`` limits the DP replicas whose links are costed
+    (the sweep samples a few on large clusters; :func:`evaluate` costs all).
+
+    ``gpu_memory_utilization`` is a fraction of the device memory (vLLM
+    ``--gpu-memory-utilization``, SGLang ``--mem-fraction-static``), or with ``fraction_of_free`` of the
+    memory left after weights, activations and runtime (TensorRT-LLM
+    ``kv_cache_free_gpu_mem_fraction``). ``token_budget`` (default: the constants' engine default)
+    is the most tokens one iteration carries, which sizes the activation reserve.
+
+    ``speculative`` adds the drafter of speculative decoding to the last stage (its weights and KV
+    cache in memory, its passes in every iteration; see :mod:`studio.engine.step.speculative`)."""
+    cluster = topo.cluster
+    groups = resolve_groups(layout, placement)
+    reps = list(range(layout.dp)) if replicas is None else replicas
+    pp, tp, ep = layout.pp, layout.tp, layout.ep
+    specs: list[GpuSpec] = []
+    cap = np.empty(pp)
+    for s in range(pp):
+        stage_specs = {topo.gpu_type[g] for d in range(layout.dp) for g in groups[d][s]}
+        ss = [cluster.gpu_specs[t] for t in stage_specs]
+        cap[s] = min(x.memory_bytes for x in ss)
+        specs.append(min(ss, key=lambda x: (x.hbm_bandwidth_gbps, x.tflops_bf16)))
+    has_fp8 = all(x.tflops_fp8 for x in specs)
+    has_fp4 = all(x.tflops_fp4 for x in specs)
+    shapes = stage_shapes(model, table, precision, kv_dtype, tp, ep, layout.stage_layers(model.num_layers),
+                          has_fp8=has_fp8, has_fp4=has_fp4)
+    if layout.cp > 1:  # the KV cache of every GPU is split along the sequence
+        shapes = [sh.replace(kv_full=sh.kv_full / layout.cp, kv_sliding=sh.kv_sliding / layout.cp)
+                  for sh in shapes]
+    h = model.hidden_size
+    moe = model.moe
+    width = model.intermediate_size
+    if moe is not None:
+        width = max(width if moe.first_dense_layers or moe.layer_freq > 1 else 0,
+                    moe.expert_intermediate_size * moe.experts_per_token
+                    + (moe.shared_intermediate_size or moe.expert_intermediate_size) * moe.num_shared_experts)
+    t_act = float(token_budget or c.max_num_batched_tokens)
+    act = np.full(pp, c.activation_factor * t_act * (h + width / tp) * 2.0)
+    act[-1] += min(t_act, max_batch) * model.vocab_size / tp * c.logits_bytes_per_token
+    terms = {"cuda_context": c.cuda_context_gib * GIB, "cuda_graphs": c.cuda_graphs_gib * GIB,
+             "nccl_buffers": c.nccl_buffers_gib * GIB if layout.world_size > 1 else 0.0}
+    overhead = np.full(pp, sum(terms.values()))
+    hbm = np.array([x.hbm_bandwidth_gbps * 1e9 * c.per_gpu(c.hbm_efficiency, x.id) for x in specs])
+    sec_tok = np.zeros(pp)
+    sec_lm = np.zeros(pp)
+    sec_att = np.zeros(pp)
+    sec_att_sl = np.zeros(pp)
+    sec_exp = np.zeros(pp)
+    for s, (sh, x) in enumerate(zip(shapes, specs, strict=True)):
+        rate = {k: x.peak_tflops(k) * 1e12 * c.matmul_efficiency(x.id, k) * c.prefill_efficiency
+                for k in ("bf16", "fp8", "fp4")}
+        sec_tok[s] = sum(2.0 * p / rate[k] for k, p in sh.params_by_class.items())
+        sec_lm[s] = 2.0 * sh.lm_head_params / rate[sh.lm_head_class]
+        # attention runs on FP8 tensor cores when the KV cache is FP8 and the GPU has them (TensorRT-LLM
+        # FP8 context FMHA, FlashInfer / FlashAttention-3 FP8), else in BF16
+        att = "fp8" if DType(kv_dtype).compute_class == "fp8" and has_fp8 else "bf16"
+        sec_att[s] = sh.attn_flops_per_ctx / rate[att]
+        sec_att_sl[s] = sh.attn_flops_per_ctx_sliding / rate[att]
+        sec_exp[s] = 2.0 * sh.expert_params / rate[sh.expert_class]
+    ar = [[allreduce(topo, groups[d][s], c) for d in reps] for s in range(pp)]
+    pt = [[p2p(topo, groups[d][s], groups[d][s + 1], c) for d in reps] for s in range(pp - 1)]
+    a2a: list[list[Collective]] = [[] for _ in range(pp)]
+    if moe is not None and ep > tp:
+        per = ep // tp  # replicas in one EP group
+        for s in range(pp):
+            for d0 in range(0, layout.dp, per):
+                if replicas is not None and d0 not in replicas:
+                    continue
+                members = [g for d in range(d0, d0 + per) for g in groups[d][s]]
+                a2a[s].append(alltoall(topo, members, c))
+    if fraction_of_free:
+        fixed = np.array([sh.weights for sh in shapes]) + act + overhead
+        usable = fixed + (cap - fixed) * gpu_memory_utilization
+    else:
+        usable = cap * gpu_memory_utilization
+    a2a_bytes = 0.0
+    if moe is not None and ep > tp:
+        # each token goes to the distinct EP ranks that hold its k experts (not k copies), minus the
+        # share that stays on its own rank; dispatch runs in FP8 when the experts compute in FP8/FP4
+        # (TensorRT-LLM / DeepEP low-precision dispatch), else in the activation format
+        k, n_ep = moe.experts_per_token, ep // tp
+        distinct = n_ep * (1.0 - (1.0 - 1.0 / n_ep) ** k)
+        remote = distinct * (n_ep - 1) / n_ep
+        elem = 1.0 if shapes[0].expert_class in ("fp8", "fp4") else c.activation_bytes
+        a2a_bytes = remote * h * elem / tp
+    out = LayoutCosts(
+        layout=layout, shapes=shapes, groups=groups, specs=specs, capacity=cap, usable=usable,
+        activations=act, overhead=overhead, overhead_terms=terms, hbm_bps=hbm, sec_per_token=sec_tok,
+        sec_lm_head=sec_lm, sec_attn_ctx=sec_att, sec_attn_ctx_sliding=sec_att_sl, sec_expert=sec_exp, allreduce=ar, p2p=pt,
+        alltoall=a2a, window=model.sliding_window, hidden=h,
+        experts_per_token=moe.experts_per_token if moe else 0, num_experts=moe.num_experts if moe else 0,
+        a2a_bytes_per_token=a2a_bytes,
+        cp=cp_costs(model, kv_dtype, layout, groups, topo, c, reps),
+    )
+    if speculative is not None:
+        from studio.engine.step.speculative import drafting
+
+        out.spec = drafting(model, speculative, precision, kv_dtype, layout, groups, topo, c,
+                            gpu_memory_utilization, max_batch, replicas, float(hbm[-1]))
+        if fraction_of_free:  # TensorRT-LLM sizes its KV cache from what the drafter leaves free
+            out.usable[-1] += out.spec.weight_bytes * (1.0 - gpu_memory_utilization)
+    return out
+
+
+def coll_time_us(colls: list[Collective], size: np.ndarray | float) -> np.ndarray:
+    """Time (µs) of the slowest of ``colls`` (one per replica) for messages of ``size`` bytes."""
+    size = np.asarray(size, dtype=float)
+    if not colls:
+        return np.zeros_like(size, dtype=float)
+    out = colls[0].time_us(size)
+    seen = {colls[0].cost_terms}
+    for col in colls[1:]:
+        terms = col.cost_terms
+        if terms not in seen:  # replicas with the same algorithms take the same time
+            seen.add(terms)
+            out = np.maximum(out, col.time_us(size))
+    return out
+
+
+def sliding_avg(n: np.ndarray | float, window: int | None) -> np.ndarray:
+    """Average attended tokens per query over a causal prefill of ``n`` tokens with a window."""
+    n = np.asarray(n, dtype=float)
+    if window is None:
+        return (n + 1) / 2
+    w = float(window)
+    return np.where(n <= w, (n + 1) / 2, w - w * (w - 1) / (2 * np.maximum(n, 1)))
+
+
+_NO_STAGES = np.zeros((0, 0))
+_NO_ROWS = np.zeros(0)
+
+
+class StepTimes(Record):
+    """Per-stage times (ms) for one micro-batch; arrays shaped (stages, N)."""
+
+    prefill_compute: np.ndarray
+    prefill_allreduce: np.ndarray
+    prefill_alltoall: np.ndarray
+    prefill_p2p: np.ndarray  # to the next stage (0 on the last)
+    decode_compute: np.ndarray
+    decode_allreduce: np.ndarray
+    decode_alltoall: np.ndarray
+    decode_p2p: np.ndarray
+    ar_us_prefill: np.ndarray  # one all-reduce, worst stage, (N,)
+    ar_us_decode: np.ndarray
+    p2p_us_prefill: np.ndarray  # one boundary, worst, (N,)
+    p2p_us_decode: np.ndarray
+    prefill_cp: np.ndarray = _NO_STAGES  # context parallelism (defaults: shared, never written)
+    decode_cp: np.ndarray = _NO_STAGES
+    cp_us_prefill: np.ndarray = _NO_ROWS  # one layer, worst stage, (N,)
+    cp_us_decode: np.ndarray = _NO_ROWS
+
+    @property
+    def prefill_stage(self) -> np.ndarray:
+        return self.prefill_compute + self.prefill_allreduce + self.prefill_alltoall + self.prefill_cp
+
+    @property
+    def decode_stage(self) -> np.ndarray:
+        return self.decode_compute + self.decode_allreduce + self.decode_alltoall + self.decode_cp
+
+
+def step_times(lc: LayoutCosts, micro_batch: np.ndarray, isl: int, osl: int, c: Constants) -> StepTimes:
+    """Stage times of a micro-batch of ``micro_batch`` sequences (array (N,)): the prefill view
+    (their whole prompts in one pass) and the decode view (one token each at context
+    ``isl + osl / 2``), both from :class:`~studio.engine.step.iteration.IterationModel`."""
+    from studio.engine.step.iteration import IterationModel
+
+    b = np.atleast_1d(np.asarray(micro_batch, dtype=float))
+    n = b.shape[0]
+    # both views in one call (~0.1 ms of numpy calls each, ~70 calls in a sweep): every row is
+    # computed on its own, so each half is what a call of its own returns
+    both = IterationModel(lc, c).micro_batch_times(
+        np.concatenate((b * isl, np.zeros(n))), np.concatenate((np.zeros(n), b)), isl + osl / 2.0, isl
+    )
+    pf, dec = both.columns(0, n), both.columns(n, 2 * n)
+    return StepTimes(
+        prefill_compute=pf.compute, prefill_allreduce=pf.allreduce, prefill_alltoall=pf.alltoall,
+        prefill_p2p=pf.p2p, decode_compute=dec.compute, decode_allreduce=dec.allreduce,
+        decode_alltoall=dec.alltoall, decode_p2p=dec.p2p, ar_us_prefill=pf.ar_us,
+        ar_us_decode=dec.ar_us, p2p_us_prefill=pf.p2p_us, p2p_us_decode=dec.p2p_us,
+        prefill_cp=pf.cp, decode_cp=dec.cp, cp_us_prefill=pf.cp_us, cp_us_decode=dec.cp_us,
+    )
+
+
+def bubble_fraction(pp: int | np.ndarray, micro_batches: int | np.ndarray) -> np.ndarray | float:
+    """(P − 1) / (M + P − 1)."""
+    p = np.asarray(pp, dtype=float)
+    m = np.asarray(micro_batches, dtype=float)
+    out = (p - 1) / (m + p - 1)
+    return float(out) if out.ndim == 0 else out
+
+
+class ServeTimes(Record):
+    """Latency and throughput per row (arrays shaped (N,)), and the step times behind them."""
+
+    ttft_ms: np.ndarray
+    tpot_ms: np.ndarray
+    request_ms: np.ndarray
+    prefill_round_ms: np.ndarray
+    tokens_per_s_replica: np.ndarray
+    steps: StepTimes  # for the unique micro-batch sizes
+    index: np.ndarray  # row -> column of ``steps``
+    one: int  # column of ``steps`` holding a micro-batch of one sequence
+    decode_allreduce_ms: np.ndarray  # per row, all stages, one decode round
+    iteration_ms: np.ndarray  # mean scheduler iteration under the load
+    decode_seqs: np.ndarray  # sequences decoding in a mean iteration
+    prefill_tokens: np.ndarray  # prompt tokens in a mean iteration
+    budget_bound: np.ndarray  # the token budget limits the decoding sequences
+
+
+def serve_times(lc: LayoutCosts, batch: np.ndarray, micro_batches: np.ndarray, isl: int, osl: int,
+                c: Constants, budget: float | None = None) -> ServeTimes:
+    """Steady state of continuous batching with ``batch`` sequences per replica (a closed loop of
+    that many users; see :func:`studio.engine.serving.load.closed_loop`).
+
+    * TPOT = the mean scheduler iteration: the decode token of every decoding sequence plus the
+      prompt chunks of the requests that replace finished ones (prefill interference);
+    * TTFT = the iterations that carry the new prompt (+ waiting for token budget when it binds);
+    * throughput per replica = batch × osl / end-to-end latency (Little's law).
+    """
+    from studio.engine.serving.load import closed_loop
+    from studio.engine.step.iteration import IterationModel
+
+    B = np.asarray(batch, dtype=float)
+    M = np.asarray(micro_batches, dtype=float)
+    mb = np.ceil(B / M)
+    uniq, inv = np.unique(np.concatenate((mb, [1.0])), return_inverse=True)
+    one = int(inv[-1])
+    inv = inv[:-1]
+    st = step_times(lc, uniq, isl, osl, c)
+    pf = st.prefill_stage + st.prefill_p2p
+    pf_round = np.maximum(pf.sum(axis=0)[inv], M * pf.max(axis=0)[inv])
+    k = float(budget if budget is not None else c.max_num_batched_tokens)
+    ss = closed_loop(IterationModel(lc, c), B, M, isl, osl, k)
+    ar = (st.decode_allreduce + st.decode_alltoall).sum(axis=0)[inv] * np.maximum(1.0, M / max(1, lc.layout.pp))
+    return ServeTimes(ttft_ms=ss.ttft_ms, tpot_ms=ss.tpot_ms, request_ms=ss.e2e_ms, prefill_round_ms=pf_round,
+                      tokens_per_s_replica=ss.output_tokens_per_s, steps=st, index=inv, one=one,
+                      decode_allreduce_ms=ar, iteration_ms=ss.iteration_ms, decode_seqs=ss.decode_seqs,
+                      prefill_tokens=ss.prefill_tokens, budget_bound=ss.budget_bound)
