@@ -233,3 +233,15 @@ def test_every_hostile_message_is_a_studio_error():
         parse_pools("\uff12P:tp1,1D:tp1")
     with pytest.raises(StudioError, match="twice"):
         check_hosts(["a.example", "A.example."])
+
+
+@pytest.mark.parametrize("command", ["plan", "export", "sweep"])
+def test_speculation_with_disaggregated_pools_is_never_dropped_silently(command, capsys):
+    """Until the pools' engine models a drafter, --spec with --disagg is refused, naming both."""
+    disagg = ["--disagg"] if command == "sweep" else ["--disagg", "1P:tp1,1D:tp1"]
+    extra = ["--engine", "vllm"] if command == "export" else []
+    code, _, err = _cli(capsys, command, *SMALL, *disagg, *extra, "--spec", "eagle", "--draft-checkpoint", "org/head")
+    assert code == 2, err
+    assert "speculative decoding (eagle" in err and "--disagg" in err
+    code, _, err = _cli(capsys, "plan", *SMALL, "--disagg", "1P:tp1,1D:tp1", "--spec", "off")
+    assert code == 0, err
