@@ -245,3 +245,48 @@ def test_speculation_with_disaggregated_pools_is_never_dropped_silently(command,
     assert "speculative decoding (eagle" in err and "--disagg" in err
     code, _, err = _cli(capsys, "plan", *SMALL, "--disagg", "1P:tp1,1D:tp1", "--spec", "off")
     assert code == 0, err
+
+
+# ----------------------------------------------------------------------------- concurrent saves
+def test_concurrent_profile_saves_into_one_project_keep_every_profile(tmp_path, monkeypatch):
+    """Three ``calibrate --save-as`` at once: each reads the file, adds its profile and saves. The
+    serialiser is slowed so that all three read before any writes (the issue's race, every
+    time); the lock makes each read what the one before wrote."""
+    import threading
+    import time
+
+    from studio.commands import calibrate
+    from studio.core.project import CalibrationProfile
+    from studio.io import project_file
+
+    path = _project(tmp_path)
+    real = project_file.project_to_json
+
+    def slow(project):
+        time.sleep(0.2)
+        return real(project)
+
+    monkeypatch.setattr(project_file, "project_to_json", slow)
+    start = threading.Barrier(3)
+    errors: list[BaseException] = []
+
+    def save(name: str) -> None:
+        args = type("Args", (), {"output": None, "save_as": name, "project": str(path)})()
+        project = project_file.load_project(path)  # as the command reads it when it starts
+        start.wait()
+        try:
+            calibrate._save_profile(args, project, CalibrationProfile(name=name))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=save, args=(f"p{i}",)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    monkeypatch.undo()
+    from studio.io.project_file import load_project
+
+    assert {"p0", "p1", "p2"} <= set(load_project(path).calibrations)
+    assert set(GOOD["calibrations"]) <= set(load_project(path).calibrations)
