@@ -80,7 +80,7 @@ class _Shape:
     (:meth:`_PathStore._label_of`). On a node of 1,024 GPUs, each behind its own PCIe switch, a
     search then settles ~40 vertices instead of ~1,030."""
 
-    __slots__ = ("next", "pos", "near", "leaf_parent", "leaf_links")
+    __slots__ = ("next", "pos", "near", "leaf_parent", "leaf_links", "src_leaves")
 
     def __init__(self, adj: dict[str, list[tuple[str, int, bool]]], gpu_set: set[str],
                  hubs: frozenset[str] = frozenset()) -> None:
@@ -107,8 +107,16 @@ class _Shape:
         self.pos: dict[tuple[str, int], int] = {
             (v, li): k for v, nbrs in adj.items() for k, (_w, li, _f) in enumerate(nbrs)
         }
-        #: Neighbours of every vertex.
-        self.near: dict[str, frozenset[str]] = {v: frozenset(w for w, _li, _f in nbrs) for v, nbrs in adj.items()}
+        #: Neighbours of every vertex; for a GPU also the parents of its leaf neighbours (settling
+        #: one labels the leaf, so it can change the GPU's label as a neighbour does).
+        self.near: dict[str, frozenset[str]] = {}
+        for v, nbrs in adj.items():
+            near = {w for w, _li, _f in nbrs}
+            if v in gpu_set:
+                near |= {self.leaf_parent[w] for w in near if w in self.leaf_parent}
+            self.near[v] = frozenset(near)
+        #: Leaves next to each source GPU by parent (see :class:`_Search`), worked out on first use.
+        self.src_leaves: dict[str, dict[str, list[tuple[str, int, bool]]]] = {}
 
 
 _Routes = OrderedDict[tuple[str, str], tuple[tuple[int, ...], tuple[bool, ...]] | None]
@@ -156,6 +164,7 @@ class _PathStore:
         self._near = shape.near
         self._leaf_parent = shape.leaf_parent
         self._leaf_links = shape.leaf_links
+        self._src_leaves = shape.src_leaves
         self._local: OrderedDict[str, _Search] = OrderedDict()
         self._hub: dict[str, _Search] = {}
         #: Finished routes by (a, b); shared with every store whose figures order the links the same
@@ -214,13 +223,14 @@ class _PathStore:
 
     def _new_search(self, src: str, stop_hubs: bool) -> _Search:
         """A search from ``src``, told which leaves next to ``src`` its parents must relax."""
-        src_leaves: dict[str, list[tuple[str, int, bool]]] = {}
-        for w, _li, _f in self._next.get(src, ()):
-            parent = self._leaf_parent.get(w)
-            if parent is not None and parent not in src_leaves:
-                src_leaves[parent] = []
-            if parent is not None and not any(x == w for x, _l, _g in src_leaves[parent]):
-                src_leaves[parent] += [(w, li, f) for li, f in self._leaf_links[w]]
+        src_leaves = self._src_leaves.get(src)
+        if src_leaves is None:
+            src_leaves = {}
+            for w in dict.fromkeys(w for w, _li, _f in self._next.get(src, ())):
+                parent = self._leaf_parent.get(w)
+                if parent is not None:
+                    src_leaves.setdefault(parent, []).extend((w, li, f) for li, f in self._leaf_links[w])
+            self._src_leaves[src] = src_leaves
         return _Search(src, stop_hubs, src_leaves)
 
     def _label_of(self, s: _Search, u: str) -> tuple[tuple[float, float, int], tuple[str, int, bool] | None] | None:
@@ -315,10 +325,7 @@ class _PathStore:
         if key in self._routes:
             return self._routes[key]
         s = self._local_search(a)
-        near = self._near.get(b, frozenset())
-        parents = [self._leaf_parent[u] for u in near if u in self._leaf_parent]
-        if parents:  # settling a leaf's parent labels the leaf
-            near = near.union(parents)
+        near = self._near.get(b, frozenset())  # with the parents of b's leaf neighbours
         local = self._gpu_label(s, b)
         while True:  # settle until b's label is final (nothing queued can beat it) or all is done
             top = self._top(s)
