@@ -130,7 +130,51 @@ def _is_number(text: str) -> bool:
     return _as_float(text) is not None
 
 
+_NUM = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+#: One entry of a JSON list of ``[length, weight]`` pairs, ``[length]`` or bare lengths, then the
+#: comma or the closing bracket after it.
+_ENTRY = re.compile(rf"\s*(?:\[\s*({_NUM})\s*(?:,\s*({_NUM})\s*)?\]|({_NUM}))\s*(,|\])")
+_OPEN = re.compile(r"[\ufeff \t\r\n]*\[")
+
+
+def _number(token: str) -> float | int:
+    """A JSON number token as Python reads it; a long one as a float (a 5,000-digit integer is past
+    ``int``'s own limit, and past a float's range it is infinite, which the checks refuse)."""
+    return int(token) if len(token) <= 18 and token.lstrip("-").isdigit() else float(token)
+
+
+def _json_list_streamed(text: str, totals: _Totals) -> bool:
+    """Read a JSON list of pairs or numbers entry by entry, without building it as Python
+    objects (a 16 MiB list of ``[length, weight]`` pairs took 16x its size that way). Returns
+    False, having added nothing, when the text is any other JSON (objects, strings, nesting): the
+    caller then parses it in full, for the exact message."""
+    start = _OPEN.match(text)
+    if start is None:
+        return False
+    pos, i, rows = start.end(), 0, _Totals()
+    size = len(text)
+    while True:
+        m = _ENTRY.match(text, pos)
+        if m is None:
+            return False
+        i += 1
+        where = f"entry {i}"
+        length, weight = (m.group(1), m.group(2)) if m.group(3) is None else (m.group(3), None)
+        rows.add(_length(_number(length), where), _weight(_number(weight), where) if weight else 1.0, where)
+        pos = m.end()
+        if m.group(4) == "]":
+            break
+        if pos >= size:
+            return False
+    if text[pos:].strip():
+        return False
+    totals.by_length, totals.entries = rows.by_length, rows.entries
+    return True
+
+
 def _from_json(text: str, source: str, totals: _Totals) -> None:
+    if _json_list_streamed(text, totals):
+        return
     data = loads_json_limited(text, source, what="length histogram")
     if isinstance(data, dict):
         if "histogram" not in data:

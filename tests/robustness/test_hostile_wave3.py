@@ -290,3 +290,19 @@ def test_concurrent_profile_saves_into_one_project_keep_every_profile(tmp_path, 
 
     assert {"p0", "p1", "p2"} <= set(load_project(path).calibrations)
     assert set(GOOD["calibrations"]) <= set(load_project(path).calibrations)
+
+
+def test_reading_a_json_histogram_stays_within_ten_times_its_size(tmp_path):
+    """A list of [length, weight] pairs is read entry by entry (as Python objects the same file
+    took 16x its size); a 5,000-digit length is refused, not a crash."""
+    from studio.io.lengths import load_histogram
+
+    h = tmp_path / "pairs.json"
+    h.write_text("[" + ",".join(f"[{100 + i % 900},1]" for i in range(250_000)) + "]", encoding="utf-8")
+    dist, err, peak = bounded(lambda: load_histogram(h))
+    assert err is None, err
+    assert len(dist.histogram) == 900 and sum(w for _, w in dist.histogram) == 250_000
+    assert peak <= 10 * h.stat().st_size, f"{peak / h.stat().st_size:.1f}x the file"
+    h.write_text("[[" + "9" * 5000 + ", 1]]", encoding="utf-8")
+    with pytest.raises(StudioError, match="entry 1: length"):
+        load_histogram(h)
