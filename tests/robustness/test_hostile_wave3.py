@@ -306,3 +306,15 @@ def test_reading_a_json_histogram_stays_within_ten_times_its_size(tmp_path):
     h.write_text("[[" + "9" * 5000 + ", 1]]", encoding="utf-8")
     with pytest.raises(StudioError, match="entry 1: length"):
         load_histogram(h)
+
+
+def test_a_small_file_costs_its_size_not_the_readers_cap(tmp_path):
+    """Every reader read up to its cap in one call, which sets the whole cap aside first: a 1.3 MiB
+    project cost 64 MiB, any config.json 4 MiB. Now a file costs about its own size."""
+    from studio.io.safe import read_bytes_limited
+
+    f = tmp_path / "small.json"
+    f.write_bytes(b"{}" * 512)
+    raw, err, peak = bounded(lambda: read_bytes_limited(f, 64 * 2**20, "project file"))
+    assert err is None and raw == b"{}" * 512
+    assert peak < 64 * 1024, f"{peak:,} bytes for a 1 KiB file"
