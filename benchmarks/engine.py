@@ -28,8 +28,8 @@ from studio.core.project import Project
 from studio.core.workload import ServingConfig, Workload
 from studio.engine import default_constants, evaluate, sweep
 from studio.engine.fabric.topology import topology_of
-from studio.engine.plan.evaluate import cached_layer_table
-from studio.engine.step.costing import layout_costs, serve_times
+from studio.engine.plan.costs import project_costs
+from studio.engine.serving.serve_times import serve_times
 from studio.io.presets import load_catalog
 
 
@@ -59,8 +59,7 @@ def speed() -> None:
           f"({s.candidates / t_sweep:,.0f} layouts/s end to end)")
     c = default_constants()
     topo = topology_of(p.cluster)
-    lc = layout_costs(p.model, cached_layer_table(p.model), p.serving.effective_precision(p.model.precision),
-                      p.serving.kv_dtype, Layout(tp=8, pp=2), tuple(topo.gpu_ids), topo, c, 0.9, 256)
+    lc = project_costs(p, Layout(tp=8, pp=2), tuple(topo.gpu_ids), topo, c)
     n = 200_000
     rng = np.random.default_rng(0)
     batch = rng.integers(1, 1024, n).astype(float)

@@ -72,7 +72,7 @@ def _run_disagg(args: argparse.Namespace, project: Project) -> int:
 
 
 def explanation_json(e) -> dict:
-    """One :class:`~studio.engine.plan.results.Explanation` as a JSON object."""
+    """One :class:`~studio.engine.plan.views.Explanation` as a JSON object."""
     return {
         "figure": e.figure,
         "value": e.value,

@@ -73,7 +73,7 @@ def model_size_note(args: argparse.Namespace, project: Project) -> str | None:
     path = getattr(args, "model_config", None)
     if not path:
         return None
-    from studio.io.hf_config import size_note
+    from studio.io.checkpoint_size import size_note
 
     return size_note(path, project.model)
 

@@ -36,6 +36,21 @@ MAX_TP = 4096
 MAX_PP = 4096
 
 
+
+def ep_shape_reason(ep: int, tp: int, dp: int) -> str | None:
+    """Why ``ep`` cannot sit in TP = ``tp`` × DP = ``dp`` ranks whatever the model, or ``None``:
+    EP divides ``tp × dp`` and is a divisor or a multiple of TP."""
+    if ep == 1:
+        return None
+    if ep < 1:
+        return f"EP must be at least 1 (got {ep})"
+    if (tp * dp) % ep:
+        return f"EP={ep} does not divide TP×DP = {tp * dp}"
+    if ep % tp and tp % ep:
+        return f"EP={ep} is neither a divisor nor a multiple of TP={tp}"
+    return None
+
+
 class RankCoords(NamedTuple):
     """Where one rank sits in the layout (:meth:`Layout.coords`, the inverse of :meth:`Layout.rank`).
 
@@ -86,8 +101,6 @@ class Layout(Frozen):
                 )
             if any(n < 1 for n in self.layers_per_stage):
                 raise ValueError("layers_per_stage: every stage needs at least one layer")
-        from studio.core.parallelism import ep_shape_reason  # it imports this module
-
         why = ep_shape_reason(self.ep, self.tp, self.dp)
         if why is not None:
             raise ValueError(why)

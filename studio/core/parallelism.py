@@ -10,8 +10,8 @@ the topology import all apply:
   has one entry per stage, each at least 1, adding up to the model's layers.
 * **DP** fills the rest: ``tp × pp × dp`` equals the GPU count.
 * **EP** (MoE only) divides the routed experts and ``tp × dp``, and is a divisor or a multiple of
-  TP; a dense model has EP = 1. The part that needs no model (:func:`ep_shape_reason`) is also
-  what :class:`studio.core.layout.Layout` checks on construction.
+  TP; a dense model has EP = 1. The part that needs no model (:func:`studio.core.layout.ep_shape_reason`)
+  is what :class:`studio.core.layout.Layout` checks on construction.
 * **CP** (context parallelism, :func:`cp_reason`) shards the KV cache along the sequence. Decode
   CP (vLLM ``--decode-context-parallel-size``) divides TP and, without MLA, removes at most the
   ``TP / KV heads`` copies TP makes of each KV head, with the query heads of a KV head split evenly
@@ -26,7 +26,7 @@ that says why not, for a tooltip, a refusal or a CLI message.
 from __future__ import annotations
 
 from studio.core.architecture import LLMArchitecture
-from studio.core.layout import MAX_PP, MAX_TP, Layout
+from studio.core.layout import MAX_PP, MAX_TP, Layout, ep_shape_reason
 
 
 def divisors(n: int) -> list[int]:
@@ -106,20 +106,6 @@ def pp_options(model: LLMArchitecture, tp: int, gpus: int) -> list[int]:
 def dp_for(tp: int, pp: int, gpus: int) -> int:
     """DP that fills ``gpus`` GPUs with TP×PP groups (at least 1)."""
     return max(1, gpus // max(1, tp * pp))
-
-
-def ep_shape_reason(ep: int, tp: int, dp: int) -> str | None:
-    """Why ``ep`` cannot sit in TP = ``tp`` × DP = ``dp`` ranks whatever the model, or ``None``:
-    EP divides ``tp × dp`` and is a divisor or a multiple of TP."""
-    if ep == 1:
-        return None
-    if ep < 1:
-        return f"EP must be at least 1 (got {ep})"
-    if (tp * dp) % ep:
-        return f"EP={ep} does not divide TP×DP = {tp * dp}"
-    if ep % tp and tp % ep:
-        return f"EP={ep} is neither a divisor nor a multiple of TP={tp}"
-    return None
 
 
 def ep_reason(model: LLMArchitecture, ep: int, tp: int, dp: int) -> str | None:

@@ -25,8 +25,7 @@ from pydantic import Field, model_validator
 
 from studio.core.base import Frozen
 from studio.core.errors import StudioError
-from studio.core.layout import MAX_PP, MAX_TP, Layout
-from studio.core.parallelism import ep_shape_reason
+from studio.core.layout import MAX_PP, MAX_TP, Layout, ep_shape_reason
 
 #: Most workers one pool may have.
 MAX_POOL_WORKERS = 4096

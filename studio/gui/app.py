@@ -15,7 +15,7 @@ from studio.core.project import Project
 from studio.gui.document import ProjectDocument
 from studio.gui.errors import GuiExceptHook
 from studio.gui.main_window import MainWindow
-from studio.gui.resources import icon, is_dark, style_sheet
+from studio.gui.resources import application
 from studio.io.autosave import AutosaveStore
 from studio.io.presets import example_paths, load_catalog
 from studio.io.project_file import load_project, project_from_json
@@ -52,29 +52,6 @@ def settle_memory() -> None:
     gc.set_threshold(*GC_THRESHOLD)
     gc.collect()
     gc.freeze()
-
-
-def application() -> QApplication:
-    """The running QApplication, created (and themed) if needed."""
-    app = QApplication.instance()
-    if app is None:
-        app = QApplication(sys.argv[:1])
-        app.setApplicationName("Layout Studio")
-        app.setOrganizationName("LayoutStudio")
-        app.setWindowIcon(icon("app"))
-    apply_theme(app)
-    return app  # type: ignore[return-value]
-
-
-def apply_theme(app: QApplication) -> None:
-    """Light or dark style sheet, following the system palette.
-
-    Setting a sheet re-polishes every widget that exists (0.3 s with a window open), even when it is
-    the sheet already set; every offscreen render calls :func:`application`, so an unchanged sheet
-    is left as it is."""
-    sheet = style_sheet(is_dark(app))
-    if app.styleSheet() != sheet:
-        app.setStyleSheet(sheet)
 
 
 def example_project() -> tuple[Project, str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-#: Timeline segment colours by kind (``studio.engine.plan.results.SEGMENT_KINDS``).
+#: Timeline segment colours by kind (``studio.engine.plan.views.SEGMENT_KINDS``).
 SEGMENT_COLORS: dict[str, str] = {
     "compute": "#4c6ef5",
     "allreduce": "#f76707",

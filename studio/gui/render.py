@@ -8,13 +8,13 @@ from __future__ import annotations
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QFont, QImage, QPainter
 
-from studio.engine.plan.results import PlanResult, Timeline
+from studio.engine.plan.results import PlanResult
+from studio.engine.plan.views import Timeline
 from studio.gui.memory_bars import bars_for, paint_memory_bars
+from studio.gui.resources import application
 
 
 def _app() -> None:
-    from studio.gui.app import application
-
     application()
 
 

@@ -31,7 +31,8 @@ def render_main_window(project: Project | None, out: Path, size: tuple[int, int]
     if QApplication.instance() is None:
         # a snapshot needs no display: without this Qt aborts on a machine with no X/Wayland
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from studio.gui.app import application, build_window
+    from studio.gui.app import build_window
+    from studio.gui.resources import application
 
     app = application()
     # the window's default dock layout, not the user's saved one (and leave the user's alone)

@@ -20,7 +20,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.engine.plan.results import REQUEST_ONLY_KINDS, SEGMENT_KINDS, PlanResult, Timeline
+from studio.engine.plan.results import PlanResult
+from studio.engine.plan.views import REQUEST_ONLY_KINDS, SEGMENT_KINDS, Timeline
 from studio.gui.colors import SEGMENT_COLORS, SEGMENT_LABELS
 
 BAR_HEIGHT = 0.64

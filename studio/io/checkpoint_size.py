@@ -28,6 +28,7 @@ from typing import Any
 from studio.core.architecture import LLMArchitecture
 from studio.core.errors import StudioError
 from studio.core.units import decimal_bytes, whole_mib
+from studio.io.hf_config import read_config_json
 from studio.io.safe import load_json_file, loads_json_limited, open_regular
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024
@@ -268,9 +269,7 @@ def _pack_bits(folder: Path) -> int | None:
     if not cfg_file.is_file():
         return None
     try:
-        from studio.io.hf_config import _read_json
-
-        cfg = _read_json(cfg_file, "config.json")
+        cfg = read_config_json(cfg_file, "config.json")
     except StudioError:
         return None
     qc = cfg.get("quantization_config") if isinstance(cfg, dict) else None

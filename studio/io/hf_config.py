@@ -14,7 +14,7 @@ from __future__ import annotations
 import builtins
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -417,7 +417,7 @@ def architecture_from_config(
 
 
 # --------------------------------------------------------------------------- files
-def _read_json(path: Path, what: str) -> Any:
+def read_config_json(path: Path, what: str) -> Any:
     """A JSON file through the bounded reader (regular files only, size cap before reading,
     UTF-8 with or without a byte-order mark or UTF-16, nesting and number limits)."""
     return load_json_file(path, MAX_CONFIG_BYTES, what=what)
@@ -441,9 +441,9 @@ def load_model_config(path: str | os.PathLike[str]) -> LLMArchitecture:
         folder, file = p.parent, p
     else:
         raise StudioError("no such file or folder", str(p))
-    cfg = _read_json(file, "config.json")
+    cfg = read_config_json(file, "config.json")
     quant_file = folder / "hf_quant_config.json"
-    quant = _read_json(quant_file, "hf_quant_config.json") if quant_file.is_file() else None
+    quant = read_config_json(quant_file, "hf_quant_config.json") if quant_file.is_file() else None
     model_id = folder.name if file.name == "config.json" else file.name.removesuffix(".json")
     model_id = model_id.removesuffix(".config") or "model"
     name_or_path = cfg.get("_name_or_path") if isinstance(cfg, dict) else None
@@ -459,32 +459,9 @@ def load_model_config(path: str | os.PathLike[str]) -> LLMArchitecture:
     )
 
 
-# The checkpoint's own size hints (index total_size, safetensors headers) live in their own module,
-# loaded when one of them is first asked for here (a model preset needs none of them).
-_SIZE_HINT_NAMES = frozenset({"SizeHint", "check_against_size_hint", "size_hint", "size_note"})
-
-if TYPE_CHECKING:
-    from studio.io.checkpoint_size import SizeHint, check_against_size_hint, size_hint, size_note
-
-
-def __getattr__(name: str) -> Any:
-    """The size-hint names of :mod:`studio.io.checkpoint_size`, imported on first use (PEP 562)."""
-    if name in _SIZE_HINT_NAMES:
-        from studio.io import checkpoint_size
-
-        value = getattr(checkpoint_size, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = [
     "SUPPORTED_MODEL_TYPES",
     "SUPPORTED_QUANT_METHODS",
-    "SizeHint",
     "architecture_from_config",
-    "check_against_size_hint",
     "load_model_config",
-    "size_hint",
-    "size_note",
 ]

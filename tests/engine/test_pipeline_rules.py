@@ -10,9 +10,9 @@ from studio.core.layout import Layout
 from studio.core.project import CalibrationProfile, LinkFit
 from studio.core.workload import Workload
 from studio.engine import default_constants, evaluate
-from studio.engine.plan.results import SEGMENT_KINDS
+from studio.engine.plan.views import SEGMENT_KINDS
 from studio.engine.step.constants import constants_from_dict
-from studio.engine.step.costing import bubble_fraction
+from studio.engine.step.step_times import bubble_fraction
 from tests.engine.fixtures import DGX_H100, LLAMA_8B, LLAMA_70B, MIXTRAL, cluster, project
 
 

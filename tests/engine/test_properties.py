@@ -10,7 +10,7 @@ from studio.core.layout import Layout
 from studio.core.workload import Workload
 from studio.engine import evaluate
 from studio.engine.search.sweep import pareto_front
-from studio.engine.step.costing import bubble_fraction
+from studio.engine.step.step_times import bubble_fraction
 from tests.engine.fixtures import DGX_H100, LLAMA_70B, MIXTRAL, cluster, project
 
 C8 = cluster(DGX_H100, 1)

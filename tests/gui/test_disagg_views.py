@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 
 from studio.engine.disagg.evaluate import evaluate_disaggregated
 from studio.engine.disagg.timeline import request_timeline
-from studio.engine.plan.results import SEGMENT_KINDS
+from studio.engine.plan.views import SEGMENT_KINDS
 from studio.service import units
 
 

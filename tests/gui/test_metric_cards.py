@@ -46,7 +46,8 @@ def test_a_narrow_value_shrinks_instead_of_eliding(qtbot):
 
 
 def _window(qtbot, project, size):
-    from studio.gui.app import application, build_window
+    from studio.gui.app import build_window
+    from studio.gui.resources import application
 
     application()  # the style sheet the studio runs with (card paddings and fonts), whatever ran before
 

@@ -71,7 +71,8 @@ CRASHING_CHILD = textwrap.dedent(
     import os, sys
     from pathlib import Path
     from PySide6.QtWidgets import QApplication
-    from studio.gui.app import application, build_window
+    from studio.gui.app import build_window
+    from studio.gui.resources import application
     from studio.io.autosave import IdleTimer
     from studio.io.project_file import project_to_json
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from gui_helpers import engine_evaluate
 
-from studio.engine.plan.results import SEGMENT_KINDS
+from studio.engine.plan.views import SEGMENT_KINDS
 from studio.gui.colors import SEGMENT_LABELS
 
 

@@ -39,16 +39,16 @@ from studio.engine.disagg.pools import (
 )
 from studio.engine.disagg.results import Balance, DisaggResult, PoolResult
 from studio.engine.fabric.topology import Topology, topology_of
+from studio.engine.plan.costs import project_budget, project_costs
 from studio.engine.plan.evaluate import (
     _modules,
-    cached_layer_table,
     constants_for,
-    memory_fit,
     resolve_calibration,
 )
+from studio.engine.plan.fits import memory_fit
 from studio.engine.plan.results import GpuMemory
 from studio.engine.step.constants import Constants
-from studio.engine.step.costing import LayoutCosts, layout_costs
+from studio.engine.step.costing import LayoutCosts
 from studio.engine.step.iteration import IterationModel
 
 ROLE_NAME = {"P": "prefill", "D": "decode"}
@@ -189,23 +189,12 @@ def pool_costs(
     c: Constants,
     replicas: list[int] | None = None,
 ) -> LayoutCosts:
-    """Batch-independent costs of a pool's workers (the pool as ``workers`` DP replicas)."""
-    model, sv, wl = project.model, project.serving, project.workload
+    """Batch-independent costs of a pool's workers (the pool as ``workers`` DP replicas), built as
+    an aggregated layout's are (:func:`studio.engine.plan.costs.project_costs`: token budget,
+    speculative decoding, the runtime's memory fraction)."""
     layout = pool.layout(placement)
-    return layout_costs(
-        model,
-        cached_layer_table(model),
-        sv.effective_precision(model.precision),
-        sv.kv_dtype,
-        layout,
-        placement,
-        topo,
-        c,
-        sv.gpu_memory_utilization,
-        pool.max_batch or wl.max_batch,
-        replicas=replicas,
-        fraction_of_free=sv.runtime == "trtllm",
-    )
+    return project_costs(project, layout, placement, topo, c, replicas=replicas,
+                         max_batch=pool.max_batch or project.workload.max_batch)
 
 
 def _unfit(
@@ -236,12 +225,12 @@ def prefill_worker(
     project: Project, pool: PoolLayout, lc: LayoutCosts, c: Constants, field: str
 ) -> Worker:
     """The prefill pool's worker; :class:`StudioError` when it cannot hold its weights or one prompt."""
-    wl, sv = project.workload, project.serving
+    wl = project.workload
     pool_b, _, seqs, _, _ = memory_fit(lc, wl.isl)
     why = _unfit(lc, pool, field, wl.isl, seqs, pool_b)
     if why:
         raise StudioError(why)
-    budget = float(sv.max_num_batched_tokens or c.max_num_batched_tokens)
+    budget = float(project_budget(project, lc.layout, c))
     curve = PrefillCurve.build(IterationModel(lc, c), wl.isl, budget, seqs, pool.micro_batches_used)
     return Worker(lc=lc, max_seqs=seqs, pool_gib=float(pool_b.min()) / GIB, curve=curve)
 
@@ -256,7 +245,8 @@ def decode_worker(
 ) -> Worker:
     """The decode pool's worker; :class:`StudioError` when it cannot hold its weights or one
     sequence of ISL + OSL tokens. ``batch`` caps the sequences (``None``: the workload's batch, or
-    with ``auto`` the KV cache's capacity capped by ``max_batch``)."""
+    with ``auto`` the KV cache's capacity capped by ``max_batch``), and the token budget caps them
+    too: each decoding sequence takes one token of it (``k + 1`` with speculative decoding)."""
     wl = project.workload
     seq_len = wl.isl + wl.osl
     pool_b, _, seqs, _, _ = memory_fit(lc, seq_len)
@@ -265,8 +255,10 @@ def decode_worker(
         raise StudioError(why)
     if batch is None:
         batch = int(wl.batch) if wl.batch != "auto" else (pool.max_batch or wl.max_batch)
-    cap = max(1, min(batch, seqs))
-    curve = DecodeCurve.build(IterationModel(lc, c), wl.isl, wl.osl, cap, pool.micro_batches_used)
+    im = IterationModel(lc, c)
+    per_iteration = project_budget(project, lc.layout, c) // im.budget_per_seq  # decode tokens the budget holds
+    cap = max(1, min(batch, seqs, per_iteration))
+    curve = DecodeCurve.build(im, wl.isl, wl.osl, cap, pool.micro_batches_used)
     return Worker(lc=lc, max_seqs=seqs, pool_gib=float(pool_b.min()) / GIB, curve=curve)
 
 
@@ -450,7 +442,7 @@ def assemble(
         kv_pool_gib=dw.pool_gib,
         kv_sequences=dw.max_seqs,
         batch=float(st.decode_seqs[0]),
-        iteration_ms=tpot,
+        iteration_ms=tpot * (dw.lc.spec.tokens_per_step if dw.lc.spec is not None else 1.0),
         capacity_rps=y * dc.mu * 1e3,
         utilisation=float(st.decode_util[0]),
         max_running=dc.cap,

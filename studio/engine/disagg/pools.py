@@ -122,7 +122,7 @@ class DecodeCurve:
     """TPOT and capacity of one decode worker: decode-only iterations of ``D`` sequences."""
 
     seqs: np.ndarray  # grid of decoding sequences
-    tpot: np.ndarray  # iteration ms at each
+    tpot: np.ndarray  # ms per output token at each (the iteration / tokens per step)
     rate: np.ndarray  # requests per ms sustained at each (non-decreasing)
     cap: int  # most sequences (KV cache, max_batch)
     decode_iters: float  # OSL − 1
@@ -136,7 +136,8 @@ class DecodeCurve:
             np.concatenate((np.geomspace(1.0, cap, min(cap, 96)).round(), [1.0, float(cap)]))
         )
         ctx = float(isl) + float(osl) / 2.0
-        t = im.round_ms(0.0, grid, ctx, float(isl), np.full(grid.shape, float(micro_batches)))
+        # one iteration emits tokens_per_step tokens per sequence (1; more with speculation)
+        t = im.round_ms(0.0, grid, ctx, float(isl), np.full(grid.shape, float(micro_batches))) / im.tokens_per_step
         o1 = max(float(osl) - 1.0, 0.0)
         rate = grid / (max(o1, 1.0) * t) if o1 > 0 else np.full(grid.shape, np.inf)
         return cls(seqs=grid, tpot=t, rate=np.maximum.accumulate(rate), cap=cap, decode_iters=o1)

@@ -20,8 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from studio.engine.disagg.results import DisaggResult
-from studio.engine.plan.results import SEGMENT_KINDS
-from studio.engine.plan.views import Timeline
+from studio.engine.plan.views import SEGMENT_KINDS, Timeline
 
 #: Output tokens drawn on the decode lane.
 DECODE_STEPS = 8

@@ -9,8 +9,9 @@ from studio.core.project import Project
 from studio.engine.fabric.topology import Topology
 from studio.engine.plan.results import LoadSummary
 from studio.engine.step.constants import Constants
-from studio.engine.step.costing import LayoutCosts, StepTimes
+from studio.engine.step.costing import LayoutCosts
 from studio.engine.step.records import Record
+from studio.engine.step.step_times import StepTimes
 
 
 class PlanContext(Record):

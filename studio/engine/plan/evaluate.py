@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from studio.core.architecture import LLMArchitecture
+from studio.core import parallelism
 from studio.core.errors import StudioError
 from studio.core.hardware import Cluster
 from studio.core.layout import Layout, RankCoords
@@ -18,33 +17,20 @@ from studio.core.workload import Workload
 from studio.engine.fabric.comm import Collective
 from studio.engine.fabric.topology import topology_of
 from studio.engine.plan.context import PlanContext
+from studio.engine.plan.costs import project_budget, project_costs
+from studio.engine.plan.fits import fits as layout_fits
+from studio.engine.plan.fits import heads_split, memory_fit
 from studio.engine.plan.results import CommCost, GpuMemory, LoadSummary, PlanResult, StageResult
 from studio.engine.plan.rules import plan_warnings
 from studio.engine.plan.validate import check_layout
-from studio.engine.serving.trtllm_bench import token_budget
+from studio.engine.serving.serve_times import ServeTimes, serve_times
 from studio.engine.step.constants import Constants, default_constants
 from studio.engine.step.context_parallel import cp_comm_costs
-from studio.engine.step.costing import (
-    LayoutCosts,
-    ServeTimes,
-    StepTimes,
-    bubble_fraction,
-    layout_costs,
-    serve_times,
-)
-from studio.engine.step.identity_cache import cached_by_identity
-from studio.engine.step.shapes import LayerTable, layer_table
+from studio.engine.step.costing import LayoutCosts
+from studio.engine.step.step_times import StepTimes, bubble_fraction
 
 if TYPE_CHECKING:
     from studio.engine.plan.views import Explanation, Timeline
-
-_TABLES: OrderedDict[int, tuple[LLMArchitecture, LayerTable]] = OrderedDict()
-
-
-def cached_layer_table(model: LLMArchitecture) -> LayerTable:
-    """Per-layer table of ``model``, cached by object identity (small LRU)."""
-    return cached_by_identity(_TABLES, model, 16, layer_table)
-
 
 def resolve_calibration(project: Project, calibration: CalibrationProfile | None) -> CalibrationProfile | None:
     """The explicit profile, else the project's selected one (``serving.calibration``)."""
@@ -62,20 +48,6 @@ def resolve_calibration(project: Project, calibration: CalibrationProfile | None
 def constants_for(cal: CalibrationProfile | None, base: Constants | None = None) -> Constants:
     c = base or default_constants()
     return c.with_overrides(dict(cal.efficiency)) if cal and cal.efficiency else c
-
-
-def memory_fit(lc: LayoutCosts, seq_len: int) -> tuple[np.ndarray, np.ndarray, int, int, float]:
-    """KV pool per stage, KV bytes per sequence per stage, sequences and tokens the pool holds,
-    and KV bytes per token per GPU of the most loaded stage."""
-    pool = lc.usable - lc.weights - lc.activations - lc.overhead
-    seq_bytes = lc.kv_seq_bytes(seq_len)
-    per_tok = seq_bytes / seq_len
-    with np.errstate(divide="ignore", invalid="ignore"):
-        seqs = np.where(seq_bytes > 0, np.floor(np.maximum(pool, 0) / seq_bytes), np.inf)
-        toks = np.where(per_tok > 0, np.floor(np.maximum(pool, 0) / per_tok), np.inf)
-    max_seqs = int(min(seqs.min(), 10**9))
-    cap_tokens = int(min(toks.min(), 10**12))
-    return pool, seq_bytes, max_seqs, cap_tokens, float(per_tok.max())
 
 
 def _column(st: StepTimes, j: int) -> StepTimes:
@@ -156,11 +128,8 @@ def evaluate(
         layout = layout.model_copy(update={"placement": placement})
     topo = topology_of(project.cluster, cal.link_fits if cal else None)
     precision = sv.effective_precision(model.precision)
-    budget = token_budget(project, layout.tp, layout.pp, int(c.max_num_batched_tokens))
-    lc = layout_costs(model, cached_layer_table(model), precision, sv.kv_dtype, layout, placement, topo, c,
-                      sv.gpu_memory_utilization, wl.max_batch,
-                      fraction_of_free=sv.runtime == "trtllm", token_budget=budget,
-                      speculative=sv.speculative)
+    budget = project_budget(project, layout, c)
+    lc = project_costs(project, layout, placement, topo, c)
     seq_len = wl.isl + wl.osl
     pool, seq_bytes, max_seqs, cap_tokens, kv_tok = memory_fit(lc, seq_len)
     auto = wl.batch == "auto"
@@ -186,9 +155,14 @@ def evaluate(
                       f"{seq_len:,}-token sequence (isl+osl)")
     elif batch > max_seqs:
         fit_reason = f"batch {batch} needs KV for {batch} sequences; the cache holds {max_seqs}"
+    elif not heads_split(model, layout.tp):
+        fit_reason = f"memory fits, but {parallelism.heads_reason(model, layout.tp)}"
+    elif seq_len > model.max_context:
+        fit_reason = (f"memory fits, but isl+osl = {seq_len:,} tokens exceeds the model's context window "
+                      f"of {model.max_context:,}")
     else:
         fit_reason = f"fits: KV cache holds {max_seqs:,} sequences of {seq_len:,} tokens per replica"
-    fits = weights_fit and max_seqs >= 1 and batch <= max_seqs
+    fits = bool(layout_fits(pool, max_seqs, batch, model, layout.tp, seq_len))
     m_eff = max(1, min(layout.micro_batches, batch))
     mb = math.ceil(batch / m_eff)
     sv_t = serve_times(lc, np.array([float(batch)]), np.array([float(m_eff)]), wl.isl, wl.osl, c, budget)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from studio.core.units import GIB, MIB
 from studio.engine.plan.context import PlanContext
 from studio.engine.plan.views import Explanation, Term
+from studio.engine.step.speculative import METHOD_NAMES, Drafting
 
 
 def _peak_stage(ctx: PlanContext) -> int:
@@ -163,11 +164,9 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
 def _speculative(out: dict[str, Explanation], ctx: PlanContext, dc) -> None:
     """TPOT with speculative decoding: the step (drafter's k passes + verification of k + 1 tokens
     per sequence) divided by the tokens it yields; the figures both ways are shown."""
-    from studio.engine.step.speculative import METHOD_NAMES
-
     lc = ctx.lc
     sp = lc.spec
-    assert sp is not None
+    assert isinstance(sp, Drafting)  # the only drafter the step model is given
     step = float(max(dc.sum(), ctx.micro_batches * dc.max()))
     tpot = out["latency.tpot"]
     out["latency.tpot"] = Explanation(

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from studio.core.errors import StudioError
-from studio.engine.plan.results import SEGMENT_KINDS
-from studio.engine.plan.views import Timeline
+from studio.engine.plan.views import SEGMENT_KINDS, Timeline
 
 _COMPUTE, _AR, _A2A, _P2P, _IDLE, _CP = (
     SEGMENT_KINDS.index(k) for k in ("compute", "allreduce", "alltoall", "p2p", "idle", "cp"))

@@ -20,19 +20,6 @@ if TYPE_CHECKING:
 
 Severity = Literal["error", "warning", "info"]
 
-#: Segment kinds of a pipeline timeline, in drawing order; ``Timeline.kind`` indexes this tuple.
-SEGMENT_KINDS: tuple[str, ...] = (
-    "compute", "allreduce", "alltoall", "p2p", "idle", "cp", "kv_transfer",
-)
-#: Kinds only a disaggregated request timeline has (:mod:`studio.engine.disagg.timeline`).
-REQUEST_ONLY_KINDS: frozenset[str] = frozenset({"kv_transfer"})
-
-#: Defined in :mod:`studio.engine.plan.views`, which only a plan's views need (a plan evaluated with
-#: ``details=False`` has none of them): imported from there on first use, so that ``sweep --json``
-#: does not define three more dataclasses.
-_VIEW_TYPES = ("Explanation", "Term", "Timeline")
-
-
 @frozen_result
 class LoadSummary:
     """The traffic a plan's latency and throughput figures assume, and how the replicas run under it.
@@ -274,13 +261,3 @@ class PlanResult:
             "calibration": self.calibration,
             "assumptions": list(self.assumptions),
         }
-
-
-if not TYPE_CHECKING:  # mypy reads the names from the import above
-
-    def __getattr__(name: str) -> Any:
-        if name in _VIEW_TYPES:
-            from studio.engine.plan import views as plan_views
-
-            return getattr(plan_views, name)
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

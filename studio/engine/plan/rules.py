@@ -8,6 +8,7 @@ from studio.core.parallelism import heads_reason
 from studio.core.precision import DType
 from studio.core.units import GIB
 from studio.engine.plan.context import PlanContext
+from studio.engine.plan.costs import cached_layer_table
 from studio.engine.plan.results import PlanWarning
 from studio.engine.step.shapes import LayerTable, stage_shapes
 
@@ -224,8 +225,6 @@ def _fits_one_gpu(ctx: PlanContext) -> list[PlanWarning]:
 
 
 def _table(ctx: PlanContext) -> LayerTable:
-    from studio.engine.plan.evaluate import cached_layer_table
-
     return cached_layer_table(ctx.project.model)
 
 

@@ -1,8 +1,8 @@
 """The parts of a plan that only its views read: the explanation of every figure (:class:`Explanation`,
 :class:`Term`) and the pipeline timelines (:class:`Timeline`).
 
-They are part of :class:`~studio.engine.plan.results.PlanResult`'s contract and importable from
-:mod:`studio.engine.plan.results` as before; they live here so that a command that evaluates plans
+They are part of :class:`~studio.engine.plan.results.PlanResult`'s contract (which names them
+for type checking only); they live here so that a command that evaluates plans
 without them (``evaluate(..., details=False)``: ``sweep --json``) does not define them.
 """
 
@@ -13,7 +13,12 @@ from typing import Literal
 
 import numpy as np
 
-from studio.engine.plan.results import SEGMENT_KINDS
+#: Segment kinds of a pipeline timeline, in drawing order; ``Timeline.kind`` indexes this tuple.
+SEGMENT_KINDS: tuple[str, ...] = (
+    "compute", "allreduce", "alltoall", "p2p", "idle", "cp", "kv_transfer",
+)
+#: Kinds only a disaggregated request timeline has (:mod:`studio.engine.disagg.timeline`).
+REQUEST_ONLY_KINDS: frozenset[str] = frozenset({"kv_transfer"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,17 +19,15 @@ from studio.core.layout import Layout
 from studio.core.project import Objective, Project
 from studio.core.units import GIB
 from studio.engine.fabric.topology import Topology, topology_of
-from studio.engine.plan.evaluate import (
-    cached_layer_table,
-    constants_for,
-    evaluate,
-    memory_fit,
-    resolve_calibration,
-)
+from studio.engine.plan.costs import project_budget, project_costs
+from studio.engine.plan.evaluate import constants_for, evaluate, resolve_calibration
+from studio.engine.plan.fits import fits as layout_fits
+from studio.engine.plan.fits import heads_split, memory_fit
 from studio.engine.plan.results import PlanResult
-from studio.engine.serving.trtllm_bench import token_budget
-from studio.engine.step.costing import LayoutCosts, bubble_fraction, layout_costs, serve_times
+from studio.engine.serving.serve_times import serve_times
+from studio.engine.step.costing import LayoutCosts
 from studio.engine.step.records import frozen_result
+from studio.engine.step.step_times import bubble_fraction
 
 OBJECTIVES = ("throughput", "cost", "latency")
 COLUMNS = (
@@ -124,10 +122,6 @@ def cp_variants(project: Project, tp: int, pp: int, dp: int, sizes: list[int] | 
     return out
 
 
-def _heads_ok(project: Project, tp: int) -> bool:
-    return parallelism.heads_reason(project.model, tp) is None
-
-
 def _batch_grid(max_batch: int, batches: list[int] | None) -> list[int]:
     if batches:
         bad = [b for b in batches if not isinstance(b, int) or b < 1]
@@ -188,8 +182,6 @@ def sweep(
     if n_gpus == 0:
         raise StudioError("the cluster has no GPUs; add a node or a GPU before sweeping layouts")
     topo = topology_of(project.cluster, cal.link_fits if cal else None)
-    table = cached_layer_table(model)
-    precision = sv.effective_precision(model.precision)
     placement = tuple(topo.gpu_ids)
     grid = _batch_grid(wl.max_batch, batches)
     seq_len = wl.isl + wl.osl
@@ -206,7 +198,7 @@ def sweep(
     if cp_sizes is None and seq_len <= c.long_context_tokens:
         cp_sizes = [1]  # short contexts: the KV cache is small, CP only adds its exchange
     combos = [(tp, pp, dp, ep, cp, mode) for tp, pp, dp, ep in layout_candidates(project, n_gpus)
-              for cp, mode in (cp_variants(project, tp, pp, dp, cp_sizes, cp_modes) if _heads_ok(project, tp)
+              for cp, mode in (cp_variants(project, tp, pp, dp, cp_sizes, cp_modes) if heads_split(model, tp)
                                else [(1, "decode")])]
     cols: dict[str, list[np.ndarray]] = {k: [] for k in COLUMNS}
     reasons_unfit: list[str] = []
@@ -222,11 +214,7 @@ def sweep(
             break
         layout = Layout(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, cp_mode=mode)
         try:
-            lc = layout_costs(model, table, precision, sv.kv_dtype, layout, placement, topo, c,
-                              sv.gpu_memory_utilization, wl.max_batch, replicas=_sample(dp),
-                              fraction_of_free=sv.runtime == "trtllm",
-                              token_budget=token_budget(project, tp, pp, int(c.max_num_batched_tokens)),
-                              speculative=sv.speculative)
+            lc = project_costs(project, layout, placement, topo, c, replicas=_sample(dp))
         except StudioError as exc:  # e.g. GPUs of a group not linked
             _append_unfit(cols, reasons_unfit, extra, tp, pp, dp, ep, str(exc), cp, mode)
             kinds.append("")
@@ -287,11 +275,11 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
     pairs = [(b, m) for b in bs for m in ms_opts if m <= b]
     B = np.asarray([b for b, _ in pairs], dtype=float)
     M = np.asarray([m for _, m in pairs], dtype=float)
-    budget = token_budget(project, tp, pp, int(c.max_num_batched_tokens))
+    budget = project_budget(project, lc.layout, c)
     sv_t = serve_times(lc, B, M, wl.isl, wl.osl, c, budget)
     ttft, tpot = sv_t.ttft_ms, sv_t.tpot_ms
-    heads_ok = _heads_ok(project, tp)
-    fits = weights_fit & (B <= max_seqs) & heads_ok & (seq_len <= project.model.max_context)
+    heads_ok = heads_split(project.model, tp)
+    fits = layout_fits(pool, max_seqs, B, project.model, tp, seq_len)
     tps = np.where(fits, lay.replicas * sv_t.tokens_per_s_replica, 0.0)
     n = len(B)
     world = lay.world_size

@@ -18,18 +18,13 @@ from studio.core.layout import Layout
 from studio.core.project import CalibrationProfile, Project
 from studio.core.workload import Load
 from studio.engine.fabric.topology import topology_of
-from studio.engine.plan.evaluate import (
-    cached_layer_table,
-    constants_for,
-    memory_fit,
-    resolve_calibration,
-)
+from studio.engine.plan.costs import project_budget, project_costs
+from studio.engine.plan.evaluate import constants_for, resolve_calibration
+from studio.engine.plan.fits import memory_fit
 from studio.engine.plan.validate import check_layout
 from studio.engine.serving.load import open_loop
 from studio.engine.serving.simulate import SimulationResult, simulate
-from studio.engine.serving.trtllm_bench import token_budget
 from studio.engine.step.constants import Constants
-from studio.engine.step.costing import layout_costs
 from studio.engine.step.iteration import IterationModel
 
 
@@ -66,15 +61,11 @@ def serving_setup(
     layout = project.layout if layout is None else layout
     cal = resolve_calibration(project, calibration)
     c = constants_for(cal, constants)
-    model, wl, sv = project.model, project.workload, project.serving
+    model, wl = project.model, project.workload
     placement = check_layout(layout, project.cluster, model)
     topo = topology_of(project.cluster, cal.link_fits if cal else None)
-    precision = sv.effective_precision(model.precision)
-    budget = token_budget(project, layout.tp, layout.pp, int(c.max_num_batched_tokens))
-    lc = layout_costs(model, cached_layer_table(model), precision, sv.kv_dtype, layout, placement, topo, c,
-                      sv.gpu_memory_utilization, wl.max_batch,
-                      fraction_of_free=sv.runtime == "trtllm", token_budget=budget,
-                      speculative=sv.speculative)
+    budget = project_budget(project, layout, c)
+    lc = project_costs(project, layout, placement, topo, c)
     _, _, max_seqs, cap_tokens, _ = memory_fit(lc, wl.isl + wl.osl)
     if max_seqs < 1:
         raise StudioError(

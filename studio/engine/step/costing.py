@@ -2,14 +2,14 @@
 
 :func:`layout_costs` gathers, for a resolved layout, everything that does not depend on batch or
 micro-batches: per-GPU weight/KV shapes, compute seconds per token, memory bandwidth, and the
-collectives of every stage over the drawn links. :func:`step_times` then turns arrays of batch sizes
-and micro-batch counts into per-stage prefill and decode times with numpy, so :func:`evaluate` and
-:func:`sweep` share one model.
+collectives of every stage over the drawn links. :mod:`studio.engine.step.iteration` turns them
+into the time of one scheduler iteration, :mod:`studio.engine.step.step_times` into per-stage
+prefill and decode times, so :func:`evaluate` and :func:`sweep` share one model.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
@@ -25,9 +25,29 @@ from studio.engine.step.context_parallel import CpCosts, cp_costs
 from studio.engine.step.records import Record
 from studio.engine.step.shapes import LayerTable, StageShape, stage_shapes
 
-if TYPE_CHECKING:
-    from studio.core.workload import SpeculativeConfig
-    from studio.engine.step.speculative import Drafting
+
+class Drafter(Protocol):
+    """What speculative decoding adds to a replica, as the step model reads it (the drafter is
+    built by :func:`studio.engine.step.speculative.drafting`; this is its interface, so that the
+    costs need not know how it is made)."""
+
+    @property
+    def weight_bytes(self) -> float: ...  # per GPU of the last stage
+
+    @property
+    def kv_per_token(self) -> float: ...  # per GPU of the last stage
+
+    @property
+    def draft(self) -> object | None: ...  # the draft pass's own costs; None: nothing to run
+
+    @property
+    def tokens_per_step(self) -> float: ...  # output tokens per iteration per sequence
+
+    @property
+    def verify_tokens(self) -> int: ...  # tokens verified per sequence per iteration
+
+    def draft_ms(self, c: Constants, prefill_tokens: np.ndarray, decode_seqs: np.ndarray,
+                 ctx: np.ndarray, prompt_len: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 class LayoutCosts(Record):
@@ -56,7 +76,7 @@ class LayoutCosts(Record):
     experts_per_token: int
     num_experts: int
     a2a_bytes_per_token: float = 0.0  # bytes one GPU sends per token it routes, per all-to-all
-    spec: Drafting | None = None  # speculative decoding (its drafter sits on the last stage)
+    spec: Drafter | None = None  # speculative decoding (its drafter sits on the last stage)
     cp: CpCosts | None = None  # context parallelism (None when cp = 1)
 
     @property
@@ -102,7 +122,6 @@ def layout_costs(
     replicas: list[int] | None = None,
     fraction_of_free: bool = False,
     token_budget: int | None = None,
-    speculative: SpeculativeConfig | None = None,
 ) -> LayoutCosts:
     """Batch-independent costs; ``replicas`` limits the DP replicas whose links are costed
     (the sweep samples a few on large clusters; :func:`evaluate` costs all).
@@ -113,8 +132,8 @@ def layout_costs(
     ``kv_cache_free_gpu_mem_fraction``). ``token_budget`` (default: the constants' engine default)
     is the most tokens one iteration carries, which sizes the activation reserve.
 
-    ``speculative`` adds the drafter of speculative decoding to the last stage (its weights and KV
-    cache in memory, its passes in every iteration; see :mod:`studio.engine.step.speculative`)."""
+    A project's costs are built by :func:`studio.engine.plan.costs.project_costs`, which also adds
+    the drafter of speculative decoding (:func:`studio.engine.step.speculative.with_drafter`)."""
     cluster = topo.cluster
     groups = resolve_groups(layout, placement)
     reps = list(range(layout.dp)) if replicas is None else replicas
@@ -198,13 +217,6 @@ def layout_costs(
         a2a_bytes_per_token=a2a_bytes,
         cp=cp_costs(model, kv_dtype, layout, groups, topo, c, reps),
     )
-    if speculative is not None:
-        from studio.engine.step.speculative import drafting
-
-        out.spec = drafting(model, speculative, precision, kv_dtype, layout, groups, topo, c,
-                            gpu_memory_utilization, max_batch, replicas, float(hbm[-1]))
-        if fraction_of_free:  # TensorRT-LLM sizes its KV cache from what the drafter leaves free
-            out.usable[-1] += out.spec.weight_bytes * (1.0 - gpu_memory_utilization)
     return out
 
 
@@ -230,116 +242,3 @@ def sliding_avg(n: np.ndarray | float, window: int | None) -> np.ndarray:
         return (n + 1) / 2
     w = float(window)
     return np.where(n <= w, (n + 1) / 2, w - w * (w - 1) / (2 * np.maximum(n, 1)))
-
-
-_NO_STAGES = np.zeros((0, 0))
-_NO_ROWS = np.zeros(0)
-
-
-class StepTimes(Record):
-    """Per-stage times (ms) for one micro-batch; arrays shaped (stages, N)."""
-
-    prefill_compute: np.ndarray
-    prefill_allreduce: np.ndarray
-    prefill_alltoall: np.ndarray
-    prefill_p2p: np.ndarray  # to the next stage (0 on the last)
-    decode_compute: np.ndarray
-    decode_allreduce: np.ndarray
-    decode_alltoall: np.ndarray
-    decode_p2p: np.ndarray
-    ar_us_prefill: np.ndarray  # one all-reduce, worst stage, (N,)
-    ar_us_decode: np.ndarray
-    p2p_us_prefill: np.ndarray  # one boundary, worst, (N,)
-    p2p_us_decode: np.ndarray
-    prefill_cp: np.ndarray = _NO_STAGES  # context parallelism (defaults: shared, never written)
-    decode_cp: np.ndarray = _NO_STAGES
-    cp_us_prefill: np.ndarray = _NO_ROWS  # one layer, worst stage, (N,)
-    cp_us_decode: np.ndarray = _NO_ROWS
-
-    @property
-    def prefill_stage(self) -> np.ndarray:
-        return self.prefill_compute + self.prefill_allreduce + self.prefill_alltoall + self.prefill_cp
-
-    @property
-    def decode_stage(self) -> np.ndarray:
-        return self.decode_compute + self.decode_allreduce + self.decode_alltoall + self.decode_cp
-
-
-def step_times(lc: LayoutCosts, micro_batch: np.ndarray, isl: int, osl: int, c: Constants) -> StepTimes:
-    """Stage times of a micro-batch of ``micro_batch`` sequences (array (N,)): the prefill view
-    (their whole prompts in one pass) and the decode view (one token each at context
-    ``isl + osl / 2``), both from :class:`~studio.engine.step.iteration.IterationModel`."""
-    from studio.engine.step.iteration import IterationModel
-
-    b = np.atleast_1d(np.asarray(micro_batch, dtype=float))
-    n = b.shape[0]
-    # both views in one call (~0.1 ms of numpy calls each, ~70 calls in a sweep): every row is
-    # computed on its own, so each half is what a call of its own returns
-    both = IterationModel(lc, c).micro_batch_times(
-        np.concatenate((b * isl, np.zeros(n))), np.concatenate((np.zeros(n), b)), isl + osl / 2.0, isl
-    )
-    pf, dec = both.columns(0, n), both.columns(n, 2 * n)
-    return StepTimes(
-        prefill_compute=pf.compute, prefill_allreduce=pf.allreduce, prefill_alltoall=pf.alltoall,
-        prefill_p2p=pf.p2p, decode_compute=dec.compute, decode_allreduce=dec.allreduce,
-        decode_alltoall=dec.alltoall, decode_p2p=dec.p2p, ar_us_prefill=pf.ar_us,
-        ar_us_decode=dec.ar_us, p2p_us_prefill=pf.p2p_us, p2p_us_decode=dec.p2p_us,
-        prefill_cp=pf.cp, decode_cp=dec.cp, cp_us_prefill=pf.cp_us, cp_us_decode=dec.cp_us,
-    )
-
-
-def bubble_fraction(pp: int | np.ndarray, micro_batches: int | np.ndarray) -> np.ndarray | float:
-    """(P − 1) / (M + P − 1)."""
-    p = np.asarray(pp, dtype=float)
-    m = np.asarray(micro_batches, dtype=float)
-    out = (p - 1) / (m + p - 1)
-    return float(out) if out.ndim == 0 else out
-
-
-class ServeTimes(Record):
-    """Latency and throughput per row (arrays shaped (N,)), and the step times behind them."""
-
-    ttft_ms: np.ndarray
-    tpot_ms: np.ndarray
-    request_ms: np.ndarray
-    prefill_round_ms: np.ndarray
-    tokens_per_s_replica: np.ndarray
-    steps: StepTimes  # for the unique micro-batch sizes
-    index: np.ndarray  # row -> column of ``steps``
-    one: int  # column of ``steps`` holding a micro-batch of one sequence
-    decode_allreduce_ms: np.ndarray  # per row, all stages, one decode round
-    iteration_ms: np.ndarray  # mean scheduler iteration under the load
-    decode_seqs: np.ndarray  # sequences decoding in a mean iteration
-    prefill_tokens: np.ndarray  # prompt tokens in a mean iteration
-    budget_bound: np.ndarray  # the token budget limits the decoding sequences
-
-
-def serve_times(lc: LayoutCosts, batch: np.ndarray, micro_batches: np.ndarray, isl: int, osl: int,
-                c: Constants, budget: float | None = None) -> ServeTimes:
-    """Steady state of continuous batching with ``batch`` sequences per replica (a closed loop of
-    that many users; see :func:`studio.engine.serving.load.closed_loop`).
-
-    * TPOT = the mean scheduler iteration: the decode token of every decoding sequence plus the
-      prompt chunks of the requests that replace finished ones (prefill interference);
-    * TTFT = the iterations that carry the new prompt (+ waiting for token budget when it binds);
-    * throughput per replica = batch × osl / end-to-end latency (Little's law).
-    """
-    from studio.engine.serving.load import closed_loop
-    from studio.engine.step.iteration import IterationModel
-
-    B = np.asarray(batch, dtype=float)
-    M = np.asarray(micro_batches, dtype=float)
-    mb = np.ceil(B / M)
-    uniq, inv = np.unique(np.concatenate((mb, [1.0])), return_inverse=True)
-    one = int(inv[-1])
-    inv = inv[:-1]
-    st = step_times(lc, uniq, isl, osl, c)
-    pf = st.prefill_stage + st.prefill_p2p
-    pf_round = np.maximum(pf.sum(axis=0)[inv], M * pf.max(axis=0)[inv])
-    k = float(budget if budget is not None else c.max_num_batched_tokens)
-    ss = closed_loop(IterationModel(lc, c), B, M, isl, osl, k)
-    ar = (st.decode_allreduce + st.decode_alltoall).sum(axis=0)[inv] * np.maximum(1.0, M / max(1, lc.layout.pp))
-    return ServeTimes(ttft_ms=ss.ttft_ms, tpot_ms=ss.tpot_ms, request_ms=ss.e2e_ms, prefill_round_ms=pf_round,
-                      tokens_per_s_replica=ss.output_tokens_per_s, steps=st, index=inv, one=one,
-                      decode_allreduce_ms=ar, iteration_ms=ss.iteration_ms, decode_seqs=ss.decode_seqs,
-                      prefill_tokens=ss.prefill_tokens, budget_bound=ss.budget_bound)

@@ -45,6 +45,9 @@ from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.precision import DType
 from studio.core.workload import SpeculativeConfig
+from studio.engine.step.costing import LayoutCosts, layout_costs
+from studio.engine.step.iteration import IterationModel
+from studio.engine.step.shapes import layer_table
 
 #: Human names of the methods, for explanations.
 METHOD_NAMES = {
@@ -235,8 +238,6 @@ class Drafting:
         n = decode_seqs.shape[0]
         if self.draft is None:
             return np.zeros(n), np.zeros(n)
-        from studio.engine.step.iteration import IterationModel
-
         im = IterationModel(self.draft, c)
         both = im.micro_batch_times(
             np.concatenate((prefill_tokens, np.zeros(n))),
@@ -330,9 +331,6 @@ def drafting(
     StudioError
         See :func:`check_speculative` and :func:`acceptance`.
     """
-    from studio.engine.step.costing import layout_costs
-    from studio.engine.step.shapes import layer_table
-
     check_speculative(model, spec)
     acc = acceptance(spec)
     if spec.method == "ngram":
@@ -402,3 +400,32 @@ def plan_line(plan: Any) -> str | None:
         f"{ex.value:.2f} tokens per step; {where} {step:.2f} ms (drafter + verification of "
         f"{int(t['verified per sequence'].value)} tokens per sequence) / {ex.value:.2f} = TPOT {plan.tpot_ms:.2f} ms"
     )
+
+
+def with_drafter(
+    lc: LayoutCosts,
+    model: LLMArchitecture,
+    spec: SpeculativeConfig,
+    precision: ModulePrecision,
+    kv_dtype: DType,
+    topo: Any,
+    c: Any,
+    gpu_memory_utilization: float,
+    max_batch: int,
+    replicas: list[int] | None,
+    fraction_of_free: bool,
+) -> LayoutCosts:
+    """``lc`` with the drafter of ``spec`` on its last stage: its weights and KV cache in memory,
+    its passes in every iteration (see the module docstring). With ``fraction_of_free``
+    (TensorRT-LLM) the KV cache is sized from what the drafter's weights leave free.
+
+    Raises
+    ------
+    StudioError
+        See :func:`check_speculative` and :func:`acceptance`.
+    """
+    lc.spec = drafting(model, spec, precision, kv_dtype, lc.layout, lc.groups, topo, c,
+                       gpu_memory_utilization, max_batch, replicas, float(lc.hbm_bps[-1]))
+    if fraction_of_free:
+        lc.usable[-1] += lc.spec.weight_bytes * (1.0 - gpu_memory_utilization)
+    return lc

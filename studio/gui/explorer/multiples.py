@@ -13,7 +13,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.engine.plan.results import SEGMENT_KINDS, PlanResult
+from studio.engine.plan.results import PlanResult
+from studio.engine.plan.views import SEGMENT_KINDS
 from studio.gui.colors import SEGMENT_COLORS, SEGMENT_LABELS
 from studio.gui.timeline import TimelinePlot
 

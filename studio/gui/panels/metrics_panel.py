@@ -23,7 +23,8 @@ from PySide6.QtWidgets import (
 
 from studio.core.units import MIB
 from studio.engine.disagg.results import DisaggResult
-from studio.engine.plan.results import Explanation, PlanResult
+from studio.engine.plan.results import PlanResult
+from studio.engine.plan.views import Explanation
 from studio.gui.memory_bars import Bar, MemoryBarsWidget
 from studio.gui.panels.fit_label import FitLabel
 from studio.gui.panels.value_label import ValueLabel

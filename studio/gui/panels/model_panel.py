@@ -206,7 +206,8 @@ class ModelPanel(QWidget):
         reported in a dialog naming the file and the field (the model is left as it was). The
         parameter count checked against the checkpoint's size hints in that folder is shown under
         the model."""
-        from studio.io.hf_config import load_model_config, size_note
+        from studio.io.checkpoint_size import size_note
+        from studio.io.hf_config import load_model_config
 
         try:
             arch = load_model_config(path)

@@ -29,7 +29,7 @@ def ensure_app() -> None:
     if QApplication.instance() is None and sys.platform.startswith("linux"):
         if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
             os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from studio.gui.app import application
+    from studio.gui.resources import application
 
     application()
 
@@ -114,7 +114,7 @@ def _timeline_plot(option: Option, phase: str, x_max: float, width: int):
 
 def _paint_key(p: QPainter, x: float, y: float) -> float:
     """The segment colours once for all stacked timelines (the GUI's own colours); returns height."""
-    from studio.engine.plan.results import REQUEST_ONLY_KINDS, SEGMENT_KINDS
+    from studio.engine.plan.views import REQUEST_ONLY_KINDS, SEGMENT_KINDS
     from studio.gui.colors import SEGMENT_COLORS, SEGMENT_LABELS
 
     font = QFont()
