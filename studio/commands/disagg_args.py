@@ -45,36 +45,12 @@ def add_disagg_args(parser: argparse.ArgumentParser, *, sweep: bool = False) -> 
         )
 
 
-def refuse_unmodelled_spec(project: Project, mode: ServingMode | None) -> None:
-    """Refuse speculative decoding together with disaggregated pools: the pools' engine does not
-    model a drafter yet (their TPOT and exports would be those without it), and a user's
-    setting is never dropped silently.
-
-    Raises
-    ------
-    StudioError
-        The project (or ``--spec``) sets speculative decoding and ``mode`` is disaggregated
-        (``None``: ``sweep --disagg``, whose candidates all are).
-    """
-    spec = project.serving.speculative
-    if spec is None or (mode is not None and not mode.disaggregated):
-        return
-    pools = f"--disagg {mode.spec()}" if mode is not None else "sweep --disagg"
-    raise StudioError(
-        f"speculative decoding ({spec.method}, from --spec or serving.speculative) is not modelled for "
-        f"disaggregated pools ({pools}) yet: their figures and exports would silently lack it; "
-        "plan the pools without it (--spec off) or speculation aggregated (--disagg aggregated)"
-    )
-
-
 def serving_mode(args: argparse.Namespace, project: Project) -> ServingMode:
-    """The serving mode the command line asks for: ``--disagg`` SPEC, else the project's (with
-    speculative decoding refused where the pools cannot honour it: :func:`refuse_unmodelled_spec`)."""
+    """The serving mode the command line asks for: ``--disagg`` SPEC, else the project's."""
     spec = getattr(args, "disagg", None)
     mode = project.serving_mode
     if isinstance(spec, str):
         mode = ServingMode() if spec.strip().lower() == "aggregated" else parse_pools(spec)
-    refuse_unmodelled_spec(project, mode)
     backend = getattr(args, "kv_transfer_backend", None)
     if backend is not None:
         if not mode.disaggregated:

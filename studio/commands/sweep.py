@@ -67,10 +67,6 @@ def run(args: argparse.Namespace) -> int:
     from studio.engine import sweep
 
     targets = slo_targets(args, project)
-    if getattr(args, "disagg", False):  # before minutes of sweeping, not after
-        from studio.commands.disagg_args import refuse_unmodelled_spec
-
-        refuse_unmodelled_spec(project, None)
 
     if args.csv:
         _check_writable(Path(args.csv))

@@ -327,8 +327,16 @@ def export_disaggregated(
     ------
     StudioError
         An unknown engine, a worker spanning nodes, a transfer backend the engine lacks, a
-        ``hosts`` list that does not match the nodes the pools use, or an unsafe model path.
+        ``hosts`` list that does not match the nodes the pools use, an unsafe model path, or
+        speculative decoding (the recipes do not configure a drafter yet).
     """
+    spec = project.serving.speculative
+    if spec is not None:  # planned with the drafter, but never dropped silently from the servers
+        raise StudioError(
+            f"speculative decoding ({spec.method}, serving.speculative / --spec) is not written into "
+            "disaggregated exports yet: the exported servers would run without it; export the pools "
+            "without it (--spec off) or the speculative setup aggregated (--disagg aggregated)"
+        )
     if engine not in c.ENGINES:
         raise StudioError(f"engine '{engine}' is not supported; allowed: {', '.join(c.ENGINES)}")
     model, notes = c.model_path(project, model_path)
