@@ -333,9 +333,9 @@ def export_disaggregated(
     spec = project.serving.speculative
     if spec is not None:  # planned with the drafter, but never dropped silently from the servers
         raise StudioError(
-            f"speculative decoding ({spec.method}, serving.speculative / --spec) is not written into "
+            f"speculative decoding ({spec.method}, serving.speculative) is not written into "
             "disaggregated exports yet: the exported servers would run without it; export the pools "
-            "without it (--spec off) or the speculative setup aggregated (--disagg aggregated)"
+            "without speculative decoding, or the speculative setup as one aggregated pool"
         )
     if engine not in c.ENGINES:
         raise StudioError(f"engine '{engine}' is not supported; allowed: {', '.join(c.ENGINES)}")
