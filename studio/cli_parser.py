@@ -65,19 +65,3 @@ def data_error_message(exc: BaseException) -> str | None:
     title = getattr(exc, "title", "")
     where = f"{title} " if title else ""
     return f"invalid {where}value: {first_error_message(exc, quote_field=True)}"
-
-
-def bounded_int(low: int, high: int):
-    """argparse type factory: a whole number in ``[low, high]``; the message names both limits."""
-
-    def parse(text: str) -> int:
-        try:
-            value: int | None = int(text)
-        except ValueError:
-            value = None
-        if value is None or not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"expected a whole number from {low:,} to {high:,}, got {text[:40]!r}")
-        return value
-
-    parse.__name__ = "whole number"
-    return parse

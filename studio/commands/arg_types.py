@@ -4,6 +4,23 @@ refusing a bad value with a message that names what is expected."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+
+
+def bounded_int(low: int, high: int) -> Callable[[str], int]:
+    """argparse type factory: a whole number in ``[low, high]``; the message names both limits."""
+
+    def parse(text: str) -> int:
+        try:
+            value: int | None = int(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected a whole number from {low:,} to {high:,}, got {text[:40]!r}")
+        return value
+
+    parse.__name__ = "whole number"
+    return parse
 
 
 def positive_int(text: str) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from studio.cli_parser import bounded_int
+from studio.commands.arg_types import bounded_int
 from studio.core.errors import StudioError, first_error_message
 
 #: Largest --tp/--pp: a cluster's GPU limit (``studio.core.hardware.MAX_CLUSTER_GPUS``,

@@ -114,6 +114,10 @@ class GpuSpec(Frozen):
 
 
 SwitchKind = Literal["nvswitch", "nvlink-switch", "pcie-switch", "cpu", "fabric"]
+#: The switch kinds of the scale-up fabric: an NVSwitch inside a server and a rack's NVLink switch
+#: (NVL72). They take :attr:`LinkFamily.NVLINK` links only, and the GPUs they join form one
+#: NVLink domain.
+NVLINK_SWITCH_KINDS: frozenset[str] = frozenset({"nvswitch", "nvlink-switch"})
 
 
 class Switch(Frozen):

@@ -174,3 +174,11 @@ class Layout(Frozen):
         return [
             [self.rank(d, s, t) for t in range(self.tp)] for d in range(self.dp) for s in range(self.pp)
         ]
+
+    def gpu_groups(self, placement: tuple[str, ...]) -> list[list[list[str]]]:
+        """GPU ids of every TP group when rank ``r`` runs on ``placement[r]``:
+        ``[replica][stage] -> [GPU of TP rank 0, ...]`` (the rank order of :meth:`rank`)."""
+        return [
+            [[placement[self.rank(d, s, t)] for t in range(self.tp)] for s in range(self.pp)]
+            for d in range(self.dp)
+        ]

@@ -19,8 +19,6 @@ import sys
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
@@ -28,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 from studio.core.architecture import LLMArchitecture
 from studio.core.errors import StudioError, nearest
 from studio.core.hardware import GpuSpec, LinkKind, NodeTemplate
+from studio.core.packaged import data_root
 from studio.io.preset_cache import cached
 
 if TYPE_CHECKING:
@@ -39,24 +38,14 @@ if TYPE_CHECKING:
         from importlib.abc import Traversable
 
 
-def _data_root(name: str) -> Traversable:
-    packaged = resources.files("studio").joinpath("_data").joinpath(name)
-    if packaged.is_dir():
-        return packaged
-    checkout = Path(__file__).resolve().parents[2] / name
-    if checkout.is_dir():
-        return checkout
-    raise StudioError(f"the bundled '{name}' folder is missing from this installation; reinstall layout-studio")
-
-
 def presets_root() -> Traversable:
     """Folder holding the bundled presets."""
-    return _data_root("presets")
+    return data_root("presets")
 
 
 def resources_root() -> Traversable:
     """Folder holding icons and style sheets."""
-    return _data_root("resources")
+    return data_root("resources")
 
 
 def read_json(node: Traversable, what: str) -> Any:

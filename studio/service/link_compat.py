@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from studio.core.hardware import Cluster, LinkFamily, LinkKind
+from studio.core.hardware import NVLINK_SWITCH_KINDS, Cluster, LinkFamily, LinkKind
 
 NETWORK = (LinkFamily.INFINIBAND, LinkFamily.ROCE)
 
@@ -91,7 +91,7 @@ def _allowed(cluster: Cluster, a: Endpoint, b: Endpoint, kind: LinkKind) -> str 
         if fam is not LinkFamily.PCIE:
             return "a NIC joins its server over PCIe (or the network over a fabric)"
         return None if same_chassis else "PCIe does not leave the chassis"
-    if roles & {"nvswitch", "nvlink-switch"}:
+    if roles & NVLINK_SWITCH_KINDS:
         if fam is not LinkFamily.NVLINK:
             return "an NVSwitch takes NVLink only"
         gpus = [e for e in (a, b) if e.role == "gpu"]

@@ -177,7 +177,7 @@ def kv_transfer(
     """Cost the KV transfer of one request between the pools.
 
     ``*_groups[worker][stage] -> [gpu of tp rank 0, ...]`` (as
-    :func:`studio.engine.step.costing.resolve_groups` returns them). ``cache`` (a dict the caller keeps
+    :meth:`studio.core.layout.Layout.gpu_groups` returns them). ``cache`` (a dict the caller keeps
     for one model, KV format and ISL) holds the flows and times of worker pairs already costed.
     """
     times: list[float] = []

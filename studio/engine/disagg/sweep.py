@@ -33,7 +33,6 @@ from studio.engine.disagg.pools import DecodeCurve, PrefillCurve, serve
 from studio.engine.fabric.topology import Topology, topology_of
 from studio.engine.plan.evaluate import constants_for, resolve_calibration
 from studio.engine.step.constants import Constants
-from studio.engine.step.costing import resolve_groups
 
 #: Most (layout pair, x, y) combinations costed; beyond it the most balanced splits are costed.
 MAX_COMBINATIONS = 3000
@@ -192,8 +191,8 @@ def sweep_disaggregated(
             model,
             project.serving.kv_dtype,
             wl.isl,
-            resolve_groups(mode.prefill.layout(ppl), ppl),
-            resolve_groups(mode.decode.layout(dpl), dpl),
+            mode.prefill.layout(ppl).gpu_groups(ppl),
+            mode.decode.layout(dpl).gpu_groups(dpl),
             mode.prefill.layout().stage_layers(model.num_layers),
             mode.decode.layout().stage_layers(model.num_layers),
             cache=kv_cache,

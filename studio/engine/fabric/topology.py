@@ -15,12 +15,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
 from studio.core.errors import StudioError
-from studio.core.hardware import Cluster, LinkFamily
+from studio.core.hardware import NVLINK_SWITCH_KINDS, Cluster, LinkFamily
 from studio.core.project import LinkFit
 from studio.engine.step.identity_cache import cached_by_identity
 from studio.engine.step.records import Record
-
-NVLINK_SWITCH_KINDS = ("nvswitch", "nvlink-switch")
 
 
 class Path(Record, frozen=True):

@@ -42,3 +42,9 @@ class PlanContext(Record):
     usd_per_hour: float
     bubble: float
     load: LoadSummary | None = None
+
+
+def tp_message_bytes(ctx: PlanContext) -> float:
+    """Bytes of one decode TP all-reduce of the plan's micro-batch (hidden × activation bytes per
+    sequence): the message whose slowest hop the plan reports."""
+    return ctx.micro_batch_size * ctx.lc.hidden * ctx.constants.activation_bytes

@@ -9,14 +9,14 @@ import numpy as np
 
 from studio.core import parallelism
 from studio.core.errors import StudioError
-from studio.core.hardware import Cluster
 from studio.core.layout import Layout, RankCoords
 from studio.core.project import CalibrationProfile, Project
 from studio.core.units import GIB
 from studio.core.workload import Workload
 from studio.engine.fabric.comm import Collective
+from studio.engine.fabric.slow_hops import slow_tp_hops
 from studio.engine.fabric.topology import topology_of
-from studio.engine.plan.context import PlanContext
+from studio.engine.plan.context import PlanContext, tp_message_bytes
 from studio.engine.plan.costs import project_budget, project_costs
 from studio.engine.plan.fits import fits as layout_fits
 from studio.engine.plan.fits import heads_split, memory_fit
@@ -269,7 +269,9 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None, 
     usd_m = ctx.usd_per_hour / (tps * 3600.0) * 1e6 if tps > 0 else float("inf")
     model = project.model
     kv_dtype = project.serving.kv_dtype
-    slow_links, slow_gpus = _slow_tp_hops(comm, project.cluster)
+    hops = slow_tp_hops(lc.allreduce, ctx.topo, tp_message_bytes(ctx))
+    slow_links = frozenset(link for _, link in hops)
+    slow_gpus = frozenset(g for grp, _ in hops for g in grp)
     return PlanResult(
         layout=layout, fits=ctx.fits, fit_reason=ctx.fit_reason, batch=ctx.batch, batch_auto=ctx.batch_auto,
         memory=tuple(memory), kv_bytes_per_token_per_gpu=ctx.kv_per_token_gpu,
@@ -293,22 +295,6 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None, 
         slow_links=slow_links, slow_gpus=slow_gpus,
     )
 
-
-def _slow_tp_hops(comm: list[CommCost], cluster: Cluster) -> tuple[frozenset[str], frozenset[str]]:
-    """``(slow_links, slow_gpus)`` of a plan: the bottleneck links of the TP all-reduces whose
-    slowest hop is not a scale-up link (PCIe, a NIC), and the GPUs of those groups."""
-    links: set[str] = set()
-    gpus: set[str] = set()
-    for c in comm:
-        if c.kind != "allreduce" or not c.bottleneck_kind:
-            continue
-        kind = cluster.link_kinds.get(c.bottleneck_kind)
-        if kind is None or kind.family.is_scale_up:
-            continue
-        if c.bottleneck_link:
-            links.add(c.bottleneck_link)
-        gpus.update(c.group)
-    return frozenset(links), frozenset(gpus)
 
 
 _DEFINITIONS = {

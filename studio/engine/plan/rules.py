@@ -7,7 +7,8 @@ import math
 from studio.core.parallelism import heads_reason
 from studio.core.precision import DType
 from studio.core.units import GIB
-from studio.engine.plan.context import PlanContext
+from studio.engine.fabric.slow_hops import slow_tp_hops
+from studio.engine.plan.context import PlanContext, tp_message_bytes
 from studio.engine.plan.costs import cached_layer_table
 from studio.engine.plan.results import PlanWarning
 from studio.engine.step.shapes import LayerTable, stage_shapes
@@ -56,17 +57,9 @@ def _tp_crosses_node(ctx: PlanContext) -> list[PlanWarning]:
 
 def _tp_slow_link(ctx: PlanContext) -> list[PlanWarning]:
     topo = ctx.topo
-    hits: list[tuple[list[str], str]] = []
-    for s, cols in enumerate(ctx.lc.allreduce):
-        for d, col in enumerate(cols):
-            group = ctx.lc.groups[d][s] if d < len(ctx.lc.groups) else []
-            if len(col.group) < 2 or len(topo.islands_of(col.group)) > 1:
-                continue
-            a = col.pick(ctx.micro_batch_size * ctx.lc.hidden * ctx.constants.activation_bytes)
-            if a and a.bottleneck_link:
-                fam = topo.link_family[topo.link_pos[a.bottleneck_link]]
-                if not fam.is_scale_up:
-                    hits.append((group or list(col.group), a.bottleneck_link))
+    # groups that leave their scale-up island have a warning of their own (TP_CROSSES_NODE)
+    hits = [(list(grp), link) for grp, link in slow_tp_hops(ctx.lc.allreduce, topo, tp_message_bytes(ctx))
+            if len(topo.islands_of(list(grp))) <= 1]
     if not hits:
         return []
     kind = ctx.topo.link_kind[ctx.topo.link_pos[hits[0][1]]]

@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from studio.core.errors import StudioError
+from studio.core.packaged import packaged_text
 
 PerGpu = dict[str, float]
 
@@ -110,16 +109,6 @@ class Constants:
         return replace(self, **changes)
 
 
-def _engine_json() -> str:
-    packaged = resources.files("studio").joinpath("_data").joinpath("presets").joinpath("engine.json")
-    if packaged.is_file():
-        return packaged.read_text(encoding="utf-8")
-    checkout = Path(__file__).resolve().parents[3] / "presets" / "engine.json"
-    if checkout.is_file():
-        return checkout.read_text(encoding="utf-8")
-    raise StudioError("presets/engine.json is missing from this installation; reinstall layout-studio")
-
-
 def constants_from_dict(data: dict[str, Any], where: str = "presets/engine.json") -> Constants:
     """Build :class:`Constants` from the decoded ``engine.json``; errors name the field."""
     try:
@@ -153,7 +142,7 @@ def constants_from_dict(data: dict[str, Any], where: str = "presets/engine.json"
 def default_constants() -> Constants:
     """The bundled constants (cached)."""
     try:
-        data = json.loads(_engine_json())
+        data = json.loads(packaged_text("presets/engine.json"))
     except ValueError as exc:
         raise StudioError(f"cannot read engine constants: {exc}", "presets/engine.json") from None
     return constants_from_dict(data)

@@ -100,14 +100,6 @@ class LayoutCosts(Record):
         return out
 
 
-def resolve_groups(layout: Layout, placement: tuple[str, ...]) -> list[list[list[str]]]:
-    """GPU ids of every TP group: ``[replica][stage] -> [gpu of tp rank 0, ...]``."""
-    tp, pp = layout.tp, layout.pp
-    return [
-        [[placement[(d * pp + s) * tp + t] for t in range(tp)] for s in range(pp)] for d in range(layout.dp)
-    ]
-
-
 def layout_costs(
     model: LLMArchitecture,
     table: LayerTable,
@@ -135,7 +127,7 @@ def layout_costs(
     A project's costs are built by :func:`studio.engine.plan.costs.project_costs`, which also adds
     the drafter of speculative decoding (:func:`studio.engine.step.speculative.with_drafter`)."""
     cluster = topo.cluster
-    groups = resolve_groups(layout, placement)
+    groups = layout.gpu_groups(placement)
     reps = list(range(layout.dp)) if replicas is None else replicas
     pp, tp, ep = layout.pp, layout.tp, layout.ep
     specs: list[GpuSpec] = []

@@ -34,8 +34,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -43,6 +41,7 @@ import numpy as np
 from studio.core.architecture import LLMArchitecture, ModulePrecision
 from studio.core.errors import StudioError
 from studio.core.layout import Layout
+from studio.core.packaged import packaged_text
 from studio.core.precision import DType
 from studio.core.workload import SpeculativeConfig
 from studio.engine.step.costing import LayoutCosts, layout_costs
@@ -59,23 +58,11 @@ METHOD_NAMES = {
 }
 
 
-def _presets_json() -> str:
-    packaged = resources.files("studio").joinpath("_data").joinpath("presets").joinpath("speculative.json")
-    if packaged.is_file():
-        return packaged.read_text(encoding="utf-8")
-    checkout = Path(__file__).resolve().parents[3] / "presets" / "speculative.json"
-    if checkout.is_file():
-        return checkout.read_text(encoding="utf-8")
-    raise StudioError(
-        "presets/speculative.json is missing from this installation; reinstall layout-studio"
-    )
-
-
 @lru_cache(maxsize=1)
 def speculative_presets() -> dict[str, Any]:
     """The decoded ``presets/speculative.json`` (published acceptance defaults and their sources)."""
     try:
-        data = json.loads(_presets_json())
+        data = json.loads(packaged_text("presets/speculative.json"))
     except ValueError as exc:
         raise StudioError(
             f"cannot read speculative-decoding defaults: {exc}", "presets/speculative.json"
@@ -324,7 +311,7 @@ def drafting(
     hbm_bps: float,
 ) -> Drafting:
     """The drafter of ``spec`` for ``model`` served with ``layout`` (``groups`` from
-    :func:`studio.engine.step.costing.resolve_groups`).
+    :meth:`studio.core.layout.Layout.gpu_groups`).
 
     Raises
     ------

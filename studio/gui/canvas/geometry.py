@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QRectF
 
-from studio.core.hardware import Node
+from studio.core.hardware import NVLINK_SWITCH_KINDS, Node
 from studio.gui.canvas.style import GAP, HEADER_H, MAX_COLS, PAD, ROW_H, TILE_H, TILE_W
 
 
@@ -47,7 +47,7 @@ def node_geometry(node: Node) -> NodeGeometry:
     )
     y += rows * (TILE_H + GAP) + 4
     switches: dict[str, QRectF] = {}
-    nv = [s.id for s in node.switches if s.kind in ("nvswitch", "nvlink-switch")]
+    nv = [s.id for s in node.switches if s.kind in NVLINK_SWITCH_KINDS]
     if nv:
         for i in nv:
             switches[i] = QRectF(PAD, y, width - 2 * PAD, ROW_H - 8)

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.core.hardware import GpuSpec, LinkKind, Node, Switch
+from studio.core.hardware import NVLINK_SWITCH_KINDS, GpuSpec, LinkKind, Node, Switch
 from studio.gui.canvas.geometry import NodeGeometry, node_geometry
 from studio.gui.canvas.style import (
     HEADER_H,
@@ -288,7 +288,7 @@ class NodeItem(QGraphicsObject):
         for sw in node.switches:
             rect = self.geometry.switches[sw.id]
             e = Endpoint(sw.id, "switch", rect, self)
-            e.label = sw.name if sw.kind in ("nvswitch", "nvlink-switch") else SWITCH_LABELS.get(sw.kind, sw.kind)
+            e.label = sw.name if sw.kind in NVLINK_SWITCH_KINDS else SWITCH_LABELS.get(sw.kind, sw.kind)
             if sw.kind == "cpu":
                 e.label = sw.name or "CPU"
             e.fill = QColor("#e7f5ff") if sw.kind != "nvswitch" else QColor("#ebfbee")
