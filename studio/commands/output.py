@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from studio.terminal import one_line
+from studio.core.shown_text import one_line
 
 
 def json_safe(value):
@@ -174,7 +174,7 @@ def format_table(headers: list[str], rows: list[list[str]], right: set[int] | No
 
 def format_pairs(pairs: list[tuple[str, str]], indent: int = 2) -> str:
     """``label  value`` lines with the values aligned; every label and value is one line
-    (:func:`studio.terminal.one_line`: a newline in a name is written as ``\\n``)."""
+    (:func:`studio.core.shown_text.one_line`: a newline in a name is written as ``\\n``)."""
     if not pairs:
         return ""
     pairs = [(one_line(str(k)), one_line(str(v))) for k, v in pairs]

@@ -30,9 +30,9 @@ from studio.service.report_summary import ROWS, cluster_phrase, executive_summar
 def escape(text: str) -> str:
     """``text`` for an HTML cell: ``&``, ``<``, ``>`` and quotes as entities, and every control,
     format or bidirectional character but line feed and tab (U+202E, U+2066, U+2028, ESC) written
-    as ``\\uXXXX``, as the terminal shows it (:func:`studio.terminal.terminal_safe`): a project name
+    as ``\\uXXXX``, as the terminal shows it (:func:`studio.core.shown_text.terminal_safe`): a project name
     from a file cannot reverse the text after it in the browser or the PDF."""
-    from studio.terminal import terminal_safe
+    from studio.core.shown_text import terminal_safe
 
     return _html_escape(terminal_safe(str(text)))
 
