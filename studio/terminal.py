@@ -11,40 +11,12 @@ Only the standard library is imported here: the command line installs it before 
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-#: Characters that are always safe (printable ASCII, line feed, tab): the fast path.
-_PLAIN = re.compile(r"[\t\n\x20-\x7e]*")
-#: Every other character: looked at one by one (most of them, such as "×" or "µ", pass).
-_OTHER = re.compile(r"[^\t\n\x20-\x7e]")
-#: Unicode categories written as escapes: controls (C0, C1, DEL), format characters (bidirectional
-#: controls, zero-width characters), line/paragraph separators and lone surrogates.
-UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
-
-
-def _escape(ch: str) -> str:
-    code = ord(ch)
-    if code <= 0xFFFF:
-        return f"\\u{code:04x}"
-    code -= 0x10000  # a UTF-16 surrogate pair, as JSON writes characters beyond the BMP
-    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
-
-
-def terminal_safe(text: str) -> str:
-    """``text`` with every unsafe character but line feed and tab written as ``\\uXXXX``."""
-    if _PLAIN.fullmatch(text):
-        return text
-    return _OTHER.sub(_escaped_if_unsafe, text)
-
-
-def _escaped_if_unsafe(match: re.Match[str]) -> str:
-    ch = match.group()
-    return _escape(ch) if unicodedata.category(ch) in UNSAFE_CATEGORIES else ch
+from studio.core.shown_text import terminal_safe  # the stream's one rule; stdlib only
 
 
 class TerminalText:

@@ -99,11 +99,11 @@ def _save_profile(args: argparse.Namespace, project, profile) -> None:
     if args.save_as:
         if project is None:
             raise StudioError("--save-as stores the profile in a project; give --project")
-        from studio.io.project_file import save_project
+        from studio.io.project_file import update_project
 
-        calib = dict(project.calibrations)
-        calib[name] = profile
-        save_project(project.replace(calibrations=calib), args.project)
+        # read again under a lock and add to what the file holds now: a --save-as running at the
+        # same time into the same project keeps its profile
+        update_project(args.project, lambda p: p.replace(calibrations={**p.calibrations, name: profile}))
         print(f"saved profile '{name}' in {args.project}")
     elif not args.output:
         print("(not saved: pass -o PROFILE.json or --project P --save-as NAME)")

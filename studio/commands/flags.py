@@ -19,6 +19,7 @@ FLAGS: dict[str, str] = {
     "hosts": "--hosts",
     "slurm_nodes": "--slurm-nodes",
     "model_path": "--model-path",
+    "draft_checkpoint": "--draft-checkpoint",
     "isl": "--isl",
     "osl": "--osl",
     "tp": "--tp",

@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("file", help="text file holding the topo output ('-' reads standard input), or a "
                    "bundled sample's id (`layout-studio examples`)")
     p.add_argument("--gpu", help="GPU preset id (needed unless the text holds `nvidia-smi -L` lines)")
-    p.add_argument("--nodes", type=positive_int, default=1, help="identical nodes to build (default 1)")
+    p.add_argument("--nodes", type=positive_int, default=1, help="identical nodes to build, 1..4,096 (default 1)")
     p.add_argument("--nic-kind", help="network link kind of the NICs (default ib-ndr)")
     p.add_argument("--model", help="model preset id (default: the bundled example's model)")
     p.add_argument("-o", "--output", required=True, help="project file to write")

@@ -77,6 +77,7 @@ def layout_from_args(args, base: Project, gpus: int, model, cluster_changed: boo
         return Layout(
             tp=tp, pp=pp, dp=dp, ep=ep, micro_batches=micro, layers_per_stage=lps,
             placement=old.placement if same_ranks else None,
+            cp=old.cp, cp_mode=old.cp_mode,  # checked against the final layout by apply_cp_args
         )
     except ValidationError as exc:
         from studio.io.project_file import validation_message

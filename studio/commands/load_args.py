@@ -182,6 +182,10 @@ def apply_spec_args(args: argparse.Namespace, current: SpeculativeConfig | None)
         "ngram_max": getattr(args, "spec_ngram_max", None),
         "ngram_min": getattr(args, "spec_ngram_min", None),
     }
+    if values["draft_checkpoint"] is not None:  # the same checks as export --model-path
+        from studio.io.export.safety import check_model_argument
+
+        check_model_argument(values["draft_checkpoint"], "the draft checkpoint", field="draft_checkpoint")
     changes.update({k: v for k, v in values.items() if v is not None})
     acc_keys = ("acceptance", "accepted_length", "acceptance_by_position")
     if any(values[k] is not None for k in acc_keys):  # a new acceptance replaces the stored one

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from studio.core.shown_text import one_line
+
 
 def json_safe(value):
     """``value`` with numpy scalars/arrays made plain and non-finite floats made ``None`` (strict
@@ -154,6 +156,8 @@ def format_table(headers: list[str], rows: list[list[str]], right: set[int] | No
     """Rows of strings as an aligned plain-text table; columns in ``right`` (default: all but the
     first) are right-aligned."""
     right = set(range(1, len(headers))) if right is None else right
+    headers = [one_line(str(h)) for h in headers]
+    rows = [[one_line(str(c)) for c in r] for r in rows]
     widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows, strict=False)] if rows else [
         len(h) for h in headers
     ]
@@ -169,8 +173,10 @@ def format_table(headers: list[str], rows: list[list[str]], right: set[int] | No
 
 
 def format_pairs(pairs: list[tuple[str, str]], indent: int = 2) -> str:
-    """``label  value`` lines with the values aligned."""
+    """``label  value`` lines with the values aligned; every label and value is one line
+    (:func:`studio.core.shown_text.one_line`: a newline in a name is written as ``\\n``)."""
     if not pairs:
         return ""
+    pairs = [(one_line(str(k)), one_line(str(v))) for k, v in pairs]
     width = max(len(k) for k, _ in pairs)
     return "\n".join(f"{' ' * indent}{k.ljust(width)}  {v}" for k, v in pairs)

@@ -297,9 +297,18 @@ def apply_cp_args(args: argparse.Namespace, project: Project) -> Project:
     from studio.core import parallelism
 
     cp, mode = getattr(args, "cp", None), getattr(args, "cp_mode", None)
-    if cp is None and mode is None:
-        return project
     lay = project.layout
+    if cp is None and mode is None:
+        # the PROJECT file's CP gets the flag's checks: refused with the rule, never replaced by 1
+        why = parallelism.cp_reason(project.model, lay.cp, lay.tp, lay.dp, lay.cp_mode)
+        if why is None:
+            return project
+        allowed = ", ".join(map(str, parallelism.cp_options(project.model, lay.tp, lay.dp, lay.cp_mode)))
+        raise StudioError(
+            f"field 'layout.cp' ({lay.cp}, {lay.cp_mode}): {why}; allowed with TP={lay.tp}, DP={lay.dp} "
+            f"({lay.cp_mode}): {allowed} (or pass --cp)",
+            getattr(args, "project", None),
+        )
     cp = lay.cp if cp is None else cp
     mode = lay.cp_mode if mode is None else mode
     why = parallelism.cp_reason(project.model, cp, lay.tp, lay.dp, mode)

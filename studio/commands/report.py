@@ -77,7 +77,7 @@ def _check_output(text: str) -> Path:
         raise StudioError(f"-o {text}: is a folder; give a file name")
     from studio.io.atomic import check_target
 
-    return check_target(out, what="report")  # never a device or FIFO (a link is followed)
+    return check_target(out, what="report")  # never a device or FIFO (a link there is replaced)
 
 
 def _headless_qt() -> None:

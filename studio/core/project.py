@@ -15,6 +15,7 @@ from pydantic import (
     Field,
     ModelWrapValidatorHandler,
     SerializerFunctionWrapHandler,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -92,6 +93,10 @@ class PinnedBatch(Frozen):
     batch: int = Field(ge=1, le=1_000_000, description="concurrent sequences per replica")
 
 
+#: Most pinned layouts a project keeps (the comparison table and the report show a handful).
+MAX_PINNED = 100
+
+
 class Project(Frozen):
     """A planning document."""
 
@@ -114,6 +119,20 @@ class Project(Frozen):
     serving_mode: ServingMode = Field(
         default_factory=ServingMode, description="aggregated, or disaggregated prefill/decode pools"
     )
+
+    @field_validator("pinned")
+    @classmethod
+    def _pinned_once_each(cls, v: tuple[Layout, ...]) -> tuple[Layout, ...]:
+        """At most :data:`MAX_PINNED` pinned layouts, none twice: the window pins a layout once
+        (pinning it again keeps its place), so a file listing one 5,000 times is not the studio's."""
+        if len(v) > MAX_PINNED:
+            raise ValueError(f"{len(v):,} pinned layouts; at most {MAX_PINNED} are kept for comparison")
+        first: dict[Layout, int] = {}
+        for i, lay in enumerate(v):
+            if lay in first:
+                raise ValueError(f"pinned[{i}] ({lay.label}) repeats pinned[{first[lay]}]; pin each layout once")
+            first[lay] = i
+        return v
 
     @model_serializer(mode="wrap")
     def _omit_default_serving_mode(self, handler):

@@ -170,9 +170,12 @@ class ServingMode(Frozen):
         return f"{self.prefill.spec('P')},{self.decode.spec('D')}"
 
 
+#: One pool: ASCII digits only (``\\d`` would take full-width or Arabic-Indic digits, which ``int``
+#: reads) and at most 7 of them (a 5,000-digit count is past ``int``'s own limit).
 _PART = re.compile(
-    r"^(?P<n>\d+)(?P<role>[PD]):tp(?P<tp>\d+)(?:pp(?P<pp>\d+))?(?:ep(?P<ep>\d+))?(?:@(?P<gpu>[A-Za-z0-9._-]+))?$",
-    re.IGNORECASE,
+    r"^(?P<n>[0-9]{1,7})(?P<role>[PD]):tp(?P<tp>[0-9]{1,7})(?:pp(?P<pp>[0-9]{1,7}))?(?:ep(?P<ep>[0-9]{1,7}))?"
+    r"(?:@(?P<gpu>[A-Za-z0-9._-]{1,100}))?$",
+    re.IGNORECASE | re.ASCII,
 )
 
 SPEC_HELP = (
@@ -201,7 +204,8 @@ def parse_pools(text: str, what: str | None = None) -> ServingMode:
     for part in parts:
         m = _PART.match(part)
         if m is None:
-            raise fail(f"cannot read {part!r}; expected {SPEC_HELP}")
+            shown = repr(part) if len(part) <= 60 else f"{part[:40]!r}... ({len(part):,} characters)"
+            raise fail(f"cannot read {shown}; expected {SPEC_HELP} (ASCII digits, at most 7 each)")
         role = m["role"].upper()
         if role in pools:
             raise fail(

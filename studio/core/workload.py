@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictFloat, StrictInt, field_validator, model_validator
 
 from studio.core.architecture import LLMArchitecture, ModulePrecision
 from studio.core.base import Frozen
@@ -18,6 +18,11 @@ Batch = int | Literal["auto"]
 MAX_REQUESTS = 200_000
 
 
+#: Largest weight of one histogram bin: weights are relative (a count of requests, a share), and
+#: 100,000 bins of at most 10^15 add up to 10^20, far from a float's overflow at ~1.8e308.
+MAX_HISTOGRAM_WEIGHT = 1e15
+
+
 class LengthDistribution(Frozen):
     """How request lengths spread around the workload's mean (``isl`` / ``osl``).
 
@@ -28,8 +33,8 @@ class LengthDistribution(Frozen):
 
     kind: Literal["fixed", "uniform", "histogram"] = "fixed"
     spread: float = Field(0.0, ge=0.0, lt=1.0, description="relative half-width for 'uniform'")
-    histogram: tuple[tuple[int, float], ...] | None = Field(
-        None, description="(length in tokens, weight) pairs for 'histogram'"
+    histogram: tuple[tuple[StrictInt, StrictFloat], ...] | None = Field(
+        None, description="(length in tokens, weight) pairs for 'histogram' (numbers, not strings)"
     )
 
     @model_validator(mode="after")
@@ -42,8 +47,11 @@ class LengthDistribution(Frozen):
             for length, weight in self.histogram:
                 if not 1 <= length <= 10_000_000:
                     raise ValueError(f"histogram: length {length} is outside 1..10000000 tokens")
-                if not (weight >= 0 and math.isfinite(weight)):
-                    raise ValueError(f"histogram: weight {weight} of length {length} must be a finite number ≥ 0")
+                if not (0 <= weight <= MAX_HISTOGRAM_WEIGHT):
+                    raise ValueError(
+                        f"histogram: weight {weight:g} of length {length} must be a number from 0 to "
+                        f"{MAX_HISTOGRAM_WEIGHT:.0e} (weights are relative; scale them down)"
+                    )
             if sum(w for _, w in self.histogram) <= 0:
                 raise ValueError("histogram: the weights add up to 0")
         elif self.histogram is not None:

@@ -444,14 +444,14 @@ class MainWindow(QMainWindow):
             path, _ = QFileDialog.getSaveFileName(self, f"Export {what} image", self._start_dir(), "PNG image (*.png)")
             if not path:
                 return None
+        from studio.gui.png_file import save_png
+
         path = Path(path)
-        if what == "canvas":
-            img = self.canvas.render_image()
-            ok = img.save(str(path), "PNG")
-        else:
-            ok = self.timeline.grab().save(str(path), "PNG")
-        if not ok:
-            self.show_error("Cannot export image", f"could not write {path}")
+        picture = self.canvas.render_image() if what == "canvas" else self.timeline.grab()
+        try:
+            save_png(picture, path, what=f"{what} image")
+        except StudioError as exc:
+            self.show_error("Cannot export image", str(exc))
             return None
         self.doc.message.emit(f"Exported {what} to {path}")
         return path

@@ -66,14 +66,20 @@ def render_main_window(project: Project | None, out: Path, size: tuple[int, int]
             dock.resize(*size)
             target = dock
         app.processEvents()
+    from studio.gui.png_file import save_png
+
     out = Path(out)
-    ok = target.grab().save(str(out), "PNG")
+    failed: StudioError | None = None
+    try:
+        save_png(target.grab(), out, what="snapshot")
+    except StudioError as exc:
+        failed = exc  # raised once the window is closed
     if view == "explorer-window":
         win.explorer_own_window(False)  # docked again, so that closing the window deletes it with it
     win.doc.undo_stack.setClean()
     win.close()
     win.deleteLater()
     QApplication.processEvents()
-    if not ok:
-        raise StudioError(f"cannot write the PNG '{out}'")
+    if failed is not None:
+        raise failed
     return out

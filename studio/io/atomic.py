@@ -7,8 +7,12 @@
   folder first, every target is checked, and only then are the files moved into place, so a
   problem found on the way leaves every old file untouched.
 
-Targets that exist must be regular files (a link to one is followed): a device node, FIFO,
-socket or folder is refused, never replaced. A missing folder is created only when the caller
+Targets that exist must be regular files: a device node, FIFO, socket or folder is refused, never
+replaced. A symbolic link at the target is replaced by the new file, never written through (the file
+it named is left as it was; exports, ``--csv``, reports and profiles; a link to a device, FIFO or
+folder is refused like one), unless the caller asks to follow it (``follow_links=True``: saving a project opened through a link updates the linked file).
+Every output file of the studio goes through this module: project saves, autosave snapshots, exports,
+``sweep --csv``, reports (HTML and PDF), calibration profiles, ``import-topo -o`` and PNG images. A missing folder is created only when the caller
 asks (``make_dirs=True``). The temporary file is removed on every path Python still runs; files
 left by a ``kill -9`` (``.NAME.PID.RANDOM.tmp``) are removed by the next write to the same target
 once their process is gone.
@@ -32,22 +36,25 @@ def _why(exc: OSError) -> str:
     return exc.strerror or exc.__class__.__name__
 
 
-def check_target(path: str | os.PathLike[str], make_dirs: bool = False, what: str = "file") -> Path:
+def check_target(path: str | os.PathLike[str], make_dirs: bool = False, what: str = "file",
+                 follow_links: bool = False) -> Path:
     """Where a write to ``path`` will land, after checking that it may be written there.
 
     Parameters
     ----------
     path:
-        The target file; a symbolic link is followed to the file it names.
+        The target file.
     make_dirs:
         Create missing folders (otherwise a missing folder is an error).
     what:
         What is written, for messages ("project file", "profile").
+    follow_links:
+        A symbolic link at ``path`` names the target (True), or is itself replaced (False).
 
     Returns
     -------
     Path
-        The real target (links resolved).
+        The target (with ``follow_links``, links resolved).
 
     Raises
     ------
@@ -56,14 +63,18 @@ def check_target(path: str | os.PathLike[str], make_dirs: bool = False, what: st
         false), not a folder, or cannot be created.
     """
     p = Path(path)
-    if p.is_symlink():
+    link = p.is_symlink()
+    if link and follow_links:
         p = p.resolve()
+        link = False
     try:
-        st = os.stat(p)
+        st = os.stat(p)  # a link's target is only looked at (stat opens nothing), never written
     except FileNotFoundError:
         st = None
     except OSError as exc:
         raise StudioError(f"cannot write {what} ({_why(exc)})", str(p)) from None
+    if link and st is not None and stat.S_ISREG(st.st_mode):
+        st = None  # a link to a file: the link itself is replaced below, the file left as it was
     if st is not None:
         if stat.S_ISDIR(st.st_mode):
             raise StudioError(f"this is a folder; give a file name to write the {what} to", str(p))
@@ -126,7 +137,7 @@ def remove_stale_temps(target: Path) -> int:
 
 def _mode_of(p: Path) -> int | None:
     try:
-        st = p.stat()
+        st = os.lstat(p)
     except OSError:
         return None
     return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
@@ -199,6 +210,7 @@ def write_bytes_atomic(
     keep_backup: bool = False,
     make_dirs: bool = False,
     what: str = "file",
+    follow_links: bool = False,
 ) -> Path:
     """Write ``data`` to ``path`` atomically (see the module docstring).
 
@@ -207,13 +219,15 @@ def write_bytes_atomic(
     data:
         The bytes.
     path:
-        The target; a link is followed and the file it names is replaced.
+        The target; a symbolic link there is replaced (``follow_links``: the file it names is).
     keep_backup:
         Keep the previous file as ``NAME.bak``.
     make_dirs:
         Create missing folders.
     what:
         What is written, for messages.
+    follow_links:
+        Write to the file a link at ``path`` names instead of replacing the link.
 
     Returns
     -------
@@ -226,7 +240,7 @@ def write_bytes_atomic(
         The target is not a regular file, its folder is missing or not writable, or the disk is
         full; the old file is then left untouched and no temporary file remains.
     """
-    p = check_target(path, make_dirs=make_dirs, what=what)
+    p = check_target(path, make_dirs=make_dirs, what=what, follow_links=follow_links)
     directory = p.parent if str(p.parent) else Path(".")
     remove_stale_temps(p)
     old_mode = _mode_of(p)
@@ -263,16 +277,19 @@ def write_text_atomic(
     keep_backup: bool = False,
     make_dirs: bool = False,
     what: str = "file",
+    follow_links: bool = False,
 ) -> Path:
     """Write UTF-8 ``text`` (as given, no line-end translation) to ``path`` atomically; see :func:`write_bytes_atomic`."""
     p = Path(path)
-    return write_bytes_atomic(_encode(text, p, what), p, keep_backup=keep_backup, make_dirs=make_dirs, what=what)
+    return write_bytes_atomic(_encode(text, p, what), p, keep_backup=keep_backup, make_dirs=make_dirs, what=what,
+                              follow_links=follow_links)
 
 
 def write_files_atomic(
     files: Mapping[str | os.PathLike[str], str | bytes],
     make_dirs: bool = False,
     what: str = "file",
+    modes: Mapping[str | os.PathLike[str], int] | None = None,
 ) -> list[Path]:
     """Write a set of files so that a failure leaves every old file as it was.
 
@@ -288,6 +305,9 @@ def write_files_atomic(
         Create missing folders.
     what:
         What is written, for messages.
+    modes:
+        Permission bits of some targets (e.g. ``0o755`` for a script); the others keep the old
+        file's, or get the default of a new file.
 
     Returns
     -------
@@ -301,6 +321,7 @@ def write_files_atomic(
         a text is not valid Unicode. Nothing has been replaced then, and the temporary folders are
         removed.
     """
+    wanted = {Path(k): v for k, v in (modes or {}).items()}
     targets = [(check_target(path, make_dirs=make_dirs, what=what), content) for path, content in files.items()]
     staging: dict[Path, Path] = {}
     placed: list[tuple[Path, Path]] = []
@@ -319,8 +340,8 @@ def write_files_atomic(
                     fh.write(data)
                     fh.flush()
                     os.fsync(fh.fileno())
-                old_mode = _mode_of(target)
-                os.chmod(tmp, old_mode if old_mode is not None else _default_mode())
+                mode = wanted.get(target, _mode_of(target))
+                os.chmod(tmp, mode if mode is not None else _default_mode())
             except OSError as exc:
                 raise StudioError(f"cannot write {what} ({_why(exc)}); no file was changed", str(target)) from None
             placed.append((tmp, target))

@@ -39,6 +39,7 @@ __all__ = [
     "project_from_json",
     "project_to_json",
     "save_project",
+    "update_project",
     "validation_message",
     "write_text_atomic",
 ]
@@ -214,6 +215,24 @@ def load_project(path: str | os.PathLike[str]) -> Project:
 
 
 # ----------------------------------------------------------------------------- saving
+def update_project(
+    path: str | os.PathLike[str], change: typing.Callable[[Project], Project], keep_backup: bool = True
+) -> Path:
+    """Apply ``change`` to the project *as the file holds it now* and save the result, with the
+    file locked meanwhile (:func:`studio.io.file_lock.locked`): an update by another process that
+    runs at the same time (a second ``calibrate --save-as``) is read, not overwritten.
+
+    Raises
+    ------
+    StudioError
+        The file cannot be read or written, or another process held it for a minute.
+    """
+    from studio.io.file_lock import locked
+
+    with locked(path, what="project file"):
+        return save_project(change(load_project(path)), path, keep_backup=keep_backup)
+
+
 def save_project(project: Project, path: str | os.PathLike[str], keep_backup: bool = True) -> Path:
     """Write ``project`` to ``path`` atomically; keep the previous file as ``.bak``.
 
@@ -228,4 +247,5 @@ def save_project(project: Project, path: str | os.PathLike[str], keep_backup: bo
         The target is a folder or a special file, its folder is missing or not writable, the disk
         is full, or the project holds text that cannot be saved; the old file is then left untouched.
     """
-    return write_text_atomic(project_to_json(project), path, keep_backup=keep_backup, what="project file")
+    return write_text_atomic(project_to_json(project), path, keep_backup=keep_backup, what="project file",
+                             follow_links=True)

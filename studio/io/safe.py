@@ -107,7 +107,12 @@ def read_bytes_limited(path: str | os.PathLike[str], max_bytes: int, what: str) 
             size = os.fstat(fh.fileno()).st_size
             if size > max_bytes:
                 raise StudioError(_too_big(size, max_bytes, what), str(p))
-            raw = fh.read(max_bytes + 1)
+            # read what fstat says is there (read(n) sets aside n bytes first: asking for the cap
+            # made every small file cost the whole limit, a 1.3 MiB project 64 MiB), then the rest
+            # of a file that grew meanwhile, up to one byte past the cap
+            raw = fh.read(min(size, max_bytes) + 1)
+            if len(raw) > size:
+                raw += fh.read(max_bytes + 1 - len(raw))
         except OSError as exc:
             raise StudioError(f"cannot read {what} ({_oserror_text(exc)})", str(p)) from None
     if len(raw) > max_bytes:

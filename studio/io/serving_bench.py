@@ -138,10 +138,19 @@ def _number(data: dict[str, Any], key: str, where: str, *, required: bool = Fals
     v = data[key]
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise StudioError(f"field '{key}' must be a number (got {_show(v)})", where)
-    v = float(v)
+    v = _finite(v)
     if not math.isfinite(v) or v < 0 or (positive and v == 0):
         raise StudioError(f"field '{key}' must be a finite number {'> 0' if positive else '≥ 0'} (got {v})", where)
     return v
+
+
+def _finite(v: int | float) -> float:
+    """``v`` as a float; an integer past a float's range (a 400-digit ``max_concurrency``) is
+    infinite, which the callers refuse with the field's name."""
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf
 
 
 def _show(v: Any) -> str:
@@ -153,7 +162,7 @@ def _int_meta(data: dict[str, Any], keys: tuple[str, ...], where: str) -> int | 
     for k in keys:
         if k in data and data[k] is not None:
             v = data[k]
-            if isinstance(v, str) and re.fullmatch(r"\s*\d{1,6}\s*", v):
+            if isinstance(v, str) and re.fullmatch(r"\s*[0-9]{1,6}\s*", v):
                 v = int(v)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or not 1 <= v <= 1_000_000:
                 raise StudioError(f"field '{k}' must be a whole number ≥ 1 (got {_show(v)})", where)
@@ -174,10 +183,15 @@ def _mean_list(data: dict[str, Any], key: str, where: str) -> float | None:
         raise StudioError(f"field '{key}' must be a list of numbers", where)
     if len(v) > MAX_LIST:
         raise StudioError(f"field '{key}' has more than {MAX_LIST:,} entries", where)
-    nums = [x for x in v if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0]
+    nums = [x for x in v if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(_finite(x)) and x >= 0]
     if len(nums) != len(v):
         raise StudioError(f"field '{key}' must hold only numbers ≥ 0", where)
-    return sum(nums) / len(nums) if nums else None
+    if not nums:
+        return None
+    mean = math.fsum(_finite(x) for x in nums) / len(nums)
+    if not math.isfinite(mean):
+        raise StudioError(f"field '{key}' holds numbers too large to average", where)
+    return mean
 
 
 # ----------------------------------------------------------------------------- vLLM

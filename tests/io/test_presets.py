@@ -18,7 +18,7 @@ from studio.io.project_file import load_project, project_to_json
 
 REQUIRED_GPUS = {
     "a100-sxm-80g", "a100-pcie-80g", "h100-sxm", "h100-pcie", "h200-sxm", "b200", "gb200",
-    "l40s", "l4", "rtx-pro-6000", "mi300x",
+    "l40s", "l4", "rtx-pro-6000", "rtx-3090", "rtx-4090", "a10g", "mi300x",
 }
 REQUIRED_LINKS = {
     "nvlink3-nvswitch", "nvlink4-nvswitch", "nvlink5-nvswitch", "nvlink5-rack",
@@ -28,12 +28,13 @@ REQUIRED_LINKS = {
 }
 REQUIRED_NODES = {
     "dgx-h100", "hgx-h200", "dgx-b200", "dgx-a100", "gb200-nvl72", "l40s-8x-pcie",
-    "rtx-pro-6000-8x-pcie", "h100-pcie-8x-bridge", "mi300x-8x", "l4-4x",
+    "rtx-pro-6000-8x-pcie", "h100-pcie-8x-bridge", "mi300x-8x", "l4-4x", "rtx-3090-4x-pcie",
+    "rtx-4090-8x-pcie", "a10g-8x",
 }
 REQUIRED_MODELS = {
     "llama-3.1-8b", "llama-3.1-70b", "llama-3.3-70b", "llama-3.1-405b", "mistral-7b",
     "mistral-large-2407", "mixtral-8x7b", "mixtral-8x22b", "qwen2.5-72b", "qwen3-235b-a22b",
-    "qwen3-30b-a3b", "deepseek-v3", "gpt-oss-120b", "llama-4-scout", "llama-4-maverick",
+    "qwen3-30b-a3b", "qwen3-32b", "deepseek-v3", "gpt-oss-120b", "llama-4-scout", "llama-4-maverick",
 }
 REQUIRED_EXAMPLES = {
     "dgx-h100-2node-llama-405b", "l40s-8x-llama-70b-fp8", "h100-pcie-bridge-llama-70b",
@@ -217,3 +218,26 @@ def test_presets_root_holds_every_file() -> None:
     root = presets_root()
     for name in ("gpus.json", "links.json", "nodes.json"):
         assert (root / name).is_file()
+
+
+def test_qwen3_32b_is_the_fp8_checkpoints_config_without_its_quantisation() -> None:
+    data_dir = Path(__file__).resolve().parents[1] / "data" / "hf"
+    fp8 = json.loads((data_dir / "Qwen--Qwen3-32B-FP8.config.json").read_text("utf-8"))
+    preset = json.loads((REPO / "presets" / "models" / "qwen3-32b.json").read_text("utf-8"))
+    fp8.pop("quantization_config")
+    assert preset["config"] == fp8
+    arch = load_catalog().model("qwen3-32b").architecture
+    assert arch.moe is None and arch.qk_norm and arch.precision.describe() == "bf16"
+
+
+@pytest.mark.parametrize("gpu", ["rtx-3090", "rtx-4090", "a10g", "l4"])
+def test_requested_gpus_plan_and_sweep_on_their_node(gpu, capsys) -> None:
+    """Issue 28's presets users asked for: each GPU on its own node template plans Qwen3-32B
+    (its BF16 weights need several 24 GB cards) and sweeps it."""
+    from studio.cli import main
+
+    assert main(["plan", "--gpu", gpu, "--model", "qwen3-32b", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["fits"] and plan["layout"]["tp"] * plan["layout"]["pp"] >= 4
+    assert main(["sweep", "--gpu", gpu, "--model", "qwen3-32b", "--top", "1"]) == 0
+    assert "fit; objective" in capsys.readouterr().out

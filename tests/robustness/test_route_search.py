@@ -102,3 +102,19 @@ def test_routes_match_the_reference_search(name, cluster):
         pairs = rnd.sample(pairs, 400)
     for a, b in pairs:
         assert topo._store.route(a, b) == reference_route(topo, hubs, a, b), (a, b)
+
+
+def test_routes_over_leaf_switches_match_the_reference_search():
+    """A node sized up from a template gives every GPU its own PCIe switch under the CPUs (the
+    maximum cluster's 1,024-GPU nodes): searches skip those leaves and label them from the CPU;
+    the routes stay the reference's, within a node and across the fabric."""
+    cat = load_catalog()
+    template = cat.template_for_gpu("h100-sxm").replace(gpus_per_node=24)
+    cluster = build_cluster(template, 3, cat.gpu("h100-sxm"), cat.links)
+    topo = Topology(cluster)
+    assert len(topo._store._leaf_parent) >= 3 * 16  # the case this test is about
+    hubs = frozenset(s.id for s in cluster.switches)
+    rnd = random.Random(7)
+    pairs = rnd.sample([(a, b) for a in topo.gpu_ids for b in topo.gpu_ids if a != b], 300)
+    for a, b in pairs:
+        assert topo._store.route(a, b) == reference_route(topo, hubs, a, b), (a, b)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 from dataclasses import dataclass
-from html import escape
+from html import escape as _html_escape
 
 from studio.core.units import GIB
 from studio.gui.report.fleet_section import fleet_section
@@ -34,6 +34,17 @@ from studio.service.report_summary import (
     unnest_brackets,
     winners,
 )
+
+
+def escape(text: str) -> str:
+    """``text`` for an HTML cell: ``&``, ``<``, ``>`` and quotes as entities, and every control,
+    format or bidirectional character but line feed and tab (U+202E, U+2066, U+2028, ESC) written
+    as ``\\uXXXX``, as the terminal shows it (:func:`studio.core.shown_text.terminal_safe`): a project name
+    from a file cannot reverse the text after it in the browser or the PDF."""
+    from studio.core.shown_text import terminal_safe
+
+    return _html_escape(terminal_safe(str(text)))
+
 
 WIN_BG = "#d3f9d8"
 HEAD_BG = "#e9ecef"

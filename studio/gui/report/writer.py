@@ -1,5 +1,7 @@
 """Write the report: a self-contained HTML file (pictures as ``data:`` URIs) or a PDF with real
-pages (:class:`QTextDocument` printed on a :class:`QPdfWriter`)."""
+pages (:class:`QTextDocument` printed on a :class:`QPdfWriter` into memory). Both are written with
+the project's one atomic writer (:mod:`studio.io.atomic`): a temporary file beside the target,
+flushed, fsynced and renamed, so a full disk or a kill leaves the old file, never half a report."""
 
 from __future__ import annotations
 
@@ -40,13 +42,15 @@ def report_html(data: ReportData, pictures: dict | None = None) -> str:
     return build_html(data, Images(src=uris.__getitem__, width=HTML_IMAGE_WIDTH))
 
 
-def write_pdf(data: ReportData, path: Path, pictures: dict | None = None) -> None:
-    """Lay the report out on A4 pages and write it as PDF."""
-    from PySide6.QtCore import QMarginsF
+def pdf_bytes(data: ReportData, pictures: dict | None = None) -> bytes:
+    """The report laid out on A4 pages, as the bytes of a PDF file."""
+    from PySide6.QtCore import QBuffer, QIODevice, QMarginsF
     from PySide6.QtGui import QPageLayout, QPageSize, QPdfWriter
 
     pictures = pictures if pictures is not None else render_pictures(data)
-    writer = QPdfWriter(str(path))
+    buf = QBuffer()
+    buf.open(QIODevice.OpenModeFlag.WriteOnly)
+    writer = QPdfWriter(buf)
     writer.setTitle(f"{report_title(data)} — Layout Studio report")
     writer.setCreator("Layout Studio")
     writer.setPageLayout(QPageLayout(QPageSize(QPageSize.PageSizeId.A4), QPageLayout.Orientation.Portrait,
@@ -54,8 +58,20 @@ def write_pdf(data: ReportData, path: Path, pictures: dict | None = None) -> Non
     writer.setResolution(300)
     doc = pdf_document(data, pictures, writer.pageLayout())
     doc.print_(writer)
-    if not path.is_file() or path.stat().st_size == 0:
-        raise StudioError(f"cannot write the PDF '{path}'")
+    del writer  # the PDF's trailer is written when the painting ends; the buffer holds it all
+    out = bytes(buf.data().data())
+    buf.close()
+    if not out.startswith(b"%PDF"):
+        raise StudioError("cannot lay the report out as a PDF (Qt wrote no PDF)")
+    return out
+
+
+def write_pdf(data: ReportData, path: Path, pictures: dict | None = None) -> Path:
+    """Lay the report out on A4 pages and write it as PDF, atomically (:mod:`studio.io.atomic`):
+    a failed write leaves the previous file as it was."""
+    from studio.io.atomic import write_bytes_atomic
+
+    return write_bytes_atomic(pdf_bytes(data, pictures), path, what="report")
 
 
 def pdf_document(data: ReportData, pictures: dict, page_layout):
@@ -130,12 +146,12 @@ def write_report(data: ReportData, path: str | Path) -> Path:
         raise StudioError(f"report file '{path}' must end in .html or .pdf (got '{path.suffix or 'no suffix'}')")
     if not path.parent.is_dir():
         raise StudioError(f"report file '{path}': folder '{path.parent}' does not exist")
+    from studio.io.atomic import check_target, write_text_atomic
+
+    check_target(path, what="report")  # a folder, device or FIFO is refused before any drawing
     pictures = render_pictures(data)
     if suffix == ".pdf":
         write_pdf(data, path, pictures)
     else:
-        try:
-            path.write_text(report_html(data, pictures), encoding="utf-8")
-        except OSError as exc:
-            raise StudioError(f"cannot write the report: {exc.strerror}", str(path)) from None
+        write_text_atomic(report_html(data, pictures), path, what="report")
     return path

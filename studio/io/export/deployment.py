@@ -13,7 +13,7 @@ from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.engine.plan.results import PlanResult
-from studio.io.export.safety import check_host, host_port
+from studio.io.export.safety import check_host, check_hosts, host_port
 from studio.io.export.shell import Raw, Word, one_line
 
 
@@ -111,8 +111,7 @@ def deployment(
                 f"{', '.join(one_line(cluster.node(n).name) for n in order)}); got {len(hosts)}",
                 field="hosts",
             )
-        for h in hosts:
-            check_host(h)
+        check_hosts(hosts)
     slurm = _slurm_names(slurm_nodes, order, cluster)
     index = {nid: i for i, nid in enumerate(order)}
     rank_node = tuple(index[n] for n in rank_node_id)

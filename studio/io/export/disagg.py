@@ -24,7 +24,7 @@ from studio.core.units import MIB
 from studio.io.export import common as c
 from studio.io.export.bundle import ExportBundle
 from studio.io.export.rules import rules_for
-from studio.io.export.safety import check_host
+from studio.io.export.safety import check_hosts
 
 PREFILL_PORT = 8100  # first serving port of the prefill servers on a host (then +1 per server)
 DECODE_PORT = 8200  # first serving port of the decode servers on a host
@@ -126,7 +126,7 @@ def _servers(
                 "give one host per node in that order",
                 field="hosts",
             )
-        names = {n: check_host(h) for n, h in zip(used, hosts, strict=True)}
+        names = dict(zip(used, check_hosts(hosts), strict=True))
     else:
         names = {n: f"<HOST_{i}>" for i, n in enumerate(used)}
     return workers, names
@@ -219,8 +219,16 @@ def export_disaggregated(
     ------
     StudioError
         An unknown engine, a worker spanning nodes, a transfer backend the engine lacks, a
-        ``hosts`` list that does not match the nodes the pools use, or an unsafe model path.
+        ``hosts`` list that does not match the nodes the pools use, an unsafe model path, or
+        speculative decoding (the recipes do not configure a drafter yet).
     """
+    spec = project.serving.speculative
+    if spec is not None:  # planned with the drafter, but never dropped silently from the servers
+        raise StudioError(
+            f"speculative decoding ({spec.method}, serving.speculative) is not written into "
+            "disaggregated exports yet: the exported servers would run without it; export the pools "
+            "without speculative decoding, or the speculative setup as one aggregated pool"
+        )
     part = disagg_part(engine)
     model, notes = c.model_path(project, model_path)
     notes += part.notes(project, result)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import unicodedata
+from collections.abc import Sequence
 
 from studio.core.errors import StudioError
 
@@ -99,6 +100,33 @@ def check_host(host: str) -> str:
             field="hosts",
         )
     return host
+
+
+def check_hosts(hosts: Sequence[str]) -> list[str]:
+    """``hosts`` when each is a host name or IP address (:func:`check_host`) and none is given
+    twice (names compared without case and a trailing dot, as DNS does; addresses by value).
+
+    Raises
+    ------
+    StudioError
+        A bad entry, or one naming the same host as an earlier one: two nodes of one layout
+        cannot be one machine, and ``mpirun -H a,a`` would start both nodes' ranks there.
+    """
+    seen: dict[str, int] = {}
+    for i, host in enumerate(hosts):
+        check_host(host)
+        try:
+            key = str(ipaddress.ip_address(host))
+        except ValueError:
+            key = host.rstrip(".").lower()
+        if key in seen:
+            raise StudioError(
+                f"'{escape_for_terminal(host)}' (node {i + 1}) names the same host as node {seen[key] + 1} "
+                f"('{escape_for_terminal(hosts[seen[key]])}'); give each node its own host, none twice",
+                field="hosts",
+            )
+        seen[key] = i
+    return list(hosts)
 
 
 def host_port(host: str, port: int | str) -> str:

@@ -70,7 +70,10 @@ def draft_checkpoint(project: Project) -> str | None:
     if spec is None or spec.method in ("mtp", "ngram"):
         return None
     if spec.draft_checkpoint:
-        return spec.draft_checkpoint
+        from studio.io.export.safety import check_model_argument
+
+        # as --model-path is: a project file's value goes into launch lines and YAML too
+        return check_model_argument(spec.draft_checkpoint, "serving.speculative.draft_checkpoint")
     if spec.method == "draft":
         return spec.draft.hf_model_id if spec.draft is not None else None
     from studio.engine.step.speculative import speculative_presets

@@ -1,14 +1,13 @@
-"""Write the files of an export into a folder as a set: every target is checked first, the files
-are written into a temporary folder beside them, and only then moved into place (``os.replace``,
-atomic per file). A refused target or a failed write leaves the folder as it was, with no
-temporary files behind."""
+"""Write the files of an export into a folder as a set, with the studio's one atomic writer
+(:func:`studio.io.atomic.write_files_atomic`): every target is checked first, the files are written
+into a temporary folder beside them, and only then moved into place (``os.replace``, atomic per
+file). A refused target or a failed write leaves the folder as it was, with no temporary files
+behind; a symbolic link among the targets is replaced, never written through."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import stat
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -47,26 +46,15 @@ def write_files(files: Mapping[str, str], folder: str | os.PathLike[str]) -> lis
             raise _refuse(p, f"cannot inspect the target ({exc.strerror})") from None
         if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
             raise _refuse(p, "the target exists and is not a regular file")
-    staging: str | None = None
     try:
         target.mkdir(parents=True, exist_ok=True)
-        staging = tempfile.mkdtemp(prefix=".layout-studio-export-", dir=target)
-        for name, text in files.items():
-            tmp = Path(staging) / name
-            with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, 0o755 if name.endswith(".sh") else 0o644)
-        for name, p in zip(files, paths, strict=True):
-            os.replace(Path(staging) / name, p)
-    except UnicodeEncodeError:
-        raise StudioError("the export holds text that is not valid Unicode; nothing was written",
-                          escape_for_terminal(str(target))) from None
     except OSError as exc:
-        raise StudioError(f"cannot write the export ({exc.strerror or exc})",
+        raise StudioError(f"cannot create the export folder ({exc.strerror or exc})",
                           escape_for_terminal(str(target))) from None
-    finally:
-        if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)
-    return paths
+    from studio.io.atomic import write_files_atomic
+
+    modes: dict[str | os.PathLike[str], int] = {p: 0o755 if p.name.endswith(".sh") else 0o644 for p in paths}
+    try:
+        return write_files_atomic(dict(zip(paths, files.values(), strict=True)), what="export file", modes=modes)
+    except StudioError as exc:
+        raise StudioError(exc.message, escape_for_terminal(exc.source or str(target))) from None

@@ -1,0 +1,54 @@
+"""Reports go through the one atomic writer (issue 37): a failed write of the PDF or the HTML
+raises (exit 2 on the command line) and leaves the old file whole; a link at the target is
+replaced; text from the project cannot reorder the report's lines."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import pytest
+
+from studio.core.errors import StudioError
+
+
+def _full_disk(_fd):
+    raise OSError(27, "File too large")
+
+
+@pytest.mark.parametrize("suffix", [".pdf", ".html"])
+def test_a_failed_report_write_keeps_the_old_file(suffix, tmp_path, monkeypatch, data, shared_build):
+    from studio.gui.report import write_report
+
+    out = tmp_path / f"r{suffix}"
+    out.write_text("OLD", encoding="utf-8")
+    monkeypatch.setattr(os, "fsync", _full_disk)
+    with pytest.raises(StudioError, match="File too large"):
+        write_report(data, out)
+    monkeypatch.undo()
+    assert out.read_text(encoding="utf-8") == "OLD"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]  # no temporary file left
+
+
+def test_a_pdf_report_replaces_a_link_with_a_whole_pdf(tmp_path, data, shared_build):
+    from studio.gui.report import write_report
+
+    victim = tmp_path / "victim"
+    victim.write_text("mine", encoding="utf-8")
+    out = tmp_path / "r.pdf"
+    out.symlink_to(victim)
+    write_report(data, out)
+    assert victim.read_text(encoding="utf-8") == "mine" and not out.is_symlink()
+    raw = out.read_bytes()
+    assert raw.startswith(b"%PDF") and raw.rstrip().endswith(b"%%EOF")
+
+
+def test_bidirectional_controls_in_project_text_are_neutralised_in_html(data):
+    from studio.gui.report.document import Images, build_html
+
+    evil = "plan \u202egnp.exe\u2066 \u2028x\x1b[2J"
+    project = data.project.replace(name=evil, description=evil)
+    html = build_html(dataclasses.replace(data, project=project), Images(src=lambda _n: "x.png", width=100))
+    for ch in ("\u202e", "\u2066", "\u2028", "\x1b"):
+        assert ch not in html
+    assert "\\u202egnp.exe" in html
