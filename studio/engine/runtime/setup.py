@@ -10,6 +10,7 @@ same figures as plain values for an exporter (``--max-num-batched-tokens``, ``--
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 from studio.core.layout import Layout
@@ -18,6 +19,7 @@ from studio.core.units import GIB
 from studio.engine.runtime.loader import ENGINE_NAMES, Resolved, resolve
 from studio.engine.runtime.profile import EngineProfile, MemoryMode
 from studio.engine.runtime.step import RuntimeStep
+from studio.engine.step.identity_cache import cached_by_identity
 from studio.engine.step.records import Record
 
 
@@ -48,7 +50,25 @@ def _device(project: Project) -> tuple[str, float]:
     return spec.id, spec.memory_bytes / GIB
 
 
+#: Engine set-ups per project object (each a dict by (tp, pp)): one evaluation asks for the same
+#: project's set-up from the costs, the budget, the batch limit and the explanations (six times).
+_SETUPS: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
+_SETUPS_SIZE = 8
+
+
 def engine_setup(project: Project, tp: int | None = None, pp: int | None = None) -> EngineSetup:
+    """The engine ``project`` serves with, sized for a TP×PP instance (see :func:`_engine_setup`),
+    remembered for the very same (frozen) project object."""
+    tp = project.layout.tp if tp is None else tp
+    pp = project.layout.pp if pp is None else pp
+    per: dict[tuple[int, int], EngineSetup] = cached_by_identity(_SETUPS, project, _SETUPS_SIZE, lambda _p: {})
+    hit = per.get((tp, pp))
+    if hit is None:
+        hit = per[(tp, pp)] = _engine_setup(project, tp, pp)
+    return hit
+
+
+def _engine_setup(project: Project, tp: int | None = None, pp: int | None = None) -> EngineSetup:
     """The engine ``project`` serves with, sized for a TP×PP instance (default: the project's
     layout) on the cluster's smallest GPU.
 
