@@ -40,6 +40,7 @@ from PySide6.QtWidgets import (
 
 from studio.core.project import Project
 from studio.gui.document import ProjectDocument
+from studio.gui.plain_plot import plain_plot
 from studio.gui.worker import ScheduledWork
 
 TRAFFIC_COLOR = "#1c1c1c"
@@ -105,16 +106,8 @@ def _module_ranking():
 
 
 def _plot(y_label: str) -> pg.PlotWidget:
-    w = pg.PlotWidget(background="w")
-    w.setMenuEnabled(False)
-    w.hideButtons()
-    pi = w.getPlotItem()
-    pi.showGrid(x=True, y=True, alpha=0.2)
-    for ax in ("bottom", "left"):
-        pi.getAxis(ax).enableAutoSIPrefix(False)
-    pi.setLabel("bottom", "hour of day")
-    pi.setLabel("left", y_label)
-    pi.getAxis("bottom").setTicks([[(h, f"{h:02d}") for h in range(0, 25, 3)]])
+    w = plain_plot("hour of day", y_label)
+    w.getPlotItem().getAxis("bottom").setTicks([[(h, f"{h:02d}") for h in range(0, 25, 3)]])
     return w
 
 

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import QDockWidget, QHBoxLayout, QLabel, QVBoxLayout, QWi
 
 from studio.core.project import Project
 from studio.gui.document import ProjectDocument
+from studio.gui.plain_plot import plain_plot
 from studio.gui.worker import ScheduledWork, evaluate_work
 
 MEAN_COLOR = "#4c6ef5"
@@ -52,19 +53,6 @@ def default_curve(project: Project, points: int = POINTS, requests: int = REQUES
 def _key(*entries: tuple[str, str, str]) -> str:
     """A plot title that serves as its legend, ``(mark, colour, meaning)`` each: nothing covers the data."""
     return "&nbsp;&nbsp;".join(f'<span style="color:{color}">{mark}</span>&nbsp;{text}' for mark, color, text in entries)
-
-
-def _plot(x_label: str, y_label: str) -> pg.PlotWidget:
-    w = pg.PlotWidget(background="w")
-    w.setMenuEnabled(False)
-    w.hideButtons()
-    pi = w.getPlotItem()
-    pi.showGrid(x=True, y=True, alpha=0.2)
-    for ax in ("bottom", "left"):
-        pi.getAxis(ax).enableAutoSIPrefix(False)
-    pi.setLabel("bottom", x_label)
-    pi.setLabel("left", y_label)
-    return w
 
 
 class LoadView(QWidget):
@@ -101,8 +89,8 @@ class LoadView(QWidget):
         self.busy = QLabel("computing the load curve…")
         self.busy.setObjectName("hint")
         self.busy.hide()
-        self.latency = _plot("req/s, all replicas", "TTFT (ms)")
-        self.throughput = _plot("tokens/s per user", "output tokens/s per GPU")
+        self.latency = plain_plot("req/s, all replicas", "TTFT (ms)")
+        self.throughput = plain_plot("tokens/s per user", "output tokens/s per GPU")
         self.ttft_mean = self.latency.plot([], [], pen=pg.mkPen(MEAN_COLOR, width=2))
         self.ttft_p99 = self.latency.plot([], [], pen=pg.mkPen(P99_COLOR, width=2, style=Qt.PenStyle.DashLine))
         self.saturation = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen(SATURATION_COLOR, width=1.5))

@@ -13,6 +13,7 @@ from PySide6.QtCore import QPointF, Signal
 from PySide6.QtWidgets import QWidget
 
 from studio.engine.search.sweep import SweepResult
+from studio.gui.plain_plot import style_plain
 from studio.service.explorer_analysis import AXIS_LABELS, PLOT_MODES, frontier
 
 POINT_COLOR = "#4c6ef5"
@@ -46,12 +47,7 @@ class ParetoPlot(pg.PlotWidget):
         self.selected: int | None = None
         self.disagg: tuple = ()  # DisaggRow of every disaggregated candidate shown
         self.disagg_selected: int | None = None  # the ringed disaggregated candidate
-        self.setMenuEnabled(False)
-        self.hideButtons()
-        pi = self.getPlotItem()
-        pi.showGrid(x=True, y=True, alpha=0.2)
-        for ax in ("bottom", "left"):
-            pi.getAxis(ax).enableAutoSIPrefix(False)
+        pi = style_plain(self)
         # the key sits in a row of its own under the x axis, never over the points
         self.legend = pg.LegendItem(colCount=3, labelTextSize="8pt", verSpacing=-6, horSpacing=12)
         pi.layout.addItem(self.legend, 4, 1)
