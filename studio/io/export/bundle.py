@@ -97,3 +97,13 @@ class EngineRecipe:
     config_nodes: tuple[int, ...] = ()
     srun_nodelist: tuple[str, ...] | None = None
     plan: dict[str, object] = field(default_factory=dict)
+
+    def value(self, key: str) -> object:
+        """``config[key]``, following dots into nested mappings (``kv_cache_config.dtype``);
+        ``None`` when the recipe does not set it."""
+        node: object = self.config
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return None
+            node = node[part]
+        return node

@@ -64,16 +64,6 @@ def _cite(rules: EngineRules, source: str) -> str:
     return f"{rules.version}, {first if '/' in first else source}"
 
 
-def _lookup(config: dict[str, object], key: str) -> object:
-    """``config[key]``, following dots into nested mappings (``kv_cache_config.dtype``)."""
-    node: object = config
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
 _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "float": "float32"}
 
 
@@ -89,7 +79,7 @@ def _as_int(value: object) -> int | None:
 
 def _kv(recipe: EngineRecipe, rules: EngineRules) -> list[Finding]:
     kv = rules.kv
-    value = _lookup(recipe.config, kv.key)
+    value = recipe.value(kv.key)
     if value is None:
         return []
     text = str(value).lower()
@@ -106,11 +96,11 @@ def _kv(recipe: EngineRecipe, rules: EngineRules) -> list[Finding]:
 
 def _chunking(recipe: EngineRecipe, rules: EngineRules) -> list[Finding]:
     ch = rules.chunk
-    tokens = _as_int(_lookup(recipe.config, ch.tokens_key))
-    context = _as_int(_lookup(recipe.config, ch.context_key))
+    tokens = _as_int(recipe.value(ch.tokens_key))
+    context = _as_int(recipe.value(ch.context_key))
     if tokens is None or context is None or ch.switch_key is None or tokens >= context:
         return []
-    on = _lookup(recipe.config, ch.switch_key)
+    on = recipe.value(ch.switch_key)
     if on is None:
         on = ch.default_on
     if on is True or str(on).lower() == "true":
@@ -126,10 +116,10 @@ def _chunking(recipe: EngineRecipe, rules: EngineRules) -> list[Finding]:
 
 def _batch(recipe: EngineRecipe, rules: EngineRules) -> list[Finding]:
     b = rules.batch
-    limit = _as_int(_lookup(recipe.config, b.key))
+    limit = _as_int(recipe.value(b.key))
     if limit is None or not b.divided_by:
         return []
-    ranks = _as_int(_lookup(recipe.config, b.divided_by)) or 1
+    ranks = _as_int(recipe.value(b.divided_by)) or 1
     if ranks <= 1:
         return []
     per = limit // ranks
@@ -162,7 +152,7 @@ def _partition(recipe: EngineRecipe, rules: EngineRules) -> list[Finding]:
     if rules.partition_env:
         key, raw = rules.partition_env, recipe.env.get(rules.partition_env)
     elif rules.partition_key:
-        key, raw = rules.partition_key, _lookup(recipe.config, rules.partition_key)
+        key, raw = rules.partition_key, recipe.value(rules.partition_key)
     else:
         return []
     if raw is None:

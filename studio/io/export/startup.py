@@ -29,15 +29,6 @@ def _int(value: object, default: int = 0) -> int:
     return default
 
 
-def _get(config: dict[str, object], key: str) -> object:
-    node: object = config
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
 def _err(rule: StartupRule, key: str, message: str, severity: str = "error") -> Finding:
     return Finding(severity, key, message, rule.cite())
 
@@ -127,8 +118,8 @@ def _trt_cp_types(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
 def _trt_helix_tpb(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
     if _cp_type(r) != "HELIX":
         return []
-    cp = _get(r.config, "cp_config.tokens_per_block")
-    kv = _get(r.config, "kv_cache_config.tokens_per_block")
+    cp = r.value("cp_config.tokens_per_block")
+    kv = r.value("kv_cache_config.tokens_per_block")
     if cp is None:
         return [_err(rule, "cp_config.tokens_per_block", "missing: Helix reads it for every request (KeyError)")]
     if kv is not None and kv != cp:
@@ -262,7 +253,7 @@ def check_plan_values(recipe: EngineRecipe, version_label: str) -> list[Finding]
     budget, memory fraction)."""
     out = []
     for key, planned in recipe.plan.items():
-        value = _get(recipe.config, key)
+        value = recipe.value(key)
         if value is None:
             continue
         same = (abs(float(value) - float(planned)) < 1e-9
