@@ -60,19 +60,7 @@ def _comm_cost(col: Collective, phase: str, size: float) -> CommCost | None:
     algo = col.pick(size)
     if algo is None:
         return None
-    return CommCost(
-        kind=col.kind,  # type: ignore[arg-type]  # a Collective's kind is one of CommCost's literals
-        phase=phase,  # type: ignore[arg-type]  # callers pass 'prefill' or 'decode'
-        group=col.group,
-        message_bytes=size,
-        time_us=algo.alpha_us + size * algo.us_per_byte,
-        algorithm=algo.name,
-        bandwidth_gbps=algo.bandwidth_gbps,
-        latency_us=algo.alpha_us,
-        bottleneck_link=algo.bottleneck_link,
-        bottleneck_kind=algo.bottleneck_kind,
-        explanation=algo.note,
-    )
+    return CommCost.of(col.kind, phase, col.group, size, algo)
 
 
 def _worst(cols: list[Collective], size: float) -> Collective | None:

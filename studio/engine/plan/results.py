@@ -16,6 +16,7 @@ from studio.core.units import GIB
 from studio.engine.step.records import frozen_result
 
 if TYPE_CHECKING:
+    from studio.engine.fabric.comm import Algo
     from studio.engine.plan.views import Explanation, Timeline
 
 Severity = Literal["error", "warning", "info"]
@@ -169,6 +170,23 @@ class CommCost:
     bottleneck_link: str | None  # link id of the slowest hop
     bottleneck_kind: str | None  # link kind id of the slowest hop
     explanation: str = ""
+
+    @classmethod
+    def of(cls, kind: str, phase: str, group: tuple[str, ...], size: float, algo: Algo) -> CommCost:
+        """The cost of moving ``size`` bytes with the algorithm ``algo`` the runtime picked."""
+        return cls(
+            kind=kind,  # type: ignore[arg-type]  # callers pass one of the kinds above
+            phase=phase,  # type: ignore[arg-type]  # callers pass 'prefill' or 'decode'
+            group=group,
+            message_bytes=size,
+            time_us=algo.alpha_us + size * algo.us_per_byte,
+            algorithm=algo.name,
+            bandwidth_gbps=algo.bandwidth_gbps,
+            latency_us=algo.alpha_us,
+            bottleneck_link=algo.bottleneck_link,
+            bottleneck_kind=algo.bottleneck_kind,
+            explanation=algo.note,
+        )
 
 
 @frozen_result

@@ -235,19 +235,5 @@ def cp_comm_costs(lc: object, micro_batch: int, isl: float) -> list[CommCost]:
         algo = col.pick(size)
         if algo is None:
             continue
-        out.append(
-            CommCost(
-                kind="cp",
-                phase=phase,
-                group=col.group,
-                message_bytes=size,
-                time_us=algo.alpha_us + size * algo.us_per_byte,
-                algorithm=algo.name,
-                bandwidth_gbps=algo.bandwidth_gbps,
-                latency_us=algo.alpha_us,
-                bottleneck_link=algo.bottleneck_link,
-                bottleneck_kind=algo.bottleneck_kind,
-                explanation=algo.note,
-            )
-        )
+        out.append(CommCost.of("cp", phase, col.group, size, algo))
     return out
