@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 
 from studio.cli import main
-from studio.commands.project_args import load_base_project
+from studio.commands.options.project_args import load_base_project
 from studio.engine.fleet.power import power_curve
 from studio.engine.fleet.replica import Slo, max_rate_within_slo, replica_setup, replica_shape
 from studio.engine.fleet.traffic import from_rates

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from studio.cli import build_parser  # noqa: E402
-from studio.commands.project_args import project_from_args  # noqa: E402
+from studio.commands.options.project_args import project_from_args  # noqa: E402
 from studio.engine.fleet.power import power_at_batch  # noqa: E402
 from studio.engine.fleet.replica import replica_setup, replica_shape  # noqa: E402
 from studio.io.fleet_presets import power_params  # noqa: E402

@@ -29,10 +29,10 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from studio.core.builders import build_cluster  # noqa: E402
 from studio.engine import sweep  # noqa: E402
-from studio.gui.app import SWITCH_INTERVAL_S  # noqa: E402
 from studio.gui.document import ProjectDocument  # noqa: E402
 from studio.gui.explorer import ExplorerWidget  # noqa: E402
-from studio.gui.qtfix import protect_none_refcount  # noqa: E402
+from studio.gui.toolkit.qtfix import protect_none_refcount  # noqa: E402
+from studio.gui.window.app import SWITCH_INTERVAL_S  # noqa: E402
 from studio.io.presets import load_catalog  # noqa: E402
 from studio.io.project_file import load_project  # noqa: E402
 

@@ -28,10 +28,10 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 from studio.engine import sweep  # noqa: E402
 from studio.gui.document import ProjectDocument  # noqa: E402
 from studio.gui.explorer import ExplorerWidget  # noqa: E402
-from studio.gui.qtfix import protect_none_refcount  # noqa: E402
+from studio.gui.toolkit.qtfix import protect_none_refcount  # noqa: E402
 from studio.gui.worker import ScheduledWork  # noqa: E402
 from studio.io.project_file import load_project  # noqa: E402
-from studio.service.explorer_work import SIMULATED  # noqa: E402
+from studio.service.explore.explorer_work import SIMULATED  # noqa: E402
 from studio.service.scheduler import Scheduler  # noqa: E402
 from studio.service.slo import SloTargets, check_slo  # noqa: E402
 

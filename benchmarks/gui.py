@@ -10,7 +10,7 @@ only the changed items' rectangles, and tiles that did not change come from thei
 "full canvas repaint" is a forced repaint of the whole canvas after the edit (what every edit cost
 before the canvas repainted only what changed); it is not part of the edit. The window's garbage
 collector and thread switch interval are set as ``layout-studio`` sets them once its window is up
-(:func:`studio.gui.app.settle_memory`, :func:`studio.gui.app.share_the_interpreter`),
+(:func:`studio.gui.window.app.settle_memory`, :func:`studio.gui.window.app.share_the_interpreter`),
 and the Explorer's background sweep and the Load tab's curve of the opened project, where their tabs
 were shown, are finished before the samples start (behind the timeline's tab, as the window opens,
 neither is built). Both re-run in a worker once the edits pause (their debounce timers), so none starts
@@ -47,7 +47,7 @@ from studio.core.builders import build_cluster
 from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.core.workload import Workload
-from studio.gui.app import application, build_window, settle_memory, share_the_interpreter
+from studio.gui.window.app import application, build_window, settle_memory, share_the_interpreter
 from studio.io.presets import load_catalog
 
 
@@ -165,7 +165,7 @@ def measure(p: Project, samples: int) -> dict[str, tuple[float, float]]:
         kind = pcie if i % 2 == 0 else nvl
         sample("link kind", lambda k=kind: doc.edit_cluster("kind", lambda c: edits.set_link_kind(c, link, k)))
     parts["engine evaluate alone"] = engine_s
-    from studio.gui.load_view import default_curve
+    from studio.gui.views.load_view import default_curve
 
     curve: list[tuple[float, float]] = []
     for _ in range(3):

@@ -1,4 +1,4 @@
-"""Hardware edit -> layout that runs on the new GPUs (studio.service.hardware_edits.follow_cluster).
+"""Hardware edit -> layout that runs on the new GPUs (studio.service.project_edits.hardware_edits.follow_cluster).
 
 One sample = add an HGX H200 server (its NICs joined to the fabric) or delete one GPU, then
 ``follow_cluster``: keep the layout, let DP follow, or re-split by the production rule (which
@@ -22,7 +22,7 @@ from studio.core.builders import build_cluster
 from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.io.presets import load_catalog
-from studio.service.hardware_edits import follow_cluster
+from studio.service.project_edits.hardware_edits import follow_cluster
 
 
 def main() -> None:

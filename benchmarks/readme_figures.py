@@ -58,7 +58,7 @@ def pictures() -> list[str]:
 def shown_numbers() -> dict[str, str]:
     """The numbers the pictures show, as the window, the Explorer and the report print them:
     the bundled example's plan and the sweep's recommendation. Headless."""
-    from studio.commands.project_args import load_base_project
+    from studio.commands.options.project_args import load_base_project
     from studio.engine import evaluate, sweep
 
     project = load_base_project(None)
@@ -127,8 +127,8 @@ def check() -> list[str]:
 def draw() -> None:
     """Redraw every picture, rewrite the README table and the manifest."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from studio.gui.resources import application
-    from studio.gui.snapshot import render_main_window
+    from studio.gui.toolkit.resources import application
+    from studio.gui.window.snapshot import render_main_window
 
     application()
     for name, view, size in WINDOWS:
@@ -136,13 +136,13 @@ def draw() -> None:
         print(f"docs/images/{name}")
     from explorer import render_png
 
-    from studio.gui.resources import application as app
+    from studio.gui.toolkit.resources import application as app
 
     render_png(app(), IMAGES / EXPLORER_TABS[0])
     print(*(f"docs/images/{n}" for n in EXPLORER_TABS), sep="\n")
-    from studio.commands.project_args import load_base_project
+    from studio.commands.options.project_args import load_base_project
     from studio.gui.report.writer import page_images
-    from studio.service.report_content import gather
+    from studio.service.report.report_content import gather
 
     pages = page_images(gather(load_base_project(None)), scale=1.25)
     for n in REPORT_PAGES:

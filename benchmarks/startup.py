@@ -74,7 +74,7 @@ WINDOW_CHILD = r"""
 import time
 t0 = time.perf_counter()
 import json, sys
-from studio.gui.app import application, build_window
+from studio.gui.window.app import application, build_window
 app = application()
 win = build_window(threaded=True)
 win.show()

@@ -4,8 +4,8 @@ Each sub-command lives in its own module under :mod:`studio.commands` and expose
 ``register(subparsers) -> None``, which adds its parser and sets ``func`` (``args -> int``) with
 ``parser.set_defaults(func=...)``. To add a command, write ``studio/commands/<name>.py`` and add
 its name and module path to :data:`COMMANDS` — that one line is all the wiring there is. Commands
-that work on one project reuse :mod:`studio.commands.project_flags` (``add_project_args``) and
-:mod:`studio.commands.project_args` (``project_from_args``).
+that work on one project reuse :mod:`studio.commands.options.project_flags` (``add_project_args``) and
+:mod:`studio.commands.options.project_args` (``project_from_args``).
 
 Start-up cost: :func:`main` imports only the module of the command on the line (``sweep`` never
 loads the exporters, ``--version`` loads no command at all); ``--help``, an unknown command or an
@@ -158,7 +158,7 @@ def _main(argv: Sequence[str] | None) -> int:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 2)
     except StudioError as exc:
-        from studio.commands.flags import cli_message
+        from studio.commands.options.flags import cli_message
 
         _error(cli_message(exc))
         return 2

@@ -44,8 +44,8 @@ def _fresh_settings():
     """Every test starts from default window settings: the throw-away settings file
     (``LAYOUT_STUDIO_NO_SETTINGS=1``) is shared by the whole run, so a test that saved a dock
     layout (closing a window does) would otherwise narrow the docks of every later window."""
-    if "studio.gui.settings" in sys.modules:
-        from studio.gui.settings import make_settings
+    if "studio.gui.window.settings" in sys.modules:
+        from studio.gui.window.settings import make_settings
 
         s = make_settings()
         s.clear()

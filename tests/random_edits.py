@@ -10,7 +10,7 @@ from studio.core import edits
 from studio.core.hardware import Cluster
 from studio.core.project import Project
 from studio.io.presets import load_catalog
-from studio.service.link_compat import compatible_kinds
+from studio.service.project_edits.link_compat import compatible_kinds
 
 #: A GPU deleted, one dropped into a node with a free slot (wired as its template wires it), a
 #: link deleted, a link given another kind that can join its ends.

@@ -179,9 +179,9 @@ def test_headless_packages_run_without_qt():
     assert report["qt"] == [], f"Qt modules loaded by headless packages: {report['qt']}"
     services = {m for m in report["loaded"] if m.startswith("studio.service.")}
     expected = {
-        f"studio.service.{p.stem}"
-        for p in (STUDIO / "service").glob("*.py")
-        if p.stem != "__init__"
+        "studio." + ".".join(p.relative_to(STUDIO).with_suffix("").parts).removesuffix(".__init__")
+        for p in (STUDIO / "service").rglob("*.py")
+        if p.relative_to(STUDIO).parts != ("service", "__init__.py")
     }
     assert services == expected
     assert report["runs"] == {"plan": 0, "sweep": 0, "export": 0}, proc.stderr

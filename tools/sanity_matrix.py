@@ -25,8 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from studio.cli import build_parser
+from studio.commands.options.project_args import project_from_args
 from studio.commands.output import json_safe
-from studio.commands.project_args import project_from_args
 from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.engine import evaluate

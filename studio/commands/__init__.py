@@ -3,11 +3,11 @@
 See :mod:`studio.cli` for how commands are wired. What the commands share lives in one module per
 idea, imported from there:
 
-* :mod:`studio.commands.arg_types`: argument types (``positive_int``, ``batch_value``, ...);
-* :mod:`studio.commands.project_flags`: the flags of a command that works on one project
+* :mod:`studio.commands.options.arg_types`: argument types (``positive_int``, ``batch_value``, ...);
+* :mod:`studio.commands.options.project_flags`: the flags of a command that works on one project
   (``add_project_args``, ``add_cp_args``, ``add_load_args``);
-* :mod:`studio.commands.layout_args`: the layout the layout flags describe;
-* :mod:`studio.commands.project_args`: the project a command line describes
+* :mod:`studio.commands.options.layout_args`: the layout the layout flags describe;
+* :mod:`studio.commands.options.project_args`: the project a command line describes
   (``project_from_args``, ``load_base_project``, ``model_size_note``);
 * :mod:`studio.commands.output`: JSON and table output (``print_json``, ``fmt``, ``format_table``).
 

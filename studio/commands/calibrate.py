@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from studio.commands.arg_types import bounded_int
+from studio.commands.options.arg_types import bounded_int
 from studio.core.errors import StudioError, first_error_message
 
 #: Largest --tp/--pp: a cluster's GPU limit (``studio.core.hardware.MAX_CLUSTER_GPUS``,
@@ -75,7 +75,7 @@ def _reference_cluster(catalog, kind_id: str, ranks: int):
 
 def _load_project(args: argparse.Namespace):
     """``--project``: the file, or the bundled example of that id (which ``--save-as`` cannot write)."""
-    from studio.commands.project_args import load_base_project
+    from studio.commands.options.project_args import load_base_project
     from studio.io.examples import project_example
 
     if args.save_as and project_example(args.project) is not None:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import argparse
 import math
 
-from studio.commands.arg_types import non_negative_float, positive_float, positive_int
+from studio.commands.options.arg_types import non_negative_float, positive_float, positive_int
+from studio.commands.options.project_args import project_from_args
+from studio.commands.options.project_flags import add_project_args
 from studio.commands.output import fmt, format_pairs, format_table, print_json
-from studio.commands.project_args import project_from_args
-from studio.commands.project_flags import add_project_args
 from studio.core.errors import StudioError
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from studio.commands.project_args import project_from_args
-from studio.commands.project_flags import add_project_args
+from studio.commands.options.project_args import project_from_args
+from studio.commands.options.project_flags import add_project_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_project_args(p, layout=True)
     g = p.add_argument_group("export")
-    from studio.commands.project_flags import add_lengths_arg
+    from studio.commands.options.project_flags import add_lengths_arg
 
     add_lengths_arg(g)
     g.add_argument("--engine", choices=ENGINES,
@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "rules (and its own argument classes when the engine is installed); with CONFIG, "
                    "check that engine config file (e.g. an edited vllm-serve.yaml). Exit 0 when it "
                    "passes, 2 when the engine would refuse it")
-    from studio.commands.disagg_args import add_disagg_args
+    from studio.commands.options.disagg_args import add_disagg_args
 
     add_disagg_args(p)
     p.set_defaults(func=run)
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     """Build the project, evaluate the layout, export it."""
     from studio.engine import evaluate
     from studio.io.export import export_plan
-    from studio.io.export.safety import escape_for_terminal
+    from studio.io.export.checks.safety import escape_for_terminal
     from studio.io.export.write import write_files
 
     project = project_from_args(args)
@@ -64,11 +64,11 @@ def run(args: argparse.Namespace) -> int:
         hosts = [h.strip() for h in args.hosts.split(",")]
     project, replanned = engine_project(project, args.engine)
     args.engine = project.serving.runtime
-    from studio.commands.disagg_args import serving_mode
+    from studio.commands.options.disagg_args import serving_mode
 
     mode = serving_mode(args, project)
     if mode.disaggregated:
-        from studio.commands.disagg_args import run_export
+        from studio.commands.options.disagg_args import run_export
 
         return run_export(args, project.replace(serving_mode=mode), hosts)
     plan = evaluate(project)
@@ -106,8 +106,8 @@ def engine_project(project, engine: str | None):
 def _check(bundle, config_file: str | None, replanned: str | None = None) -> int:
     """Print the check report of the bundle's recipe (or of ``config_file``), the verdict first and
     the re-planning sentence after it; 0 ok, 2 refused."""
-    from studio.io.export.check import check, recipe_with_config_file
-    from studio.io.export.safety import escape_for_terminal
+    from studio.io.export.checks.check import check, recipe_with_config_file
+    from studio.io.export.checks.safety import escape_for_terminal
 
     recipe = bundle.recipe
     if config_file is not None:

@@ -72,7 +72,7 @@ def open_gui(path: str | None) -> int:
 def _open_window(path: str | None, example: str | None = None) -> int:
     _check_display()
     try:
-        from studio.gui.app import run
+        from studio.gui.window.app import run
     except ImportError as exc:
         raise StudioError(
             f"the studio window needs PySide6 and pyqtgraph ({exc}); the headless commands "
@@ -101,7 +101,7 @@ def _run_open(args: argparse.Namespace) -> int:
 
 
 def _run_snapshot(args: argparse.Namespace) -> int:
-    from studio.commands.project_args import load_base_project
+    from studio.commands.options.project_args import load_base_project
 
     out = Path(args.output)
     if out.suffix.lower() != ".png":
@@ -113,7 +113,7 @@ def _run_snapshot(args: argparse.Namespace) -> int:
     check_target(out, what="snapshot")  # never a folder, device or FIFO
     project = load_base_project(args.file) if args.file else None
     try:
-        from studio.gui.snapshot import render_main_window
+        from studio.gui.window.snapshot import render_main_window
     except ImportError as exc:
         raise StudioError(f"snapshot needs PySide6 and pyqtgraph ({exc})") from None
     written = render_main_window(project, out, args.size, view=getattr(args, "view", "main"))

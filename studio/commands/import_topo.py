@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from studio.commands.arg_types import positive_int
+from studio.commands.options.arg_types import positive_int
 from studio.core.errors import StudioError
 
 
@@ -47,7 +47,7 @@ def read_text(path: str, limit: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Import the topology and write the project."""
-    from studio.commands.project_args import load_base_project
+    from studio.commands.options.project_args import load_base_project
     from studio.core.project import Project
     from studio.engine.search.defaults import default_layout, fitting_layout
     from studio.io.presets import load_catalog

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from studio.commands.options.project_args import model_size_note, project_from_args
+from studio.commands.options.project_flags import add_load_args, add_project_args, add_runtime_args
 from studio.commands.output import fmt, format_pairs, print_json
-from studio.commands.project_args import model_size_note, project_from_args
-from studio.commands.project_flags import add_load_args, add_project_args, add_runtime_args
 from studio.core.project import Project
 
 
@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_project_args(p, layout=True)
     add_runtime_args(p)
     add_load_args(p)
-    from studio.commands.disagg_args import add_disagg_args
+    from studio.commands.options.disagg_args import add_disagg_args
 
     add_disagg_args(p)
     out = p.add_argument_group("output")
@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Build the project, evaluate it, print the result."""
     project = project_from_args(args)
-    from studio.commands.disagg_args import serving_mode
+    from studio.commands.options.disagg_args import serving_mode
 
     mode = serving_mode(args, project)
     if mode.disaggregated:
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
 def _compare_engines(args: argparse.Namespace, project: Project) -> int:
     """``plan --compare-engines``: one row per serving engine for the project's layout."""
     from studio.commands.output import format_table
-    from studio.service.engine_compare import compare_engines
+    from studio.service.explore.engine_compare import compare_engines
 
     rows = compare_engines(project)
     if args.json:
@@ -118,7 +118,7 @@ def _with_lengths_section(text: str, project: Project, plan, spread) -> str:
 
 def _run_disagg(args: argparse.Namespace, project: Project) -> int:
     """``plan --disagg``: cost the two pools and the KV transfer between them."""
-    from studio.commands.disagg_args import format_disagg
+    from studio.commands.options.disagg_args import format_disagg
     from studio.engine.disagg.evaluate import evaluate_disaggregated
 
     res = evaluate_disaggregated(project)

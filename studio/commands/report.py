@@ -12,9 +12,9 @@ import os
 import sys
 from pathlib import Path
 
-from studio.commands.arg_types import positive_float
-from studio.commands.project_args import project_from_args
-from studio.commands.project_flags import add_project_args, add_runtime_args
+from studio.commands.options.arg_types import positive_float
+from studio.commands.options.project_args import project_from_args
+from studio.commands.options.project_flags import add_project_args, add_runtime_args
 from studio.core.errors import StudioError
 
 SUFFIXES = (".html", ".htm", ".pdf")

@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import math
 
+from studio.commands.options.project_args import project_from_args
+from studio.commands.options.project_flags import add_load_args, add_project_args, add_runtime_args
 from studio.commands.output import fmt, format_pairs, format_table, print_json
-from studio.commands.project_args import project_from_args
-from studio.commands.project_flags import add_load_args, add_project_args, add_runtime_args
 
 #: Each figure's definition, and the benchmark tool it matches.
 DEFINITIONS = {

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from studio.commands.arg_types import int_list, positive_int
+from studio.commands.options.arg_types import int_list, positive_int
+from studio.commands.options.project_args import project_from_args
+from studio.commands.options.project_flags import add_load_args, add_project_args, add_runtime_args
 from studio.commands.output import fmt, format_table, print_json
-from studio.commands.project_args import project_from_args
-from studio.commands.project_flags import add_load_args, add_project_args, add_runtime_args
 from studio.core.errors import StudioError
 
 OBJECTIVES = ("throughput", "cost", "latency")
@@ -55,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from studio.commands.sweep_slo import add_slo_args
 
     add_slo_args(p)
-    from studio.commands.disagg_args import add_disagg_args
+    from studio.commands.options.disagg_args import add_disagg_args
 
     add_disagg_args(p, sweep=True)
     p.set_defaults(func=run)
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     disagg = _disagg(args, project, result)
     disagg_slo = None
     if disagg is not None and targets is not None and targets.ttft_p99_ms is not None:
-        from studio.commands.disagg_args import check_disagg_slo
+        from studio.commands.options.disagg_args import check_disagg_slo
 
         disagg_slo = check_disagg_slo(project, disagg, targets.ttft_p99_ms, targets.rate_per_s, args.slo_check)
     if args.json:
@@ -98,7 +98,10 @@ def run(args: argparse.Namespace) -> int:
         if slo is not None:
             data["slo"] = slo.to_json()
         if disagg is not None:
-            from studio.commands.disagg_args import best_aggregated_per_gpu, disagg_sweep_json
+            from studio.commands.options.disagg_args import (
+                best_aggregated_per_gpu,
+                disagg_sweep_json,
+            )
 
             data["disaggregated"] = disagg_sweep_json(disagg, args.top, best_aggregated_per_gpu(result))
             if disagg_slo is not None:
@@ -114,11 +117,14 @@ def run(args: argparse.Namespace) -> int:
         if slo is not None:
             print("\n" + format_slo(slo))
         if disagg is not None:
-            from studio.commands.disagg_args import best_aggregated_per_gpu, disagg_sweep_section
+            from studio.commands.options.disagg_args import (
+                best_aggregated_per_gpu,
+                disagg_sweep_section,
+            )
 
             print("\n" + disagg_sweep_section(project, disagg, best_aggregated_per_gpu(result), args.top))
             if disagg_slo is not None:
-                from studio.commands.disagg_args import format_disagg_slo
+                from studio.commands.options.disagg_args import format_disagg_slo
 
                 print("\n" + format_disagg_slo(disagg_slo))
         if args.csv:

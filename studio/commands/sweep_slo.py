@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from studio.commands.arg_types import positive_float, positive_int
+from studio.commands.options.arg_types import positive_float, positive_int
 from studio.commands.output import fmt, format_table
 
 if TYPE_CHECKING:

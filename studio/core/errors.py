@@ -16,7 +16,7 @@ class StudioError(Exception):
         The input the user should change, by its domain name (``"gpu"``, ``"nodes"``,
         ``"hosts"``, ``"model_path"``, …), when one input is to blame or missing. The message
         names it in words and never as a command-line flag; the CLI puts the matching flag in
-        front (:func:`studio.commands.flags.cli_message`), a window names its own control.
+        front (:func:`studio.commands.options.flags.cli_message`), a window names its own control.
     """
 
     def __init__(

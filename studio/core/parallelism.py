@@ -173,7 +173,7 @@ def cp_options(model: LLMArchitecture, tp: int, dp: int, mode: str = "decode") -
 def gpus_used(layout: Layout, gpus: int) -> int:
     """The GPUs ``layout`` runs on out of the ``gpus`` drawn: all of them, or only those its
     placement names when it names fewer (the others stay idle, e.g. a spare after a GPU is
-    deleted; :func:`studio.service.hardware_edits.follow_cluster` leaves GPUs idle that way)."""
+    deleted; :func:`studio.service.project_edits.hardware_edits.follow_cluster` leaves GPUs idle that way)."""
     if layout.placement is not None and len(layout.placement) == layout.world_size < gpus:
         return layout.world_size
     return gpus

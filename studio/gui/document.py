@@ -19,7 +19,7 @@ from studio.core.errors import StudioError, first_error_message
 from studio.core.project import Project
 from studio.gui.worker import Evaluator, ScheduledWork, default_evaluator, evaluate_work
 from studio.io.project_file import load_project, save_project
-from studio.service.hardware_edits import follow_cluster
+from studio.service.project_edits.hardware_edits import follow_cluster
 from studio.service.scheduler import Response
 
 DEBOUNCE_MS = 30
@@ -179,7 +179,7 @@ class ProjectDocument(QObject):
     def edit_cluster(self, text: str, fn: Callable) -> bool:
         """Like :meth:`edit` for a ``Cluster -> Cluster`` function (or ``Cluster -> (Cluster,
         note)``, the note added to the undo text). When the GPUs change, the
-        layout follows them in the same undo step (:func:`studio.service.hardware_edits.follow_cluster`)
+        layout follows them in the same undo step (:func:`studio.service.project_edits.hardware_edits.follow_cluster`)
         and the undo text names the new layout ("Add HGX H200 · DP follows the GPUs: layout …")."""
         notes: list[str] = []
 

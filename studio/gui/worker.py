@@ -22,7 +22,7 @@ Evaluator = Callable[[Project], object]
 
 #: Least time between two progress signals of one job (its first and its completion always go).
 #: Each signal costs the GUI thread a turn at the interpreter, which a busy worker hands over only
-#: once per switch interval (:data:`studio.gui.app.SWITCH_INTERVAL_S`). A 512-GPU sweep that
+#: once per switch interval (:data:`studio.gui.window.app.SWITCH_INTERVAL_S`). A 512-GPU sweep that
 #: reported every layout (50 signals in 0.3 s) left a click handled 38–39 ms late; at most one
 #: signal per 50 ms, 21–28 ms late (``benchmarks/explorer.py``). Twenty updates a second still move
 #: the bar smoothly.

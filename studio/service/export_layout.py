@@ -36,7 +36,7 @@ def verdict_for(project: Project, layout: Layout) -> ExportedLayoutVerdict:
         fits, reason = False, str(exc)
     if fits:
         return ExportedLayoutVerdict(layout, True, reason)
-    from studio.service.recommend import recommend
+    from studio.service.explore.recommend import recommend
 
     proposal = None
     try:

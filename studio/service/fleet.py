@@ -189,7 +189,7 @@ def sweep_layouts(project: Project) -> list[Layout]:
     """The layouts of the cluster's sweep that fit, best first for the project's objective (the
     Explorer's ranking), as candidates for :func:`rank_layouts`."""
     from studio.engine import sweep
-    from studio.service.recommend import sweep_kwargs
+    from studio.service.explore.recommend import sweep_kwargs
 
     result = sweep(project, **sweep_kwargs(project))
     fits = result.columns["fits"]

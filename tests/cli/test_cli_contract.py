@@ -128,8 +128,8 @@ def test_broken_project_file_names_the_file(cli, tmp_path):
 def fake_gui(monkeypatch):
     """Record the calls the CLI makes into ``studio.gui`` (whose real code needs a display)."""
     calls: list[tuple] = []
-    app = types.ModuleType("studio.gui.app")
-    snap = types.ModuleType("studio.gui.snapshot")
+    app = types.ModuleType("studio.gui.window.app")
+    snap = types.ModuleType("studio.gui.window.snapshot")
 
     def run(path=None, **example):
         calls.append(("run", path, *example.values()))
@@ -141,8 +141,8 @@ def fake_gui(monkeypatch):
 
     app.run = run
     snap.render_main_window = render_main_window
-    monkeypatch.setitem(sys.modules, "studio.gui.app", app)
-    monkeypatch.setitem(sys.modules, "studio.gui.snapshot", snap)
+    monkeypatch.setitem(sys.modules, "studio.gui.window.app", app)
+    monkeypatch.setitem(sys.modules, "studio.gui.window.snapshot", snap)
     return calls
 
 

@@ -93,8 +93,8 @@ def test_a_command_loads_only_the_helpers_it_imports():
     the layout flags or the project a command line describes."""
     mods = loaded_by("presets", "gpus", "--json")
     assert "studio.commands.output" in mods
-    helpers = ("studio.commands.project_args", "studio.commands.project_flags", "studio.commands.layout_args",
-               "studio.commands.arg_types")
+    helpers = ("studio.commands.options.project_args", "studio.commands.options.project_flags", "studio.commands.options.layout_args",
+               "studio.commands.options.arg_types")
     assert not [m for m in mods if m in helpers], mods
 
 

@@ -91,7 +91,7 @@ def test_plan_table_is_readable(cli):
 
 def test_explain_prints_every_explanation(cli):
     from studio.cli import build_parser
-    from studio.commands.project_args import project_from_args
+    from studio.commands.options.project_args import project_from_args
     from studio.engine import evaluate
 
     argv = ["plan", *H100_2N, "--tp", "8", "--pp", "2"]

@@ -1,4 +1,4 @@
-"""``studio.commands.project_args.project_from_args``: flags over a project file, cluster building,
+"""``studio.commands.options.project_args.project_from_args``: flags over a project file, cluster building,
 layout derivation and the errors for layouts that cannot exist."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from studio.cli import build_parser
-from studio.commands.project_args import load_base_project, project_from_args
+from studio.commands.options.project_args import load_base_project, project_from_args
 from studio.core.errors import StudioError
 from studio.io.presets import load_catalog
 from studio.io.project_file import save_project

@@ -55,7 +55,7 @@ def test_plan_disagg_aggregated_gives_the_usual_plan(cli):
 
 
 def test_a_disaggregated_project_file_is_planned_disaggregated(cli, tmp_path):
-    from studio.commands.project_args import load_base_project
+    from studio.commands.options.project_args import load_base_project
     from studio.core.serving_mode import parse_pools
     from studio.io.project_file import save_project
 

@@ -7,7 +7,7 @@ import functools
 import re
 from pathlib import Path
 
-from studio.commands.flags import FLAGS, cli_message
+from studio.commands.options.flags import FLAGS, cli_message
 from studio.core.errors import StudioError
 from tests.source_trees import module_tree as _tree
 

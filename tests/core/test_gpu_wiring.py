@@ -43,7 +43,7 @@ def test_without_its_template_a_node_gets_a_bare_gpu(catalog):
 
 def test_the_bundled_example_runs_again_after_a_gpu_is_dropped_back(catalog):
     from studio.engine import evaluate
-    from studio.service.hardware_edits import follow_cluster
+    from studio.service.project_edits.hardware_edits import follow_cluster
 
     p = load_project(EXAMPLES / "dgx-h100-2node-llama-405b.json")
     node = p.cluster.nodes[0]

@@ -11,7 +11,7 @@ from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.project import SCHEMA_VERSION, migrate
 from studio.io.project_file import load_project, project_to_json, save_project
-from studio.service.recommend import sweep_kwargs, with_row
+from studio.service.explore.recommend import sweep_kwargs, with_row
 
 GOLDEN = Path(__file__).resolve().parents[1] / "robustness" / "golden"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from studio.commands.flags import cli_message
+from studio.commands.options.flags import cli_message
 from studio.core.edits import add_template_node, connect_nodes_to_fabric
 from studio.core.errors import StudioError
 from studio.core.layout import Layout

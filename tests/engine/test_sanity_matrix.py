@@ -40,7 +40,7 @@ def test_every_plan_of_the_gpu_is_sane(gpu_id: str) -> None:
 
 def test_the_checks_catch_broken_plans() -> None:
     from studio.cli import build_parser
-    from studio.commands.project_args import project_from_args
+    from studio.commands.options.project_args import project_from_args
     from studio.engine import evaluate
 
     project = project_from_args(build_parser().parse_args(["plan"]))

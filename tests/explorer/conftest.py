@@ -47,6 +47,6 @@ def rewire_bridges(project: Project, pairs: list[tuple[int, int]]) -> Project:
 
 @pytest.fixture(autouse=True, scope="session")
 def _protect_none():
-    from studio.gui.qtfix import protect_none_refcount
+    from studio.gui.toolkit.qtfix import protect_none_refcount
 
     protect_none_refcount()

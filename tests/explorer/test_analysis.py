@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from studio.engine import sweep
-from studio.service.explorer_analysis import (
+from studio.service.explore.explorer_analysis import (
     best_rows,
     compare_plans,
     factorizations,

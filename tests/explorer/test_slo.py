@@ -15,7 +15,7 @@ from studio.gui.explorer import ExplorerWidget
 from studio.gui.explorer.table_model import ROW_ROLE
 from studio.io.project_file import load_project
 from studio.service import slo as slo_service
-from studio.service.explorer_analysis import COLUMNS
+from studio.service.explore.explorer_analysis import COLUMNS
 
 
 def _col(key: str) -> int:

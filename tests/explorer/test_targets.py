@@ -89,7 +89,7 @@ def test_best_layout_button_recommends_what_the_explorer_recommends(explorer, qt
 
 
 def test_run_is_visible_at_1280x800_and_the_explorer_gets_its_own_window(qtbot, dgx405):
-    from studio.gui.app import build_window
+    from studio.gui.window.app import build_window
 
     win = build_window(dgx405, threaded=False)
     win.ask_save = lambda: "discard"
@@ -123,8 +123,8 @@ def test_snapshot_renders_the_explorer_in_its_own_window(qapp, qtlog, tmp_path):
     from PySide6.QtGui import QImage
 
     from studio.core.errors import StudioError
-    from studio.gui.qt_messages import is_noise
-    from studio.gui.snapshot import render_main_window
+    from studio.gui.toolkit.qt_messages import is_noise
+    from studio.gui.window.snapshot import render_main_window
 
     out = render_main_window(None, tmp_path / "x.png", (1280, 800), "explorer-window")
     img = QImage(str(out))
@@ -135,7 +135,7 @@ def test_snapshot_renders_the_explorer_in_its_own_window(qapp, qtlog, tmp_path):
 
 
 def test_the_report_ranks_alternatives_by_the_projects_objective(dgx405):
-    from studio.service.report_content import gather
+    from studio.service.report.report_content import gather
 
     p = dgx405.replace(explorer=dgx405.explorer.replace(objective="cost"))
     assert gather(p).objective == "cost"
@@ -176,7 +176,7 @@ def test_the_pinned_batch_is_the_projects_saved_and_undone(qtbot, explorer, tmp_
 def test_the_docked_explorer_fits_a_1366x768_window_without_scrolling_sideways(qtbot):
     """At 1366×768 the docked Explorer's control rows wrap and its reasons and table become tabs
     beside the plots, so nothing hides behind a scroll bar; a wide dock keeps them side by side."""
-    from studio.gui.app import build_window
+    from studio.gui.window.app import build_window
     from tests.gui.gui_helpers import close_window
 
     win = build_window(threaded=False)

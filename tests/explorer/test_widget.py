@@ -10,7 +10,7 @@ import pytest
 from studio.engine import evaluate, sweep
 from studio.gui.document import ProjectDocument
 from studio.gui.explorer import ExplorerWidget
-from studio.service.explorer_analysis import best_rows
+from studio.service.explore.explorer_analysis import best_rows
 
 
 @pytest.fixture
@@ -271,7 +271,7 @@ def test_closing_the_dock_or_window_cancels_the_sweep(qtbot, dgx405, closer):
 def test_closing_the_main_window_cancels_the_sweep_before_waiting_for_it(qtbot, dgx405, monkeypatch):
     """The window's close waits for its workers; the Explorer's sweep must be cancelled before
     that wait, not when the window hides after it (the close then froze for the whole sweep)."""
-    from studio.gui.app import build_window
+    from studio.gui.window.app import build_window
 
     sweeper = _HeldSweeper()
     monkeypatch.setattr("studio.gui.explorer.widget.sweep", sweeper)

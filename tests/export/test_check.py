@@ -15,7 +15,7 @@ from studio.cli import main
 from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.io.export import export_plan
-from studio.io.export.check import check, check_with_engine, recipe_with_config_file
+from studio.io.export.checks.check import check, check_with_engine, recipe_with_config_file
 
 from .conftest import LLAMA_70B, MIXTRAL, plan, project
 

@@ -14,7 +14,7 @@ from studio.core.layout import Layout
 from studio.core.workload import ServingConfig, Workload
 from studio.engine import evaluate
 from studio.io.export import export_plan
-from studio.io.export.check import check_recipe
+from studio.io.export.checks.check import check_recipe
 from tests.engine.fixtures import DGX_H100, H100, H200, HGX_H200, LLAMA_70B, cluster, project
 from tests.engine.test_context_parallel import DSV3
 from tests.export import fields

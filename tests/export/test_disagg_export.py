@@ -15,8 +15,8 @@ from studio.core.errors import StudioError
 from studio.core.serving_mode import parse_pools
 from studio.core.workload import Workload
 from studio.engine.disagg.evaluate import evaluate_disaggregated
-from studio.io.export.disagg import export_disaggregated
-from studio.io.export.disagg_check import check_disaggregated
+from studio.io.export.checks.disagg_check import check_disaggregated
+from studio.io.export.disaggregated.disagg import export_disaggregated
 from tests.engine.fixtures import H200, HGX_H200, LLAMA_70B, MIXTRAL, cluster, project
 
 WL = Workload(isl=2048, osl=256)

@@ -33,7 +33,7 @@ def test_the_matrix_and_the_modules_come_from_one_entry_per_engine():
 
 
 def test_the_report_carries_each_recipes_check_verdict():
-    from studio.service.report_content import _exports
+    from studio.service.report.report_content import _exports
 
     proj = project(LLAMA_70B, 1, Layout(tp=8))
     out = dict(_exports(proj, plan(proj)))

@@ -15,7 +15,7 @@ from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.workload import ServingConfig
 from studio.io.export import export_plan
-from studio.io.export.check import check_recipe
+from studio.io.export.checks.check import check_recipe
 from studio.io.export.features import apply_features
 
 from .conftest import MIXTRAL, plan, project
@@ -104,8 +104,8 @@ def test_attention_dp_balance_needs_attention_dp_and_ib_devices_reach_sglang_dis
     assert "attention_dp_config" not in plain.recipe.config and any("has none" in n for n in plain.notes)
     from studio.core.serving_mode import parse_pools
     from studio.engine.disagg.evaluate import evaluate_disaggregated
-    from studio.io.export.disagg import export_disaggregated
-    from studio.io.export.disagg_check import check_disaggregated
+    from studio.io.export.checks.disagg_check import check_disaggregated
+    from studio.io.export.disaggregated.disagg import export_disaggregated
     from tests.engine import fixtures as fx
 
     proj = fx.project(fx.cluster(fx.HGX_H200, 1, fx.H200), fx.MIXTRAL,

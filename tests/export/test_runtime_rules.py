@@ -17,9 +17,9 @@ from studio.core.hardware import GpuSpec
 from studio.core.layout import Layout
 from studio.core.workload import ServingConfig
 from studio.io.export import FORMATS, export_plan
-from studio.io.export.check import check_recipe
+from studio.io.export.checks.check import check_recipe
+from studio.io.export.checks.rules import all_rules, rules_for
 from studio.io.export.k8s import dns_name
-from studio.io.export.rules import all_rules, rules_for
 
 from .conftest import GIB, LLAMA_70B, MIXTRAL, plan, project
 from .test_engines import _commands
@@ -210,7 +210,7 @@ def test_8_hosts_entries_must_be_host_names(hosts):
     proj = project(LLAMA_70B, 2, Layout(tp=8, pp=2))
     with pytest.raises(StudioError, match="is not a host name or IP address") as err:
         export_plan(proj, plan(proj), engine="trtllm", fmt="command", hosts=hosts)
-    assert err.value.field == "hosts"  # the CLI shows it as --hosts (studio.commands.flags)
+    assert err.value.field == "hosts"  # the CLI shows it as --hosts (studio.commands.options.flags)
 
 
 def test_8_a_long_bad_host_is_shown_by_its_start_and_length():
@@ -303,7 +303,7 @@ def test_precision_of_an_fp16_checkpoint_is_its_model_dtype():
 def test_a_broken_rules_file_names_the_missing_field():
     import json
 
-    from studio.io.export import rules
+    from studio.io.export.checks import rules
     from studio.io.presets import presets_root
 
     data = json.loads(presets_root().joinpath("engines", "rules.json").read_text(encoding="utf-8"))

@@ -14,7 +14,7 @@ from studio.cli import main
 from studio.core.layout import Layout
 from studio.core.workload import ServingConfig, SpeculativeConfig
 from studio.io.export import export_plan
-from studio.io.export.check import check_recipe
+from studio.io.export.checks.check import check_recipe
 
 from .conftest import DATA, LLAMA_70B, plan, project
 

@@ -17,11 +17,11 @@ from studio.core.serving_mode import parse_pools
 from studio.core.workload import ServingConfig, SpeculativeConfig, Workload
 from studio.engine.disagg.evaluate import evaluate_disaggregated
 from studio.io.export import export_plan
-from studio.io.export.check import check_recipe
-from studio.io.export.disagg import export_disaggregated
-from studio.io.export.disagg_check import DISAGG_EVALUATORS, check_disaggregated
-from studio.io.export.startup import EVALUATORS
-from studio.io.export.startup_rules import rule, startup_rules, version_in
+from studio.io.export.checks.check import check_recipe
+from studio.io.export.checks.disagg_check import DISAGG_EVALUATORS, check_disaggregated
+from studio.io.export.checks.startup import EVALUATORS
+from studio.io.export.checks.startup_rules import rule, startup_rules, version_in
+from studio.io.export.disaggregated.disagg import export_disaggregated
 from tests.engine.fixtures import H200, HGX_H200, LLAMA_70B, cluster, project
 
 from .conftest import LLAMA_70B as LLAMA_CONF

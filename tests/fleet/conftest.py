@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from studio.cli import build_parser
-from studio.commands.project_args import project_from_args
+from studio.commands.options.project_args import project_from_args
 
 EXAMPLE = ("--gpu", "h100-sxm", "--nodes", "2", "--model", "llama-3.1-70b", "--tp", "4")
 

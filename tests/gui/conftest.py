@@ -82,7 +82,7 @@ def _module_window(qapp, catalog, model):
     Explorer's first sweep (started in a worker thread once the window shows) has been delivered,
     with the recommended layout it previews on the canvas."""
     engine_evaluate()
-    from studio.gui.app import build_window
+    from studio.gui.window.app import build_window
 
     win = build_window(make_project(catalog, model), threaded=False)
     win.ask_save = lambda: "discard"
@@ -132,7 +132,7 @@ def _module_editable_window(qapp, catalog, model):
     """The module's main window for :func:`editable_window`, at 1280×800, shown, with the Explorer
     and Load docks closed (:func:`gui_helpers.close_worker_docks`), and the state a fresh one has."""
     engine_evaluate()
-    from studio.gui.app import build_window
+    from studio.gui.window.app import build_window
 
     win = build_window(make_project(catalog, model), threaded=False)
     win.resize(1280, 800)

@@ -35,7 +35,7 @@ def open_window(qtbot, project, *, workers: bool = False):
     every edit (a sweep and a 600-request simulation, ~0.2 s of CPU each) for tests that look at
     neither, and their results landed whenever the test's event loop happened to run."""
     engine_evaluate()
-    from studio.gui.app import build_window
+    from studio.gui.window.app import build_window
 
     win = build_window(project, threaded=False)
     win.ask_save = lambda: "discard"

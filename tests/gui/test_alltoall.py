@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from gui_helpers import engine_evaluate
 
-from studio.gui.colors import SEGMENT_LABELS
+from studio.gui.toolkit.colors import SEGMENT_LABELS
 from studio.io.project_file import load_project
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "presets" / "examples"
@@ -38,7 +38,7 @@ def test_the_engine_draws_all_to_all_segments_and_reports_the_figure(moe):
 
 def test_the_card_and_the_timeline_name_the_all_to_all(qtbot, moe, project):
     from studio.gui.panels.metrics_panel import MetricsPanel, figure_value
-    from studio.gui.timeline import TimelinePanel
+    from studio.gui.views.timeline import TimelinePanel
 
     r = engine_evaluate()(moe)
     panel = MetricsPanel()

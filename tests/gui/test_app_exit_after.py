@@ -19,7 +19,7 @@ def test_studio_opens_bundled_example_and_exits_by_itself() -> None:
         env=env, capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stderr == ""  # no Qt warning (studio.gui.qt_messages), nothing else
+    assert done.stderr == ""  # no Qt warning (studio.gui.toolkit.qt_messages), nothing else
     line = next(ln for ln in done.stdout.splitlines() if ln.startswith("layout-studio:"))
     assert "TP8×PP2 on 16 GPUs, fits" in line
     assert "TTFT" in line and "tok/s" in line

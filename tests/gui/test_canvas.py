@@ -8,7 +8,7 @@ from PySide6.QtTest import QTest
 
 from studio.core import edits
 from studio.gui.canvas.items import GpuTile
-from studio.gui.mime import DragItem, to_mime
+from studio.gui.canvas.mime import DragItem, to_mime
 
 
 def _free_one_slot(doc, node_index=0):
@@ -20,7 +20,7 @@ def _free_one_slot(doc, node_index=0):
 
 
 def test_drag_gpu_from_palette_into_node_snaps_into_free_slot(qtbot, doc, canvas, catalog):
-    from studio.gui.palette import Palette
+    from studio.gui.canvas.palette import Palette
 
     node_id, slot = _free_one_slot(doc)
     scene = canvas.cluster_scene

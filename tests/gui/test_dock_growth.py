@@ -18,7 +18,7 @@ def _settle() -> None:
 
 @pytest.fixture
 def window(qtbot, doc, catalog, tmp_path):
-    from studio.gui.main_window import MainWindow
+    from studio.gui.window.main_window import MainWindow
 
     w = MainWindow(doc, catalog, settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(w)

@@ -142,7 +142,7 @@ def test_the_window_process_switches_threads_more_often(monkeypatch):
     event loop are stand-ins: this checks what ``run`` sets, not Qt."""
     import sys
 
-    import studio.gui.app as app_module
+    import studio.gui.window.app as app_module
 
     class Stub:
         def show(self):

@@ -21,7 +21,7 @@ def live_doc(qtbot, project):
 
 @pytest.fixture
 def selector(qtbot, live_doc):
-    from studio.gui.engine_selector import EngineSelector
+    from studio.gui.editors.engine_selector import EngineSelector
 
     w = EngineSelector(live_doc)
     qtbot.addWidget(w)
@@ -59,7 +59,7 @@ def test_typing_an_unknown_version_uses_the_nearest_profile(qtbot, selector, liv
 
 
 def test_the_load_editor_draws_lengths_from_a_bundled_workload(qtbot, live_doc):
-    from studio.gui.load_editor import LoadEditor
+    from studio.gui.editors.load_editor import LoadEditor
 
     editor = LoadEditor(live_doc)
     qtbot.addWidget(editor)

@@ -21,7 +21,7 @@ HF_LLAMA = (DATA / "llama-3.1-70b.config.json").read_text(encoding="utf-8")
 
 def _window(project):
     from studio.gui.document import ProjectDocument
-    from studio.gui.main_window import MainWindow
+    from studio.gui.window.main_window import MainWindow
 
     doc = ProjectDocument(project, evaluate=lambda p: None, threaded=False)
     w = MainWindow(doc, None)
@@ -152,7 +152,7 @@ def test_studio_error_in_an_action_becomes_a_dialog(win):
 
 @pytest.mark.qt_no_exception_capture
 def test_unexpected_exception_in_a_slot_shows_a_dialog_and_keeps_running(qtbot, win, tmp_path):
-    from studio.gui.errors import GuiExceptHook
+    from studio.gui.window.errors import GuiExceptHook
 
     log = tmp_path / "logs" / "layout-studio.log"
     hook = GuiExceptHook(lambda t, x: win.errors.append((t, x)), log).install()
@@ -176,7 +176,7 @@ def test_unexpected_exception_in_a_slot_shows_a_dialog_and_keeps_running(qtbot, 
 
 
 def test_excepthook_survives_a_failing_dialog(tmp_path, capsys):
-    from studio.gui.errors import GuiExceptHook
+    from studio.gui.window.errors import GuiExceptHook
 
     def dialog(title, text):
         raise RuntimeError("no display")
@@ -203,7 +203,7 @@ def test_hostile_drag_payloads_are_refused(payload, message, canvas):
     from gui_helpers import send_drop
     from PySide6.QtCore import QPointF
 
-    from studio.gui.mime import MIME_TYPE, from_mime
+    from studio.gui.canvas.mime import MIME_TYPE, from_mime
 
     mime = QMimeData()
     mime.setData(MIME_TYPE, payload)
@@ -229,7 +229,7 @@ def test_document_destroyed_with_unsaved_changes_emits_nothing_afterwards(qtbot,
 
 def test_sweep_task_stops_quietly_when_its_window_is_gone(project):
     from studio.gui.worker import _Relay, _Task
-    from studio.service.explorer_work import explore_work
+    from studio.service.explore.explorer_work import explore_work
     from studio.service.scheduler import Job, Request
 
     calls = []

@@ -58,7 +58,7 @@ def test_pools_are_rows_of_the_table_sortable_filterable_and_applied(qtbot, doc)
     from PySide6.QtTest import QTest
 
     from studio.gui.explorer.table_model import DISAGG_ROLE, ROW_ROLE
-    from studio.service.explorer_analysis import COLUMNS
+    from studio.service.explore.explorer_analysis import COLUMNS
 
     engine_evaluate()
     doc.edit("targets", "workload", lambda p: p.replace(workload=p.workload.replace(ttft_ms=1000.0, tpot_ms=50.0)))

@@ -19,7 +19,7 @@ HF = Path(__file__).resolve().parents[1] / "data" / "hf"
 
 @pytest.fixture
 def example():
-    from studio.commands.project_args import load_base_project
+    from studio.commands.options.project_args import load_base_project
 
     evaluate = engine_evaluate()
     project = load_base_project(None)  # the bundled example: Llama-3.1-405B on 2× DGX H100
@@ -28,7 +28,7 @@ def example():
 
 @pytest.fixture
 def dialog(qtbot, example):
-    from studio.gui.export_dialog import ExportDialog
+    from studio.gui.editors.export_dialog import ExportDialog
 
     dlg = ExportDialog(*example)
     qtbot.addWidget(dlg)
@@ -147,7 +147,7 @@ def test_copy_puts_the_shown_file_on_the_clipboard(dialog):
 
 
 def test_file_menu_opens_the_dialog_on_the_window_plan(qtbot, doc, catalog):
-    from studio.gui.main_window import MainWindow
+    from studio.gui.window.main_window import MainWindow
 
     engine_evaluate()
     win = MainWindow(doc, catalog)
@@ -165,8 +165,8 @@ def test_file_menu_opens_the_dialog_on_the_window_plan(qtbot, doc, catalog):
 
 def test_file_menu_reports_a_project_the_engine_refuses(qtbot, doc, catalog, monkeypatch):
     import studio.engine
-    from studio.gui.export_dialog import open_export_dialog
-    from studio.gui.main_window import MainWindow
+    from studio.gui.editors.export_dialog import open_export_dialog
+    from studio.gui.window.main_window import MainWindow
 
     win = MainWindow(doc, catalog)
     qtbot.addWidget(win)
@@ -268,7 +268,7 @@ def test_the_layout_the_files_run_is_costed_again(qtbot):
     from studio.core.builders import build_cluster
     from studio.core.layout import Layout
     from studio.core.project import Project
-    from studio.gui.export_dialog import ExportDialog
+    from studio.gui.editors.export_dialog import ExportDialog
     from studio.io.presets import load_catalog
 
     evaluate = engine_evaluate()
@@ -292,7 +292,7 @@ def test_the_layout_the_files_run_is_costed_again(qtbot):
 def test_save_shows_the_check_first_and_asks_before_writing_a_refused_recipe(qtbot, dialog, tmp_path, monkeypatch):
     from PySide6.QtCore import Qt
 
-    from studio.io.export.findings import Finding
+    from studio.io.export.checks.findings import Finding
 
     dialog.set_choice("vllm", "yaml")
     asked = []
@@ -303,7 +303,7 @@ def test_save_shows_the_check_first_and_asks_before_writing_a_refused_recipe(qtb
     assert not asked and sorted(p.name for p in tmp_path.iterdir()) == sorted(dialog.bundle.files)
     # a recipe the check refuses: the verdict is shown and nothing is written unless the user agrees
     refused = [Finding("error", "decode-context-parallel-size", "refused by vLLM", "vllm.cp.dcp_gqa")]
-    import studio.gui.export_dialog as module
+    import studio.gui.editors.export_dialog as module
 
     real = module.check
     monkeypatch.setattr(module, "check", lambda recipe: real(recipe).__class__(

@@ -21,7 +21,7 @@ def _plans():
 def _small_runs_once_each(monkeypatch, _plans):
     """Short simulations (the view's logic is tested, not their precision), each plan computed once
     per module: a plan is a pure function of the project and the settings (its simulation is seeded)."""
-    from studio.gui import fleet_view
+    from studio.gui.views import fleet_view
     from studio.io.project_file import project_to_json
 
     monkeypatch.setattr(fleet_view, "REQUESTS", 120)
@@ -48,7 +48,7 @@ def live_doc(qtbot, project):
 
 @pytest.fixture
 def view(qtbot, live_doc):
-    from studio.gui.fleet_view import FleetView
+    from studio.gui.views.fleet_view import FleetView
 
     v = FleetView(live_doc)
     qtbot.addWidget(v)
@@ -108,7 +108,7 @@ def test_error_clears(view):
 def test_main_window_builds_the_fleet_tab_on_first_show(qtbot, live_doc, catalog, tmp_path):
     from PySide6.QtCore import QSettings
 
-    from studio.gui.main_window import MainWindow
+    from studio.gui.window.main_window import MainWindow
 
     settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
     w = MainWindow(live_doc, catalog, settings=settings)

@@ -74,7 +74,7 @@ def test_decode_cp_offered_for_gqa_when_tp_duplicates_kv_heads(qtbot, catalog, m
 
 def test_timeline_draws_the_cp_exchange_as_its_own_bars(qtbot, catalog, model):
     from studio.engine import evaluate
-    from studio.gui.timeline import TimelinePlot
+    from studio.gui.views.timeline import TimelinePlot
 
     few_kv = model.replace(num_kv_heads=2, id="gqa-2kv", name="GQA 2 KV heads")
     plain = evaluate(make_project(catalog, few_kv, layout=Layout(tp=8, dp=2)))
@@ -92,7 +92,7 @@ def test_timeline_draws_the_cp_exchange_as_its_own_bars(qtbot, catalog, model):
 def test_removing_a_node_keeps_decode_cp_and_drops_prefill_cp_that_no_longer_divides(
     catalog, model
 ):
-    from studio.service.hardware_edits import follow_cluster
+    from studio.service.project_edits.hardware_edits import follow_cluster
 
     few_kv = model.replace(num_kv_heads=2, id="gqa-2kv", name="GQA 2 KV heads")
     one = make_project(catalog, few_kv, nodes=1).cluster

@@ -48,7 +48,7 @@ def test_the_exported_canvas_puts_the_legend_below_the_drawing(read_only_window)
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_the_window_fits_a_1366x768_screen(qtbot, path):
-    from studio.gui.app import build_window
+    from studio.gui.window.app import build_window
 
     win = build_window(load_project(path), threaded=False)
     win.ask_save = lambda: "discard"
@@ -119,8 +119,8 @@ def test_no_canvas_label_is_cut_at_the_default_zoom_of_the_bundled_example(qtbot
     "8 NICs"), and every GPU shows its slot number."""
     from PySide6.QtGui import QFontMetricsF
 
-    from studio.gui.app import build_window
     from studio.gui.canvas.items import BOLD, SMALL, GpuTile, header_text, legible
+    from studio.gui.window.app import build_window
 
     win = build_window(threaded=False)
     win.ask_save = lambda: "discard"

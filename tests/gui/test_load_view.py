@@ -21,7 +21,7 @@ def _curves():
 def _curve_once_per_project(monkeypatch, _curves):
     """Every LoadView of this module (the windows' too) computes each project's curve once."""
     from studio.core.project import Project
-    from studio.gui import load_view
+    from studio.gui.views import load_view
     from studio.io.project_file import project_to_json
 
     real = load_view.default_curve
@@ -49,7 +49,7 @@ def live_doc(qtbot, project):
 
 @pytest.fixture
 def editor(qtbot, live_doc):
-    from studio.gui.load_editor import LoadEditor
+    from studio.gui.editors.load_editor import LoadEditor
 
     e = LoadEditor(live_doc)
     qtbot.addWidget(e)
@@ -111,7 +111,7 @@ def test_refused_budget_snaps_back_and_says_why(qtbot, editor, live_doc):
 
 @pytest.fixture
 def view(qtbot, live_doc):
-    from studio.gui.load_view import LoadView
+    from studio.gui.views.load_view import LoadView
 
     v = LoadView(live_doc)
     qtbot.addWidget(v)
@@ -181,7 +181,7 @@ def test_engine_error_clears_the_view(view):
 def test_main_window_has_the_load_tab_and_editor(qtbot, live_doc, catalog, tmp_path):
     from PySide6.QtCore import QSettings
 
-    from studio.gui.main_window import MainWindow
+    from studio.gui.window.main_window import MainWindow
 
     settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
     w = MainWindow(live_doc, catalog, settings=settings)
@@ -243,7 +243,7 @@ def test_a_load_tab_behind_the_timeline_computes_nothing_until_raised(qtbot, liv
     """Qt keeps a dock tab behind another visible; the curve waits for the tab to be raised."""
     from PySide6.QtCore import QSettings
 
-    from studio.gui.main_window import MainWindow
+    from studio.gui.window.main_window import MainWindow
 
     w = MainWindow(live_doc, catalog, settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(w)
@@ -273,7 +273,7 @@ def test_floating_the_load_tab_out_computes_its_curve(qtbot, live_doc, catalog, 
     and computes one at once (its dock then says nothing to go by)."""
     from PySide6.QtCore import QSettings
 
-    from studio.gui.main_window import MainWindow
+    from studio.gui.window.main_window import MainWindow
 
     w = MainWindow(live_doc, catalog, settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(w)

@@ -46,8 +46,8 @@ def test_a_narrow_value_shrinks_instead_of_eliding(qtbot):
 
 
 def _window(qtbot, project, size):
-    from studio.gui.app import build_window
-    from studio.gui.resources import application
+    from studio.gui.toolkit.resources import application
+    from studio.gui.window.app import build_window
 
     application()  # the style sheet the studio runs with (card paddings and fonts), whatever ran before
 

@@ -8,7 +8,7 @@ from PySide6.QtCore import QMimeData
 from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.gui.canvas.kinds import applicable_kinds
-from studio.gui.mime import MIME_TYPE, DragItem, from_mime, to_mime
+from studio.gui.canvas.mime import MIME_TYPE, DragItem, from_mime, to_mime
 from studio.service.placement_overlay import layout_overlay
 
 
@@ -38,7 +38,7 @@ def test_network_links_are_bundled_and_shown_when_selected(qtbot, doc, canvas):
 
 
 def test_palette_lists_presets_and_filters(qtbot, catalog):
-    from studio.gui.palette import Palette
+    from studio.gui.canvas.palette import Palette
 
     pal = Palette(catalog)
     qtbot.addWidget(pal)
@@ -68,8 +68,8 @@ def test_placement_overlay_follows_rank_order(project):
 
 
 def test_window_geometry_and_docks_persist(qtbot, project, tmp_path, monkeypatch):
-    from studio.gui.app import build_window
-    from studio.gui.settings import make_settings, push_recent, recent_files
+    from studio.gui.window.app import build_window
+    from studio.gui.window.settings import make_settings, push_recent, recent_files
 
     s = make_settings()
     assert "layout-studio-settings" in s.fileName()  # LAYOUT_STUDIO_NO_SETTINGS=1 in conftest

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _window(qtbot, project, path=None):
     from studio.gui.document import ProjectDocument
-    from studio.gui.main_window import MainWindow
+    from studio.gui.window.main_window import MainWindow
 
     doc = ProjectDocument(project, path=path, evaluate=lambda p: None, threaded=False)
     win = MainWindow(doc, None, autosave=AutosaveStore())
@@ -71,8 +71,8 @@ CRASHING_CHILD = textwrap.dedent(
     import os, sys
     from pathlib import Path
     from PySide6.QtWidgets import QApplication
-    from studio.gui.app import build_window
-    from studio.gui.resources import application
+    from studio.gui.window.app import build_window
+    from studio.gui.toolkit.resources import application
     from studio.io.autosave import IdleTimer
     from studio.io.project_file import project_to_json
 
@@ -105,7 +105,7 @@ def test_recovery_after_a_crash_restores_the_exact_project(qtbot, project, tmp_p
     assert expected != project and expected.name == "Unsaved afternoon"
     [left] = AutosaveStore().sessions()  # the crashed process is gone, so its snapshot is offered
 
-    from studio.gui.app import build_window
+    from studio.gui.window.app import build_window
 
     win = build_window(project, threaded=False, autosave=True)  # the next start, same data folder
     qtbot.addWidget(win)
@@ -126,7 +126,7 @@ def test_recovery_after_a_crash_restores_the_exact_project(qtbot, project, tmp_p
 
 
 def test_recovery_question_names_the_plan_and_the_time(qtbot, project, _private_data_dir):
-    from studio.gui.recovery import recovery_question
+    from studio.gui.window.recovery import recovery_question
 
     store = AutosaveStore()
     store.save(project, "0123abcd", "/plans/a.json")

@@ -29,7 +29,7 @@ def test_report_pages_are_full_and_nothing_is_split(qtbot, name):
 
     from studio.gui.report.paginate import orphan_headings, page_fill, split_rows
     from studio.gui.report.writer import pdf_document, render_pictures
-    from studio.service.report_content import gather
+    from studio.service.report.report_content import gather
 
     data = gather(load_project(EXAMPLES / f"{name}.json"))
     page = QPageLayout(QPageSize(QPageSize.PageSizeId.A4), QPageLayout.Orientation.Portrait,
@@ -45,7 +45,7 @@ def test_report_explains_the_prefill_in_ttft_and_prints_no_inf():
     """TTFT is explained by the iterations that prefill the new prompt, the load is named, the
     percentiles come from a simulation of the project's load; a plan serving nothing prints no inf."""
     from studio.gui.report.document import Images, build_html
-    from studio.service.report_content import gather
+    from studio.service.report.report_content import gather
 
     p = load_project(EXAMPLES / "dgx-h100-2node-llama-405b.json")
     html = build_html(gather(p), Images(src=lambda n: n, width=600))
@@ -62,8 +62,8 @@ def test_the_report_follows_the_current_model_and_nests_no_brackets(qtbot, catal
     import re
 
     from studio.gui.report.document import Images, build_html
-    from studio.service.report_content import gather
-    from studio.service.report_summary import unnest_brackets
+    from studio.service.report.report_content import gather
+    from studio.service.report.report_summary import unnest_brackets
 
     assert unnest_brackets("x (hierarchical (ring in node + ring per rail)) y") == \
         "x (hierarchical — ring in node + ring per rail) y"

@@ -21,7 +21,7 @@ def live_doc(qtbot, project):
 
 @pytest.fixture
 def editor(qtbot, live_doc):
-    from studio.gui.spec_editor import SpecEditor
+    from studio.gui.editors.spec_editor import SpecEditor
 
     e = SpecEditor(live_doc)
     qtbot.addWidget(e)

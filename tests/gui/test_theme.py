@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QSize
 from PySide6.QtGui import QIcon
 
-from studio.gui.resources import DISABLED_OPACITY, icon
+from studio.gui.toolkit.resources import DISABLED_OPACITY, icon
 
 
 def _ink(ic: QIcon, mode: QIcon.Mode = QIcon.Mode.Normal) -> tuple[float, float]:

@@ -8,7 +8,7 @@ import pytest
 from gui_helpers import engine_evaluate
 
 from studio.engine.plan.views import SEGMENT_KINDS
-from studio.gui.colors import SEGMENT_LABELS
+from studio.gui.toolkit.colors import SEGMENT_LABELS
 
 
 @pytest.fixture
@@ -20,7 +20,7 @@ def result(project):
 
 @pytest.fixture
 def panel(qtbot, result):
-    from studio.gui.timeline import TimelinePanel
+    from studio.gui.views.timeline import TimelinePanel
 
     p = TimelinePanel()
     qtbot.addWidget(p)
@@ -93,7 +93,7 @@ def test_hover_shows_the_times_of_the_segment_under_the_cursor(qtbot, panel):
 
 
 def test_legend_lists_each_segment_kind_once(qtbot, result):
-    from studio.gui.timeline import TimelinePlot
+    from studio.gui.views.timeline import TimelinePlot
 
     plot = TimelinePlot(legend=True)
     qtbot.addWidget(plot)
@@ -118,7 +118,7 @@ def test_the_note_never_sits_on_the_bars(qtbot, project, pp, height):
     from PySide6.QtCore import QPointF
 
     from studio.core.layout import Layout
-    from studio.gui.timeline import BAR_HEIGHT, TimelinePlot
+    from studio.gui.views.timeline import BAR_HEIGHT, TimelinePlot
 
     r = engine_evaluate()(project.replace(layout=Layout(tp=2, pp=pp, dp=8 // pp, micro_batches=pp)))
     plot = TimelinePlot(legend=False)

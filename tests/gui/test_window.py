@@ -137,8 +137,8 @@ def test_export_canvas_and_timeline_images(read_only_window, tmp_path):
 
 def test_snapshot_renders_png_of_requested_size(qtbot, qtlog, catalog, model, tmp_path):
     engine_evaluate()
-    from studio.gui.qt_messages import is_noise
-    from studio.gui.snapshot import render_main_window
+    from studio.gui.toolkit.qt_messages import is_noise
+    from studio.gui.window.snapshot import render_main_window
 
     out = render_main_window(make_project(catalog, model), tmp_path / "w.png", (1366, 768))
     img = QImage(str(out))
@@ -146,13 +146,13 @@ def test_snapshot_renders_png_of_requested_size(qtbot, qtlog, catalog, model, tm
     from PySide6.QtGui import QGuiApplication
 
     platform = QGuiApplication.platformName()
-    # Qt says nothing but the one message the offscreen plugin prints for nothing (studio.gui.qt_messages)
+    # Qt says nothing but the one message the offscreen plugin prints for nothing (studio.gui.toolkit.qt_messages)
     assert [r.message for r in qtlog.records if not is_noise(r.message, platform)] == []
 
 
 def test_offscreen_chart_renders_for_the_report(read_only_window):
     window = read_only_window
-    from studio.gui.render import memory_image, timeline_image
+    from studio.gui.views.render import memory_image, timeline_image
 
     r = window.doc.result
     mem = memory_image(r, (600, 240))
@@ -162,7 +162,7 @@ def test_offscreen_chart_renders_for_the_report(read_only_window):
     # the bars are drawn: the weights colour appears in the memory chart
     from PySide6.QtGui import QColor
 
-    from studio.gui.colors import MEMORY_PARTS
+    from studio.gui.toolkit.colors import MEMORY_PARTS
 
     weights = QColor(MEMORY_PARTS[0][2]).rgb()
     assert any(mem.pixel(x, y) == weights for x in range(0, 1200, 7) for y in range(0, 480, 7))

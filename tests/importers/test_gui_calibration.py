@@ -144,7 +144,7 @@ def test_calibration_panel_serving_fit_export_import(qtbot, catalog_full, tmp_pa
 
 def test_main_window_has_the_actions_and_shows_the_profile(qtbot, a100_doc, catalog_full):
     from studio.gui.calibration.hook import calibration_text
-    from studio.gui.main_window import MainWindow
+    from studio.gui.window.main_window import MainWindow
 
     win = MainWindow(a100_doc, catalog_full)
     qtbot.addWidget(win)

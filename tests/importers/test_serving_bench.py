@@ -62,7 +62,7 @@ def test_missing_tp_is_asked_for_and_flag_fills_it():
     (run,) = parse_serving_text(json.dumps(d), "bench.json")
     with pytest.raises(StudioError, match=r"bench.json.*tensor-parallel") as err:
         run.point()
-    assert err.value.field == "tp"  # the CLI names it --tp (studio.commands.flags)
+    assert err.value.field == "tp"  # the CLI names it --tp (studio.commands.options.flags)
     assert run.point(tp=2).tp == 2
     assert run.point(tp=2).pp == 1
 

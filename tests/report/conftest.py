@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from studio.commands.project_args import load_base_project
+from studio.commands.options.project_args import load_base_project
 from studio.core.project import Project
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -42,8 +42,8 @@ def test_report_needs_an_output(capsys):
 
 
 def test_main_window_exports_the_report(tmp_path, example, qtbot, shared_build):
-    from studio.gui.app import build_window
     from studio.gui.report.action import export_report
+    from studio.gui.window.app import build_window
 
     win = build_window(example, threaded=False)
     qtbot.addWidget(win)

@@ -8,8 +8,8 @@ from studio.core.layout import Layout
 from studio.engine import evaluate
 from studio.gui.report.document import Images, build_html
 from studio.service import units
-from studio.service.report_content import commands_only, gather, layout_key
-from studio.service.report_summary import ROWS, executive_summary, winners
+from studio.service.report.report_content import commands_only, gather, layout_key
+from studio.service.report.report_summary import ROWS, executive_summary, winners
 
 FAKE = Images(src=lambda name: f"data:image/png;base64,{name}", width=600)
 

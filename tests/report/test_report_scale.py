@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from studio.cli import build_parser
-from studio.commands.project_args import project_from_args
-from studio.service.report_nodes import (
+from studio.commands.options.project_args import project_from_args
+from studio.service.report.report_nodes import (
     CANVAS_MAX_GPUS,
     CANVAS_MAX_NODES,
     describe,
@@ -139,7 +139,7 @@ def test_the_report_of_a_big_cluster_lists_node_kinds_not_gpus(big, qtbot):
 
 
 def test_appendix_shows_the_first_nodes_commands_and_counts_the_rest():
-    from studio.service.report_content import abridge_nodes
+    from studio.service.report.report_content import abridge_nodes
 
     text = "\n".join(
         [
@@ -171,7 +171,7 @@ def test_appendix_shows_the_first_nodes_commands_and_counts_the_rest():
 
 
 def test_the_appendix_of_a_big_cluster_stays_short(big):
-    from studio.service.report_content import MAX_NODES_SHOWN, _exports
+    from studio.service.report.report_content import MAX_NODES_SHOWN, _exports
 
     project, plan = big
     for title, text in _exports(project, plan):

@@ -15,12 +15,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from studio.commands.flags import cli_message
+from studio.commands.options.flags import cli_message
 from studio.core.errors import StudioError
 from studio.engine import evaluate
 from studio.io.export import ENGINES, FORMATS, export_plan
+from studio.io.export.checks.safety import first_unsafe_char
 from studio.io.export.common import quote
-from studio.io.export.safety import first_unsafe_char
 from studio.io.project_file import load_project
 from tests.property_budget import examples
 from tests.robustness.golden_files import GOLDEN

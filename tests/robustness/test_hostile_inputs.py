@@ -554,12 +554,12 @@ def test_autosave_with_an_impossible_pid_is_listed_not_a_crash(tmp_path):
 
 
 def test_open_without_a_display_is_one_line_not_a_core_dump(monkeypatch, capsys):
-    import studio.gui.app
+    import studio.gui.window.app
 
     monkeypatch.setattr("sys.platform", "linux")
     for var in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(studio.gui.app, "run", lambda path: pytest.fail("the window was started"))
+    monkeypatch.setattr(studio.gui.window.app, "run", lambda path: pytest.fail("the window was started"))
     assert main(["open"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no display to open the window on" in err[0]

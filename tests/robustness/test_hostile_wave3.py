@@ -227,7 +227,7 @@ def test_a_name_from_a_file_is_one_cell_in_every_table():
 def test_every_hostile_message_is_a_studio_error():
     """The checks live where both the command line and the window reach them."""
     from studio.core.serving_mode import parse_pools
-    from studio.io.export.safety import check_hosts
+    from studio.io.export.checks.safety import check_hosts
 
     with pytest.raises(StudioError):
         parse_pools("\uff12P:tp1,1D:tp1")

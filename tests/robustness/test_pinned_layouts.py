@@ -139,7 +139,7 @@ def test_autosave_recovery_keeps_the_work_without_the_bad_pins(tmp_path):
 
 
 def test_a_cluster_edit_drops_the_pins_the_new_cluster_cannot_run():
-    from studio.service.hardware_edits import follow_cluster
+    from studio.service.project_edits.hardware_edits import follow_cluster
 
     p = load_project(BASE)
     one_node = p.cluster.replace(
@@ -160,7 +160,7 @@ def test_a_cluster_edit_drops_the_pins_the_new_cluster_cannot_run():
 def test_a_saved_file_always_opens_again(tmp_path):
     """What the window saves after a cluster edit opens again (the pins that could no longer run
     were dropped by the edit)."""
-    from studio.service.hardware_edits import follow_cluster
+    from studio.service.project_edits.hardware_edits import follow_cluster
 
     p = load_project(BASE)
     n0 = p.cluster.nodes[0]
@@ -188,7 +188,7 @@ def test_project_from_data_names_its_source():
 @pytest.fixture
 def win(qtbot):
     from studio.gui.document import ProjectDocument
-    from studio.gui.main_window import MainWindow
+    from studio.gui.window.main_window import MainWindow
 
     doc = ProjectDocument(
         load_project(BASE).replace(name="Work in progress"), evaluate=lambda p: None, threaded=False

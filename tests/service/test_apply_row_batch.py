@@ -7,7 +7,7 @@ from pathlib import Path
 
 from studio.engine import sweep
 from studio.io.project_file import load_project
-from studio.service.recommend import with_row
+from studio.service.explore.recommend import with_row
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "presets" / "examples" / "dgx-h100-2node-llama-405b.json"
 

@@ -1,7 +1,7 @@
 """Issue 34: hardware edits keep an honest plan. Random edits of the bundled examples (a GPU
 deleted, dropped back into a node with a free slot, a link deleted, a link's kind changed to
 another kind that can join its ends), each followed by the layout as the window follows it
-(:func:`studio.service.hardware_edits.follow_cluster`): after every edit the plan is computed,
+(:func:`studio.service.project_edits.hardware_edits.follow_cluster`): after every edit the plan is computed,
 with a status and figures of the edited cluster only, or the engine says exactly why not,
 naming the GPU or link. 10 sequences of 20 edits = 200 edits on the quick profile (about 1-2 s)."""
 
@@ -19,7 +19,7 @@ from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.engine import evaluate
 from studio.io.project_file import load_project
-from studio.service.hardware_edits import follow_cluster
+from studio.service.project_edits.hardware_edits import follow_cluster
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "presets" / "examples").glob("*.json"))
 # the 72-GPU rack re-splits cost ~10× a 16-GPU server's: its edits are costed in the GUI tests

@@ -1,4 +1,4 @@
-"""A hardware edit keeps a live plan: the layout follows the GPUs (studio.service.hardware_edits)."""
+"""A hardware edit keeps a live plan: the layout follows the GPUs (studio.service.project_edits.hardware_edits)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from studio.core.parallelism import layout_reason
 from studio.engine import evaluate
 from studio.io.presets import load_catalog
 from studio.io.project_file import load_project
-from studio.service.hardware_edits import follow_cluster
+from studio.service.project_edits.hardware_edits import follow_cluster
 
 CAT = load_catalog()
 EXAMPLE = Path(__file__).resolve().parents[2] / "presets" / "examples" / "dgx-h100-2node-llama-405b.json"

@@ -1,11 +1,11 @@
-"""Only link kinds that can physically join two endpoints are offered (studio.service.link_compat)."""
+"""Only link kinds that can physically join two endpoints are offered (studio.service.project_edits.link_compat)."""
 
 from __future__ import annotations
 
 from studio.core.builders import build_cluster
 from studio.core.edits import add_template_node
 from studio.io.presets import load_catalog
-from studio.service.link_compat import compatible_kinds, refusal, why_not
+from studio.service.project_edits.link_compat import compatible_kinds, refusal, why_not
 
 CAT = load_catalog()
 

@@ -1,5 +1,5 @@
 """"Best layout for my targets" and the Explorer recommend the same row, with or without a
-percentile SLO (studio.service.recommend.best_row). No Qt."""
+percentile SLO (studio.service.explore.recommend.best_row). No Qt."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from studio.engine import sweep
 from studio.io.project_file import load_project
-from studio.service.recommend import SLO_SIMULATED, best_row, sweep_kwargs
+from studio.service.explore.recommend import SLO_SIMULATED, best_row, sweep_kwargs
 from studio.service.slo import project_targets, sweep_with_slo
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "presets" / "examples"

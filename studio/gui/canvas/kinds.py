@@ -1,13 +1,13 @@
 """The link-kind menu after drawing a link: the kinds that can physically join the two ends.
 
-The rules are Qt-free (:mod:`studio.service.link_compat`); this module only names them for the
+The rules are Qt-free (:mod:`studio.service.project_edits.link_compat`); this module only names them for the
 canvas.
 """
 
 from __future__ import annotations
 
 from studio.core.hardware import Cluster, LinkKind
-from studio.service.link_compat import compatible_kinds, refusal
+from studio.service.project_edits.link_compat import compatible_kinds, refusal
 
 
 def applicable_kinds(cluster: Cluster, extra: dict[str, LinkKind], a: str, b: str) -> list[LinkKind]:

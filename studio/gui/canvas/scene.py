@@ -36,10 +36,10 @@ from studio.gui.canvas.items import (
     NodeItem,
 )
 from studio.gui.canvas.kinds import applicable_kinds, refusal
+from studio.gui.canvas.mime import DragItem, from_mime
 from studio.gui.canvas.pools import KvTransferArrow
 from studio.gui.canvas.style import SLOW_LINK_COLOR, stage_color
 from studio.gui.document import ProjectDocument
-from studio.gui.mime import DragItem, from_mime
 from studio.service.placement_overlay import (
     EMPTY,
     Placement,

@@ -20,9 +20,9 @@ from PySide6.QtWidgets import (
 )
 
 from studio.engine.plan.results import PlanResult
-from studio.gui.memory_bars import MemoryBarsWidget
-from studio.gui.timeline import TimelinePlot
-from studio.service.explorer_analysis import compare_plans
+from studio.gui.views.memory_bars import MemoryBarsWidget
+from studio.gui.views.timeline import TimelinePlot
+from studio.service.explore.explorer_analysis import compare_plans
 
 WIN_COLOR = QColor("#d3f9d8")
 MAX_PINNED = 4

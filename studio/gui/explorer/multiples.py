@@ -15,8 +15,8 @@ from PySide6.QtWidgets import (
 
 from studio.engine.plan.results import PlanResult
 from studio.engine.plan.views import SEGMENT_KINDS
-from studio.gui.colors import SEGMENT_COLORS, SEGMENT_LABELS
-from studio.gui.timeline import TimelinePlot
+from studio.gui.toolkit.colors import SEGMENT_COLORS, SEGMENT_LABELS
+from studio.gui.views.timeline import TimelinePlot
 
 PLOT_HEIGHT = 120
 

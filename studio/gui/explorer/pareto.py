@@ -13,8 +13,8 @@ from PySide6.QtCore import QPointF, Signal
 from PySide6.QtWidgets import QWidget
 
 from studio.engine.search.sweep import SweepResult
-from studio.gui.plain_plot import style_plain
-from studio.service.explorer_analysis import AXIS_LABELS, PLOT_MODES, frontier
+from studio.gui.toolkit.plain_plot import style_plain
+from studio.service.explore.explorer_analysis import AXIS_LABELS, PLOT_MODES, frontier
 
 POINT_COLOR = "#4c6ef5"
 FRONT_COLOR = "#e8590c"

@@ -1,7 +1,7 @@
 """The sweep as a Qt table: one row per candidate layout, numeric sorting, unfit rows greyed; with
 a percentile SLO, the layouts meeting it first and its figures in the SLO columns. Disaggregated
 candidates (when the Explorer sweeps them) are rows too, tinted, ranked with the layouts under the
-same objective and targets (:func:`studio.service.disagg_explore.merged_order`)."""
+same objective and targets (:func:`studio.service.explore.disagg_explore.merged_order`)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QBrush, QColor, QFont
 
 from studio.engine.search.sweep import SweepResult
-from studio.service.disagg_explore import disagg_cell, label_words, merged_order
-from studio.service.explorer_analysis import COLUMNS, format_value
+from studio.service.explore.disagg_explore import disagg_cell, label_words, merged_order
+from studio.service.explore.explorer_analysis import COLUMNS, format_value
 from studio.service.slo import LayoutSlo, SloReport
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1

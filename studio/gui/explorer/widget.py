@@ -46,11 +46,11 @@ from studio.gui.explorer.multiples import SmallMultiples
 from studio.gui.explorer.pareto import ParetoPlot
 from studio.gui.explorer.placement_view import PlacementView
 from studio.gui.explorer.table_model import DISAGG_ROLE, ROW_ROLE, SweepFilterProxy, SweepTableModel
-from studio.gui.flow_layout import FlowRow, group
-from studio.gui.timeline import TimelinePanel
+from studio.gui.toolkit.flow_layout import FlowRow, group
+from studio.gui.views.timeline import TimelinePanel
 from studio.gui.worker import ScheduledWork
-from studio.service.disagg_explore import applied_pools, with_pools
-from studio.service.explorer_analysis import (
+from studio.service.explore.disagg_explore import applied_pools, with_pools
+from studio.service.explore.explorer_analysis import (
     COLUMNS,
     PLOT_MODES,
     SLO_KEYS,
@@ -58,8 +58,8 @@ from studio.service.explorer_analysis import (
     first_tp_group,
     why_loses,
 )
-from studio.service.explorer_work import Sweeper, explore_work
-from studio.service.recommend import sweep_kwargs, with_row
+from studio.service.explore.explorer_work import Sweeper, explore_work
+from studio.service.explore.recommend import sweep_kwargs, with_row
 from studio.service.scheduler import Response
 from studio.service.slo import Explored, SloReport, SloTargets, resolve_targets
 
@@ -423,7 +423,7 @@ class ExplorerWidget(QWidget):
 
     # ------------------------------------------------------------------ sweeping
     def sweep_kwargs(self) -> dict:
-        """The sweep's objective and targets: the project's (:func:`studio.service.recommend.sweep_kwargs`)."""
+        """The sweep's objective and targets: the project's (:func:`studio.service.explore.recommend.sweep_kwargs`)."""
         return sweep_kwargs(self.doc.project)
 
     def schedule(self) -> None:

@@ -21,7 +21,7 @@ from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.gui.document import ProjectDocument
-from studio.service.recommend import best_row, with_row
+from studio.service.explore.recommend import best_row, with_row
 
 
 def valid_choices(p: Project) -> dict[str, list[int]]:
@@ -202,7 +202,7 @@ class LayoutPanel(QWidget):
 
     def apply_best(self) -> bool:
         """Sweep with the project's objective, targets and percentile SLO (the Explorer's,
-        :func:`studio.service.recommend.best_row`) and apply the recommended layout, micro-batches
+        :func:`studio.service.explore.recommend.best_row`) and apply the recommended layout, micro-batches
         and batch as one undo step."""
         p = self.doc.project
         QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)

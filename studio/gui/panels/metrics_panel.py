@@ -25,9 +25,9 @@ from studio.core.units import MIB
 from studio.engine.disagg.results import DisaggResult
 from studio.engine.plan.results import PlanResult, PlanStatus
 from studio.engine.plan.views import Explanation
-from studio.gui.memory_bars import Bar, MemoryBarsWidget
 from studio.gui.panels.fit_label import FitLabel
 from studio.gui.panels.value_label import ValueLabel
+from studio.gui.views.memory_bars import Bar, MemoryBarsWidget
 from studio.service import units
 from studio.service.messages import one_line
 

@@ -96,7 +96,9 @@ class ModelPanel(QWidget):
         form.addRow("Model", row)
         form.addRow("", self.load_button)
         form.addRow("", self.model_info)
-        from studio.gui.engine_selector import EngineSelector  # the serving engine (issue 29)
+        from studio.gui.editors.engine_selector import (
+            EngineSelector,  # the serving engine (issue 29)
+        )
 
         self.engine = EngineSelector(doc)
         form.addRow("Engine", self.engine)
@@ -109,7 +111,7 @@ class ModelPanel(QWidget):
         form.addRow("TTFT target", self.ttft)
         form.addRow("TPOT target", self.tpot)
         form.addRow("Price", self.price)
-        from studio.gui.load_editor import LoadEditor  # how the plan is served (issue 10)
+        from studio.gui.editors.load_editor import LoadEditor  # how the plan is served (issue 10)
         from studio.gui.panels.section import Section
 
         self.load_editor = LoadEditor(doc)
@@ -118,7 +120,7 @@ class ModelPanel(QWidget):
         self.load_section = Section("Load", self.load_editor, lambda: self.load_editor.mode.currentText())
         self.load_editor.mode.currentIndexChanged.connect(lambda _i: self.load_section.refresh())
         form.addRow(self.load_section)
-        from studio.gui.spec_editor import SpecEditor  # speculative decoding (issue 15)
+        from studio.gui.editors.spec_editor import SpecEditor  # speculative decoding (issue 15)
 
         self.spec_editor = SpecEditor(doc)
         self.spec_section = Section("Speculative decoding", self.spec_editor,

@@ -1,8 +1,8 @@
 """The report's pictures, drawn offscreen by the GUI's own chart code at 2× for print.
 
 Cluster: the canvas scene (:class:`~studio.gui.canvas.ClusterScene` in a
-:class:`~studio.gui.canvas.CanvasView`); memory: :func:`studio.gui.memory_bars.paint_memory_bars`;
-timelines: :class:`~studio.gui.timeline.TimelinePlot`; Pareto: :class:`ParetoPlot`.
+:class:`~studio.gui.canvas.CanvasView`); memory: :func:`studio.gui.views.memory_bars.paint_memory_bars`;
+timelines: :class:`~studio.gui.views.timeline.TimelinePlot`; Pareto: :class:`ParetoPlot`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QImage, QPainter
 
 from studio.engine.plan.results import PlanResult
-from studio.service.report_content import Option, ReportData
+from studio.service.report.report_content import Option, ReportData
 
 SCALE = 2.0
 LANE_AXIS_WIDTH = 64
@@ -29,7 +29,7 @@ def ensure_app() -> None:
     if QApplication.instance() is None and sys.platform.startswith("linux"):
         if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
             os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from studio.gui.resources import application
+    from studio.gui.toolkit.resources import application
 
     application()
 
@@ -63,10 +63,10 @@ def _grab(view, size: tuple[int, int]) -> QImage:
 
 def cluster_image(data: ReportData, max_width: int = 2400) -> QImage:
     """The canvas picture of the cluster with the chosen layout's placement overlay and legend;
-    above :data:`~studio.service.report_nodes.CANVAS_MAX_GPUS` GPUs or
-    :data:`~studio.service.report_nodes.CANVAS_MAX_NODES` nodes, the node map (a box per node, a cell
+    above :data:`~studio.service.report.report_nodes.CANVAS_MAX_GPUS` GPUs or
+    :data:`~studio.service.report.report_nodes.CANVAS_MAX_NODES` nodes, the node map (a box per node, a cell
     per GPU), whose size does not grow with the cluster."""
-    from studio.service.report_nodes import draws_links
+    from studio.service.report.report_nodes import draws_links
 
     plan = data.chosen.plan
     if not draws_links(data.project.cluster):
@@ -94,13 +94,13 @@ def cluster_image(data: ReportData, max_width: int = 2400) -> QImage:
 
 def memory_image(plan: PlanResult, width: int = CHART_WIDTH, height: int = 300) -> QImage:
     """Stacked per-GPU memory bars of ``plan`` (weights, KV cache, activations, overhead, free)."""
-    from studio.gui.render import memory_image as render_memory
+    from studio.gui.views.render import memory_image as render_memory
 
     return render_memory(plan, (width, height), SCALE)
 
 
 def _timeline_plot(option: Option, phase: str, x_max: float, width: int):
-    from studio.gui.timeline import TimelinePlot
+    from studio.gui.views.timeline import TimelinePlot
 
     tl = option.plan.timelines[phase]
     plot = TimelinePlot(legend=False)
@@ -115,7 +115,7 @@ def _timeline_plot(option: Option, phase: str, x_max: float, width: int):
 def _paint_key(p: QPainter, x: float, y: float) -> float:
     """The segment colours once for all stacked timelines (the GUI's own colours); returns height."""
     from studio.engine.plan.views import REQUEST_ONLY_KINDS, SEGMENT_KINDS
-    from studio.gui.colors import SEGMENT_COLORS, SEGMENT_LABELS
+    from studio.gui.toolkit.colors import SEGMENT_COLORS, SEGMENT_LABELS
 
     font = QFont()
     font.setPointSizeF(9)

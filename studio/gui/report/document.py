@@ -15,8 +15,8 @@ from html import escape as _html_escape
 from studio.core.units import GIB
 from studio.gui.report.fleet_section import fleet_section
 from studio.service import units
-from studio.service.report_content import ReportData
-from studio.service.report_nodes import (
+from studio.service.report.report_content import ReportData
+from studio.service.report.report_nodes import (
     CANVAS_MAX_GPUS,
     CANVAS_MAX_NODES,
     MAX_GROUP_ROWS,
@@ -25,7 +25,7 @@ from studio.service.report_nodes import (
     node_groups,
     node_names,
 )
-from studio.service.report_summary import (
+from studio.service.report.report_summary import (
     ROWS,
     cluster_name,
     cluster_phrase,
@@ -334,7 +334,9 @@ def build_html(data: ReportData, images: Images, page_breaks: bool = False) -> s
     if reasons:
         out.append(f"<h3>Why the sweep ranks them this way</h3><ul>{reasons}</ul>")
     out.append(f"<h2{brk}>Memory per GPU</h2>")
-    from studio.gui.memory_bars import MAX_BARS  # the bars' own rule (drawing needs Qt anyway)
+    from studio.gui.views.memory_bars import (
+        MAX_BARS,  # the bars' own rule (drawing needs Qt anyway)
+    )
 
     per_stage = len(plan.memory) > MAX_BARS
     out.append(f'<p class="caption">Each bar is {"the busiest GPU of one pipeline stage" if per_stage else "one GPU"}: '

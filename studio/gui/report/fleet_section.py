@@ -8,7 +8,7 @@ from html import escape
 
 from studio.engine.fleet.traffic import clock
 from studio.service import units
-from studio.service.report_content import ReportData
+from studio.service.report.report_content import ReportData
 
 #: Most rows of the slot table (a per-minute day is shown hour by hour).
 MAX_ROWS = 24

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from studio.core.errors import StudioError
-from studio.service.report_content import ReportData
-from studio.service.report_summary import report_title
+from studio.service.report.report_content import ReportData
+from studio.service.report.report_summary import report_title
 
 FORMATS = (".html", ".htm", ".pdf")
 PDF_IMAGE_WIDTH = 680  # document pixels across an A4 page inside the margins

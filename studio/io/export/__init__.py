@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.engine.plan.results import PlanResult
+from studio.io.export.checks.rules import rules_for
 from studio.io.export.common import ENGINE_VERSIONS, ENGINES, FORMATS, EngineRecipe, ExportBundle
 from studio.io.export.engines import ENGINE_FORMATS, ENGINE_LABELS, FORMAT_LABELS, engine_specs
-from studio.io.export.rules import rules_for
 
 __all__ = ["ENGINES", "ENGINE_FORMATS", "ENGINE_LABELS", "ENGINE_VERSIONS", "FORMATS", "FORMAT_LABELS",
            "EngineRecipe", "ExportBundle", "export_plan"]

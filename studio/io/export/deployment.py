@@ -13,7 +13,7 @@ from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.engine.plan.results import PlanResult
-from studio.io.export.safety import check_host, check_hosts, host_port
+from studio.io.export.checks.safety import check_host, check_hosts, host_port
 from studio.io.export.shell import Raw, Word, one_line
 
 

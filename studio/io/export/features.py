@@ -16,7 +16,7 @@ from typing import Any
 from studio.core.engine_features import EngineFeatures
 from studio.core.errors import StudioError
 from studio.core.project import Project
-from studio.io.export.startup_rules import Where, version_in
+from studio.io.export.checks.startup_rules import Where, version_in
 
 RULES_FILE = "engines/rules.json"
 

@@ -11,7 +11,7 @@ from studio.core.precision import DType
 from studio.core.project import Project
 from studio.engine.plan.results import PlanResult
 from studio.io.export.bundle import EngineRecipe
-from studio.io.export.safety import check_model_argument
+from studio.io.export.checks.safety import check_model_argument
 
 
 def model_path(project: Project, given: str | None) -> tuple[str, list[str]]:
@@ -188,7 +188,7 @@ def engine_recipe(engine: str, project: Project, plan: PlanResult, model: str, c
                   **more: object) -> EngineRecipe:
     """The :class:`EngineRecipe` of one export: the engine arguments and what its checks read of
     the model, the GPUs and the plan (``more``: nodes, config nodes, ``srun -w`` list, plan values)."""
-    from studio.io.export.rules import rules_for
+    from studio.io.export.checks.rules import rules_for
 
     m = project.model
     return EngineRecipe(

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from studio.core.errors import StudioError
-from studio.io.export.safety import first_unsafe_char
+from studio.io.export.checks.safety import first_unsafe_char
 
 _BREAKS = {"\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"}
 

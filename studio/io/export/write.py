@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from studio.core.errors import StudioError
-from studio.io.export.safety import escape_for_terminal
+from studio.io.export.checks.safety import escape_for_terminal
 
 
 def _refuse(path: Path, why: str) -> StudioError:

@@ -1,0 +1,1 @@
+"""Editors and dialogs beside the panels: load, speculative decoding, engine, export."""

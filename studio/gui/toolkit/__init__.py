@@ -1,0 +1,1 @@
+"""Small Qt helpers every view shares: resources, colours, plot look, layouts, PNG files, Qt fixes."""

@@ -1,0 +1,190 @@
+"""Check a disaggregated recipe against the engines' run-time rules for prefill/decode serving.
+
+The rules (``presets/engines/rules.json`` → ``engines.<engine>.disaggregated``, each with the engine
+source it was read from) that make a disaggregated deployment refuse to start or misroute:
+
+* vLLM: ``--kv-transfer-config`` must name a ``kv_connector`` and a ``kv_role`` among
+  ``kv_producer`` / ``kv_consumer`` / ``kv_both`` (``KVTransferConfig.__post_init__`` raises); two
+  servers on one host must not share a NIXL side-channel port range (one port per TP rank); the
+  proxy's hosts and ports must pair up.
+* SGLang: ``--disaggregation-mode`` is ``prefill`` or ``decode``; the transfer backend is one SGLang
+  has; two prefill servers on one host need different bootstrap ports; the router lists every server.
+* TensorRT-LLM: ``cache_transceiver_config.backend`` is one of its backends; every url is
+  ``host:port`` and there are ``num_instances`` of them, none listed twice; context servers run
+  without the overlap scheduler; the transfer buffer holds a whole prompt.
+* All engines: two servers on one host never share a serving port or a GPU.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import cast
+
+from studio.io.export.bundle import EngineRecipe
+from studio.io.export.checks.check import CheckReport, Finding
+from studio.io.export.checks.rules import rules_for
+from studio.io.export.checks.startup_rules import StartupRule, startup_rules
+from studio.io.export.disaggregated.disagg import DisaggRecipe, disagg_part, disagg_rules
+
+
+def _source(engine: str, rules: dict) -> str:
+    version = rules_for(engine).version
+    commit = f" @ {rules['commit'][:9]}" if rules.get("commit") else ""
+    return f"{version}, disaggregated rules{commit}"
+
+
+def check_disaggregated(recipe: DisaggRecipe) -> CheckReport:
+    """Findings of the disaggregated rules for ``recipe`` (the engine's own classes are not run)."""
+    rules = disagg_rules(recipe.engine)
+    src = _source(recipe.engine, rules)
+    out: list[Finding] = []
+    seen_ports: dict[tuple[str, int], str] = {}
+    seen_gpus: dict[tuple[str, int], str] = {}
+    for s in recipe.servers:
+        name = f"{s.role} {s.index}"
+        other = seen_ports.get((s.node, s.port))
+        if other:
+            out.append(
+                Finding(
+                    "error",
+                    "--port",
+                    f"{name} and {other} both listen on port {s.port} of {s.host}",
+                    src,
+                )
+            )
+        seen_ports[(s.node, s.port)] = name
+        for slot in s.slots:
+            other = seen_gpus.get((s.node, slot))
+            if other:
+                out.append(
+                    Finding(
+                        "error",
+                        "CUDA_VISIBLE_DEVICES",
+                        f"{name} and {other} both use GPU {slot} of {s.host}",
+                        src,
+                    )
+                )
+            seen_gpus[(s.node, slot)] = name
+    out += disagg_part(recipe.engine).check(recipe, rules, src)
+    out += check_disagg_startup(recipe)
+    return CheckReport(
+        engine=recipe.engine,
+        findings=tuple(out),
+        engine_checked=None,
+        engine_missing="disaggregated recipes are checked against the rules only",
+    )
+
+
+# ----------------------------------------------------------------------------- start-up rules
+def _mooncake_in_tree(r: DisaggRecipe, rule: StartupRule) -> list[Finding]:
+    if r.engine != "vllm":
+        return []
+    out = []
+    for s in r.servers:
+        try:
+            cfg = json.loads(str(s.args.get("--kv-transfer-config", "")))
+        except json.JSONDecodeError:
+            continue
+        if isinstance(cfg, dict) and cfg.get("kv_connector_module_path") == rule.params["stale_module"]:
+            out.append(Finding("error", "--kv-transfer-config", f"{s.role} {s.index}: kv_connector_module_path "
+                               f"{rule.params['stale_module']} is Mooncake's connector for vLLM 0.10.1-0.12.0; "
+                               f"vLLM {r.version or 'of these rules'} runs the in-tree {rule.params['connector']} "
+                               "(drop kv_connector_module_path)", rule.cite()))
+    return out
+
+
+def _uses_mooncake(r: DisaggRecipe) -> bool:
+    for s in r.servers:
+        try:
+            cfg = json.loads(str(s.args.get("--kv-transfer-config", "")))
+        except json.JSONDecodeError:
+            continue
+        if isinstance(cfg, dict) and cfg.get("kv_connector") == "MooncakeConnector":
+            return True
+    return False
+
+
+def _mooncake_ports(r: DisaggRecipe, rule: StartupRule) -> list[Finding]:
+    if r.engine != "vllm" or not _uses_mooncake(r):
+        return []
+    env = str(rule.params["env"])
+    spans: dict[str, list[tuple[int, int, str]]] = {}
+    for s in r.servers:
+        port = int(dict(s.env).get(env, rule.params["default"]))
+        width = int(cast(int, s.args.get("--tensor-parallel-size", 1))) * int(
+            cast(int, s.args.get("--data-parallel-size", 1)))
+        spans.setdefault(s.node, []).append((port, port + width, f"{s.role} {s.index}"))
+    out = []
+    for node, items in spans.items():
+        items.sort()
+        for (a0, a1, an), (b0, _b1, bn) in zip(items, items[1:], strict=False):
+            if b0 < a1:
+                out.append(Finding("error", env, f"{an} (ports {a0}..{a1 - 1}) and {bn} (from {b0}) share Mooncake "
+                                   f"bootstrap ports on node {node}: set {env} per server", rule.cite()))
+    return out
+
+
+def _mooncake_proxy(r: DisaggRecipe, rule: StartupRule) -> list[Finding]:
+    if r.engine != "vllm" or not _uses_mooncake(r):
+        return []
+    script = str(r.router.get("script", ""))
+    if script.endswith(rule.params["wrong_proxy"]) or "--prefill" not in r.router:
+        return [Finding("error", "proxy", f"{script or 'this proxy'} does not forward the request id and the "
+                        "prefill server's bootstrap address the Mooncake connector needs; run "
+                        f"{rule.params['proxy']}", rule.cite())]
+    missing = [s for s in r.servers if s.role == "prefill" and s.bootstrap_port is None]
+    return [Finding("error", "proxy", f"prefill {s.index} has no bootstrap port for the proxy", rule.cite())
+            for s in missing]
+
+
+def _trt_buffer(r: DisaggRecipe, rule: StartupRule) -> list[Finding]:
+    if r.engine != "trtllm":
+        return []
+    out = []
+    for name, cfg in r.configs.items():
+        ctc = cfg.get("cache_transceiver_config")
+        if not isinstance(ctc, dict) or ctc.get("max_tokens_in_buffer") is None:
+            continue
+        buf = int(ctc["max_tokens_in_buffer"])
+        longest = int(cfg.get("max_seq_len") or r.max_seq_len)
+        if buf < longest:
+            out.append(Finding("error", f"{name}: cache_transceiver_config.max_tokens_in_buffer",
+                               f"{buf} is below max_seq_len {longest}: the longest prompts' KV never fits the "
+                               f"transfer buffer and their transfers stall; write {longest}", rule.cite()))
+    return out
+
+
+DISAGG_EVALUATORS: dict[str, Callable[[DisaggRecipe, StartupRule], list[Finding]]] = {
+    "vllm.mooncake.in_tree": _mooncake_in_tree,
+    "vllm.mooncake.bootstrap_port": _mooncake_ports,
+    "vllm.mooncake.proxy": _mooncake_proxy,
+    "trtllm.disagg.buffer": _trt_buffer,
+}
+
+
+def _pool_recipes(r: DisaggRecipe) -> list[EngineRecipe]:
+    """Each TensorRT-LLM pool's config as a one-server recipe, for the aggregated start-up rules."""
+    out = []
+    for role in ("prefill", "decode"):
+        cfg = r.configs.get(f"trtllm-{role}.yaml")
+        if cfg is None:
+            continue
+        out.append(EngineRecipe(engine="trtllm", model="", config=dict(cfg), env={}, host=None,
+                                model_dtype="bfloat16", mla=False, num_layers=1, pp=1, sequences_per_rank=1,
+                                version=r.version, role=role, blackwell=r.blackwell))
+    return out
+
+
+def check_disagg_startup(r: DisaggRecipe) -> list[Finding]:
+    """The start-up rules of the recipe's engine that hold for its version."""
+    from studio.io.export.checks.startup import check_startup
+
+    out: list[Finding] = []
+    for rid, rule in startup_rules().items():
+        fn = DISAGG_EVALUATORS.get(rid)
+        if fn is not None and rule.engine == r.engine and rule.applies(r.version):
+            out += fn(r, rule)
+    for pool in _pool_recipes(r):
+        out += check_startup(pool)
+    return out

@@ -1,0 +1,1 @@
+"""Disaggregated prefill/decode exports: the workers, router and KV transfer per engine."""

@@ -1,0 +1,1 @@
+"""Speculative decoding in an export: the drafter settings each engine accepts."""

@@ -1,0 +1,1 @@
+"""What the Explorer computes without Qt: sweeps, their analysis, engine comparison, recommendation."""

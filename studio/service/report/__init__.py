@@ -1,0 +1,1 @@
+"""What the stakeholder report says, as plain data: content, per-node rows, summary."""
