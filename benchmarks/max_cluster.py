@@ -124,9 +124,9 @@ def main() -> None:
               f"({statistics.median(r[2] for r in runs):.1f} s CPU), peak RSS {max(r[1] for r in runs):,.0f} MiB (target ≤ 60 s, ≤ 4,096 MiB)")
 
     from studio.core.errors import StudioError
-    from studio.io.nccl_log import parse_nccl_log
+    from studio.io.importers.nccl_log import parse_nccl_log
+    from studio.io.importers.topo import parse_topo
     from studio.io.safe_regex import SafePattern
-    from studio.io.topo import parse_topo
 
     n = 200_000
     cases = {

@@ -58,7 +58,7 @@ def base_project(rec: dict[str, Any], gpus: int | None = None) -> Project:
     """The project a record describes (its model, GPUs, precisions and lengths)."""
     cat = load_catalog()
     if "model_config" in rec:
-        from studio.io.hf_config import load_model_config
+        from studio.io.importers.hf_config import load_model_config
 
         model = load_model_config(str(ROOT / rec["model_config"]))
     else:

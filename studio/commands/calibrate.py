@@ -159,7 +159,7 @@ def run_nccl(args: argparse.Namespace) -> int:
     """Fit, print, save."""
     from studio.core.project import CalibrationProfile
     from studio.engine.search.calibration import fit_link_kind, rms
-    from studio.io.nccl_log import read_nccl_log
+    from studio.io.importers.nccl_log import read_nccl_log
     from studio.io.presets import load_catalog
 
     check_profile_name(args.save_as)
@@ -308,7 +308,7 @@ def _bound_note(name: str, value: float) -> str:
 
 def run_serving(args: argparse.Namespace) -> int:
     """Read, fit, print the per-run table, save."""
-    from studio.io.serving_bench import fit_files, serving_profile
+    from studio.io.importers.serving_bench import fit_files, serving_profile
 
     check_profile_name(args.save_as)
     check_output(args.output)

@@ -50,9 +50,9 @@ def run(args: argparse.Namespace) -> int:
     from studio.commands.options.project_args import load_base_project
     from studio.core.project import Project
     from studio.engine.search.defaults import default_layout, fitting_layout
+    from studio.io.importers.topo import MAX_TOPO_BYTES, import_topology
     from studio.io.presets import load_catalog
     from studio.io.project_file import save_project
-    from studio.io.topo import MAX_TOPO_BYTES, import_topology
 
     catalog = load_catalog()
     from studio.io.examples import input_file

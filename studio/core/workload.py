@@ -28,7 +28,7 @@ class LengthDistribution(Frozen):
 
     ``fixed``: every request has the mean length (benchmark tools' synthetic data);
     ``uniform``: uniform on mean × (1 ± spread); ``histogram``: ``(length, weight)`` pairs, the
-    mean being the histogram's own (read from a file by :mod:`studio.io.lengths`).
+    mean being the histogram's own (read from a file by :mod:`studio.io.importers.lengths`).
     """
 
     kind: Literal["fixed", "uniform", "histogram"] = "fixed"

@@ -220,7 +220,7 @@ def _load_model(entry: Traversable) -> ModelPreset:
 
 
 def _model_from_data(data: Any, where: str) -> ModelPreset:
-    from studio.io.hf_config import architecture_from_config
+    from studio.io.importers.hf_config import architecture_from_config
 
     arch = architecture_from_config(
         data["config"],

@@ -86,7 +86,7 @@ def link_kind_mismatches(
 
 
 def log_mismatches(logs: list, ranks: int, kind: LinkKind, templates: list[NodeTemplate]) -> list[str]:
-    """:func:`link_kind_mismatches` of parsed nccl-tests logs (:class:`studio.io.nccl_log.NcclLog`):
+    """:func:`link_kind_mismatches` of parsed nccl-tests logs (:class:`studio.io.importers.nccl_log.NcclLog`):
     their largest busbw (out-of-place or in-place) and their largest message."""
     rows = [r for log in logs for r in log.rows]
     busbw = [b for r in rows for b in (r.busbw_gbps, r.in_busbw_gbps) if b is not None]

@@ -84,7 +84,7 @@ def test_sweep_loads_only_its_own_command():
     assert commands == ["studio.commands.sweep"]
     assert not [m for m in mods if m.startswith((*QT, "studio.io.export", "yaml"))], mods
     # no SLO asked for, a model preset: neither the SLO check nor the checkpoint size hints load
-    assert not [m for m in mods if m in ("studio.service.slo", "studio.io.checkpoint_size")], mods
+    assert not [m for m in mods if m in ("studio.service.slo", "studio.io.importers.checkpoint_size")], mods
 
 
 def test_a_command_loads_only_the_helpers_it_imports():

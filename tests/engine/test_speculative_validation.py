@@ -67,7 +67,7 @@ def test_eagle_head_size_matches_the_published_heads(model, published):
 
 def test_mtp_layers_come_from_num_nextn_predict_layers():
     from studio.core.errors import StudioError
-    from studio.io.hf_config import architecture_from_config
+    from studio.io.importers.hf_config import architecture_from_config
 
     cat = load_catalog()
     assert cat.model("deepseek-v3").architecture.mtp_layers == 1

@@ -14,7 +14,7 @@ from gui_helpers import (
 )
 
 from studio.core.project import Project
-from studio.io.hf_config import load_model_config
+from studio.io.importers.hf_config import load_model_config
 from studio.io.presets import load_catalog
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from studio.core.builders import build_cluster
 from studio.core.errors import StudioError
 from studio.engine.search.calibration import engine_times, fit_link_kind, rms
-from studio.io.nccl_log import parse_nccl_log
+from studio.io.importers.nccl_log import parse_nccl_log
 
 from .conftest import data_text
 

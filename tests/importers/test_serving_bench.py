@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from studio.core.errors import StudioError
-from studio.io.serving_bench import parse_serving_text, read_serving_file
+from studio.io.importers.serving_bench import parse_serving_text, read_serving_file
 from tests.property_budget import examples
 
 from .conftest import DATA
@@ -125,7 +125,7 @@ def test_malformed_input_names_file_and_field(text, pattern):
 
 
 def test_size_limit(tmp_path):
-    from studio.io import serving_bench
+    from studio.io.importers import serving_bench
 
     p = tmp_path / "big.json"
     p.write_bytes(b" " * (serving_bench.MAX_BYTES + 1))

@@ -23,8 +23,8 @@ from studio.engine.search.calibration import (
     rms,
 )
 from studio.engine.step.constants import default_constants
+from studio.io.importers.serving_bench import read_points
 from studio.io.project_file import load_project, save_project
-from studio.io.serving_bench import read_points
 
 from .conftest import DATA
 

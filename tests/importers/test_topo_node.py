@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from studio.core.errors import StudioError
-from studio.io.topo import import_topology, match_gpu_name, parse_topo, topo_to_node
+from studio.io.importers.topo import import_topology, match_gpu_name, parse_topo, topo_to_node
 
 from .conftest import data_text
 

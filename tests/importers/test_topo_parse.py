@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from studio.core.errors import StudioError
-from studio.io.topo import parse_topo
+from studio.io.importers.topo import parse_topo
 
 from .conftest import data_text
 

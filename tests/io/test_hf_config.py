@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from studio.core.architecture import LLMArchitecture
 from studio.core.errors import StudioError
 from studio.core.precision import DType
-from studio.io.hf_config import (
+from studio.io.importers.hf_config import (
     MAX_CONFIG_BYTES,
     SUPPORTED_MODEL_TYPES,
     architecture_from_config,

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from studio.core.errors import StudioError
-from studio.io.checkpoint_size import check_against_size_hint, size_hint, size_note
-from studio.io.hf_config import load_model_config
+from studio.io.importers.checkpoint_size import check_against_size_hint, size_hint, size_note
+from studio.io.importers.hf_config import load_model_config
 
 HF = Path(__file__).parent.parent / "data" / "hf"
 TINY_PARAMS = 26_784  # 2 × (attention 3,072 + MLP 6,144 + norms 64) + embed 4,096 + head 4,096 + norm 32

@@ -1,4 +1,4 @@
-"""Length histograms (``studio.io.lengths``): the shapes accepted and one-line errors that name the
+"""Length histograms (``studio.io.importers.lengths``): the shapes accepted and one-line errors that name the
 file and the line or entry."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from studio.core.errors import StudioError
-from studio.io.lengths import load_histogram, parse_histogram
+from studio.io.importers.lengths import load_histogram, parse_histogram
 
 
 def test_csv_with_header_comments_and_separators():

@@ -76,7 +76,7 @@ _RSS_CHILD = """
 import json, sys
 case = json.loads(sys.argv[1])
 from studio.core.errors import StudioError
-from studio.io.hf_config import architecture_from_config
+from studio.io.importers.hf_config import architecture_from_config
 cfg = json.loads(open(case["config"], encoding="utf-8").read())
 cfg["quantization_config"] = {"quant_method": "fp8", "ignored_layers": case["patterns"]}
 

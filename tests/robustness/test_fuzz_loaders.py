@@ -193,7 +193,7 @@ def test_random_bytes_on_disk(tmp_path):
 
 
 def _config(text_or_doc: Any, source: str = "config.json") -> None:
-    from studio.io.hf_config import architecture_from_config
+    from studio.io.importers.hf_config import architecture_from_config
 
     try:
         architecture_from_config(text_or_doc, model_id="fuzz", name="fuzz", source=source)
@@ -210,7 +210,7 @@ def test_mutated_hf_configs(seed, muts):
 @settings(FUZZ, max_examples=examples(500))
 @given(seed=st.integers(0, len(CONFIG_TEXTS) - 1), edits=byte_edits)
 def test_byte_damaged_hf_config_files(tmp_path_factory, seed, edits):
-    from studio.io.hf_config import load_model_config
+    from studio.io.importers.hf_config import load_model_config
 
     folder = tmp_path_factory.mktemp("cfg", numbered=True)
     f = folder / "config.json"
@@ -229,7 +229,7 @@ def test_seeds_themselves_load():
 
 
 def test_nesting_bomb_in_config_json(tmp_path):
-    from studio.io.hf_config import load_model_config
+    from studio.io.importers.hf_config import load_model_config
 
     f = tmp_path / "config.json"
     f.write_text('{"model_type": "llama", "x": ' + "[" * 200_000 + "]" * 200_000 + "}")

@@ -13,13 +13,13 @@ import pytest
 from studio.cli import main
 from studio.commands.import_topo import read_text as read_topo_text
 from studio.core.errors import StudioError
-from studio.io.checkpoint_size import read_safetensors_header
-from studio.io.hf_config import architecture_from_config, load_model_config
-from studio.io.nccl_log import parse_nccl_log, read_nccl_log
+from studio.io.importers.checkpoint_size import read_safetensors_header
+from studio.io.importers.hf_config import architecture_from_config, load_model_config
+from studio.io.importers.nccl_log import parse_nccl_log, read_nccl_log
+from studio.io.importers.serving_bench import parse_serving_text, read_serving_file
+from studio.io.importers.topo import MAX_TOPO_BYTES, parse_topo
 from studio.io.project_file import load_project, project_from_json, project_to_json, save_project
 from studio.io.safe import loads_json_limited
-from studio.io.serving_bench import parse_serving_text, read_serving_file
-from studio.io.topo import MAX_TOPO_BYTES, parse_topo
 from tests.robustness.golden_files import GOLDEN
 from tests.robustness.hostile import PEAK_RESETTABLE, bounded, guarded, peak_rss_growth
 
@@ -274,7 +274,7 @@ def test_plain_module_names_are_not_limited_and_each_pattern_is_compiled_once():
 def test_names_and_globs_name_the_modules_fnmatch_names(pattern):
     from fnmatch import fnmatchcase
 
-    from studio.io.hf_quant import _GROUP_MODULES, _excluded_groups
+    from studio.io.importers.hf_quant import _GROUP_MODULES, _excluded_groups
 
     expected = {
         g for g, modules in _GROUP_MODULES.items()
@@ -365,7 +365,7 @@ def test_topology_import_checks_counts_before_copying_nodes():
     from studio.io.presets import load_catalog
 
     catalog_full = load_catalog()
-    from studio.io.topo import import_topology
+    from studio.io.importers.topo import import_topology
 
     names = [f"GPU{i}" for i in range(32)]
     rows = ["\t" + "\t".join(names)]

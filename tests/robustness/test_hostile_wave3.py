@@ -122,7 +122,7 @@ def test_a_project_histogram_that_overflows_names_its_field(tmp_path, capsys):
 def test_reading_a_histogram_stays_within_ten_times_its_size(tmp_path):
     """The issue's 16 MiB file of 8.4 M lines took 1.27 GB (76x); a 512 KiB file of the same lines
     is read streaming, within 10x its size (the lengths are added up as they are read)."""
-    from studio.io.lengths import load_histogram
+    from studio.io.importers.lengths import load_histogram
 
     h = tmp_path / "raw.csv"
     lines = "".join(f"{100 + i % 5000}\n" for i in range(512 * 1024 // 5))
@@ -300,7 +300,7 @@ def test_concurrent_profile_saves_into_one_project_keep_every_profile(tmp_path, 
 def test_reading_a_json_histogram_stays_within_ten_times_its_size(tmp_path):
     """A list of [length, weight] pairs is read entry by entry (as Python objects the same file
     took 16x its size); a 5,000-digit length is refused, not a crash."""
-    from studio.io.lengths import load_histogram
+    from studio.io.importers.lengths import load_histogram
 
     h = tmp_path / "pairs.json"
     h.write_text("[" + ",".join(f"[{100 + i % 900},1]" for i in range(60_000)) + "]", encoding="utf-8")

@@ -70,9 +70,9 @@ def test_the_fixed_writers_below_the_views_keep_their_formats():
 def test_the_readers_size_limit_messages_are_unchanged():
     """The io readers' limits print whole MiB (core.units.whole_mib), the oversized file one decimal."""
     from studio.core.errors import StudioError
-    from studio.io.nccl_log import MAX_LOG_BYTES, parse_nccl_log
+    from studio.io.importers.nccl_log import MAX_LOG_BYTES, parse_nccl_log
+    from studio.io.importers.serving_bench import MAX_BYTES, parse_serving_text
     from studio.io.project_file import MAX_PROJECT_BYTES, project_from_bytes
-    from studio.io.serving_bench import MAX_BYTES, parse_serving_text
 
     with pytest.raises(StudioError, match=r"log is larger than 8 MiB"):
         parse_nccl_log(" " * (MAX_LOG_BYTES + 1))

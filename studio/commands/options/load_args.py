@@ -31,7 +31,7 @@ def _lengths(args: argparse.Namespace, which: str, current: LengthDistribution) 
     spread = getattr(args, f"{which}_spread", None)
     path = getattr(args, f"{which}_histogram", None)
     if path is not None:
-        from studio.io.lengths import load_histogram
+        from studio.io.importers.lengths import load_histogram
 
         try:
             return load_histogram(path)

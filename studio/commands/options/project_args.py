@@ -68,7 +68,7 @@ def _model(args, base: Project):
 
         return load_catalog().model(args.model).architecture, args.model
     if getattr(args, "model_config", None):
-        from studio.io.hf_config import load_model_config
+        from studio.io.importers.hf_config import load_model_config
 
         return load_model_config(args.model_config), str(args.model_config)
     return base.model, base.model_ref
@@ -80,7 +80,7 @@ def model_size_note(args: argparse.Namespace, project: Project) -> str | None:
     path = getattr(args, "model_config", None)
     if not path:
         return None
-    from studio.io.checkpoint_size import size_note
+    from studio.io.importers.checkpoint_size import size_note
 
     return size_note(path, project.model)
 

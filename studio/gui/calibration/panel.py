@@ -193,7 +193,7 @@ class CalibrationPanel(QWidget):
             self._guard(lambda: self.load_nccl(paths))
 
     def load_nccl(self, paths) -> None:
-        from studio.io.nccl_log import read_nccl_log
+        from studio.io.importers.nccl_log import read_nccl_log
 
         logs = [read_nccl_log(str(p)) for p in paths]
         colls = {log.collective for log in logs}
@@ -260,7 +260,7 @@ class CalibrationPanel(QWidget):
                                                     ("osl", self.osl), ("concurrency", self.concurrency))}
 
     def load_serving(self, paths) -> None:
-        from studio.io.serving_bench import read_serving_file
+        from studio.io.importers.serving_bench import read_serving_file
 
         runs = [r for p in paths for r in read_serving_file(p)]
         self.serving_files = [str(p) for p in paths]
@@ -269,7 +269,7 @@ class CalibrationPanel(QWidget):
         self._say("Results loaded; Fit adjusts the engine's efficiency factors for this project's GPUs and model.")
 
     def fit_serving(self) -> None:
-        from studio.io.serving_bench import fit_files
+        from studio.io.importers.serving_bench import fit_files
 
         if not self.serving_files:
             raise StudioError("load serving-benchmark results first")

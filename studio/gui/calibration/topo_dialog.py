@@ -115,8 +115,8 @@ class ImportTopologyDialog(QDialog):
             self.open_path(path)
 
     def open_path(self, path: str | Path) -> None:
+        from studio.io.importers.topo import MAX_TOPO_BYTES
         from studio.io.safe import read_text_limited
-        from studio.io.topo import MAX_TOPO_BYTES
 
         try:
             text = read_text_limited(path, MAX_TOPO_BYTES, "topology file")
@@ -137,7 +137,7 @@ class ImportTopologyDialog(QDialog):
     # ------------------------------------------------------------------ preview
     def refresh(self) -> None:
         """Parse the text and show what was recognised, or the error (with line and column)."""
-        from studio.io.topo import import_topology, parse_topo
+        from studio.io.importers.topo import import_topology, parse_topo
 
         text = self.text.toPlainText()
         if not text.strip():

@@ -237,8 +237,8 @@ class ModelPanel(QWidget):
         reported in a dialog naming the file and the field (the model is left as it was). The
         parameter count checked against the checkpoint's size hints in that folder is shown under
         the model."""
-        from studio.io.checkpoint_size import size_note
-        from studio.io.hf_config import load_model_config
+        from studio.io.importers.checkpoint_size import size_note
+        from studio.io.importers.hf_config import load_model_config
 
         try:
             arch = load_model_config(path)

@@ -4,7 +4,7 @@ Each folder is a miniature Llama (hidden 32, 2 layers, vocab 128) with a ``confi
 safetensors files of zero tensors, written byte by byte after the format of
 github.com/huggingface/safetensors (8-byte little-endian header length, JSON header of
 ``dtype``/``shape``/``data_offsets``, then the data). This writer is independent of the reader in
-``studio/io/checkpoint_size.py`` so the tests check one against the other.
+``studio/io/importers/checkpoint_size.py`` so the tests check one against the other.
 
 - ``tiny-llama-bf16``: one ``model.safetensors`` in BF16 that matches its config exactly.
 - ``tiny-llama-extra-layer``: the same config, but the checkpoint holds 3 decoder layers.

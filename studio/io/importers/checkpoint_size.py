@@ -28,7 +28,7 @@ from typing import Any
 from studio.core.architecture import LLMArchitecture
 from studio.core.errors import StudioError
 from studio.core.units import decimal_bytes, whole_mib
-from studio.io.hf_config import read_config_json
+from studio.io.importers.hf_config import read_config_json
 from studio.io.safe import load_json_file, loads_json_limited, open_regular
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from studio.core.architecture import LLMArchitecture, MLAConfig, MoEConfig
 from studio.core.errors import StudioError, first_error_message
-from studio.io.hf_quant import SUPPORTED_QUANT_METHODS, precision_of_config
+from studio.io.importers.hf_quant import SUPPORTED_QUANT_METHODS, precision_of_config
 from studio.io.safe import load_json_file
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
