@@ -282,7 +282,7 @@ def held_out(points: list[Point], folds: list[list[int]], label: str, jobs: int 
 def memory_checks() -> list[str]:
     """Weights per rank and KV bytes against framework logs (reference/memory.md)."""
     from studio.core.architecture import ModulePrecision
-    from studio.core.builders import build_cluster
+    from studio.core.building.builders import build_cluster
     from studio.core.layout import Layout
     from studio.core.project import Project
     from studio.core.workload import ServingConfig, Workload

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from PySide6.QtCore import QElapsedTimer, QEventLoop, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from studio.core.builders import build_cluster  # noqa: E402
+from studio.core.building.builders import build_cluster  # noqa: E402
 from studio.engine import sweep  # noqa: E402
 from studio.gui.document import ProjectDocument  # noqa: E402
 from studio.gui.explorer import ExplorerWidget  # noqa: E402

@@ -18,7 +18,7 @@ from pathlib import Path
 # this checkout's code, not an installed copy (`pip install .` leaves one in site-packages)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from studio.core.builders import build_cluster
+from studio.core.building.builders import build_cluster
 from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.core.workload import Workload

@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from studio.cli import main
-from studio.core.builders import build_cluster
+from studio.core.building.builders import build_cluster
 from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.core.workload import Load, ServingConfig, Workload

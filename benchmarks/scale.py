@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from studio.core import edits
-from studio.core.builders import build_cluster
+from studio.core.building.builders import build_cluster
 from studio.core.hardware import Cluster
 from studio.core.project import Project
 from studio.core.workload import Workload

@@ -48,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _reference_cluster(catalog, kind_id: str, ranks: int):
     """A cluster of bundled nodes whose GPUs reach each other over ``kind_id``."""
-    from studio.core.builders import MAX_NODES, build_cluster
+    from studio.core.building.builders import MAX_NODES, build_cluster
 
     kind = catalog.link(kind_id)
     for t in catalog.nodes.values():
@@ -260,7 +260,7 @@ def _register_serving(sub: argparse._SubParsersAction) -> None:
 
 def _serving_base(args: argparse.Namespace):
     """The project the runs are evaluated on: --project, else a bundled node of --gpu with --model."""
-    from studio.core.builders import build_cluster
+    from studio.core.building.builders import build_cluster
     from studio.core.precision import DType
     from studio.core.project import Project
     from studio.io.presets import load_catalog

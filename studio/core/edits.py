@@ -9,6 +9,7 @@ import re
 
 from studio.core import parallelism as par
 from studio.core.architecture import LLMArchitecture
+from studio.core.building.templates import gpu_wiring, instantiate
 from studio.core.errors import StudioError, first_error_message
 from studio.core.hardware import (
     Cluster,
@@ -21,7 +22,6 @@ from studio.core.hardware import (
     Switch,
 )
 from studio.core.project import Project, drop_unrunnable_pinned
-from studio.core.templates import gpu_wiring, instantiate
 
 
 def fresh_id(taken: set[str], base: str) -> str:
@@ -106,7 +106,7 @@ def add_gpu(cluster: Cluster, node_id: str, spec: GpuSpec, slot: int | None = No
     """Put a GPU of ``spec`` into ``node_id`` (first free slot unless ``slot`` is given).
 
     With the node's ``template`` (the one it was built from), the GPU is wired as the template
-    wires the GPU of that slot (:func:`studio.core.templates.gpu_wiring`): its PCIe switch and its
+    wires the GPU of that slot (:func:`studio.core.building.templates.gpu_wiring`): its PCIe switch and its
     share of the scale-up fabric, so a GPU deleted and dropped back returns with its links.
     ``link_kinds`` are the catalog's kinds, for a template kind the cluster no longer lists.
 

@@ -198,7 +198,7 @@ class Link(Frozen):
 
 class NodeTemplate(Frozen):
     """How to build a standard server: GPUs, the fabric inside it, NICs. Expanded by
-    :func:`studio.core.templates.instantiate`."""
+    :func:`studio.core.building.templates.instantiate`."""
 
     id: str = Field(pattern=ID_PATTERN, max_length=80)
     name: str = Field(min_length=1, max_length=120)

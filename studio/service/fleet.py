@@ -198,7 +198,7 @@ def sweep_layouts(project: Project) -> list[Layout]:
 
 def _gpu_project(project: Project, gpu_id: str) -> Project:
     """``project`` on one node of ``gpu_id``'s usual node template (its own price)."""
-    from studio.core.builders import build_cluster
+    from studio.core.building.builders import build_cluster
     from studio.io.presets import load_catalog
 
     cat = load_catalog()

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from studio.core.builders import NODE_SPACING_X, build_cluster
+from studio.core.building.builders import NODE_SPACING_X, build_cluster
+from studio.core.building.templates import TRAY_COLUMNS, TRAY_SPACING_Y
 from studio.core.edits import add_template_node, connect_nodes_to_fabric
 from studio.core.hardware import Cluster
-from studio.core.templates import TRAY_COLUMNS, TRAY_SPACING_Y
 from studio.io.presets import load_catalog
 
 CAT = load_catalog()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from studio.core import edits
-from studio.core.builders import build_cluster
+from studio.core.building.builders import build_cluster
 from studio.io.presets import load_catalog
 from studio.io.project_file import load_project
 

@@ -4,7 +4,7 @@ engine tests do not depend on the preset files."""
 from __future__ import annotations
 
 from studio.core.architecture import LLMArchitecture, ModulePrecision, MoEConfig
-from studio.core.builders import build_cluster
+from studio.core.building.builders import build_cluster
 from studio.core.hardware import Cluster, GpuSpec, LinkFamily, LinkKind, NodeTemplate
 from studio.core.layout import Layout
 from studio.core.project import Project

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from studio.core.builders import build_cluster
+from studio.core.building.builders import build_cluster
 from studio.core.layout import Layout
 from studio.core.precision import DType
 from studio.core.project import Project

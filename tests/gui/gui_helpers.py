@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from studio.core.builders import build_cluster
+from studio.core.building.builders import build_cluster
 from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.core.workload import Workload

@@ -265,7 +265,7 @@ def test_the_layout_the_files_run_is_costed_again(qtbot):
     """Mixtral TP2×DP4 with EP2 on one DGX H100: vLLM can only run EP = TP × DP = 8, so its files
     run that layout; the notes name it and say whether it fits (issue 11: never 'fits' for a
     layout the plan did not cost)."""
-    from studio.core.builders import build_cluster
+    from studio.core.building.builders import build_cluster
     from studio.core.layout import Layout
     from studio.core.project import Project
     from studio.gui.editors.export_dialog import ExportDialog

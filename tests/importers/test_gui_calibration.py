@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from studio.core.builders import build_cluster
+from studio.core.building.builders import build_cluster
 from studio.core.layout import Layout
 from studio.core.precision import DType
 from studio.core.project import Project

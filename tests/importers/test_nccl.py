@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from studio.core.builders import build_cluster
+from studio.core.building.builders import build_cluster
 from studio.core.errors import StudioError
 from studio.engine.search.calibration import engine_times, fit_link_kind, rms
 from studio.io.importers.nccl_log import parse_nccl_log

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from studio.cli import main
-from studio.core.builders import build_cluster
+from studio.core.building.builders import build_cluster
 from studio.core.errors import StudioError
 from studio.core.precision import DType
 from studio.core.project import Project

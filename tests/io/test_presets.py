@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from studio.core.builders import build_cluster
+from studio.core.building.builders import build_cluster
 from studio.core.errors import StudioError
 from studio.core.hardware import Cluster, LinkFamily
 from studio.io.presets import example_paths, load_catalog, presets_root

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from studio.core.builders import build_cluster
+from studio.core.building.builders import build_cluster
 from studio.core.edits import add_template_node
 from studio.io.presets import load_catalog
 from studio.service.project_edits.link_compat import compatible_kinds, refusal, why_not

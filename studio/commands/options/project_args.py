@@ -93,7 +93,7 @@ def _cluster(args, base: Project) -> Cluster | None:
     per_node = getattr(args, "gpus_per_node", None)
     if not (gpu_id or template_id or nodes or per_node):
         return None
-    from studio.core.builders import build_cluster
+    from studio.core.building.builders import build_cluster
     from studio.io.presets import load_catalog
 
     cat = load_catalog()

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from studio.core.architecture import LLMArchitecture, MLAConfig, ModulePrecision, MoEConfig
-from studio.core.builders import build_cluster
+from studio.core.building.builders import build_cluster
 from studio.core.hardware import GpuSpec, LinkFamily, LinkKind, NodeTemplate
 from studio.core.layout import Layout
 from studio.core.project import CalibrationProfile, LinkFit, Project

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from studio.core.building.templates import TRAY_COLUMNS, TRAY_SPACING_Y, instantiate
 from studio.core.edits import connect_nodes_to_fabric
 from studio.core.errors import StudioError, first_error_message
 from studio.core.hardware import (
@@ -16,7 +17,6 @@ from studio.core.hardware import (
     NodeTemplate,
     Switch,
 )
-from studio.core.templates import TRAY_COLUMNS, TRAY_SPACING_Y, instantiate
 
 NODE_SPACING_X = 520.0
 
