@@ -13,10 +13,6 @@ from studio.core.errors import StudioError, first_error_message
 #: Largest --tp/--pp: a cluster's GPU limit (``studio.core.hardware.MAX_CLUSTER_GPUS``,
 #: not imported here so that building the parser stays light).
 MAX_CLUSTER_GPUS = 65_536
-#: Largest calibrate nccl --ranks: a fit costs the collective ~140 times, each in time linear in the
-#: ranks (~9 ms per rank of CPU on the 2-core machine): 4,096 ranks take ~36 s and 320 MB,
-#: 8,192 would take over a minute (docs/import-and-calibrate.md).
-MAX_FIT_RANKS = 4_096
 #: Largest --isl/--osl (the project's workload limit) and --concurrency (its max_batch limit).
 MAX_TOKENS = 10_000_000
 MAX_BATCH = 1_000_000
@@ -40,7 +36,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     n.add_argument("--project", help="project whose cluster ran the test (its first GPUs form the group)")
     n.add_argument("--save-as", help="profile name to store in --project (written back to the file)")
     n.add_argument("-o", "--output", help="write the profile as a standalone JSON file")
-    n.add_argument("--ranks", type=bounded_int(2, MAX_FIT_RANKS),
+    from studio.service.nccl_fit import MAX_FIT_RANKS, MIN_FIT_RANKS
+
+    n.add_argument("--ranks", type=bounded_int(MIN_FIT_RANKS, MAX_FIT_RANKS),
                    help="ranks of the run when the log does not say")
     n.set_defaults(func=run_nccl)
     _register_serving(sub)
@@ -142,63 +140,34 @@ def _profile(cls, **fields):
         raise StudioError(f"cannot store the profile: {first_error_message(exc, quote_field=True)}") from None
 
 
-def _warn_link_kind(logs, ranks: int, kind_id: str) -> None:
-    """Print a warning on stderr for each way the logs do not fit ``kind_id``
-    (:func:`studio.service.nccl_fit_checks.link_kind_mismatches`); the fit still runs."""
+def run_nccl(args: argparse.Namespace) -> int:
+    """Fit, print, save (the fit itself: :func:`studio.service.nccl_fit.fit_nccl`, as in the window)."""
     import sys
 
-    from studio.io.presets import load_catalog
-    from studio.service.nccl_fit_checks import log_mismatches
-
-    cat = load_catalog()
-    for message in log_mismatches(logs, ranks, cat.link(kind_id), list(cat.nodes.values())):
-        print(f"layout-studio: warning: {message}", file=sys.stderr)
-
-
-def run_nccl(args: argparse.Namespace) -> int:
-    """Fit, print, save."""
     from studio.core.project import CalibrationProfile
-    from studio.engine.search.calibration import fit_link_kind, rms
+    from studio.io.examples import input_file
     from studio.io.importers.nccl_log import read_nccl_log
     from studio.io.presets import load_catalog
+    from studio.service.nccl_fit import fit_nccl, fit_ranks, one_collective
 
     check_profile_name(args.save_as)
     check_output(args.output)
-    from studio.io.examples import input_file
-
     logs = [read_nccl_log(input_file(f, "nccl-tests log", "nccl-")) for f in args.files]
-    collectives = {log.collective for log in logs}
-    if len(collectives) != 1 or None in collectives:
-        raise StudioError(
-            "the logs must all be one collective (all_reduce or sendrecv); found: "
-            + ", ".join(sorted(str(c) for c in collectives))
-        )
-    collective = collectives.pop()
-    ranks = args.ranks or logs[0].group_size
-    if not ranks or ranks < 2:
-        raise StudioError("the log does not say how many ranks ran; pass --ranks N")
-    if ranks > MAX_FIT_RANKS:
-        raise StudioError(
-            f"--ranks: the log's run has {ranks:,} ranks; calibrate nccl fits runs of 2 to {MAX_FIT_RANKS:,} ranks"
-        )
-    sizes: list[float] = []
-    times: list[float] = []
-    for log in logs:
-        s, t = log.points()
-        sizes += s
-        times += t
+    one_collective(logs)
+    ranks = fit_ranks(logs, args.ranks)
+    catalog = load_catalog()
     project = None
     if args.project:
         project = _load_project(args)
         cluster = project.cluster
     else:
-        cluster = _reference_cluster(load_catalog(), args.link_kind, ranks)
-    _warn_link_kind(logs, ranks, args.link_kind)
-    gpus = [g.id for g in cluster.gpus]
-    if len(gpus) < ranks:
-        raise StudioError(f"the run used {ranks} ranks but the cluster has {len(gpus)} GPUs")
-    fit = fit_link_kind(cluster, gpus[:ranks], args.link_kind, sizes, times, collective=collective)
-    before, after = rms(fit.default_residuals), fit.link_fit.rms_rel_error
+        cluster = _reference_cluster(catalog, args.link_kind, ranks)
+    result = fit_nccl(cluster, logs, args.link_kind, ranks, list(catalog.nodes.values()),
+                      kind=catalog.link(args.link_kind))
+    for message in result.warnings:
+        print(f"layout-studio: warning: {message}", file=sys.stderr)
+    fit, before, after = result.fit, result.before, result.after
+    collective = result.collective
     print(f"{collective} on {ranks} ranks, {fit.sizes.size} points, link kind {args.link_kind}")
     print(f"  fitted latency   {fit.link_fit.latency_us:.3g} µs per hop")
     print(f"  fitted bandwidth {fit.link_fit.bandwidth_gbps:.4g} GB/s per link")
@@ -212,7 +181,7 @@ def run_nccl(args: argparse.Namespace) -> int:
         name=name,
         description=f"{collective} on {ranks} ranks fitted to nccl-tests logs",
         link_fits={args.link_kind: fit.link_fit},
-        fit_error={f"{args.link_kind}.rms_rel_error": after, f"{args.link_kind}.default_rms_rel_error": before},
+        fit_error=result.fit_error,
         source_files=tuple(str(f) for f in args.files),
     )
     _save_profile(args, project, profile)

@@ -42,6 +42,8 @@ FLAGS: dict[str, str] = {
     "runtime": "--runtime",
     "lengths": "--lengths",
     "runtime_version": "--runtime-version",
+    # calibrate nccl (studio/service/nccl_fit.py)
+    "ranks": "--ranks",
 }
 
 

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from studio.core.errors import StudioError
 from studio.core.project import CalibrationProfile, LinkFit
 from studio.gui.calibration.plots import CurvePlot, ScatterPlot
+from studio.service.nccl_fit import MAX_FIT_RANKS
 
 NONE = "(engine defaults)"
 
@@ -81,7 +82,7 @@ class CalibrationPanel(QWidget):
         load.clicked.connect(self._open_nccl)
         self.link_kind = QComboBox()
         self.link_kind.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-        self.ranks = _spin(100_000, "from the log")
+        self.ranks = _spin(MAX_FIT_RANKS, "from the log")
         fit = QPushButton("Fit")
         fit.clicked.connect(lambda: self._guard(self.fit_nccl))
         self.nccl_info = QLabel("no logs")
@@ -194,59 +195,41 @@ class CalibrationPanel(QWidget):
 
     def load_nccl(self, paths) -> None:
         from studio.io.importers.nccl_log import read_nccl_log
+        from studio.service.nccl_fit import one_collective
 
         logs = [read_nccl_log(str(p)) for p in paths]
-        colls = {log.collective for log in logs}
-        if len(colls) != 1 or None in colls:
-            raise StudioError("the logs must all be one collective (all_reduce or sendrecv); found: "
-                              + ", ".join(sorted(str(c) for c in colls)))
+        collective = one_collective(logs)
         self.nccl_logs = logs
         n = sum(len(log.rows) for log in logs)
-        self.nccl_info.setText(f"{len(logs)} log(s), {colls.pop()}, {n} sizes, ranks {logs[0].group_size or '?'}")
+        self.nccl_info.setText(f"{len(logs)} log(s), {collective}, {n} sizes, ranks {logs[0].group_size or '?'}")
         self._say("Logs loaded; choose the link kind the test ran over and Fit.")
 
     def fit_nccl(self) -> None:
-        from studio.engine.search.calibration import engine_times, fit_link_kind, rms
+        """Fit the chosen link kind to the loaded logs on the project's cluster
+        (:func:`studio.service.nccl_fit.fit_nccl`, as ``layout-studio calibrate nccl`` does)."""
+        from studio.engine.search.calibration import engine_times
+        from studio.io.presets import load_catalog
+        from studio.service.nccl_fit import fit_nccl
 
-        if not self.nccl_logs:
-            raise StudioError("load nccl-tests logs first")
-        coll = self.nccl_logs[0].collective
-        ranks = self.ranks.value() or self.nccl_logs[0].group_size
-        if not ranks or ranks < 2:
-            raise StudioError("the log does not say how many ranks ran; set ranks")
         cluster = self.doc.project.cluster
-        gpus = [g.id for g in cluster.gpus]
-        if len(gpus) < ranks:
-            raise StudioError(f"the run used {ranks} ranks but the cluster has {len(gpus)} GPUs")
         kind = self.link_kind.currentText()
-        sizes: list[float] = []
-        times: list[float] = []
-        for log in self.nccl_logs:
-            s, t = log.points()
-            sizes += s
-            times += t
-        fit = fit_link_kind(cluster, gpus[:ranks], kind, sizes, times, collective=coll)
+        result = fit_nccl(cluster, self.nccl_logs, kind, self.ranks.value() or None,
+                          list(load_catalog().nodes.values()))
+        fit, coll, group = result.fit, result.collective, list(result.gpus)
         grid = np.geomspace(fit.sizes.min(), fit.sizes.max(), 80)
-        curve = engine_times(cluster, gpus[:ranks], grid, collective=coll, link_fits={kind: fit.link_fit})
-        base = engine_times(cluster, gpus[:ranks], grid, collective=coll)
+        curve = engine_times(cluster, group, grid, collective=coll, link_fits={kind: fit.link_fit})
+        base = engine_times(cluster, group, grid, collective=coll)
         self.curve.show_fit(fit.sizes, fit.times_us, grid, curve, base, fit.residuals, fit.default_residuals)
-        before = rms(fit.default_residuals)
         self.link_fits[kind] = fit.link_fit
-        self.fit_error[f"{kind}.rms_rel_error"] = fit.link_fit.rms_rel_error
-        self.fit_error[f"{kind}.default_rms_rel_error"] = before
+        self.fit_error.update(result.fit_error)
         self.sources += [log.source for log in self.nccl_logs]
         if not self.name.text():
             self.name.setText(f"nccl-{kind}")
         self._say(f"{kind}: {fit.link_fit.latency_us:.3g} µs per hop, {fit.link_fit.bandwidth_gbps:.4g} GB/s per "
-                  f"link; RMS relative error {before:.1%} → {fit.link_fit.rms_rel_error:.1%}")
-        from studio.io.presets import load_catalog
-        from studio.service.nccl_fit_checks import log_mismatches
-
-        if kind in cluster.link_kinds:  # the same warnings as `layout-studio calibrate nccl`
-            warnings = log_mismatches(self.nccl_logs, ranks, cluster.link_kinds[kind], list(load_catalog().nodes.values()))
-            if warnings:
-                self.status.setText(self.status.text() + "\n" + "\n".join(f"⚠ {w}" for w in warnings))
-                self.status.setStyleSheet("color: #e8590c;")
+                  f"link; RMS relative error {result.before:.1%} → {result.after:.1%}")
+        if result.warnings:  # the same warnings as `layout-studio calibrate nccl`
+            self.status.setText(self.status.text() + "\n" + "\n".join(f"⚠ {w}" for w in result.warnings))
+            self.status.setStyleSheet("color: #e8590c;")
 
     # ------------------------------------------------------------------ serving
     def _open_serving(self) -> None:
