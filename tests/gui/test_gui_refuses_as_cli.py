@@ -82,3 +82,57 @@ def test_nccl_ranks_box_stops_where_the_cli_bound_does(qtbot, panel, capsys):
     qtbot.mouseClick(_nccl_fit_button(panel), Qt.MouseButton.LeftButton)
     assert panel.status.text() == "the run is given 1 rank; calibrate nccl fits runs of 2 to 4,096 ranks"
     assert panel.link_fits == {}
+
+
+# ----------------------------------------------------------------------------- layout choices
+def _layout_panel(qtbot, doc):
+    from studio.gui.panels.layout_panel import LayoutPanel
+
+    panel = LayoutPanel(doc)
+    qtbot.addWidget(panel)
+    panel.show()
+    qtbot.waitExposed(panel)
+    return panel
+
+
+def _project_file(doc, tmp_path) -> str:
+    from studio.io.project_file import project_to_json
+
+    path = tmp_path / "project.json"
+    path.write_text(project_to_json(doc.project), encoding="utf-8")
+    return str(path)
+
+
+def test_layout_panel_offers_exactly_the_tp_values_the_cli_accepts(qtbot, doc, tmp_path, capsys):
+    """Every TP the panel offers, chosen with the keyboard, gives a layout the command line plans;
+    a TP it does not offer (3 of 16 GPUs) is one the command line refuses."""
+    path = _project_file(doc, tmp_path)
+    panel = _layout_panel(qtbot, doc)
+    tp = panel.combos["tp"]
+    offered = [tp.itemData(i) for i in range(tp.count())]
+    assert offered == [1, 2, 4, 8, 16]
+    for missing in sorted(set(range(1, 17)) - set(offered))[:3]:
+        assert "does not divide the cluster's 16 GPUs" in _cli_error(
+            capsys, ["plan", path, "--tp", str(missing), "--pp", "1", "--json"])
+    tp.setFocus()
+    qtbot.keyClick(tp, Qt.Key.Key_Home)
+    for value in offered:
+        if doc.project.layout.tp != value:
+            with qtbot.waitSignal(doc.projectChanged, timeout=30_000):
+                qtbot.keyClick(tp, Qt.Key.Key_Down)
+        lay = doc.project.layout
+        assert lay.tp == value
+        capsys.readouterr()
+        argv = ["plan", path, "--tp", str(lay.tp), "--pp", str(lay.pp), "--dp", str(lay.dp), "--json"]
+        assert main(argv) == 0, capsys.readouterr().err
+
+
+def test_layout_panel_refuses_context_parallelism_with_the_cli_s_rule(qtbot, doc, tmp_path, capsys):
+    path = _project_file(doc, tmp_path)  # TP8 × PP2 of Llama-3.1-70B: 8 KV heads, no KV copy
+    cli = _cli_error(capsys, ["plan", path, "--cp", "2", "--json"])
+    panel = _layout_panel(qtbot, doc)
+    cp = panel.combos["cp"]
+    assert [cp.itemData(i) for i in range(cp.count())] == [1] and not cp.isEnabled()
+    rule = cp.toolTip().split("Not offered here: ", 1)[1]
+    assert rule.startswith("decode CP=2: TP=8 does not duplicate the 8 KV heads")
+    assert cli.startswith("layout-studio: error: --cp 2: " + rule + "; allowed with TP=8, DP=1 (decode): 1")
