@@ -136,3 +136,35 @@ def test_layout_panel_refuses_context_parallelism_with_the_cli_s_rule(qtbot, doc
     rule = cp.toolTip().split("Not offered here: ", 1)[1]
     assert rule.startswith("decode CP=2: TP=8 does not duplicate the 8 KV heads")
     assert cli.startswith("layout-studio: error: --cp 2: " + rule + "; allowed with TP=8, DP=1 (decode): 1")
+
+
+# ----------------------------------------------------------------------------- pinned plans
+def test_compare_tab_and_report_plan_the_pinned_layouts_at_the_same_batches(qtbot, doc, tmp_path, capsys):
+    """The Explorer's Compare tab and ``layout-studio report`` take the pinned layouts from one
+    function: the same layouts, at the batch each was pinned at (the workload's when none)."""
+    from studio.core.layout import Layout
+    from studio.gui.explorer import ExplorerWidget
+    from studio.service.report.report_content import gather
+
+    at_batch, plain = Layout(tp=4, pp=4, micro_batches=4), Layout(tp=16, pp=1)
+    p = doc.project
+    pinned = p.replace(workload=p.workload.replace(batch=8)).with_pin(at_batch, 24).with_pin(plain)
+    doc.apply(pinned, "Pin two layouts", "pinned")
+    w = ExplorerWidget(doc, threaded=False)
+    qtbot.addWidget(w)
+    w.show()
+    bar = w.tabs.tabBar()
+    qtbot.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.tabRect(w.tabs.indexOf(w.compare)).center())
+    assert w.tabs.currentWidget() is w.compare
+    w.refresh_compare()
+    shown = [w.compare.table.horizontalHeaderItem(k).text() for k in range(w.compare.table.columnCount())]
+    assert shown == [f"{at_batch.label} M=4 batch 24", f"{plain.label} M=1"]
+    report = gather(doc.project.replace(layout=Layout(tp=8, pp=2, micro_batches=2)))
+    assert [o.origin for o in report.alternatives] == ["pinned", "pinned"]
+    def key(plan):
+        return plan.layout.label, plan.layout.micro_batches, plan.batch
+
+    assert [key(o.plan) for o in report.alternatives] == [key(plan) for plan in w.compare.plans] == [
+        (at_batch.label, 4, 24), (plain.label, 1, 8)
+    ]
+    assert [o.plan.tpot_ms for o in report.alternatives] == [plan.tpot_ms for plan in w.compare.plans]

@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 from studio.core.errors import StudioError
 from studio.core.layout import Layout
 from studio.core.project import Project, pinned_problem
-from studio.engine import evaluate, sweep
+from studio.engine import sweep
 from studio.engine.plan.results import PlanResult
 from studio.engine.search.placement import PlacementOption, compare_placements
 from studio.engine.search.sweep import SweepResult
@@ -59,6 +59,7 @@ from studio.service.explore.explorer_analysis import (
     why_loses,
 )
 from studio.service.explore.explorer_work import Sweeper, explore_work
+from studio.service.explore.pinned import pinned_plans
 from studio.service.explore.recommend import sweep_kwargs, with_row
 from studio.service.scheduler import Response
 from studio.service.slo import Explored, SloReport, SloTargets, resolve_targets
@@ -776,21 +777,9 @@ class ExplorerWidget(QWidget):
 
     # ------------------------------------------------------------------ pin / apply
     def pinned_plans(self) -> list[tuple[str, PlanResult]]:
-        """(title, plan) of every pinned layout, at the batch it was pinned with."""
-        p = self.doc.project
-        out = []
-        for lay in p.pinned:
-            batch = p.pinned_batch(lay)
-            proj = p
-            if batch is not None:
-                proj = p.model_copy(update={"workload": p.workload.model_copy(update={"batch": batch})})
-            try:
-                plan = evaluate(proj, lay)
-            except StudioError:
-                continue
-            title = f"{lay.label} M={lay.micro_batches}" + (f" batch {batch}" if batch is not None else "")
-            out.append((title, plan))
-        return out
+        """(title, plan) of every pinned layout the engine plans, at the batch it was pinned with
+        (:func:`studio.service.explore.pinned.pinned_plans`, as the report lists them)."""
+        return [(pin.title, pin.plan) for pin in pinned_plans(self.doc.project) if pin.plan is not None]
 
     def refresh_compare(self) -> None:
         pairs = self.pinned_plans()

@@ -13,6 +13,7 @@ from studio.core.project import Project
 from studio.engine import SweepResult, evaluate, sweep
 from studio.engine.plan.results import PlanResult
 from studio.engine.serving.simulate import SimulationResult
+from studio.service.explore.pinned import pinned_plans
 
 
 #: Engines whose launch commands go into the appendix, with their display names.
@@ -85,18 +86,15 @@ def option_name(layout: Layout) -> str:
 
 def _pinned_options(project: Project, chosen: Layout) -> list[Option]:
     """The pinned layouts other than the chosen one, each at the batch it was pinned at (the
-    workload's when it was pinned without one), as the Explorer's Compare tab and Apply show them."""
+    workload's when it was pinned without one), as the Explorer's Compare tab and Apply show them
+    (:func:`studio.service.explore.pinned.pinned_plans`)."""
     out: list[Option] = []
-    for layout in project.pinned:
-        if layout == chosen or len(out) == MAX_ALTERNATIVES:
+    for pin in pinned_plans(project):
+        if pin.layout == chosen or len(out) == MAX_ALTERNATIVES:
             continue
-        batch = project.pinned_batch(layout)
-        at = project if batch is None else project.replace(workload=project.workload.replace(batch=batch))
-        try:
-            plan = evaluate(at, layout)
-        except StudioError as exc:
-            raise StudioError(f"pinned layout {layout.label} cannot be evaluated: {exc}") from None
-        out.append(Option(option_name(plan.layout), "pinned", plan))
+        if pin.plan is None:
+            raise StudioError(f"pinned layout {pin.layout.label} cannot be evaluated: {pin.error}")
+        out.append(Option(option_name(pin.plan.layout), "pinned", pin.plan))
     return out
 
 
