@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     disagg = _disagg(args, project, result)
     disagg_slo = None
     if disagg is not None and targets is not None and targets.ttft_p99_ms is not None:
-        from studio.commands.options.disagg_args import check_disagg_slo
+        from studio.service.disagg_slo import check_disagg_slo
 
         disagg_slo = check_disagg_slo(project, disagg, targets.ttft_p99_ms, targets.rate_per_s, args.slo_check)
     if args.json:

@@ -168,3 +168,57 @@ def test_compare_tab_and_report_plan_the_pinned_layouts_at_the_same_batches(qtbo
         (at_batch.label, 4, 24), (plain.label, 1, 8)
     ]
     assert [o.plan.tpot_ms for o in report.alternatives] == [plan.tpot_ms for plan in w.compare.plans]
+
+
+# ----------------------------------------------------------------------------- disaggregated SLO
+def test_explorer_screens_the_pools_against_the_slo_as_the_cli_does(qtbot, catalog, tmp_path, capsys):
+    """With *Disaggregated pools* ticked (a real click) and a p99 TTFT target at a rate, the
+    Explorer's SLO column says of each pool split what ``sweep --disagg --ttft-p99 --at-rate``
+    says: one screening (:mod:`studio.service.disagg_slo`) for both."""
+    import json
+
+    from studio.core.building.builders import build_cluster
+    from studio.core.layout import Layout
+    from studio.core.project import Project
+    from studio.core.workload import Load, Workload
+    from studio.gui.document import ProjectDocument
+    from studio.gui.explorer import ExplorerWidget
+    from studio.gui.explorer.table_model import COLUMNS
+    from studio.io.project_file import project_to_json
+
+    t = catalog.node("hgx-h200")
+    project = Project(
+        cluster=build_cluster(t, 1, catalog.gpu(t.gpu_type), catalog.links),
+        model=catalog.model("llama-3.1-8b").architecture,
+        model_ref="llama-3.1-8b",
+        layout=Layout(tp=8),
+        workload=Workload(isl=2048, osl=256, batch=8, tpot_ms=30, load=Load(num_requests=300)),
+    )
+    project = project.replace(explorer=project.explorer.replace(ttft_p99_ms=400, slo_rate_per_s=20))
+    path = tmp_path / "p.json"
+    path.write_text(project_to_json(project), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["sweep", str(path), "--disagg", "--ttft-p99", "400", "--at-rate", "20", "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)["disaggregated"]["slo"]
+    assert cli["checked"], "the CLI screened no pool split"
+
+    doc = ProjectDocument(project, threaded=False)
+    w = ExplorerWidget(doc, threaded=False)
+    qtbot.addWidget(w)
+    w.show()
+    w.pools_box.setFocus()
+    qtbot.keyClick(w.pools_box, Qt.Key.Key_Space)
+    assert w.pools_box.isChecked()
+    w.run_sweep()
+    w.wait_idle()
+    assert w.disagg is not None and w.disagg_slo is not None
+    model = w.model
+    slo_col = [c.key for c in COLUMNS].index("slo")
+    shown = {}
+    for r in range(model.rowCount()):
+        k = model.disagg_index(r)
+        if k is not None:
+            shown[model.disagg_rows[k].mode.spec()] = model.data(model.index(r, slo_col))
+    for entry in cli["checked"]:
+        assert shown[entry["spec"]] == entry["verdict"], entry["pools"]
+    assert w.disagg_slo["checked"] == cli["checked"]

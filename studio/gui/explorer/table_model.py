@@ -49,6 +49,8 @@ class SweepTableModel(QAbstractTableModel):
         self._disagg = np.zeros(0, dtype=np.int64)  # disaggregated candidate per table row (-1: layout)
         #: The disaggregated candidates listed (``DisaggRow``s; empty when not swept).
         self.disagg_rows: tuple = ()
+        #: Pool spec → the candidate's percentile-SLO verdict (empty when not checked).
+        self.disagg_verdicts: dict[str, str] = {}
         self._rank: dict[int, int] = {}
         self._disagg_rank: dict[int, int] = {}
         self._pareto: set[int] = set()
@@ -59,10 +61,13 @@ class SweepTableModel(QAbstractTableModel):
         self._bold = QFont()
         self._bold.setBold(True)
 
-    def set_result(self, result: SweepResult | None, slo: SloReport | None = None, disagg=()) -> None:
-        """Show ``result`` (its SLO check ``slo``) and the disaggregated candidates ``disagg``."""
+    def set_result(self, result: SweepResult | None, slo: SloReport | None = None, disagg=(),
+                   disagg_verdicts: dict[str, str] | None = None) -> None:
+        """Show ``result`` (its SLO check ``slo``) and the disaggregated candidates ``disagg`` (their
+        SLO verdicts by pool spec, :func:`studio.service.disagg_slo.slo_verdicts`)."""
         self.beginResetModel()
         self.result = result
+        self.disagg_verdicts = dict(disagg_verdicts or {}) if result is not None else {}
         self.slo = slo if result is not None else None
         self._slo_of = _slo_by_row(result, self.slo)
         self.disagg_rows = tuple(disagg) if result is not None else ()
@@ -196,9 +201,9 @@ class SweepTableModel(QAbstractTableModel):
         """A disaggregated candidate's cell: its figures where the column applies, tinted."""
         r = self.disagg_rows[k]
         if role == Qt.ItemDataRole.DisplayRole:
-            return format_value(col, disagg_cell(r, col.key))
+            return format_value(col, disagg_cell(r, col.key, self.disagg_verdicts))
         if role == SORT_ROLE:
-            v = disagg_cell(r, col.key)
+            v = disagg_cell(r, col.key, self.disagg_verdicts)
             if col.fmt == "s":
                 return str(v)
             f = float(v)  # type: ignore[arg-type]
@@ -210,7 +215,7 @@ class SweepTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             verdict = "meets the targets" if r.meets_targets else "misses the targets"
             return (f"{r.label}, batch {r.batch} per decode worker (disaggregated, {verdict}; the percentile "
-                    f"SLO is simulated for the layouts only): {r.why()}")
+                    f"SLO checks its p99 TTFT): {r.why()}")
         if role == Qt.ItemDataRole.TextAlignmentRole and col.fmt != "s":
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None

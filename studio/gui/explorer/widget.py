@@ -49,6 +49,7 @@ from studio.gui.explorer.table_model import DISAGG_ROLE, ROW_ROLE, SweepFilterPr
 from studio.gui.toolkit.flow_layout import FlowRow, group
 from studio.gui.views.timeline import TimelinePanel
 from studio.gui.worker import ScheduledWork
+from studio.service.disagg_slo import slo_verdicts
 from studio.service.explore.disagg_explore import applied_pools, with_pools
 from studio.service.explore.explorer_analysis import (
     COLUMNS,
@@ -147,6 +148,8 @@ class ExplorerWidget(QWidget):
         #: The sweeps: newest only, debounced, in a worker thread (or synchronous when not threaded).
         #: The disaggregated candidates of the shown sweep (a DisaggSweep; None when not swept).
         self.disagg = None
+        #: The disaggregated candidates' SLO check (studio.service.disagg_slo; None when not checked).
+        self.disagg_slo: dict | None = None
         self.disagg_selected: int | None = None
         self.jobs = ScheduledWork(with_pools(explore_work(self._sweeper)), self._request, threaded=threaded,
                                   debounce_ms=debounce_ms, max_threads=2, name="the sweep", parent=self)
@@ -481,6 +484,7 @@ class ExplorerWidget(QWidget):
         self.progress.setValue(1000)
         out: Explored = response.result
         self.disagg = getattr(out, "disagg", None)
+        self.disagg_slo = getattr(out, "disagg_slo", None)
         self._disagg_error = getattr(out, "disagg_error", "")
         self.disagg_selected = None
         self.apply_pools_button.setEnabled(False)
@@ -491,7 +495,8 @@ class ExplorerWidget(QWidget):
         """Fill the table, the plot and the reasons from a finished sweep (and its SLO check)."""
         self.result = result
         self.slo = slo
-        self.model.set_result(result, slo, self.disagg.rows if self.disagg is not None else ())
+        self.model.set_result(result, slo, self.disagg.rows if self.disagg is not None else (),
+                              slo_verdicts(self.disagg_slo))
         for key in SLO_KEYS:
             self.table.setColumnHidden([c.key for c in COLUMNS].index(key), slo is None)
         self._objective_column_first(result.objective, slo is not None)

@@ -34,6 +34,9 @@ class ExploredPools(Explored):
 
     disagg: Any = None  # studio.engine.disagg.sweep.DisaggSweep
     disagg_error: str = ""  # why the disaggregated sweep could not run ("" when it did)
+    #: The candidates' p99 TTFT check at the SLO's rate (:func:`studio.service.disagg_slo.check_disagg_slo`;
+    #: None without a p99 TTFT target).
+    disagg_slo: dict[str, Any] | None = None
 
 
 def with_pools(work: Work) -> Work:
@@ -56,7 +59,13 @@ def with_pools(work: Work) -> Work:
             )
         except StudioError as exc:
             return ExploredPools(out.sweep, out.slo, out.slo_error, disagg_error=exc.message)
-        return ExploredPools(out.sweep, out.slo, out.slo_error, disagg=pools)
+        slo = None
+        if targets is not None and targets.ttft_p99_ms is not None and not job.cancelled:
+            from studio.service.disagg_slo import SIMULATED_POOLS, check_disagg_slo
+
+            slo = check_disagg_slo(project, pools, targets.ttft_p99_ms, targets.rate_per_s, SIMULATED_POOLS,
+                                   cancel=lambda: job.cancelled)
+        return ExploredPools(out.sweep, out.slo, out.slo_error, disagg=pools, disagg_slo=slo)
 
     return run
 
@@ -77,17 +86,18 @@ DISAGG_WORDS = ("disagg", "disaggregated", "pools")
 _NAN = float("nan")
 
 
-def disagg_cell(row: Any, key: str) -> object:
+def disagg_cell(row: Any, key: str, verdicts: dict[str, str] | None = None) -> object:
     """The Explorer table's raw value of column ``key`` for disaggregated candidate ``row`` (a
     :class:`studio.engine.disagg.sweep.DisaggRow`): its figure where the column applies, NaN where
-    the column is a single layout's (TP, PP, EP, DP, CP, M, GiB/GPU, KV tokens, bubble, warnings),
-    ``—`` for the percentile SLO (simulated for the layouts only)."""
+    the column is a single layout's (TP, PP, EP, DP, CP, M, GiB/GPU, KV tokens, bubble, warnings);
+    for the percentile SLO its pool split's verdict in ``verdicts`` (pool spec → verdict,
+    :func:`studio.service.disagg_slo.slo_verdicts`), ``—`` when it was not checked."""
     if key == "layout":
         return row.label
     if key == "reason":
         return row.why()
     if key == "slo":
-        return "—"
+        return (verdicts or {}).get(row.mode.spec(), "—")
     if key == "fits":
         return True  # the sweep keeps only pools whose workers fit
     if key == "meets_targets":
