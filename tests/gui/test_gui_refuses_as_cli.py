@@ -222,3 +222,32 @@ def test_explorer_screens_the_pools_against_the_slo_as_the_cli_does(qtbot, catal
     for entry in cli["checked"]:
         assert shown[entry["spec"]] == entry["verdict"], entry["pools"]
     assert w.disagg_slo["checked"] == cli["checked"]
+
+
+# ----------------------------------------------------------------------------- plan summary
+def test_serving_mode_panel_voids_a_saturated_ttft_as_the_cli_does(qtbot, doc, tmp_path, capsys):
+    """Pools served past their saturation rate have no TTFT: ``plan --disagg`` and the Serving mode
+    panel (pools typed with real keys) say so in the same words, from
+    :func:`studio.engine.disagg.summary.figures`, and the export's header does not claim one either."""
+    from studio.core.workload import Load
+    from studio.gui.panels.serving_mode_panel import ServingModePanel
+
+    p = doc.project
+    doc.apply(p.replace(workload=p.workload.replace(load=Load(mode="rate", rate_per_s=10_000))), "Rate", "workload")
+    path = _project_file(doc, tmp_path)
+    capsys.readouterr()
+    assert main(["plan", path, "--disagg", "2P:tp4,1D:tp8"]) == 0
+    cli = next(line.split("TTFT", 1)[1].strip() for line in capsys.readouterr().out.splitlines()
+               if line.strip().startswith("TTFT") and "target" not in line)
+    assert cli.startswith("- (saturated")
+
+    panel = ServingModePanel(doc, threaded=False)
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.mode.setFocus()
+    qtbot.keyClick(panel.mode, Qt.Key.Key_Down)
+    panel.spec.selectAll()
+    qtbot.keyClicks(panel.spec, "2P:tp4,1D:tp8")
+    qtbot.keyClick(panel.spec, Qt.Key.Key_Return)
+    assert doc.project.serving_mode.spec() == "2P:tp4,1D:tp8"
+    assert f"TTFT {cli}" in panel.view.toPlainText().splitlines()

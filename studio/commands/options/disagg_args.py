@@ -20,6 +20,7 @@ from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.core.serving_mode import SPEC_HELP, ServingMode, parse_pools
 from studio.core.units import MIB
+from studio.engine.disagg.summary import figures
 
 
 def add_disagg_args(parser: argparse.ArgumentParser, *, sweep: bool = False) -> None:
@@ -147,11 +148,10 @@ def format_disagg(project: Project, res, explain: bool = False) -> str:
         sections.append("Status\n" + format_pairs([("code", status.code), ("figures", status.headline),
                                                     ("why", status.reason)]))
     gone = f"- ({status.headline})"
+    said = figures(res)  # the same words as the Serving mode panel and the export's header
     lat = [
-        ("TTFT", f"{fmt(res.ttft_ms)} ms = queue {fmt(res.queue_ms)} + prefill {fmt(res.prefill_ms)} + "
-                 f"KV transfer {fmt(t.time_ms)}" if status.shows("ttft") else gone),
-        ("TPOT", f"{fmt(res.tpot_ms)} ms (decode-only iterations, no prefill interference)"
-                 if status.shows("tpot") else gone),
+        ("TTFT", said["TTFT"]),
+        ("TPOT", said["TPOT"]),
         ("end-to-end", f"{fmt(res.request_latency_ms)} ms" if status.shows("request") else gone),
     ]
     if wl.ttft_ms is not None:

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.core.serving_mode import SPEC_HELP, ServingMode, parse_pools
-from studio.core.units import MIB
+from studio.engine.disagg.summary import summary_lines
 from studio.gui.document import ProjectDocument
 from studio.gui.worker import ScheduledWork, evaluate_work
 from studio.service.disagg_start import best_pools
@@ -33,8 +33,9 @@ def _evaluate(project: Project) -> object:
 
 
 def summary_text(res) -> str:
-    """Plain-text lines for the panel: both pools, the transfer, latency, throughput, balance."""
-    p, d, t = res.prefill, res.decode, res.transfer
+    """Plain-text lines for the panel: both pools, then the figures as ``plan --disagg`` and the
+    export's header write them (:func:`studio.engine.disagg.summary.summary_lines`), the balance."""
+    p, d = res.prefill, res.decode
     lines = [
         f"{res.label} — {res.gpus} GPUs"
         + (f" ({res.unused_gpus} unused)" if res.unused_gpus else ""),
@@ -42,13 +43,7 @@ def summary_text(res) -> str:
         f"{p.utilisation:.0%} busy",
         f"Decode pool {d.label} on {', '.join(d.gpu_types)}: {d.capacity_rps:.3g} req/s, {d.utilisation:.0%} busy, "
         f"{d.batch:.3g} sequences per worker",
-        f"KV transfer: {t.bytes_per_request / MIB:,.1f} MiB per request, {t.time_ms:.3g} ms over "
-        f"{t.bottleneck_name or 'the same GPU'} ({t.src_gpu} → {t.dst_gpu})",
-        f"TTFT {res.ttft_ms:,.1f} ms = queue {res.queue_ms:,.1f} + prefill {res.prefill_ms:,.1f} + transfer "
-        f"{t.time_ms:.3g}",
-        f"TPOT {res.tpot_ms:.3g} ms (no prefill interference)",
-        f"Throughput {res.output_tokens_per_s:,.0f} tok/s, {res.output_tokens_per_s_per_gpu:,.1f} per GPU; "
-        f"limited by the {res.limited_by} at {res.saturation_rate_per_s:.3g} req/s",
+        *summary_lines(res),
         res.balance.describe(p.pool.workers, d.pool.workers),
     ]
     if res.load_note:

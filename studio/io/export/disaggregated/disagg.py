@@ -20,7 +20,7 @@ from typing import Any, cast
 from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.core.serving_mode import PoolLayout
-from studio.core.units import MIB
+from studio.engine.disagg.summary import summary_lines
 from studio.io.export import common as c
 from studio.io.export.bundle import ExportBundle
 from studio.io.export.checks.rules import rules_for
@@ -260,18 +260,13 @@ def export_disaggregated(
 
 def _header(project: Project, result, engine: str, model: str, notes: list[str]) -> list[str]:
     wl = project.workload
-    t = result.transfer
     lines = [
         f"Layout Studio disaggregated export for {c.ENGINE_VERSIONS[engine]}",
         f"Project: {project.name}",
         f"Model: {project.model.name} -> {model}",
         f"Serving: {result.label} = {result.gpus} GPUs (transfer backend {result.mode.transfer_backend})",
         f"Workload: {wl.isl} input + {wl.osl} output tokens",
-        f"TTFT {result.ttft_ms:.4g} ms (queue {result.queue_ms:.3g} + prefill {result.prefill_ms:.4g} + KV transfer "
-        f"{t.time_ms:.3g}); TPOT {result.tpot_ms:.3g} ms",
-        f"KV transfer: {t.bytes_per_request / MIB:,.1f} MiB per request over {t.bottleneck_name or '-'}",
-        f"Throughput: {result.output_tokens_per_s:,.0f} output tokens/s ({result.output_tokens_per_s_per_gpu:,.1f} per GPU); "
-        f"limited by the {result.limited_by} at {result.saturation_rate_per_s:.3g} req/s",
+        *summary_lines(result),  # as `plan --disagg` and the Serving mode panel say them
     ]
     if notes:
         lines.append("Notes:")

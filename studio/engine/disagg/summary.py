@@ -1,0 +1,56 @@
+"""A disaggregated plan's figures in words, written once for every reader: ``plan --disagg``,
+the Serving mode panel's summary and the disaggregated export's header. Each figure follows the
+plan's status (:attr:`studio.engine.disagg.results.DisaggResult.status`): a figure the status voids
+(an open loop past saturation has no TTFT; pools that do not fit have no throughput) shows the
+status's headline instead of a number, in every reader alike."""
+
+from __future__ import annotations
+
+import math
+
+from studio.core.units import MIB
+from studio.engine.disagg.results import DisaggResult
+
+
+def figure(value: float, digits: int = 3) -> str:
+    """A figure as the plan's text writes it: thousands separators from 1,000 up, else ``digits``
+    significant digits (4 from 1 up); ``-`` when not finite."""
+    if not math.isfinite(value):
+        return "-"
+    if value == 0:
+        return "0"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.{max(digits, 4) if abs(value) >= 1 else digits}g}"
+
+
+def figures(res: DisaggResult) -> dict[str, str]:
+    """``TTFT``, ``TPOT``, ``throughput`` and ``KV transfer`` of ``res``, each its value in words
+    (without the name), e.g. ``{"TTFT": "412.3 ms = queue 1.2 + prefill 408 + KV transfer 3.1", …}``."""
+    st, t = res.status, res.transfer
+    gone = f"- ({st.headline})"
+    ttft = (
+        f"{figure(res.ttft_ms)} ms = queue {figure(res.queue_ms)} + prefill {figure(res.prefill_ms)} + "
+        f"KV transfer {figure(t.time_ms)}"
+    )
+    tpot = f"{figure(res.tpot_ms)} ms (decode-only iterations, no prefill interference)"
+    throughput = (
+        f"{figure(res.output_tokens_per_s)} output tokens/s ({figure(res.output_tokens_per_s_per_gpu)} per GPU); "
+        f"limited by the {res.limited_by} at {figure(res.saturation_rate_per_s)} req/s"
+    )
+    transfer = (
+        f"{figure(t.bytes_per_request / MIB)} MiB per request, {figure(t.time_ms)} ms over "
+        f"{t.bottleneck_name or 'the same GPU'} ({t.src_gpu} → {t.dst_gpu})"
+    )
+    return {
+        "TTFT": ttft if st.shows("ttft") else gone,
+        "TPOT": tpot if st.shows("tpot") else gone,
+        "throughput": throughput if st.shows("throughput") else gone,
+        "KV transfer": transfer,
+    }
+
+
+def summary_lines(res: DisaggResult) -> list[str]:
+    """One line per figure of :func:`figures`: ``TTFT 412.3 ms = queue …``."""
+    names = {"throughput": "Throughput"}
+    return [f"{names.get(k, k)} {v}" for k, v in figures(res).items()]
