@@ -248,7 +248,7 @@ def skip_plugin_loader() -> None:
         return getattr(real_loader(), name)
 
     stand_in.get_plugins = get_plugins  # type: ignore[attr-defined]
-    stand_in.__getattr__ = __getattr__  # type: ignore[attr-defined]
+    stand_in.__getattr__ = __getattr__  # type: ignore[method-assign]
     sys.modules[_PLUGIN_LOADER] = stand_in
 
 

@@ -240,10 +240,15 @@ def _serving_base(args: argparse.Namespace):
         project = _load_project(args)
     if project is None and not (args.gpu and args.model):
         raise StudioError("give --gpu ID and --model ID (or --project P) for the hardware and model the runs used")
-    model = cat.model(args.model).architecture if args.model else project.model
+    if args.model:
+        model = cat.model(args.model).architecture
+    else:
+        assert project is not None  # refused above without --project
+        model = project.model
     if args.gpu:
         cluster = build_cluster(cat.template_for_gpu(args.gpu), 1, cat.gpu(args.gpu), cat.links)
     else:
+        assert project is not None
         cluster = project.cluster
     base = project or Project(cluster=cluster, model=model, model_ref=args.model)
     base = base.replace(cluster=cluster, model=model)

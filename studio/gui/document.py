@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
@@ -21,6 +22,9 @@ from studio.gui.worker import Evaluator, ScheduledWork, default_evaluator, evalu
 from studio.io.project_file import load_project, save_project
 from studio.service.project_edits.hardware_edits import follow_cluster
 from studio.service.scheduler import Response
+
+if TYPE_CHECKING:
+    from studio.engine.plan.results import PlanResult
 
 DEBOUNCE_MS = 30
 
@@ -95,7 +99,7 @@ class ProjectDocument(QObject):
         self._project = project
         self._path = Path(path) if path else None
         self._revision = 0
-        self._result: object | None = None
+        self._result: PlanResult | None = None
         self._result_revision = -1
         self._error = ""
         self._selection: tuple[str, ...] = ()
@@ -123,7 +127,7 @@ class ProjectDocument(QObject):
         return self._revision
 
     @property
-    def result(self) -> object | None:
+    def result(self) -> PlanResult | None:
         """The latest plan result, or ``None`` (not computed yet, or the engine refused)."""
         return self._result
 

@@ -191,8 +191,9 @@ def apply_spec_args(args: argparse.Namespace, current: SpeculativeConfig | None)
     if any(values[k] is not None for k in acc_keys):  # a new acceptance replaces the stored one
         changes.update({k: values[k] for k in acc_keys})
     if draft_id is not None:
-        if changes.get("method", current.method if current else None) != "draft":
-            raise StudioError(f"--draft-model applies to --spec draft (the method is '{changes.get('method') or current.method}')")
+        method = changes.get("method", current.method if current else None)
+        if method != "draft":
+            raise StudioError(f"--draft-model applies to --spec draft (the method is '{method}')")
         from studio.io.presets import load_catalog
 
         try:

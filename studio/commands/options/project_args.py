@@ -108,7 +108,9 @@ def _cluster(args, base: Project) -> Cluster | None:
                 "--nodes/--gpus-per-node need --gpu ID or --node-template ID: the project's cluster is "
                 "not built from one node template"
             )
-        template = cat.node(used.pop())
+        only = used.pop()
+        assert only is not None  # refused above
+        template = cat.node(only)
         if nodes is None:
             nodes = max(1, len(base.cluster.nodes) // template.trays)
         gpu_id = base.cluster.gpu_types()[0] if base.cluster.gpus else None

@@ -38,8 +38,9 @@ def open_calibration(window) -> None:
         dlg.setWindowTitle("Calibration")
         lay = QVBoxLayout(dlg)
         lay.setContentsMargins(4, 4, 4, 4)
-        dlg.panel = CalibrationPanel(window.doc, dlg)
-        lay.addWidget(dlg.panel)
+        panel = CalibrationPanel(window.doc, dlg)
+        dlg.panel = panel  # type: ignore[attr-defined]  # the dialog's panel, for the window and tests
+        lay.addWidget(panel)
         dlg.resize(920, 760)
         window.calibration_dialog = dlg
     dlg.show()

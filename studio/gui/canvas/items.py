@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+from collections.abc import Sequence
 
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
 from PySide6.QtGui import (
@@ -88,9 +89,10 @@ def legible(font: QFont, p: QPainter | float) -> QFont:
     if zoom <= 0 or px * zoom >= MIN_TEXT_PX:
         return font
     size = round(font.pointSizeF() * MIN_TEXT_PX / (px * zoom) * 4 + 0.5) / 4  # quarter points, rounded up
-    f = _SCALED.get((*k, size))
+    key = (*k, size)
+    f = _SCALED.get(key)
     if f is None:
-        f = _SCALED[(*k, size)] = QFont(font)
+        f = _SCALED[key] = QFont(font)
         f.setPointSizeF(size)
     return f
 
@@ -241,6 +243,9 @@ class Endpoint(QGraphicsItem):
 class GpuTile(Endpoint):
     """A GPU in a slot."""
 
+    #: What the tile's rank overlay was last drawn from (the scene skips an unchanged one).
+    rank_key: tuple | None = None
+
     def __init__(self, gpu_id: str, slot: int, spec: GpuSpec | None, rect: QRectF, parent: QGraphicsItem) -> None:
         super().__init__(gpu_id, "gpu", rect, parent)
         self.slot = slot
@@ -390,7 +395,7 @@ def _plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
-def port_row_forms(switch_kinds: list[str], nics: int) -> tuple[list[str], list[str]]:
+def port_row_forms(switch_kinds: Sequence[str], nics: int) -> tuple[list[str], list[str]]:
     """The count texts of a node's middle row (PCIe switches, CPUs, fabric ports) and NIC row,
     fullest first."""
     pcie = switch_kinds.count("pcie-switch")
@@ -603,7 +608,7 @@ class BundleItem(QGraphicsLineItem):
     (behind the nodes) so a 64-node cluster stays readable; the member links remain selectable
     through warnings and reappear when selected."""
 
-    def __init__(self, node: NodeItem, switch: QGraphicsItem, kind: LinkKind | None, members: list[str]) -> None:
+    def __init__(self, node: NodeItem, switch: ClusterSwitchItem, kind: LinkKind | None, members: list[str]) -> None:
         super().__init__()
         self.item_kind = "bundle"
         self.node = node
@@ -654,7 +659,7 @@ class BundleItem(QGraphicsLineItem):
     def refresh(self) -> None:
         self.prepareGeometryChange()
         r = self.node.sceneBoundingRect()
-        self.setLine(QLineF(QPointF(r.center().x(), r.bottom() - 4), self.switch.center_in_scene()))  # type: ignore[attr-defined]
+        self.setLine(QLineF(QPointF(r.center().x(), r.bottom() - 4), self.switch.center_in_scene()))
 
 
 def _blend(base: QColor, over: QColor) -> QColor:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 from PySide6.QtCore import QMimeData
 
@@ -41,7 +41,7 @@ def from_mime(mime: QMimeData) -> DragItem | None:
     """
     if not mime.hasFormat(MIME_TYPE):
         return None
-    payload = bytes(mime.data(MIME_TYPE))
+    payload = bytes(mime.data(MIME_TYPE).data())
     if len(payload) > MAX_PAYLOAD_BYTES:
         raise StudioError(f"drag payload is {len(payload):,} bytes; at most {MAX_PAYLOAD_BYTES:,} are accepted")
     raw = payload.decode("utf-8", errors="replace")
@@ -53,4 +53,4 @@ def from_mime(mime: QMimeData) -> DragItem | None:
     ident = data.get("id") if isinstance(data, dict) else None
     if not isinstance(kind, str) or kind not in KINDS or not isinstance(ident, str) or not ident:
         raise StudioError(f"drag payload kind {kind!r} is not one of {', '.join(KINDS)}")
-    return DragItem(kind=kind, id=ident)
+    return DragItem(kind=cast(ItemKind, kind), id=ident)

@@ -99,6 +99,10 @@ class Palette(QWidget):
         low = text.lower().strip()
         for i in range(self.tree.topLevelItemCount()):
             sec = self.tree.topLevelItem(i)
+            if sec is None:
+                continue
             for j in range(sec.childCount()):
                 ch = sec.child(j)
+                if ch is None:
+                    continue
                 ch.setHidden(bool(low) and low not in ch.text(0).lower() and low not in ch.toolTip(0).lower())

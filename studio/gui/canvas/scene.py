@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 
 from studio.core import edits
 from studio.core.errors import StudioError
-from studio.core.hardware import Cluster, LinkKind, Node
+from studio.core.hardware import Cluster, Link, LinkKind, Node
 from studio.core.project import Project
 from studio.core.units import MIB
 from studio.engine.plan.results import PlanResult
@@ -87,7 +87,7 @@ class ClusterScene(QGraphicsScene):
         self.links: dict[str, LinkItem] = {}
         self._ext_links: dict[str, set[str]] = {}  # node/switch id -> top-level links touching it
         self._endpoint_node: dict[str, str] = {}  # GPU/switch/NIC id inside a node -> node id
-        self._link_values: dict[str, object] = {}  # link id -> the Link value its item draws
+        self._link_values: dict[str, Link] = {}  # link id -> the Link value its item draws
         self._slow_drawn: set[str] = set()  # links drawn as slow hops
         self._drawn_placement: Placement | None = None  # the placement the tiles were last given
         self.bundles: list[BundleItem] = []
@@ -242,8 +242,8 @@ class ClusterScene(QGraphicsScene):
         old_links = self._link_values
         endpoint_node: dict[str, str] = {}
         for n in cluster.nodes:
-            for e in (*n.gpus, *n.switches, *n.nics):
-                endpoint_node[e.id] = n.id
+            for ids in ([g.id for g in n.gpus], [s.id for s in n.switches], [x.id for x in n.nics]):
+                endpoint_node.update(dict.fromkeys(ids, n.id))
         self._endpoint_node = endpoint_node
         want = {lk.id: lk for lk in cluster.links}
         for lid in list(self.links):
@@ -307,7 +307,7 @@ class ClusterScene(QGraphicsScene):
 
         Incremental: a bundle whose node, switch, kind, members and label are unchanged keeps its
         item, so an edit elsewhere repaints none of the long lines across the canvas."""
-        nic_node = {x.id: n.id for n in cluster.nodes for x in (*n.nics, *n.gpus)}
+        nic_node = {i: n.id for n in cluster.nodes for i in [*(x.id for x in n.nics), *(g.id for g in n.gpus)]}
         groups: dict[tuple[str, str, str], list[str]] = {}
         for lk in cluster.links:
             for nic_end, sw_end in ((lk.a, lk.b), (lk.b, lk.a)):
@@ -547,9 +547,9 @@ class ClusterScene(QGraphicsScene):
             if item is not None and (item.x(), item.y()) != (n.x, n.y):
                 moved[n.id] = (round(item.x(), 1), round(item.y(), 1))
         for s in cluster.switches:
-            item = self.switches.get(s.id)
-            if item is not None and (item.x(), item.y()) != (s.x, s.y):
-                moved[s.id] = (round(item.x(), 1), round(item.y(), 1))
+            sw_item = self.switches.get(s.id)
+            if sw_item is not None and (sw_item.x(), sw_item.y()) != (s.x, s.y):
+                moved[s.id] = (round(sw_item.x(), 1), round(sw_item.y(), 1))
         if not moved:
             return False
         what = next(iter(moved)) if len(moved) == 1 else f"{len(moved)} items"
@@ -597,6 +597,7 @@ class ClusterScene(QGraphicsScene):
     def links_at(self, pos: QPointF) -> tuple[str, ...]:
         """The links a right-click at ``pos`` means: the link (or bundle) under it, with the other
         selected links when it is one of them."""
+        ids: tuple[str, ...]
         for it in self.items(pos):
             if isinstance(it, LinkItem) and it.isVisible():
                 ids = (it.item_id,)
@@ -629,13 +630,13 @@ class ClusterScene(QGraphicsScene):
         self.refused.emit(message)
         if node is not None:
             node.set_flash(True)
-            QTimer.singleShot(FLASH_MS, lambda: node.scene() is self and node.set_flash(False))
+            QTimer.singleShot(FLASH_MS, lambda: node.set_flash(False) if node.scene() is self else None)
         elif at is not None:
             mark = QGraphicsRectItem(at.x() - 30, at.y() - 30, 60, 60)
             mark.setPen(QPen(QColor(SLOW_LINK_COLOR), 3))
             mark.setZValue(10)
             self.addItem(mark)
-            QTimer.singleShot(FLASH_MS, lambda: mark.scene() is self and self.removeItem(mark))
+            QTimer.singleShot(FLASH_MS, lambda: self.removeItem(mark) if mark.scene() is self else None)
 
     # ---------------------------------------------------------- drag & drop
     def node_at(self, pos: QPointF) -> NodeItem | None:
@@ -808,14 +809,14 @@ class ClusterScene(QGraphicsScene):
     def finish_link(self, src: QGraphicsItem, target: QGraphicsItem | None, screen_pos) -> bool:
         """End of a link drag: ask the kind and add the link, or refuse."""
         if target is None or target is src:
-            self.refuse("Release a link on another GPU, switch or NIC", at=src.center_in_scene())
+            self.refuse("Release a link on another GPU, switch or NIC", at=src.center_in_scene())  # type: ignore[attr-defined]
             return False
         a, b = src.item_id, target.item_id  # type: ignore[attr-defined]
         cluster = self.doc.project.cluster
         extra = dict(self.catalog.links) if self.catalog is not None else {}
         kinds = applicable_kinds(cluster, extra, a, b)
         if not kinds:
-            self.refuse(refusal(cluster, a, b), at=src.center_in_scene())
+            self.refuse(refusal(cluster, a, b), at=src.center_in_scene())  # type: ignore[attr-defined]
             return False
         kind = self.choose_kind(kinds, QPointF(screen_pos))
         if kind is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRectF, Qt
+from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QImage, QKeyEvent, QKeySequence, QMouseEvent, QPainter, QWheelEvent
 from PySide6.QtWidgets import QGraphicsView, QInputDialog, QWidget
 
@@ -33,7 +33,7 @@ class CanvasView(QGraphicsView):
         self.setMouseTracking(True)
         self._space = False
         self._panning = False
-        self._pan_from = None
+        self._pan_from: QPointF | None = None
         #: The view shows the whole cluster (fit) and keeps doing so when resized, until the user
         #: zooms or pans.
         self.follows_size = True

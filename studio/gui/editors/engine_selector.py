@@ -45,7 +45,9 @@ class EngineSelector(QWidget):
         doc.projectChanged.connect(lambda p, _kind: self.refresh(p))
         self.engine.activated.connect(lambda _i: self.choose(self.engine.currentData(), None))
         self.version.activated.connect(lambda _i: self._version_chosen())
-        self.version.lineEdit().editingFinished.connect(self._version_chosen)
+        edit = self.version.lineEdit()
+        assert edit is not None  # the version box is editable
+        edit.editingFinished.connect(self._version_chosen)
 
     def refresh(self, p: Project) -> None:
         """Show ``p``'s engine without emitting edits."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import cast
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QFontDatabase, QGuiApplication, QStandardItemModel
@@ -39,7 +40,7 @@ from studio.io.export import (
 )
 from studio.io.export.checks.check import CheckReport, check
 from studio.io.export.write import write_files
-from studio.service.export_layout import verdict_for
+from studio.service.export_layout import ExportedLayoutVerdict, verdict_for
 
 NOTES_STYLE = (
     "QLabel { background: #fff4ce; color: #4a3b00; border: 1px solid #e0c060; border-radius: 4px; padding: 6px; }"
@@ -87,7 +88,8 @@ class ExportDialog(QDialog):
         self.project = project
         self.plan = plan
         self.bundle: ExportBundle | None = None
-        self.nearest_verdict = None  # ExportedLayoutVerdict of the layout the files run, when not the plan's
+        #: The verdict on the layout the files run, when not the plan's.
+        self.nearest_verdict: ExportedLayoutVerdict | None = None
         self.choose_folder: Callable[[], str | None] = self._choose_folder_dialog
         self.confirm_overwrite: Callable[[Sequence[Path]], bool] = self._confirm_overwrite_dialog
         self.confirm_problems: Callable[[CheckReport], bool] = self._confirm_problems_dialog
@@ -304,7 +306,7 @@ class ExportDialog(QDialog):
 
     def file_texts(self) -> dict[str, str]:
         """The previewed files (name → text), as the tabs show them."""
-        return {self.tabs.tabText(i): self.tabs.widget(i).toPlainText() for i in range(self.tabs.count())}
+        return {self.tabs.tabText(i): cast(QPlainTextEdit, self.tabs.widget(i)).toPlainText() for i in range(self.tabs.count())}
 
     # ------------------------------------------------------------------ copy / save
     def copy_current(self) -> str | None:

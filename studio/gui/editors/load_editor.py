@@ -6,6 +6,7 @@ scheduler's token budget. Every change is one undo step on the document (``kind`
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -103,7 +104,7 @@ class LoadEditor(QGroupBox):
         form.addRow("Lengths", self.lengths)
         form.addRow("Token budget", self.budget)
         form.addRow(self.summary)
-        self._driver_label = form.labelForField(self.driver)
+        self._driver_label = cast(QLabel, form.labelForField(self.driver))
         self.refresh(doc.project)
         doc.projectChanged.connect(lambda p, _k: self.refresh(p))
         doc.resultReady.connect(self._on_result)

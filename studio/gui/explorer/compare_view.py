@@ -107,7 +107,8 @@ class CompareView(QWidget):
 
     def _build_charts(self, n: int) -> None:
         while self._grid.count():
-            w = self._grid.takeAt(0).widget()
+            taken = self._grid.takeAt(0)
+            w = taken.widget() if taken is not None else None
             if w is not None:
                 w.deleteLater()
         self.buttons, self.memory, self.timelines = [], [], []
@@ -128,7 +129,8 @@ class CompareView(QWidget):
             mem.setMinimumHeight(150)
             tl = TimelinePlot()
             tl.setMinimumHeight(150)
-            tl.legend.setVisible(False)
+            if tl.legend is not None:
+                tl.legend.setVisible(False)
             if self.timelines:
                 tl.setXLink(self.timelines[0])
             self._grid.addWidget(head, 0, k)

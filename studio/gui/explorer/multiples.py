@@ -37,7 +37,7 @@ class SmallMultiples(QWidget):
             b = QRadioButton(text)
             b.setObjectName(f"multiples-{phase}")
             b.setChecked(phase == self.phase)
-            b.toggled.connect(lambda on, ph=phase: on and self.set_phase(ph))
+            b.toggled.connect(lambda on, ph=phase: self.set_phase(ph) if on else None)
             self._group.addButton(b)
             top.addWidget(b)
         top.addSpacing(12)
@@ -70,7 +70,8 @@ class SmallMultiples(QWidget):
             title.setStyleSheet("font-weight: 600; padding-top: 4px;")
             plot = TimelinePlot()
             plot.setMinimumHeight(PLOT_HEIGHT)
-            plot.legend.setVisible(False)  # one colour key for all, in the caption row
+            if plot.legend is not None:
+                plot.legend.setVisible(False)  # one colour key for all, in the caption row
             if self.plots:
                 plot.setXLink(self.plots[0])
             idx = self._rows.count() - 1  # before the stretch

@@ -78,7 +78,7 @@ class SweepTableModel(QAbstractTableModel):
             lead, rows = rows[meets], rows[~meets]
         entries = [(False, int(i)) for i in lead]
         if result is not None:
-            entries += merged_order(result, rows, self.disagg_rows, result.objective)
+            entries += merged_order(result, rows.tolist(), self.disagg_rows, result.objective)
         self._rows = np.array([-1 if d else i for d, i in entries], dtype=np.int64)
         self._disagg = np.array([i if d else -1 for d, i in entries], dtype=np.int64)
         self.recommended = None

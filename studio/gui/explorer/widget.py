@@ -12,10 +12,12 @@ row serves the project with its pools (one undo step, as "Apply pools").
 from __future__ import annotations
 
 import html
+from typing import cast
 
 from PySide6.QtCore import QEvent, QItemSelectionModel, QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QBoxLayout,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
@@ -482,7 +484,7 @@ class ExplorerWidget(QWidget):
                 self.reasons.setPlainText(f"The sweep could not run: {response.error}")
             return
         self.progress.setValue(1000)
-        out: Explored = response.result
+        out = cast(Explored, response.result)
         self.disagg = getattr(out, "disagg", None)
         self.disagg_slo = getattr(out, "disagg_slo", None)
         self._disagg_error = getattr(out, "disagg_error", "")
@@ -741,7 +743,8 @@ class ExplorerWidget(QWidget):
                 self.tabs.removeTab(self.tabs.indexOf(w))
             self._split.insertWidget(0, self._left)
             self.reasons.setMaximumHeight(REASONS_MAX_H)
-            self.layout().insertWidget(self.layout().indexOf(self._split), self.reasons)
+            box = cast(QBoxLayout, self.layout())
+            box.insertWidget(box.indexOf(self._split), self.reasons)
             self._left.show()
             self.reasons.show()
 

@@ -60,8 +60,10 @@ class ModelPanel(QWidget):
         self.model = QComboBox()
         self.model.setEditable(True)
         self.model.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-        self.model.completer().setFilterMode(Qt.MatchFlag.MatchContains)
-        self.model.completer().setCompletionMode(QCompleter.CompletionMode.PopupCompletion)
+        completer = self.model.completer()
+        assert completer is not None  # an editable combo box has one
+        completer.setFilterMode(Qt.MatchFlag.MatchContains)
+        completer.setCompletionMode(QCompleter.CompletionMode.PopupCompletion)
         self.model.setToolTip("Model preset (type to search)")
         if catalog is not None:
             for mid, m in sorted(catalog.models.items(), key=lambda kv: kv[1].name.lower()):

@@ -27,7 +27,7 @@ class WarningsPanel(QWidget):
         self.list.setWordWrap(True)
         self.list.setObjectName("warnings")
         self.list.itemClicked.connect(self._clicked)
-        self.list.currentItemChanged.connect(lambda cur, _prev: cur is not None and self._clicked(cur))
+        self.list.currentItemChanged.connect(lambda cur, _prev: self._clicked(cur) if cur is not None else None)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         lay.addWidget(self.list)

@@ -4,10 +4,22 @@ document's project, say where it went (or why it could not be written)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, cast
 
 from PySide6.QtWidgets import QApplication, QFileDialog, QWidget
 
 from studio.core.errors import StudioError
+
+if TYPE_CHECKING:
+    from studio.gui.document import ProjectDocument
+
+
+class ReportWindow(Protocol):
+    """What the report action needs of the window: its document and its error dialog."""
+
+    doc: ProjectDocument
+
+    def show_error(self, title: str, text: str) -> None: ...
 
 FILTERS = "PDF document (*.pdf);;Web page (*.html)"
 
@@ -20,8 +32,9 @@ def export_report(window: QWidget, path: str | Path | None = None) -> Path | Non
     """
     from studio.gui.report import gather, write_report
 
+    main = cast(ReportWindow, window)
     if path is None:
-        start = str(window.doc.path.with_suffix(".pdf")) if window.doc.path else str(Path.home() / "report.pdf")
+        start = str(main.doc.path.with_suffix(".pdf")) if main.doc.path else str(Path.home() / "report.pdf")
         chosen, selected = QFileDialog.getSaveFileName(window, "Export report", start, FILTERS)
         if not chosen:
             return None
@@ -30,7 +43,7 @@ def export_report(window: QWidget, path: str | Path | None = None) -> Path | Non
         path = chosen
     QApplication.setOverrideCursor(window.cursor())
     try:
-        data = gather(window.doc.project)
+        data = gather(main.doc.project)
         fleet = getattr(window, "fleet_result", None)
         if callable(fleet) and fleet() is not None:  # the Fleet view's plan of this very project
             import dataclasses
@@ -38,9 +51,9 @@ def export_report(window: QWidget, path: str | Path | None = None) -> Path | Non
             data = dataclasses.replace(data, fleet=fleet())
         written = write_report(data, path)
     except StudioError as exc:
-        window.show_error("Cannot export the report", str(exc))
+        main.show_error("Cannot export the report", str(exc))
         return None
     finally:
         QApplication.restoreOverrideCursor()
-    window.doc.message.emit(f"Exported report to {written}")
+    main.doc.message.emit(f"Exported report to {written}")
     return written

@@ -39,7 +39,7 @@ def png_bytes(img: QImage) -> bytes:
     data = QByteArray()
     buf = QBuffer(data)
     buf.open(QIODevice.OpenModeFlag.WriteOnly)
-    img.save(buf, "PNG")
+    img.save(buf, "PNG")  # type: ignore[call-overload]  # PySide6 takes the format as str (its stubs say bytes, which it refuses)
     buf.close()
     return bytes(data.data())
 

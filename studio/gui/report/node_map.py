@@ -146,7 +146,7 @@ def node_map_image(cluster: Cluster, plan: PlanResult, width: int, scale: float)
     p.setFont(font)
     # legend: stage swatches (the first LEGEND_STAGES), idle
     x = 2.0
-    entries = [(stage_color(s), f"S{s}") for s in range(min(pp, LEGEND_STAGES))]
+    entries: list[tuple[QColor | None, str]] = [(stage_color(s), f"S{s}") for s in range(min(pp, LEGEND_STAGES))]
     if pp > LEGEND_STAGES:
         entries.append((None, f"… S{pp - 1} (colours repeat every 8 stages)"))
     if idle:
@@ -185,10 +185,10 @@ def node_map_image(cluster: Cluster, plan: PlanResult, width: int, scale: float)
             stage = stage_of.get(g.id)
             if stage is None:
                 color = idle_color
+            elif stage in colors:
+                color = colors[stage]
             else:
-                color = colors.get(stage)
-                if color is None:
-                    color = colors[stage] = stage_color(stage)
+                color = colors[stage] = stage_color(stage)
             p.fillRect(
                 QRectF(bx + grid.pad + gc * step_c, cy0 + gr * step_c, grid.cell, grid.cell), color
             )

@@ -26,7 +26,7 @@ def save_png(picture: QImage | QPixmap, path: str | Path, what: str = "PNG image
     data = QByteArray()
     buf = QBuffer(data)
     buf.open(QIODevice.OpenModeFlag.WriteOnly)
-    ok = picture.save(buf, "PNG")
+    ok = picture.save(buf, "PNG")  # type: ignore[call-overload]  # PySide6 takes the format as str (its stubs say bytes, which it refuses)
     buf.close()
     if not ok or data.isEmpty():
         raise StudioError(f"cannot encode the {what} as PNG", str(path))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from functools import lru_cache
+from typing import cast
 
 from PySide6.QtCore import QByteArray
 from PySide6.QtGui import QGuiApplication, QIcon, QImage, QPainter, QPalette, QPixmap
@@ -60,7 +61,7 @@ def _icon(name: str, dark: bool) -> QIcon:
 
 def is_dark(app: QGuiApplication | None = None) -> bool:
     """Whether the system palette is dark (window colour darker than its text)."""
-    app = app or QGuiApplication.instance()
+    app = app or cast("QGuiApplication | None", QGuiApplication.instance())
     if app is None:
         return False
     pal = app.palette()
@@ -78,7 +79,7 @@ def style_sheet(dark: bool) -> str:
 
 def application() -> QApplication:
     """The running QApplication, created (and themed) if needed."""
-    app = QApplication.instance()
+    app = cast("QApplication | None", QApplication.instance())
     if app is None:
         app = QApplication(sys.argv[:1])
         app.setApplicationName("Layout Studio")
@@ -88,7 +89,7 @@ def application() -> QApplication:
 
         qt_messages.install(app.platformName())
     apply_theme(app)
-    return app  # type: ignore[return-value]
+    return app
 
 
 def apply_theme(app: QApplication) -> None:

@@ -329,8 +329,9 @@ class FleetView(QWidget):
                          f"{p.kwh_per_day:,.0f}", f"{p.j_per_output_token:.3g}"]
             for j, text in enumerate(cells[: len(RANK_HEADERS)]):
                 t.setItem(i, j, QTableWidgetItem(text))
-            if r.result is None:
-                t.item(i, 0).setToolTip(r.reason)
+            first = t.item(i, 0)
+            if r.result is None and first is not None:
+                first.setToolTip(r.reason)
         t.resizeColumnsToContents()
         t.show()
         self.rankingReady.emit(self.ranking)

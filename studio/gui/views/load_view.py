@@ -26,6 +26,7 @@ from PySide6.QtGui import QHideEvent, QShowEvent
 from PySide6.QtWidgets import QDockWidget, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from studio.core.project import Project
+from studio.engine.plan.results import PlanResult
 from studio.gui.document import ProjectDocument
 from studio.gui.toolkit.plain_plot import plain_plot
 from studio.gui.worker import ScheduledWork, evaluate_work
@@ -127,7 +128,7 @@ class LoadView(QWidget):
             self._on_result(doc.result, doc.revision)
 
     # ------------------------------------------------------------------ compute
-    def _on_result(self, result: object, revision: int) -> None:
+    def _on_result(self, result: PlanResult | None, revision: int) -> None:
         self._draw_point(result)
         if self.seen():
             self.refresh(debounced=True)
@@ -238,7 +239,7 @@ class LoadView(QWidget):
         self.tradeoff.setData(np.asarray(c.tokens_per_s_per_user, dtype=float),
                               np.asarray(c.tokens_per_s_per_gpu, dtype=float))
 
-    def _draw_point(self, result: object | None) -> None:
+    def _draw_point(self, result: PlanResult | None) -> None:
         """Highlight the plan's operating point and say where it stands against saturation."""
         s = getattr(result, "load", None)
         if result is None or s is None:

@@ -258,7 +258,7 @@ class TimelinePanel(QWidget):
             b = QRadioButton(text)
             b.setObjectName(f"phase-{phase}")
             b.setChecked(phase == self.phase)
-            b.toggled.connect(lambda on, ph=phase: on and self.set_phase(ph))
+            b.toggled.connect(lambda on, ph=phase: self.set_phase(ph) if on else None)
             self._group.addButton(b)
             top.addWidget(b)
             self.phase_buttons[phase] = b

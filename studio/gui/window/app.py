@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QApplication
 
 from studio.core.errors import StudioError
 from studio.core.project import Project
+from studio.engine.plan.results import PlanResult
 from studio.gui.document import ProjectDocument
 from studio.gui.toolkit.resources import application
 from studio.gui.window.errors import GuiExceptHook
@@ -126,7 +127,7 @@ def _exit_after_env(app: QApplication, win: MainWindow) -> None:
     doc = win.doc
     state = {"reported": False, "due": False, "closed": False}
 
-    def report(result: object, _revision: int) -> None:
+    def report(result: PlanResult, _revision: int) -> None:
         plan = result
         print(
             f"layout-studio: {doc.display_name}: {plan.layout.label} on {plan.gpus} GPUs, "

@@ -61,6 +61,9 @@ class MainWindow(QMainWindow):
     (:class:`studio.gui.window.recovery.Autosaver`) and the snapshot deleted on a clean save or close.
     """
 
+    #: The hardware palette (its name shadows QWidget.palette(), which the window never calls).
+    palette: Palette  # type: ignore[assignment]
+
     def __init__(
         self,
         doc: ProjectDocument,
@@ -76,7 +79,7 @@ class MainWindow(QMainWindow):
         self.catalog = catalog
         self.settings = settings if settings is not None else make_settings()
         self.ask_save: Callable[[], str] = self._ask_save_dialog
-        self.show_error: Callable[[str, str], None] = lambda title, text: QMessageBox.warning(self, title, text)
+        self.show_error: Callable[[str, str], None] = self._warning_dialog
         self.choose_recovery: Chooser = lambda session: ask_recovery_dialog(self, session)
         self.ask_drop_pinned: Callable[[PinnedLayoutError], bool] = self._ask_drop_pinned_dialog
         self.autosaver = Autosaver(doc, autosave, parent=self) if autosave is not None else None
@@ -195,9 +198,9 @@ class MainWindow(QMainWindow):
         self.doc.set_selection(ids)
         self.scene.select_ids(ids)
         items = [self.scene.item_by_id(i) for i in ids]
-        items = [i for i in items if i is not None]
-        if items:
-            self.canvas.ensureVisible(items[0])
+        shown = [i for i in items if i is not None]
+        if shown:
+            self.canvas.ensureVisible(shown[0])
 
     # ------------------------------------------------------------- actions
     def _action(self, text: str, slot, shortcut=None, tip: str = "", ic: str | None = None) -> QAction:
@@ -355,6 +358,10 @@ class MainWindow(QMainWindow):
         box.addButton(QMessageBox.StandardButton.Cancel)
         box.exec()
         return box.clickedButton() is drop
+
+    def _warning_dialog(self, title: str, text: str) -> None:
+        """The default :attr:`show_error`: a modal warning box."""
+        QMessageBox.warning(self, title, text)
 
     def _ask_save_dialog(self) -> str:
         box = QMessageBox(self)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtWidgets import QAbstractButton, QMessageBox, QWidget
 
 from studio.core.errors import StudioError
 from studio.gui.document import ProjectDocument
@@ -138,7 +138,7 @@ def ask_recovery_dialog(parent: QWidget | None, session: RecoverableSession) -> 
     box.setWindowTitle("Recover unsaved work")
     box.setText(text)
     box.setInformativeText(info)
-    buttons = {}
+    buttons: dict[QAbstractButton, str] = {}
     if not session.error:
         buttons[box.addButton("Restore", QMessageBox.ButtonRole.AcceptRole)] = "restore"
     buttons[box.addButton("Discard", QMessageBox.ButtonRole.DestructiveRole)] = "discard"

@@ -31,7 +31,9 @@ def recent_files(settings: QSettings) -> list[str]:
     value = settings.value("recentFiles", [])
     if isinstance(value, str):
         value = [value]
-    return [str(v) for v in (value or []) if v]
+    if not isinstance(value, (list, tuple)):
+        value = []
+    return [str(v) for v in value if v]
 
 
 def push_recent(settings: QSettings, path: str | Path) -> list[str]:

@@ -26,7 +26,7 @@ def render_main_window(project: Project | None, out: Path, size: tuple[int, int]
     """
     if view not in VIEWS:
         raise StudioError(f"snapshot view '{view}' is not one of {', '.join(VIEWS)}")
-    from PySide6.QtWidgets import QApplication
+    from PySide6.QtWidgets import QApplication, QWidget
 
     if QApplication.instance() is None:
         # a snapshot needs no display: without this Qt aborts on a machine with no X/Wayland
@@ -54,7 +54,7 @@ def render_main_window(project: Project | None, out: Path, size: tuple[int, int]
     app.processEvents()
     win.canvas.fit()
     app.processEvents()
-    target = win
+    target: QWidget = win
     if view != "main":
         dock = win.docks["Explorer"]
         dock.raise_()
