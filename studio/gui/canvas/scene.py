@@ -307,7 +307,8 @@ class ClusterScene(QGraphicsScene):
 
         Incremental: a bundle whose node, switch, kind, members and label are unchanged keeps its
         item, so an edit elsewhere repaints none of the long lines across the canvas."""
-        nic_node = {i: n.id for n in cluster.nodes for i in [*(x.id for x in n.nics), *(g.id for g in n.gpus)]}
+        nic_node = {x.id: n.id for n in cluster.nodes for x in n.nics}
+        nic_node.update({g.id: n.id for n in cluster.nodes for g in n.gpus})
         groups: dict[tuple[str, str, str], list[str]] = {}
         for lk in cluster.links:
             for nic_end, sw_end in ((lk.a, lk.b), (lk.b, lk.a)):
