@@ -313,6 +313,57 @@ def test_reading_a_json_histogram_stays_within_ten_times_its_size(tmp_path):
         load_histogram(h)
 
 
+@pytest.mark.parametrize("unit", ["{},", "[],", "[[0]],"])
+def test_json_of_empty_containers_is_refused_within_ten_times_its_size(unit, tmp_path):
+    """``[{},{},…]`` is 3 characters per object and 64+ bytes per object once decoded: a 3.6 MiB
+    project of them took 88 MB (24x) before it was refused for its unknown field. The lists and
+    objects are counted before decoding (in pieces, so the count costs a few MiB) and refused."""
+    from studio.io.project_file import load_project
+
+    p = tmp_path / "p.json"
+    p.write_text('{"junk": [' + (unit * 400_000)[:-1] + '], ' + json.dumps(GOOD)[1:], encoding="utf-8")
+    project, err, peak = bounded(lambda: load_project(p))
+    assert project is None and isinstance(err, StudioError), err
+    assert str(p) in str(err) and "lists or objects" in str(err) and "10x the file" in str(err)
+    assert peak <= 10 * p.stat().st_size, f"{peak / p.stat().st_size:.1f}x the file"
+
+
+@pytest.mark.parametrize(("text", "refused"), [
+    ("k:\n" + "  - []\n" * 60_000, False),  # one list per 7 characters: within the budget
+    ("".join(f"a{i}: 1\n" for i in range(40_000)), False),
+    ("k: [" + ",".join(["[]"] * 100_000) + "]\n", True),  # one per 3 characters
+])
+def test_reading_an_engine_config_stays_within_ten_times_its_size(text, refused, tmp_path):
+    """PyYAML's loader composes a tree of nodes (about 250 bytes each, with their marks) before it
+    builds the data: a 1 MiB ``--config`` of ``[],`` took 480 MB, a mapping of ``a: 1`` lines 135x.
+    The data is now built from the parser's events, and lists and mappings are counted as they
+    come, so a file costs about 10x its size or is refused (a list per 7 characters: 9x for the
+    lists themselves, the rest the parent list's spare slots and the parser's own state)."""
+    from studio.io.safe import loads_yaml_limited
+
+    data, err, peak = bounded(lambda: loads_yaml_limited(text, "c.yaml", what="engine config file"))
+    if refused:
+        assert isinstance(err, StudioError) and "lists or mappings" in str(err) and "c.yaml" in str(err), err
+    else:
+        assert err is None and data
+    assert peak <= 15 * len(text), f"{peak / len(text):.1f}x the file"
+
+
+def test_yaml_read_from_events_matches_the_safe_loader():
+    """Merges, anchors, tags of plain data, dates and numbers read as PyYAML's safe loader reads
+    them; tags that would build objects are refused."""
+    import yaml
+
+    from studio.io.safe import loads_yaml_limited
+
+    text = ("base: &b {x: 1, y: 2}\nd:\n  <<: [*b, {z: 3, x: 9}]\n  y: 5\nn: [0x1f, 1e3, .5, ~, yes, 2024-01-02]\n"
+            "s: !!str 12\nb: !!binary aGVsbG8=\nq: 'x: y'\n")
+    assert loads_yaml_limited(text, "c.yaml") == yaml.safe_load(text)
+    for bad in ("x: !!set {a, b}\n", "x: !!python/name:os.system\n", "x: !!omap [a: 1]\n"):
+        with pytest.raises(StudioError, match="could not determine a constructor"):
+            loads_yaml_limited(bad, "c.yaml")
+
+
 def test_a_small_file_costs_its_size_not_the_readers_cap(tmp_path):
     """Every reader read up to its cap in one call, which sets the whole cap aside first: a 1.3 MiB
     project cost 64 MiB, any config.json 4 MiB. Now a file costs about its own size."""
