@@ -388,3 +388,32 @@ def test_a_small_file_costs_its_size_not_the_readers_cap(tmp_path):
     raw, err, peak = bounded(lambda: read_bytes_limited(f, 64 * 2**20, "project file"))
     assert err is None and raw == b"{}" * 512
     assert peak < 64 * 1024, f"{peak:,} bytes for a 1 KiB file"
+
+
+def test_the_windows_profile_export_goes_through_the_atomic_writer(tmp_path, qtbot, monkeypatch):
+    """The Calibration panel's Export wrote the profile in place, through a link at the target;
+    now it is written like ``calibrate -o``: the link is replaced, a failed write keeps the old file."""
+    from studio.gui.calibration import CalibrationPanel
+    from studio.gui.document import ProjectDocument
+    from studio.io.project_file import load_project
+
+    doc = ProjectDocument(load_project(_project(tmp_path)), threaded=False)
+    panel = CalibrationPanel(doc)
+    qtbot.addWidget(panel)
+    victim = tmp_path / "victim"
+    victim.write_text("mine", encoding="utf-8")
+    out = tmp_path / "lab-a.json"
+    out.symlink_to(victim)
+    panel.export_profile("lab-a", out)
+    assert victim.read_text(encoding="utf-8") == "mine" and not out.is_symlink()
+    assert json.loads(out.read_text(encoding="utf-8"))["name"] == "lab-a"
+
+    def too_large(_fd):
+        raise OSError(27, "File too large")
+
+    monkeypatch.setattr(os, "fsync", too_large)
+    with pytest.raises(StudioError, match="File too large"):
+        panel.export_profile("lab-a", out)
+    monkeypatch.undo()
+    assert json.loads(out.read_text(encoding="utf-8"))["name"] == "lab-a"
+    doc.wait_idle()
