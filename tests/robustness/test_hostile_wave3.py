@@ -417,3 +417,26 @@ def test_the_windows_profile_export_goes_through_the_atomic_writer(tmp_path, qtb
     monkeypatch.undo()
     assert json.loads(out.read_text(encoding="utf-8"))["name"] == "lab-a"
     doc.wait_idle()
+
+
+def test_the_documented_size_limits_are_the_flags_limits(capsys):
+    """The docs said "at most 65,536 nodes" while ``--nodes`` stopped at 4,096: each limit the CLI
+    reference states is the one the code enforces, and the flags' help says the same."""
+    import re
+
+    from studio.core.builders import MAX_NODES
+    from studio.core.hardware import MAX_CLUSTER_GPUS, NodeTemplate
+
+    root = Path(__file__).resolve().parents[2]
+    cli = " ".join((root / "docs" / "cli.md").read_text(encoding="utf-8").split())
+    per_node = NodeTemplate.model_fields["gpus_per_node"].metadata
+    most_per_node = next(m.le for m in per_node if hasattr(m, "le"))
+    assert f"at most {MAX_CLUSTER_GPUS:,} GPUs" in cli
+    assert f"`--nodes` 1..{MAX_NODES:,}" in cli and f"`--gpus-per-node` 1..{most_per_node:,}" in cli
+    code, out, _ = _cli(capsys, "plan", "--help")
+    text = " ".join(out.split())
+    assert code == 0
+    for flag, most in (("--nodes", MAX_NODES), ("--gpus-per-node", most_per_node)):
+        assert re.search(re.escape(flag) + r" \S+ [^-]*1\.\." + f"{most:,}", text), flag
+        code, _, err = _cli(capsys, "plan", "--gpu", "h100-sxm", flag, str(most + 1))
+        assert code == 2 and str(most) in err.replace(",", ""), err
