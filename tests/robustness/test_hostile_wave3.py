@@ -440,3 +440,17 @@ def test_the_documented_size_limits_are_the_flags_limits(capsys):
         assert re.search(re.escape(flag) + r" \S+ [^-]*1\.\." + f"{most:,}", text), flag
         code, _, err = _cli(capsys, "plan", "--gpu", "h100-sxm", flag, str(most + 1))
         assert code == 2 and str(most) in err.replace(",", ""), err
+
+
+def test_import_topo_output_replaces_a_link_instead_of_writing_through_it(tmp_path, capsys):
+    """``import-topo -o mine.json`` followed a link planted at mine.json and overwrote the file it
+    named; a new output replaces the link like every other output (a project opened through a link
+    is still saved back to its file)."""
+    victim = tmp_path / "victim"
+    victim.write_text("mine", encoding="utf-8")
+    out = tmp_path / "mine.json"
+    out.symlink_to(victim)
+    code, _, err = _cli(capsys, "import-topo", "topo-h100-8gpu-nvswitch", "--gpu", "h100-sxm", "-o", str(out))
+    assert code == 0, err
+    assert victim.read_text(encoding="utf-8") == "mine"
+    assert not out.is_symlink() and json.loads(out.read_text(encoding="utf-8"))["cluster"]["nodes"]
