@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     )
     layout, plan = fitting_layout(project)
     project = project.replace(layout=layout)
-    out = save_project(project, args.output)
+    out = save_project(project, args.output, follow_links=False)  # a link at -o is replaced, never written through
     fit = "fits" if plan.fits else f"does NOT fit ({plan.fit_reason})"
     print(
         f"wrote {out}: {len(cluster.nodes)} node(s) × {per_node} {cluster.gpu_types()[0]}, "

@@ -9,7 +9,7 @@
 
 Targets that exist must be regular files: a device node, FIFO, socket or folder is refused, never
 replaced. A symbolic link at the target is replaced by the new file, never written through (the file
-it named is left as it was; exports, ``--csv``, reports and profiles; a link to a device, FIFO or
+it named is left as it was; exports, ``--csv``, reports, profiles and ``import-topo -o``; a link to a device, FIFO or
 folder is refused like one), unless the caller asks to follow it (``follow_links=True``: saving a project opened through a link updates the linked file).
 Every output file of the studio goes through this module: project saves, autosave snapshots, exports,
 ``sweep --csv``, reports (HTML and PDF), calibration profiles, ``import-topo -o`` and PNG images. A missing folder is created only when the caller

@@ -233,13 +233,18 @@ def update_project(
         return save_project(change(load_project(path)), path, keep_backup=keep_backup)
 
 
-def save_project(project: Project, path: str | os.PathLike[str], keep_backup: bool = True) -> Path:
+def save_project(project: Project, path: str | os.PathLike[str], keep_backup: bool = True,
+                 follow_links: bool = True) -> Path:
     """Write ``project`` to ``path`` atomically; keep the previous file as ``.bak``.
+
+    A symbolic link at ``path`` is followed (a project opened through a link is saved back to the
+    file it names) unless ``follow_links`` is false: a new file written to a name the user gave
+    (``import-topo -o``) replaces a link found there instead of writing through it.
 
     Returns
     -------
     Path
-        The file written (a symlink is followed, so the file it points to is updated).
+        The file written (with ``follow_links``, the file a link at ``path`` names).
 
     Raises
     ------
@@ -248,4 +253,4 @@ def save_project(project: Project, path: str | os.PathLike[str], keep_backup: bo
         is full, or the project holds text that cannot be saved; the old file is then left untouched.
     """
     return write_text_atomic(project_to_json(project), path, keep_backup=keep_backup, what="project file",
-                             follow_links=True)
+                             follow_links=follow_links)

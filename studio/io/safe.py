@@ -6,8 +6,10 @@ Use these instead of ``Path.read_text`` / ``json.loads`` when a file comes from 
 * :func:`read_bytes_limited` / :func:`read_text_limited` refuse files over a size limit *before*
   reading them, and turn OS and UTF-8 errors into :class:`~studio.core.errors.StudioError`.
 * :func:`loads_json_limited` decodes JSON with a nesting-depth limit (checked before the recursive
-  decoder runs, so a ``[[[[...`` bomb cannot blow the stack), refuses ``NaN``/``Infinity`` and
-  numbers that overflow to infinity, and reports syntax errors with line and column.
+  decoder runs, so a ``[[[[...`` bomb cannot blow the stack) and a limit on the lists and objects
+  for the text's size (``[[],[],…]`` would take 20x its size as Python objects), refuses
+  ``NaN``/``Infinity`` and numbers that overflow to infinity, and reports syntax errors with line
+  and column.
 * :func:`load_json_file` does both.
 * :func:`loads_yaml_limited` uses YAML *safe* loading only (no object construction) with the same
   size and depth limits.
@@ -216,29 +218,83 @@ def json_depth(text: str | bytes) -> int:
     Vectorised (numpy) and free of recursion, so it is fast and safe on hostile input: it looks only
     at the positions of quotes, backslashes and brackets.
     """
-    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    arr = np.frombuffer(raw, dtype=np.uint8)
-    brackets = np.flatnonzero((arr == ord("[")) | (arr == ord("{")) | (arr == ord("]")) | (arr == ord("}")))
-    if brackets.size == 0:
-        return 0
-    quotes = np.flatnonzero(arr == ord('"'))
-    slashes = np.flatnonzero(arr == ord("\\"))
-    if slashes.size and quotes.size:
-        # A quote is escaped when an odd run of backslashes ends just before it.
-        run_start = np.ones(slashes.size, dtype=bool)
-        run_start[1:] = np.diff(slashes) != 1
-        starts = np.flatnonzero(run_start)
-        ends = np.append(starts[1:], slashes.size) - 1
-        odd = ((ends - starts + 1) % 2) == 1
-        escaped = slashes[ends[odd]] + 1
-        quotes = quotes[~np.isin(quotes, escaped)]
-    inside = (np.searchsorted(quotes, brackets) % 2) == 1
-    outside = brackets[~inside]
-    if outside.size == 0:
-        return 0
-    chars = arr[outside]
-    step = np.where((chars == ord("[")) | (chars == ord("{")), 1, -1).astype(np.int32)
-    return int(max(0, np.cumsum(step).max()))
+    return json_shape(text)[0]
+
+
+def json_shape(text: str | bytes) -> tuple[int, int]:
+    """(deepest nesting, number of lists and objects) of JSON text, brackets inside strings ignored.
+
+    The count says what decoding will cost before it is done: every list or object becomes a
+    Python object of at least :data:`CONTAINER_BYTES` bytes however short its text (``{}`` is two
+    characters), see :func:`loads_json_limited`. The text is scanned in pieces of
+    :data:`SCAN_CHUNK` characters, so the scan itself costs a fixed few MiB, not a multiple of the
+    text (index arrays of a text made of brackets took 8 bytes per character).
+    """
+    state = _ShapeScan()
+    for start in range(0, len(text), SCAN_CHUNK):
+        piece = text[start:start + SCAN_CHUNK]
+        state.feed(piece.encode("utf-8", "surrogatepass") if isinstance(piece, str) else piece)
+    return state.deepest, state.containers
+
+
+#: Characters of JSON text :func:`json_shape` looks at in one go.
+SCAN_CHUNK = 1 << 18
+
+
+class _ShapeScan:
+    """The state :func:`json_shape` carries from one piece of text to the next."""
+
+    def __init__(self) -> None:
+        self.in_string = False  # the piece starts inside a string
+        self.backslashes = 0  # length of the run of backslashes that ended the last piece
+        self.depth = 0
+        self.deepest = 0
+        self.containers = 0
+
+    def feed(self, raw: bytes) -> None:
+        arr = np.frombuffer(raw, dtype=np.uint8)
+        if arr.size == 0:
+            return
+        quotes = np.flatnonzero(arr == ord('"'))
+        slashes = np.flatnonzero(arr == ord("\\"))
+        carried = self.backslashes
+        if slashes.size:
+            # A quote is escaped when an odd run of backslashes ends just before it; a run at the
+            # piece's start continues the one that ended the last piece.
+            run_start = np.ones(slashes.size, dtype=bool)
+            run_start[1:] = np.diff(slashes) != 1
+            starts = np.flatnonzero(run_start)
+            ends = np.append(starts[1:], slashes.size) - 1
+            lengths = ends - starts + 1
+            if slashes[0] == 0:
+                lengths[0] += carried
+            tail = int(lengths[-1]) if slashes[-1] == arr.size - 1 else 0
+            escaped = slashes[ends[lengths % 2 == 1]] + 1
+            if quotes.size:
+                quotes = quotes[~np.isin(quotes, escaped)]
+        else:
+            tail = 0
+        if carried % 2 == 1 and arr[0] == ord('"') and quotes.size and quotes[0] == 0:
+            quotes = quotes[1:]  # escaped by the run that ended the last piece
+        self.backslashes = tail  # a piece of backslashes only: its run already counts the carried one
+        brackets = np.flatnonzero((arr == ord("[")) | (arr == ord("{")) | (arr == ord("]")) | (arr == ord("}")))
+        if brackets.size:
+            inside = (np.searchsorted(quotes, brackets) + int(self.in_string)) % 2 == 1
+            chars = arr[brackets[~inside]]
+            if chars.size:
+                opens = (chars == ord("[")) | (chars == ord("{"))
+                depths = np.cumsum(np.where(opens, 1, -1).astype(np.int64)) + self.depth
+                self.deepest = max(self.deepest, int(depths.max()))
+                self.depth = int(depths[-1])
+                self.containers += int(np.count_nonzero(opens))
+        self.in_string ^= bool(quotes.size % 2)
+
+
+#: The least a decoded JSON list or object costs in CPython (an empty list is 56 bytes, an empty
+#: dict 64, plus the 8-byte slot that holds it), whatever the length of its text.
+CONTAINER_BYTES = 64
+#: Decoding may cost at most this many times the text's size in lists and objects alone.
+MAX_EXPANSION = 10
 
 
 class _NonFinite(ValueError):
@@ -291,15 +347,26 @@ def loads_json_limited(
     Raises
     ------
     StudioError
-        Not UTF-8, not JSON (with line and column), nested deeper than ``max_depth``, or holding
-        ``NaN``/``Infinity``/an out-of-range number.
+        Not UTF-8, not JSON (with line and column), nested deeper than ``max_depth``, holding
+        ``NaN``/``Infinity``/an out-of-range number, or so many short lists and objects that
+        decoding them would take more than :data:`MAX_EXPANSION` times the text's size.
     """
     if isinstance(text, bytes):
         text = decode_utf8(text, source, what)
-    depth = json_depth(text)
+    depth, containers = json_shape(text)
     if depth > max_depth:
         raise StudioError(
             f"{what} nests {depth} levels deep; at most {max_depth} levels are accepted", source
+        )
+    if containers * CONTAINER_BYTES > MAX_EXPANSION * max(len(text), 1024):
+        # ``[[],[],…]``: 3 characters per list, 64+ bytes once decoded; refused before decoding so
+        # that reading a file costs a small multiple of its size (a 64 MiB project of these: 1.4 GB)
+        raise StudioError(
+            f"{what} holds {containers:,} lists or objects in {file_size(len(text))} (one every "
+            f"{len(text) / containers:.1f} characters); decoded they would take "
+            f"{file_size(containers * CONTAINER_BYTES)}, more than {MAX_EXPANSION}x the file, so it is "
+            "refused (real files hold far fewer, longer entries)",
+            source,
         )
     try:
         return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
@@ -328,89 +395,151 @@ def load_json_file(
     return loads_json_limited(text, str(path), max_depth=max_depth, what=what)
 
 
-def _yaml_depth(node: Any, limit: int) -> int:
-    """Depth of a composed YAML node tree, iteratively (stops counting past ``limit``)."""
-    import yaml
-
-    deepest = 0
-    stack = [(node, 1)]
-    seen: set[int] = set()
-    while stack:
-        current, depth = stack.pop()
-        if id(current) in seen:  # aliases point back into the tree: count each node once
-            continue
-        seen.add(id(current))
-        deepest = max(deepest, depth)
-        if deepest > limit:
-            return deepest
-        if isinstance(current, yaml.SequenceNode):
-            stack.extend((child, depth + 1) for child in current.value)
-        elif isinstance(current, yaml.MappingNode):
-            for key, value in current.value:
-                stack.append((key, depth + 1))
-                stack.append((value, depth + 1))
-    return deepest
-
-
 def loads_yaml_limited(
     text: str,
     source: str = "<yaml>",
     max_depth: int = DEFAULT_MAX_DEPTH,
     what: str = "file",
 ) -> Any:
-    """Decode YAML with ``yaml.SafeLoader`` only (plain data, no Python objects).
+    """Decode YAML as plain data (mappings, lists, strings, numbers, booleans, null, dates); no
+    Python object is ever built from a tag.
+
+    The data is built straight from the parser's events (libyaml's when present), one event at a
+    time: PyYAML's own loader first composes a tree of nodes with two position marks each, about
+    250 bytes per node, so a 1 MiB config of ``[],`` took 480 MB; this way the cost is the data's.
 
     Raises
     ------
     StudioError
         Syntax errors (with line and column), nesting deeper than ``max_depth``, more than one
-        document, or values that only exist in YAML (NaN, infinity).
+        document, a tag that is not plain data, or values that only exist in YAML (NaN, infinity).
     """
     import yaml
 
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        if node is None:
-            return None
-        depth = _yaml_depth(node, max_depth)
-        if depth > max_depth:
-            raise StudioError(
-                f"{what} nests {depth}+ levels deep; at most {max_depth} levels are accepted", source
-            )
-        loader = yaml.SafeLoader(text)
-        try:
-            data = loader.get_single_data()
-        finally:
-            loader.dispose()
+        data = _yaml_data(text, source, max_depth, what)
     except StudioError:
         raise
     except yaml.MarkedYAMLError as exc:
+        if "nesting depth" in str(exc.problem):  # libyaml's own limit (1,000), met while it reads ahead
+            raise StudioError(f"{what} nests too deep; at most {max_depth} levels are accepted", source) from None
         mark = exc.problem_mark
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
         raise StudioError(f"{what} is not valid YAML: {exc.problem or exc}{where}", source) from None
-    except RecursionError:  # the YAML composer recurses once per level, before the depth check
-        raise StudioError(f"{what} nests too deep; at most {max_depth} levels are accepted", source) from None
     except (yaml.YAMLError, ValueError) as exc:
         raise StudioError(f"{what} is not valid YAML: {exc}", source) from None
-    _check_finite(data, source, what)
     return data
 
 
-def _check_finite(data: Any, source: str, what: str) -> None:
-    stack = [data]
-    seen: set[int] = set()
-    while stack:
-        item = stack.pop()
-        if isinstance(item, (dict, list)):
-            if id(item) in seen:  # YAML aliases can share (or even loop back to) a container
+_MERGE = object()  # the ``<<`` key of a YAML merge, until its value arrives
+_SCALAR_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "int", "float", "str", "timestamp",
+                                                              "binary"))
+_PLAIN_TAGS = {"seq": (None, "!", "tag:yaml.org,2002:seq"), "map": (None, "!", "tag:yaml.org,2002:map")}
+
+
+def _yaml_data(text: str, source: str, max_depth: int, what: str) -> Any:
+    """The data of the one YAML document in ``text``, built from parser events (see
+    :func:`loads_yaml_limited`)."""
+    import yaml
+    from yaml.constructor import SafeConstructor
+    from yaml.nodes import ScalarNode
+    from yaml.resolver import Resolver
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    resolver, constructor = Resolver(), SafeConstructor()
+    anchors: dict[str, Any] = {}
+    stack: list[list[Any]] = []  # [container, key waiting for its value, merges] (mappings)
+    budget = MAX_EXPANSION * max(len(text), 1024) // CONTAINER_BYTES
+    containers = 0
+    no_key = object()
+    root: list[Any] = []
+    documents = 0
+
+    def where(event: Any) -> str:
+        mark = event.start_mark
+        return f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+
+    def add(value: Any, event: Any) -> None:
+        if not stack:
+            root.append(value)
+            return
+        frame = stack[-1]
+        if isinstance(frame[0], list):
+            frame[0].append(value)
+        elif frame[1] is no_key:
+            if isinstance(value, (dict, list)):
+                raise StudioError(f"{what} is not valid YAML: a key must be a plain value{where(event)}", source)
+            frame[1] = value
+        else:
+            key, frame[1] = frame[1], no_key
+            if key is _MERGE:
+                frame[2].append((value, event))  # merged when the mapping ends: its own keys win
+            else:
+                frame[0][key] = value
+
+    def start(container: Any, event: Any, kind: str) -> None:
+        if event.tag not in _PLAIN_TAGS[kind]:
+            raise StudioError(f"{what} is not valid YAML: could not determine a constructor for the tag "
+                              f"'{event.tag}'{where(event)}", source)
+        if len(stack) >= max_depth:
+            raise StudioError(f"{what} nests {max_depth + 1}+ levels deep; at most {max_depth} levels are "
+                              "accepted", source)
+        nonlocal containers
+        containers += 1
+        if containers > budget:
+            raise StudioError(
+                f"{what} holds more than {budget:,} lists or mappings in {file_size(len(text))}; decoded "
+                f"they would take more than {MAX_EXPANSION}x the file, so it is refused (real files hold far "
+                "fewer, longer entries)",
+                source,
+            )
+        add(container, event)
+        if event.anchor is not None:
+            anchors[event.anchor] = container
+        stack.append([container, no_key, []])
+
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, yaml.DocumentStartEvent):
+            documents += 1
+            if documents > 1:
+                raise StudioError(f"{what} is not valid YAML: it holds more than one document{where(event)}", source)
+        elif isinstance(event, yaml.AliasEvent):
+            if event.anchor not in anchors:
+                raise StudioError(f"{what} is not valid YAML: found undefined alias '{event.anchor}'{where(event)}",
+                                  source)
+            add(anchors[event.anchor], event)
+        elif isinstance(event, yaml.ScalarEvent):
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = resolver.resolve(ScalarNode, event.value, event.implicit)
+            if tag == "tag:yaml.org,2002:merge" and stack and isinstance(stack[-1][0], dict) and stack[-1][1] is no_key:
+                stack[-1][1] = _MERGE
                 continue
-            seen.add(id(item))
-        if isinstance(item, float) and not math.isfinite(item):
-            raise StudioError(f"{what} holds the number {item}; only finite numbers are allowed", source)
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
+            build = SafeConstructor.yaml_constructors.get(tag) if tag in _SCALAR_TAGS else None
+            if build is None:
+                raise StudioError(f"{what} is not valid YAML: could not determine a constructor for the tag "
+                                  f"'{tag}'{where(event)}", source)
+            marks: tuple[Any, Any] = (event.start_mark, event.end_mark)  # libyaml's marks serve as well
+            value = build(constructor, ScalarNode(tag, event.value, *marks, event.style))
+            if isinstance(value, float) and not math.isfinite(value):
+                raise StudioError(f"{what} holds the number {value}{where(event)}; only finite numbers are allowed",
+                                  source)
+            if event.anchor is not None:
+                anchors[event.anchor] = value
+            add(value, event)
+        elif isinstance(event, yaml.SequenceStartEvent):
+            start([], event, "seq")
+        elif isinstance(event, yaml.MappingStartEvent):
+            start({}, event, "map")
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            container, _key, merges = stack.pop()
+            for value, at in merges:
+                for part in value if isinstance(value, list) else [value]:
+                    if not isinstance(part, dict):
+                        raise StudioError(f"{what} is not valid YAML: '<<' merges mappings only{where(at)}", source)
+                    for k, v in part.items():
+                        container.setdefault(k, v)  # the mapping's own keys, then earlier merges, win
+    return root[0] if root else None
 
 
 def find_bad_text(data: Any, limit: int = 5_000_000) -> str | None:

@@ -131,6 +131,12 @@ def test_no_canvas_label_is_cut_at_the_default_zoom_of_the_bundled_example(qtbot
     win.doc.recompute_now()
     win.canvas.fit()
     zoom = win.canvas.zoom
+    # the drawing fills the view along the side that limits it (no blank band but the one the
+    # drawing's own shape leaves), and lies wholly inside it
+    drawn_rect = win.canvas.mapFromScene(win.scene.itemsBoundingRect()).boundingRect()
+    view_rect = win.canvas.viewport().rect()
+    assert view_rect.contains(drawn_rect), (drawn_rect, view_rect)
+    assert max(drawn_rect.width() / view_rect.width(), drawn_rect.height() / view_rect.height()) >= 0.9
     fm = QFontMetricsF(legible(SMALL, zoom))
     drawn = 0
     for node in win.scene.nodes.values():

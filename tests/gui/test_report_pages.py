@@ -17,13 +17,18 @@ def test_with_breaks_starts_a_new_table_and_keeps_the_header():
     html = "<h2>A</h2><table border=1><tr><th>k</th></tr><tr><td>1</td></tr><tr><td>2</td></tr></table><h2>B</h2>"
     out = with_breaks(html, {(0, 2)}, {1})
     assert out.count("<table") == 2 and out.count("<thead><tr><th>k</th></tr></thead>") == 2
-    assert '<table border=1 style="page-break-before: always">' in out
+    # the break follows the first piece (one before the second let Qt's empty paragraph between
+    # two tables spill onto a page of its own)
+    assert '<table border=1 style="page-break-after: always">' in out
     assert '<h2 style="page-break-before: always">B' in out and "<h2>A" in out
-    assert out.index("<td>1</td>") < out.index("page-break-before: always\"><thead>") < out.index("<td>2</td>")
+    assert out.index("<td>1</td>") < out.index("</table><table border=1><thead>") < out.index("<td>2</td>")
 
 
-@pytest.mark.parametrize("name", ["dgx-h100-2node-llama-405b", "l40s-8x-llama-70b-fp8"])
+@pytest.mark.parametrize("name", sorted(p.stem for p in EXAMPLES.glob("*.json")))
 def test_report_pages_are_full_and_nothing_is_split(qtbot, name):
+    """Page 1 was 84% full (the cluster drawing did not fit at its foot and left it blank) and
+    pages further on half empty (pictures pushed over, an empty page behind a split table); the
+    fill is measured from the laid-out lines, since a picture's block starts on the page before."""
     from PySide6.QtCore import QMarginsF
     from PySide6.QtGui import QPageLayout, QPageSize
 
@@ -38,7 +43,8 @@ def test_report_pages_are_full_and_nothing_is_split(qtbot, name):
     assert split_rows(doc) == []
     assert orphan_headings(doc) == []
     fill = page_fill(doc)
-    assert all(f >= 0.5 for f in fill[:-1]), fill  # only the last page may be short
+    assert fill[0] >= 0.9, fill
+    assert all(f >= 0.7 for f in fill[:-1]), fill  # only the last page may be short
 
 
 def test_report_explains_the_prefill_in_ttft_and_prints_no_inf():
@@ -74,6 +80,12 @@ def test_the_report_follows_the_current_model_and_nests_no_brackets(qtbot, catal
     assert "405B" not in title and "Llama-3.1-70B" in title and "H100" in title
     cluster = re.search(r"<b>Cluster</b></td><td>(.*?)</td>", html)
     assert cluster is not None and "405B" not in cluster.group(1), cluster
-    text = re.sub(r"<[^>]+>", " ", re.sub(r"<(style|img)[^>]*>.*?</style>|<img[^>]*>", "", html, flags=re.S))
-    nested = re.findall(r"\([^()]*\([^()]*\)[^()]*\)", text)
-    assert nested == [], nested[:3]
+    for name in sorted(e.stem for e in EXAMPLES.glob("*.json")):
+        html = html if name == "dgx-h100-2node-llama-405b" else build_html(
+            gather(load_project(EXAMPLES / f"{name}.json")), Images(src=lambda n: n, width=600))
+        # the appendix's launch commands are the export's own text, quoted as written
+        body = re.sub(r"<pre>.*?</pre>", "", html, flags=re.S)
+        text = re.sub(r"<[^>]+>", " ", re.sub(r"<(style|img)[^>]*>.*?</style>|<img[^>]*>", "", body, flags=re.S))
+        nested = re.findall(r"\([^()]*\([^()]*\)[^()]*\)", text)
+        assert nested == [], (name, nested[:3])
+        assert re.findall(r"\)\s*\(", text) == [], name  # "(newest profile) (profile …)"

@@ -52,3 +52,31 @@ def test_bidirectional_controls_in_project_text_are_neutralised_in_html(data):
     for ch in ("\u202e", "\u2066", "\u2028", "\x1b"):
         assert ch not in html
     assert "\\u202egnp.exe" in html
+
+
+@pytest.mark.parametrize("suffix", [".pdf", ".html"])
+def test_a_report_past_the_file_size_limit_exits_2_and_keeps_the_old_file(suffix, tmp_path):
+    """The issue's reproduction as a user meets it: ``prlimit --fsize=3000 layout-studio report -o
+    r.pdf`` exited 0 leaving 3,000 bytes of PDF (the HTML: exit 2, the old file already cut)."""
+    import resource
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = tmp_path / f"r{suffix}"
+    out.write_text("OLD\n", encoding="utf-8")
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000))
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-m", "studio.cli", "report", "--gpu", "h100-sxm", "--nodes", "1", "--model",
+         "llama-3.1-8b", "-o", str(out)],
+        cwd=tmp_path, capture_output=True, text=True, preexec_fn=limit, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(root), "QT_QPA_PLATFORM": "offscreen"},
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert str(out) in proc.stderr and "File too large" in proc.stderr
+    assert out.read_text(encoding="utf-8") == "OLD\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]

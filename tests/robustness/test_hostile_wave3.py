@@ -313,6 +313,71 @@ def test_reading_a_json_histogram_stays_within_ten_times_its_size(tmp_path):
         load_histogram(h)
 
 
+@pytest.mark.parametrize("unit", ["{},", "[],", "[[0]],"])
+def test_json_of_empty_containers_is_refused_within_ten_times_its_size(unit, tmp_path):
+    """``[{},{},…]`` is 3 characters per object and 64+ bytes per object once decoded: a 3.6 MiB
+    project of them took 88 MB (24x) before it was refused for its unknown field. The lists and
+    objects are counted before decoding (in pieces, so the count costs a few MiB) and refused."""
+    from studio.io.project_file import load_project
+
+    p = tmp_path / "p.json"
+    p.write_text('{"junk": [' + (unit * 400_000)[:-1] + '], ' + json.dumps(GOOD)[1:], encoding="utf-8")
+    project, err, peak = bounded(lambda: load_project(p))
+    assert project is None and isinstance(err, StudioError), err
+    assert str(p) in str(err) and "lists or objects" in str(err) and "10x the file" in str(err)
+    assert peak <= 10 * p.stat().st_size, f"{peak / p.stat().st_size:.1f}x the file"
+
+
+@pytest.mark.parametrize(("text", "refused"), [
+    ("k:\n" + "  - []\n" * 60_000, False),  # one list per 7 characters: within the budget
+    ("".join(f"a{i}: 1\n" for i in range(40_000)), False),
+    ("k: [" + ",".join(["[]"] * 100_000) + "]\n", True),  # one per 3 characters
+])
+def test_reading_an_engine_config_stays_within_ten_times_its_size(text, refused, tmp_path):
+    """PyYAML's loader composes a tree of nodes (about 250 bytes each, with their marks) before it
+    builds the data: a 1 MiB ``--config`` of ``[],`` took 480 MB, a mapping of ``a: 1`` lines 135x.
+    The data is now built from the parser's events, and lists and mappings are counted as they
+    come, so a file costs about 10x its size or is refused (a list per 7 characters: 9x for the
+    lists themselves, the rest the parent list's spare slots and the parser's own state)."""
+    from studio.io.safe import loads_yaml_limited
+
+    data, err, peak = bounded(lambda: loads_yaml_limited(text, "c.yaml", what="engine config file"))
+    if refused:
+        assert isinstance(err, StudioError) and "lists or mappings" in str(err) and "c.yaml" in str(err), err
+    else:
+        assert err is None and data
+    assert peak <= 15 * len(text), f"{peak / len(text):.1f}x the file"
+
+
+def test_yaml_read_from_events_matches_the_safe_loader():
+    """Merges, anchors, tags of plain data, dates and numbers read as PyYAML's safe loader reads
+    them; tags that would build objects are refused."""
+    import yaml
+
+    from studio.io.safe import loads_yaml_limited
+
+    text = ("base: &b {x: 1, y: 2}\nd:\n  <<: [*b, {z: 3, x: 9}]\n  y: 5\nn: [0x1f, 1e3, .5, ~, yes, 2024-01-02]\n"
+            "s: !!str 12\nb: !!binary aGVsbG8=\nq: 'x: y'\n")
+    assert loads_yaml_limited(text, "c.yaml") == yaml.safe_load(text)
+    for bad in ("x: !!set {a, b}\n", "x: !!python/name:os.system\n", "x: !!omap [a: 1]\n"):
+        with pytest.raises(StudioError, match="could not determine a constructor"):
+            loads_yaml_limited(bad, "c.yaml")
+
+
+def test_reading_a_topology_matrix_stays_within_ten_times_its_size():
+    """A matrix's codes were a dict entry per pair with its line and column (a 600-device matrix of
+    1.8 MB took 146 MB, 81x); now a row of shared code strings per device."""
+    from studio.io.importers.topo import parse_topo
+
+    n = 200
+    text = "\t" + "\t".join(f"GPU{i}" for i in range(n)) + "\n" + "".join(
+        f"GPU{i}\t" + "\t".join(" X " if i == j else "NV18" for j in range(n)) + "\n" for i in range(n))
+    matrix, err, peak = bounded(lambda: parse_topo(text, "topo.txt"))
+    assert err is None, err
+    assert matrix.code("GPU3", "GPU7") == "NV18" and len(matrix.relation) == n * (n - 1)
+    assert peak <= 10 * len(text), f"{peak / len(text):.1f}x the text"
+
+
 def test_a_small_file_costs_its_size_not_the_readers_cap(tmp_path):
     """Every reader read up to its cap in one call, which sets the whole cap aside first: a 1.3 MiB
     project cost 64 MiB, any config.json 4 MiB. Now a file costs about its own size."""
@@ -323,3 +388,69 @@ def test_a_small_file_costs_its_size_not_the_readers_cap(tmp_path):
     raw, err, peak = bounded(lambda: read_bytes_limited(f, 64 * 2**20, "project file"))
     assert err is None and raw == b"{}" * 512
     assert peak < 64 * 1024, f"{peak:,} bytes for a 1 KiB file"
+
+
+def test_the_windows_profile_export_goes_through_the_atomic_writer(tmp_path, qtbot, monkeypatch):
+    """The Calibration panel's Export wrote the profile in place, through a link at the target;
+    now it is written like ``calibrate -o``: the link is replaced, a failed write keeps the old file."""
+    from studio.gui.calibration import CalibrationPanel
+    from studio.gui.document import ProjectDocument
+    from studio.io.project_file import load_project
+
+    doc = ProjectDocument(load_project(_project(tmp_path)), threaded=False)
+    panel = CalibrationPanel(doc)
+    qtbot.addWidget(panel)
+    victim = tmp_path / "victim"
+    victim.write_text("mine", encoding="utf-8")
+    out = tmp_path / "lab-a.json"
+    out.symlink_to(victim)
+    panel.export_profile("lab-a", out)
+    assert victim.read_text(encoding="utf-8") == "mine" and not out.is_symlink()
+    assert json.loads(out.read_text(encoding="utf-8"))["name"] == "lab-a"
+
+    def too_large(_fd):
+        raise OSError(27, "File too large")
+
+    monkeypatch.setattr(os, "fsync", too_large)
+    with pytest.raises(StudioError, match="File too large"):
+        panel.export_profile("lab-a", out)
+    monkeypatch.undo()
+    assert json.loads(out.read_text(encoding="utf-8"))["name"] == "lab-a"
+    doc.wait_idle()
+
+
+def test_the_documented_size_limits_are_the_flags_limits(capsys):
+    """The docs said "at most 65,536 nodes" while ``--nodes`` stopped at 4,096: each limit the CLI
+    reference states is the one the code enforces, and the flags' help says the same."""
+    import re
+
+    from studio.core.builders import MAX_NODES
+    from studio.core.hardware import MAX_CLUSTER_GPUS, NodeTemplate
+
+    root = Path(__file__).resolve().parents[2]
+    cli = " ".join((root / "docs" / "cli.md").read_text(encoding="utf-8").split())
+    per_node = NodeTemplate.model_fields["gpus_per_node"].metadata
+    most_per_node = next(m.le for m in per_node if hasattr(m, "le"))
+    assert f"at most {MAX_CLUSTER_GPUS:,} GPUs" in cli
+    assert f"`--nodes` 1..{MAX_NODES:,}" in cli and f"`--gpus-per-node` 1..{most_per_node:,}" in cli
+    code, out, _ = _cli(capsys, "plan", "--help")
+    text = " ".join(out.split())
+    assert code == 0
+    for flag, most in (("--nodes", MAX_NODES), ("--gpus-per-node", most_per_node)):
+        assert re.search(re.escape(flag) + r" \S+ [^-]*1\.\." + f"{most:,}", text), flag
+        code, _, err = _cli(capsys, "plan", "--gpu", "h100-sxm", flag, str(most + 1))
+        assert code == 2 and str(most) in err.replace(",", ""), err
+
+
+def test_import_topo_output_replaces_a_link_instead_of_writing_through_it(tmp_path, capsys):
+    """``import-topo -o mine.json`` followed a link planted at mine.json and overwrote the file it
+    named; a new output replaces the link like every other output (a project opened through a link
+    is still saved back to its file)."""
+    victim = tmp_path / "victim"
+    victim.write_text("mine", encoding="utf-8")
+    out = tmp_path / "mine.json"
+    out.symlink_to(victim)
+    code, _, err = _cli(capsys, "import-topo", "topo-h100-8gpu-nvswitch", "--gpu", "h100-sxm", "-o", str(out))
+    assert code == 0, err
+    assert victim.read_text(encoding="utf-8") == "mine"
+    assert not out.is_symlink() and json.loads(out.read_text(encoding="utf-8"))["cluster"]["nodes"]

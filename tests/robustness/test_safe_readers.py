@@ -43,6 +43,29 @@ def test_json_depth_matches_decoded_depth(value):
     assert json_depth(json.dumps(value, ensure_ascii=False).encode("utf-8")) == _depth(value)
 
 
+def _containers(value) -> int:
+    if isinstance(value, dict):
+        return 1 + sum(_containers(v) for v in value.values())
+    if isinstance(value, list):
+        return 1 + sum(_containers(v) for v in value)
+    return 0
+
+
+@given(json_values, st.integers(min_value=1, max_value=9))
+@settings(max_examples=examples(300), deadline=None)
+def test_json_shape_read_in_pieces_matches_the_decoded_value(value, chunk):
+    """The scan carries strings and backslash runs from one piece to the next: a piece that ends
+    inside a string, or between a backslash and the quote it escapes, counts the same."""
+    from unittest import mock
+
+    from studio.io import safe
+
+    text = json.dumps(value)
+    with mock.patch.object(safe, "SCAN_CHUNK", chunk):
+        assert safe.json_shape(text) == (_depth(value), _containers(value))
+        assert safe.json_shape(text.encode("utf-8")) == (_depth(value), _containers(value))
+
+
 def test_deep_nesting_is_refused_before_decoding():
     bomb = "[" * 200_000 + "]" * 200_000
     with pytest.raises(StudioError, match="nests 200000 levels deep; at most 64"):

@@ -44,7 +44,7 @@ def add_project_args(parser: argparse.ArgumentParser, *, layout: bool) -> None:
     g.add_argument("--gpu", metavar="ID", help="GPU preset id; alone it picks that GPU's usual node template")
     g.add_argument("--node-template", metavar="ID", help="node template id (see `layout-studio presets nodes`)")
     g.add_argument("--nodes", type=positive_int, metavar="N", help="number of nodes, 1..4,096 (default 1 with --gpu/--node-template); at most 65,536 GPUs in all")
-    g.add_argument("--gpus-per-node", type=positive_int, metavar="G", help="GPUs per node (changes the template's count)")
+    g.add_argument("--gpus-per-node", type=positive_int, metavar="G", help="GPUs per node, 1..1,024 (changes the template's count); at most 65,536 GPUs in all")
 
     if layout:
         g = parser.add_argument_group("layout")

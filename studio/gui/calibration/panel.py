@@ -324,7 +324,11 @@ class CalibrationPanel(QWidget):
         p = self.doc.project
         if name not in p.calibrations:
             raise StudioError(f"no profile '{name}' in this project")
-        Path(path).write_text(json.dumps(p.calibrations[name].model_dump(), indent=2) + "\n", encoding="utf-8")
+        from studio.io.atomic import write_text_atomic
+
+        # the one atomic writer, as `calibrate -o` writes a profile: a failed write leaves the old
+        # file, a link at the target is replaced rather than written through
+        write_text_atomic(json.dumps(p.calibrations[name].model_dump(), indent=2) + "\n", path, what="profile")
         self._say(f"Exported '{name}' to {path}")
 
     def import_profile(self, path: str | Path) -> CalibrationProfile:

@@ -168,6 +168,17 @@ def _nodes_table(data: ReportData) -> str:
     return (f'<table class="grid" border="1" cellspacing="0" cellpadding="4"><tr>{th}</tr>{"".join(rows)}</table>')
 
 
+def _metric_label(label: str, better: str | None) -> str:
+    """A comparison row's name with which way is better, in one pair of brackets:
+    ``Time to first token (ms, lower is better)``, not ``(ms) (lower is better)``."""
+    if better not in ("higher", "lower"):
+        return escape(label)
+    note = f'<span class="caption">{better} is better</span>'
+    if label.endswith(")") and "(" in label:
+        return f"{escape(label[:-1])}, {note})"
+    return f"{escape(label)} ({note})"
+
+
 def _comparison(data: ReportData) -> str:
     plans = [o.plan for o in data.options]
     head = "".join(
@@ -185,8 +196,7 @@ def _comparison(data: ReportData) -> str:
                 cells.append(f'<td class="num win" bgcolor="{WIN_BG}" align="right"><b>★ {text}</b></td>')
             else:
                 cells.append(f'<td class="num" align="right">{text}</td>')
-        better = {"higher": " (higher is better)", "lower": " (lower is better)"}.get(row.better, "")
-        body.append(f"<tr><td>{escape(row.label)}<span class=\"caption\">{better}</span></td>{''.join(cells)}</tr>")
+        body.append(f"<tr><td>{_metric_label(row.label, row.better)}</td>{''.join(cells)}</tr>")
     return (f'<table class="grid" border="1" cellspacing="0" cellpadding="4"><tr><th bgcolor="{HEAD_BG}">Metric</th>'
             f"{head}</tr>{''.join(body)}</table>")
 
@@ -207,12 +217,13 @@ def _warnings(data: ReportData) -> str:
 
 
 def _engine_row(p) -> str:
-    """``vLLM 0.6.3 (profile 'vllm-v0-async-output', versions 0.6.0 – <0.8.0)`` (+ a fallback note)."""
+    """``vLLM 0.6.3: profile 'vllm-v0-async-output' (versions 0.6.0 – <0.8.0)`` (+ a fallback note);
+    ``vLLM, newest profile: …`` when the project names no version."""
     from studio.engine.runtime import engine_setup
 
     s = engine_setup(p)
-    text = (f"{s.engine_name} {p.serving.runtime_version or '(newest profile)'} (profile '{s.profile.id}', "
-            f"versions {s.profile.versions})")
+    version = f" {p.serving.runtime_version}" if p.serving.runtime_version else ", newest profile"
+    text = f"{s.engine_name}{version}: profile '{s.profile.id}' (versions {s.profile.versions})"
     return text + (f"; {s.resolved.note}" if s.resolved.note else "")
 
 
@@ -314,11 +325,12 @@ def build_html(data: ReportData, images: Images, page_breaks: bool = False) -> s
         ]),
         f"<h2{brk}>The cluster</h2>",
         _pairs(_cluster_rows(data)),
+        # the table before the drawing: it fills the first page's foot, where the drawing does not fit
+        "<h3>What runs on each node</h3>",
+        _nodes_table(data),
+        '<p class="caption">Nodes whose GPUs do the same work, slot by slot, share a row.</p>',
         _img(images, "cluster", "cluster drawing"),
         _cluster_caption(data),
-        "<h3>What runs on each node</h3>",
-        '<p class="caption">Nodes whose GPUs do the same work, slot by slot, share a row.</p>',
-        _nodes_table(data),
         f"<h2{brk}>Model and workload</h2>",
         _pairs(_model_rows(data)),
         *_load_section(data),

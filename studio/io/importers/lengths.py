@@ -59,21 +59,26 @@ def _show(value: object) -> str:
     return text if len(text) <= 40 else f"{text[:30]}... ({len(text):,} characters)"
 
 
-def _length(value: object, where: str) -> int:
+def _token(text: str) -> str:
+    """A number as written in the file, for a message (a 400-digit one read as ``inf`` otherwise)."""
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text):,} characters)"
+
+
+def _length(value: object, where: str, shown: str | None = None) -> int:
     number = _as_float(value)
     if number is None:
-        raise StudioError(f"{where}: length {_show(value)} is not a number; {_ALLOWED}")
+        raise StudioError(f"{where}: length {shown or _show(value)} is not a number; {_ALLOWED}")
     if not (math.isfinite(number) and number == int(number) and 1 <= number <= MAX_LENGTH):
-        raise StudioError(f"{where}: length {_show(value)} is not a whole number of tokens in 1..{MAX_LENGTH}")
+        raise StudioError(f"{where}: length {shown or _show(value)} is not a whole number of tokens in 1..{MAX_LENGTH}")
     return int(number)
 
 
-def _weight(value: object, where: str) -> float:
+def _weight(value: object, where: str, shown: str | None = None) -> float:
     number = None if isinstance(value, bool) else _as_float(value)
     if number is None:
-        raise StudioError(f"{where}: weight {_show(value)} is not a number; {_ALLOWED}")
+        raise StudioError(f"{where}: weight {shown or _show(value)} is not a number; {_ALLOWED}")
     if not 0 <= number <= MAX_WEIGHT:  # NaN and ±inf fail this too
-        raise StudioError(f"{where}: weight {_show(value)} must be a number from 0 to {MAX_WEIGHT:.0e} "
+        raise StudioError(f"{where}: weight {shown or _show(value)} must be a number from 0 to {MAX_WEIGHT:.0e} "
                           "(weights are relative; scale them down)")
     return number
 
@@ -160,7 +165,8 @@ def _json_list_streamed(text: str, totals: _Totals) -> bool:
         i += 1
         where = f"entry {i}"
         length, weight = (m.group(1), m.group(2)) if m.group(3) is None else (m.group(3), None)
-        rows.add(_length(_number(length), where), _weight(_number(weight), where) if weight else 1.0, where)
+        rows.add(_length(_number(length), where, _token(length)),
+                 _weight(_number(weight), where, _token(weight)) if weight else 1.0, where)
         pos = m.end()
         if m.group(4) == "]":
             break

@@ -23,6 +23,8 @@ page; with or without NIC columns, affinity columns, the legend and the NIC lege
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from studio.core.edits import connect_nodes_to_fabric, fresh_id
@@ -63,6 +65,40 @@ _GPU_NAME = re.compile(r"^\s*GPU\s*(\d{1,9})\s*:")
 _GPU_LABEL = re.compile(r"^GPU\d+$")
 
 
+class PairCodes(Mapping[tuple[str, str], str]):
+    """The relation code of every ordered pair of distinct devices, held as one row of codes per
+    device (a code is one shared string), not a dict entry per pair: a 600-device matrix of
+    1.8 MB took 146 MB as a dict of pairs, 81x the text.
+
+    Parameters
+    ----------
+    devices:
+        The devices, in the order of ``rows``' columns.
+    rows:
+        ``rows[i][j]``: the code of ``devices[i]`` to ``devices[j]`` (``X`` on the diagonal).
+    """
+
+    def __init__(self, devices: tuple[str, ...], rows: list[list[str]]) -> None:
+        self._index = {d: i for i, d in enumerate(devices)}
+        self._devices = devices
+        self._rows = rows
+
+    def __getitem__(self, pair: tuple[str, str]) -> str:
+        a, b = pair
+        if a == b or a not in self._index or b not in self._index:
+            raise KeyError(pair)
+        return self._rows[self._index[a]][self._index[b]]
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return ((a, b) for a in self._devices for b in self._devices if a != b)
+
+    def __len__(self) -> int:
+        return len(self._devices) * (len(self._devices) - 1)
+
+    def __repr__(self) -> str:
+        return f"PairCodes({len(self._devices)} devices)"
+
+
 @dataclass(frozen=True)
 class TopoMatrix:
     """The devices of one node and the relation code of every pair, as nvidia-smi prints them.
@@ -84,7 +120,7 @@ class TopoMatrix:
 
     gpus: tuple[str, ...]
     nics: tuple[str, ...]
-    relation: dict[tuple[str, str], str]
+    relation: Mapping[tuple[str, str], str]
     nic_devices: dict[str, str] = field(default_factory=dict)
     cpu_affinity: dict[str, str] = field(default_factory=dict)
     numa_affinity: dict[str, int | None] = field(default_factory=dict)
@@ -131,7 +167,7 @@ def _cell(token: str, line_no: int, col: int, source: str) -> str:
     code = token.upper()
     code = ALIASES.get(code, code)
     if code == "X" or code in PCIE_CODES or _NV.match(code):
-        return code
+        return sys.intern(code)  # one string per code, however many cells hold it
     raise StudioError(
         f"line {line_no}, column {col}: cannot read cell '{token[:40]}'; allowed: {ALLOWED}", source
     )
@@ -171,7 +207,7 @@ def parse_topo(text: str, source: str = "<topo>") -> TopoMatrix:
         raise StudioError(f"line {header_at + 1}: device '{dup}' appears twice in the header", source)
     devices = gpus + nics
     order = {d: i for i, d in enumerate(device_labels)}
-    raw: dict[tuple[str, str], tuple[str, int, int]] = {}
+    rows: dict[str, tuple[int, list[str]]] = {}  # row label -> (line number, code per header column)
     cpu_aff: dict[str, str] = {}
     numa_aff: dict[str, int | None] = {}
     seen_rows: set[str] = set()
@@ -201,6 +237,7 @@ def parse_topo(text: str, source: str = "<topo>") -> TopoMatrix:
                 f"lists {len(device_labels)} devices",
                 source,
             )
+        codes: list[str] = []
         for (col, tok), other in zip(cells, device_labels, strict=True):
             code = _cell(tok, line_no, col, source)
             if (code == "X") != (other == first):
@@ -209,8 +246,8 @@ def parse_topo(text: str, source: str = "<topo>") -> TopoMatrix:
                     f"line {line_no}, column {col}: cell {first}/{other} is '{tok}'; expected {want}",
                     source,
                 )
-            if other != first:
-                raw[(first, other)] = (code, line_no, col)
+            codes.append(code)
+        rows[first] = (line_no, codes)
         rest = [t for _, t in toks[1 + len(device_labels) :]]
         if first in gpus and rest:
             cpu_aff[first] = rest[0]
@@ -222,7 +259,7 @@ def parse_topo(text: str, source: str = "<topo>") -> TopoMatrix:
             f"starting {', '.join(gpus[:3])}, ...)",
             source,
         )
-    relation = _complete(devices, raw, source)
+    relation = _complete(devices, order, rows, lines, source)
     return TopoMatrix(
         gpus=gpus,
         nics=nics,
@@ -253,30 +290,45 @@ def _find_header(lines: list[str], source: str) -> tuple[int, list[tuple[int, st
 
 
 def _complete(
-    devices: tuple[str, ...], raw: dict[tuple[str, str], tuple[str, int, int]], source: str
-) -> dict[tuple[str, str], str]:
-    """Fill pairs whose row is missing from the transposed cell; reject contradictions."""
-    out: dict[tuple[str, str], str] = {}
+    devices: tuple[str, ...], order: dict[str, int], rows: dict[str, tuple[int, list[str]]], lines: list[str],
+    source: str,
+) -> PairCodes:
+    """Fill pairs whose row is missing from the transposed cell; reject contradictions.
+
+    ``order`` is each device's column in the header, ``rows`` the rows read (line number and the
+    codes in header order)."""
+
+    def cell(a: str, b: str) -> str | None:
+        row = rows.get(a)
+        return None if row is None else row[1][order[b]]
+
+    def column(a: str, b: str) -> int:  # where a/b's cell is on its line, for the message only
+        return _tokens(lines[rows[a][0] - 1])[1 + order[b]][0]
+
+    out: list[list[str]] = []
     for a in devices:
+        codes: list[str] = []
         for b in devices:
             if a == b:
+                codes.append("X")
                 continue
-            here, there = raw.get((a, b)), raw.get((b, a))
+            here, there = cell(a, b), cell(b, a)
             if here is None and there is None:
                 raise StudioError(
                     f"the relation of {a} and {b} is missing (neither row '{a}' nor row '{b}' "
                     "is in the matrix)",
                     source,
                 )
-            if here and there and here[0] != there[0]:
+            if here and there and here != there:
                 raise StudioError(
-                    f"line {here[1]}, column {here[2]}: {a}/{b} is '{here[0]}' but line "
-                    f"{there[1]}, column {there[2]} says {b}/{a} is '{there[0]}'; the matrix must be "
+                    f"line {rows[a][0]}, column {column(a, b)}: {a}/{b} is '{here}' but line "
+                    f"{rows[b][0]}, column {column(b, a)} says {b}/{a} is '{there}'; the matrix must be "
                     "symmetric",
                     source,
                 )
-            out[(a, b)] = (here or there)[0]  # type: ignore[index]  # the pair came from the matrix: one is set
-    return out
+            codes.append(here or there)  # type: ignore[arg-type]  # one of the two rows was read
+        out.append(codes)
+    return PairCodes(devices, out)
 
 
 def _nic_legend(lines: list[str], nics: tuple[str, ...]) -> dict[str, str]:

@@ -114,7 +114,7 @@ def executive_summary(data: ReportData) -> str:
     p = data.project
     plan = data.chosen.plan
     lay = plan.layout
-    precision = p.serving.effective_precision(p.model.precision).describe().upper()
+    precision = weights_phrase(p.serving.effective_precision(p.model.precision).describe())
     split = (f"{lay.label}: each copy of the model is split over {lay.tp} GPU{'s' if lay.tp > 1 else ''} "
              f"by tensor parallelism and {lay.pp} pipeline stage{'s' if lay.pp > 1 else ''}")
     if lay.dp > 1:
@@ -136,9 +136,22 @@ def executive_summary(data: ReportData) -> str:
     warn = sum(w.severity != "info" for w in plan.warnings)
     tail = (f"{warn} warning{'s' if warn != 1 else ''} {'need' if warn != 1 else 'needs'} attention (see Warnings)."
             if warn else "No warnings.")
-    return (f"{p.model.name} ({precision} weights) is served on {cluster_phrase(data)} with layout {split}, "
+    return (f"{p.model.name} ({precision}) is served on {cluster_phrase(data)} with layout {split}, "
             f"{lay.micro_batches} micro-batch{'es' if lay.micro_batches != 1 else ''} in flight. "
             + fit + figures + _targets(data, plan) + _recommendation(data) + tail)
+
+
+def weights_phrase(described: str) -> str:
+    """A precision as :meth:`ModulePrecision.describe` gives it, as words for a sentence in
+    brackets: ``fp8 (embeddings bf16, lm_head bf16)`` becomes ``FP8 weights; embeddings and LM head
+    BF16``, never brackets inside the brackets it is written in."""
+    common, _, rest = described.partition(" (")
+    parts: dict[str, list[str]] = {}
+    for item in rest.rstrip(")").split(", ") if rest else []:
+        module, _, dtype = item.rpartition(" ")
+        parts.setdefault(dtype.upper(), []).append(module.replace("lm_head", "LM head").replace("_", " "))
+    tail = "; ".join(f"{' and '.join(mods)} {dtype}" for dtype, mods in parts.items())
+    return f"{common.upper()} weights" + (f"; {tail}" if tail else "")
 
 
 def unnest_brackets(text: str) -> str:
