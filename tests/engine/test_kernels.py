@@ -69,6 +69,34 @@ def test_engine_and_version_select_the_tables():
         K.silicon_for(H200, "tgi")
 
 
+def test_a_version_without_tables_takes_the_nearest_shipped_and_says_so():
+    from studio.io.presets import load_catalog
+
+    a100 = load_catalog().gpu("a100-sxm-80g")
+    newer = K.silicon_for(H200, "vllm", "0.33.0")  # H200 ships vLLM 0.24.0 only
+    assert newer.version == "0.24.0" and newer.substitute == "nearest to 0.33.0"
+    assert "vLLM 0.24.0 (nearest to 0.33.0)" in newer.provenance("GEMM")
+    assert K.silicon_for(H200, "trtllm", "1.3.0rc20").substitute == ""  # shipped: no note
+    assert K.silicon_for(a100, "trtllm", "1.0.0").version == "1.0.0"  # A100 ships the older release
+    assert K.silicon_for(a100, "trtllm", "1.3.0rc20").version == "1.0.0"
+    # the minor version decides before the patch: sglang 0.5.23 is nearer 0.5.14 than 0.4.x would be
+    assert K.nearest_version([{"version": "0.4.9"}, {"version": "0.5.14"}], "0.5.23")["version"] == "0.5.14"
+
+
+@pytest.mark.parametrize("runtime", ["vllm", "trtllm", "sglang"])
+def test_each_engine_profile_runs_on_its_own_kernel_tables(runtime):
+    from studio.core.workload import ServingConfig
+
+    p = project(cluster(spec=H200), LLAMA_8B, Layout(tp=1, dp=8), workload=Workload(batch=4),
+                serving=ServingConfig(runtime=runtime))
+    r = evaluate(p)
+    name = K.ENGINE_NAMES[runtime]
+    terms = r.explanations["latency.tpot"].terms
+    ops = [t for t in terms if t.name.startswith("stage 0 ") and t.name != "stage 0 decode" and "fixed" not in t.name]
+    assert ops and all("h200 " in t.note and f", {name} " in t.note for t in ops)
+    assert any(n.startswith(f"kernel tables used: h200, {name}") for n in r.explanations["engine"].notes)
+
+
 def test_moe_touches_more_experts_with_tokens_and_ep_loads_one_rank_more():
     sil = K.silicon_for(H200)
     tgt = K.Target.of(H200)
@@ -104,7 +132,21 @@ def test_plan_explain_names_the_source_of_every_kernel():
     ops = [t for t in terms if t.name.startswith("stage 0 ") and t.name != "stage 0 decode" and "fixed" not in t.name]
     assert ops and all(t.note.startswith(("measured: h100", "attention output GEMM: measured")) for t in ops)
     fixed = [t for t in terms if "fixed" in t.name]
-    assert fixed and all("fitted" in t.note for t in fixed)
+    # vLLM's profile cites its scheduler time: no fitted per-step constant on top of it
+    assert fixed and all(t.value == 0 and "profile's cited scheduler time" in t.note for t in fixed)
+
+
+def test_a_constant_still_fitted_says_so_in_explain():
+    from studio.core.workload import ServingConfig
+
+    r = evaluate(project(cluster(), LLAMA_8B, Layout(tp=1, dp=8), workload=Workload(batch=4),
+                         serving=ServingConfig(runtime="trtllm")))
+    fixed = [t for t in r.explanations["latency.tpot"].terms if "fixed" in t.name]
+    c = default_constants()
+    # TensorRT-LLM's profile cites no per-iteration host time: the fitted remainder stands in
+    assert fixed and all(t.value == pytest.approx(c.decode_step_overhead_us / 1e3) for t in fixed)
+    assert all("still fitted" in t.note for t in fixed)
+    assert not any("per layer" in t.name for t in fixed)  # no per-layer constant: those kernels are timed
 
 
 def test_retired_constants_get_a_clear_message():
