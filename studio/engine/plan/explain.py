@@ -225,13 +225,13 @@ def _kernel_terms(ctx: PlanContext, stage: int, decode_seqs: float, prompt_token
         src = c.sources.get(name, "")
         return ("still fitted — " if src.startswith("fitted") else "") + src
 
-    from studio.engine.step.iteration import step_overhead_us
+    from studio.engine.step.iteration import step_overhead_name, step_overhead_us
 
-    step_us = step_overhead_us(lc, c)
+    step_us, name = step_overhead_us(lc, c), step_overhead_name(lc)
     out = terms + (
         Term(f"stage {stage} fixed per step", step_us / 1e3, "ms",
-             "decode_step_overhead_us (sampling, embedding, host synchronisation) for an engine profile that cites "
-             "no per-iteration host time: " + still("decode_step_overhead_us") if step_us else
+             f"{name} (sampling, embedding, host synchronisation) for an engine profile that cites no "
+             "per-iteration host time: " + still(name) if name else
              "none: the engine profile's cited scheduler time stands for the per-iteration host work (see 'engine')"),
     )
     if c.layer_overhead_us:  # 0 by default: a layer's non-GEMM kernels are timed above

@@ -64,10 +64,13 @@ def _iteration_parts(ctx: PlanContext) -> tuple[float, float, float]:
     m = float(ctx.micro_batches)
     wl = ctx.project.workload
     dctx = wl.isl + wl.osl / 2.0
-    if rt is not None and rt.scheduler.cpu_base_us > 0:
-        # the profile's cited host time replaces the fitted per-step remainder (step_overhead_us):
-        # the parts without the engine leave both out
-        c = c.with_overrides({"decode_step_overhead_us": 0.0})
+    if rt is not None:
+        # the fitted per-step remainder this engine pays (none where its profile cites a host time:
+        # step_overhead_us), the same in every part, so the parts differ by the engine's own terms
+        from studio.engine.step.iteration import step_overhead_us
+
+        same = step_overhead_us(lc, c)
+        c = c.with_overrides({"decode_step_overhead_us": same, "decode_step_overhead_sync_us": same})
     plain = float(IterationModel(lc.replace(runtime=None), c).round_ms(0.0, b, dctx, wl.isl, m)[0])
     if rt is None:
         return plain, plain, plain

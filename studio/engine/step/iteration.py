@@ -63,12 +63,26 @@ class IterationTimes(Record):
 
 
 def step_overhead_us(lc: LayoutCosts, c: Constants) -> float:
-    """The fitted per-iteration remainder (``decode_step_overhead_us``) where it applies: an engine
-    whose profile cites its own per-iteration host time (vLLM, SGLang: ``scheduler.cpu_base_us``)
-    pays that instead (:class:`~studio.engine.runtime.step.RuntimeStep`), so the fitted figure stands
-    only for an engine that cites none (TensorRT-LLM) and for costs without an engine."""
+    """The fitted per-iteration remainder where it applies: an engine whose profile cites its own
+    per-iteration host time (vLLM, SGLang: ``scheduler.cpu_base_us``) pays that instead
+    (:class:`~studio.engine.runtime.step.RuntimeStep`), so a fitted figure stands only for an engine
+    that cites none (TensorRT-LLM): ``decode_step_overhead_sync_us`` where its scheduler does not
+    overlap the GPU step (the C++ batch manager, 0.12-0.17), else ``decode_step_overhead_us`` (also
+    for costs without an engine)."""
     rt = lc.runtime
-    return c.decode_step_overhead_us if rt is None or rt.scheduler.cpu_base_us <= 0 else 0.0
+    if rt is None:
+        return c.decode_step_overhead_us
+    if rt.scheduler.cpu_base_us > 0:
+        return 0.0
+    return c.decode_step_overhead_us if rt.scheduler.overlap else c.decode_step_overhead_sync_us
+
+
+def step_overhead_name(lc: LayoutCosts) -> str:
+    """The constant :func:`step_overhead_us` read (empty when none applies)."""
+    rt = lc.runtime
+    if rt is not None and rt.scheduler.cpu_base_us > 0:
+        return ""
+    return "decode_step_overhead_us" if rt is None or rt.scheduler.overlap else "decode_step_overhead_sync_us"
 
 
 class IterationModel:
