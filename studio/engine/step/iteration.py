@@ -172,8 +172,8 @@ class IterationModel:
             # every kernel at the iteration's real size: the tables' time for m tokens; a calibration
             # profile may scale the part a token count above one adds (prefill_efficiency) and the
             # weight-streaming floor of one token (decode_efficiency), both 1 by default
-            g1 = o.dense_one
-            gemm = g1 / dec_eff + np.maximum(o.dense.at_log(log_tok) - g1, 0.0) / pf_eff + o.elementwise.at_log(log_tok)
+            g1 = o.per_token_one  # the GEMMs and the elementwise kernels every token goes through
+            gemm = g1 / dec_eff + np.maximum(o.per_token.at_log(log_tok) - g1, 0.0) / pf_eff
             if o.moe is not None:
                 m1 = o.moe_one
                 gemm = gemm + m1 / dec_eff + np.maximum(o.moe.at_log(log_tok + log_route) - m1, 0.0) / pf_eff

@@ -56,6 +56,8 @@ class StageOps(Record):
     dense_one: float = 0.0  # dense(1): the one-token (weight-streaming) floor, ms
     moe_one: float = 0.0
     elementwise: Curve = _ZERO  # the stage's norms, activations, RoPE / KV writes, routing, ms against tokens
+    per_token: Curve = _ZERO  # dense + elementwise: every kernel a token goes through but MoE (one lookup)
+    per_token_one: float = 0.0  # per_token(1)
 
 
 _OPS: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
@@ -207,12 +209,14 @@ def stage_ops(
     full = max(sh.full_layers, 1)
     slid = max(sh.sliding_layers, 1)
     dense = Curve.total(curves) if curves else _ZERO
+    per_token = Curve.total([dense, ew])
     return StageOps(
         dense=dense, lm_head=lm, moe=moe_cv, decode_attention=dec, prefill_attention=pre,
         kv_layer_full=sh.kv_full / full, kv_layer_sliding=sh.kv_sliding / slid,
         attn_flops_layer=(sh.attn_flops_per_ctx / full if sh.full_layers else sh.attn_flops_per_ctx_sliding / slid),
         provenance=prov, silicon=sil, dense_one=float(dense(1.0)),
         moe_one=float(moe_cv(1.0)) if moe_cv is not None else 0.0, elementwise=ew,
+        per_token=per_token, per_token_one=float(per_token(1.0)),
     )
 
 
