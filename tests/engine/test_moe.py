@@ -53,10 +53,10 @@ def _bf16_h200(batch: int, tp: int = 1, ep: int = 1, runtime: str = "vllm"):
 
 
 def _kernels_ms(r, layers: int) -> float:
-    # vLLM (the default runtime) pays its profile's cited scheduler time, not the fitted per-step
-    # remainder of engines that cite none; no per-layer constant is left (layer_overhead_us 0)
+    # the stage's compute less the GPU work outside the layers (decode_step_overhead_us, derived);
+    # no per-layer constant is left (layer_overhead_us 0)
     c = default_constants()
-    return r.stages[0].decode_compute_ms - layers * c.layer_overhead_us / 1e3
+    return r.stages[0].decode_compute_ms - (c.decode_step_overhead_us + layers * c.layer_overhead_us) / 1e3
 
 
 def test_batch_one_decode_reads_only_the_touched_experts():

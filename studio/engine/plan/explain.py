@@ -228,12 +228,11 @@ def _kernel_terms(ctx: PlanContext, stage: int, decode_seqs: float, prompt_token
     from studio.engine.step.iteration import step_overhead_name, step_overhead_us
 
     step_us, name = step_overhead_us(lc, c), step_overhead_name(lc)
-    out = terms + (
-        Term(f"stage {stage} fixed per step", step_us / 1e3, "ms",
-             f"{name} (sampling, embedding, host synchronisation) for an engine profile that cites no "
-             "per-iteration host time: " + still(name) if name else
-             "none: the engine profile's cited scheduler time stands for the per-iteration host work (see 'engine')"),
-    )
+    what = ("the host loop of an engine that neither cites nor overlaps it, and the GPU work outside the layers"
+            if name == "decode_step_overhead_sync_us" else
+            "the GPU work outside the layers (embedding, final norm, sampling); the host time is the engine's "
+            "scheduler (see 'engine')")
+    out = terms + (Term(f"stage {stage} fixed per step", step_us / 1e3, "ms", f"{name} ({what}): " + still(name)),)
     if c.layer_overhead_us:  # 0 by default: a layer's non-GEMM kernels are timed above
         out += (Term(f"stage {stage} fixed per layer × {sh.layers}", sh.layers * c.layer_overhead_us / 1e3, "ms",
                      "layer_overhead_us: " + still("layer_overhead_us")),)

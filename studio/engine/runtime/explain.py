@@ -65,8 +65,8 @@ def _iteration_parts(ctx: PlanContext) -> tuple[float, float, float]:
     wl = ctx.project.workload
     dctx = wl.isl + wl.osl / 2.0
     if rt is not None:
-        # the fitted per-step remainder this engine pays (none where its profile cites a host time:
-        # step_overhead_us), the same in every part, so the parts differ by the engine's own terms
+        # the per-step remainder this engine pays (step_overhead_us), the same in every part, so the
+        # parts differ by the engine's own terms
         from studio.engine.step.iteration import step_overhead_us
 
         same = step_overhead_us(lc, c)

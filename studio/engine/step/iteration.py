@@ -13,9 +13,9 @@ prompts being prefilled, within a token budget (``max_num_batched_tokens`` / ``m
   tokens per expert); paged decode attention over the KV bytes of every running sequence; causal
   prefill attention over each chunk's prefix.
 * A stage takes the sum of its kernels (GEMMs, attention, MoE and the memory-bound norms,
-  activations and RoPE / KV writes) + the per-iteration remainder where the engine profile cites
-  no host time of its own (:func:`step_overhead_us`, fitted, see ``--explain``) + its all-reduces /
-  all-to-alls; stages pass hidden states to the next over the drawn links.
+  activations and RoPE / KV writes) + the GPU work outside the layers (:func:`step_overhead_us`; the
+  one fitted per-iteration figure left is TensorRT-LLM 0.12-0.17's, see ``--explain``) + its
+  all-reduces / all-to-alls; stages pass hidden states to the next over the drawn links.
 * With ``M`` micro-batches the iteration (a "round") takes ``max(Σ_s t_s, M · max_s t_s)``.
 * With speculative decoding (``lc.spec``) each decoding sequence brings ``k + 1`` tokens to be
   verified (GEMMs, attention, logits, all-reduces) while its KV cache is still read once, and the
@@ -63,26 +63,25 @@ class IterationTimes(Record):
 
 
 def step_overhead_us(lc: LayoutCosts, c: Constants) -> float:
-    """The fitted per-iteration remainder where it applies: an engine whose profile cites its own
-    per-iteration host time (vLLM, SGLang: ``scheduler.cpu_base_us``) pays that instead
-    (:class:`~studio.engine.runtime.step.RuntimeStep`), so a fitted figure stands only for an engine
-    that cites none (TensorRT-LLM): ``decode_step_overhead_sync_us`` where its scheduler does not
-    overlap the GPU step (the C++ batch manager, 0.12-0.17), else ``decode_step_overhead_us`` (also
-    for costs without an engine)."""
+    """The per-iteration remainder outside the layers, per stage: ``decode_step_overhead_us``, the
+    GPU work every engine does there (embedding, final norm, sampling: derived, not fitted; a
+    calibration profile may fit it to the user's runs); the host time of an iteration is the engine
+    profile's scheduler (:class:`~studio.engine.runtime.step.RuntimeStep`). Only an engine whose
+    profile cites no host time and does not overlap it with the GPU step (TensorRT-LLM's C++ batch
+    manager, 0.12-0.17) pays the fitted ``decode_step_overhead_sync_us`` instead, which stands for
+    both."""
     rt = lc.runtime
-    if rt is None:
-        return c.decode_step_overhead_us
-    if rt.scheduler.cpu_base_us > 0:
-        return 0.0
-    return c.decode_step_overhead_us if rt.scheduler.overlap else c.decode_step_overhead_sync_us
+    if rt is not None and rt.scheduler.cpu_base_us <= 0 and not rt.scheduler.overlap:
+        return c.decode_step_overhead_sync_us
+    return c.decode_step_overhead_us
 
 
 def step_overhead_name(lc: LayoutCosts) -> str:
-    """The constant :func:`step_overhead_us` read (empty when none applies)."""
+    """The constant :func:`step_overhead_us` reads."""
     rt = lc.runtime
-    if rt is not None and rt.scheduler.cpu_base_us > 0:
-        return ""
-    return "decode_step_overhead_us" if rt is None or rt.scheduler.overlap else "decode_step_overhead_sync_us"
+    if rt is not None and rt.scheduler.cpu_base_us <= 0 and not rt.scheduler.overlap:
+        return "decode_step_overhead_sync_us"
+    return "decode_step_overhead_us"
 
 
 class IterationModel:
