@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     def med(sel: list[tuple], k: int = 5) -> float:
         return statistics.median(abs(r[k] / r[6] - 1) for r in sel) if sel else float("nan")
 
-    print(f"\n{len(rows)} cells (ISL {ISL}, OSL {OSL}; TensorRT-LLM tables; ours with the fitted fixed costs, "
+    print(f"\n{len(rows)} cells (ISL {ISL}, OSL {OSL}; TensorRT-LLM tables; ours with the per-iteration remainder, "
           "and kernels only)")
     for name, sel in (("all", rows), ("MoE", [r for r in rows if r[8]]), ("dense", [r for r in rows if not r[8]]),
                       ("decode", [r for r in rows if r[3] == "decode"]), ("prefill", [r for r in rows if r[3] == "prefill"]),
