@@ -172,3 +172,34 @@ def test_the_engine_never_imports_pandas_pyarrow_or_aiconfigurator():
             "print(json.dumps([m for m in ('pandas', 'pyarrow', 'aiconfigurator_core') if m in sys.modules]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_a_measured_moe_shape_is_used_as_measured():
+    # Mixtral-8x7B's fused MoE (4096, 14336, top-2 of 8, EP1) is in TensorRT-LLM's H200 table:
+    # one token costs what the table measured (0.1908 ms per layer), and the provenance says so
+    sil = K.silicon_for(H200)
+    cv = K.moe_curve(sil, K.Target.of(H200), "bf16", 4096, 14336, 2, 8, 1)
+    assert "this shape measured" in cv.provenance
+    assert float(cv(1.0)) == pytest.approx(0.1908, rel=0.02)
+    # a shape nobody measured falls back to the roofline-efficiency model, and says nothing more
+    other = K.moe_curve(sil, K.Target.of(H200), "bf16", 4096, 14000, 2, 8, 1)
+    assert "this shape measured" not in other.provenance
+
+
+def test_a_layers_elementwise_kernels_cost_the_measured_floor_and_their_bytes():
+    from studio.engine.step.ops import elementwise_curve
+    from studio.engine.step.shapes import layer_table, stage_shapes
+
+    sil = K.silicon_for(H200)
+    sh = stage_shapes(LLAMA_8B, layer_table(LLAMA_8B), LLAMA_8B.precision, "bf16", 1, 1, [LLAMA_8B.num_layers],
+                      has_fp8=True, has_fp4=False)[0]
+    cv = elementwise_curve(LLAMA_8B, sh, sil, K.Target.of(H200), 1)
+    floor = float(np.min(sil.arrays()["gemm_bf16"][0]))
+    one = float(cv(1.0))
+    # four kernels per dense layer (two add + RMSNorm, RoPE / KV write, SiLU-and-multiply) at the
+    # smallest measured kernel: latency-bound at one token
+    assert one == pytest.approx(4 * LLAMA_8B.num_layers * floor, rel=0.02)
+    assert 2.0e-3 < floor < 3.0e-3  # 2.4-2.5 µs on Hopper
+    # bandwidth-bound at many tokens: grows with them
+    assert float(cv(8192.0)) > 3 * one
+    assert "smallest measured kernel" in cv.provenance and cv.provenance.startswith("measured: h200")
