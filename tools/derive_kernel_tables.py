@@ -216,6 +216,7 @@ def _moe(pd, f: Path, sil: dict[str, float], out: dict[str, np.ndarray]) -> list
     df = pd.read_parquet(f)
     # balanced routing; a table measured only with skewed routing keeps its mildest skew
     dists = set(df.distribution.unique())
+    one = df[df.num_tokens == 1]  # one token is routed the same under every distribution: repeats
     df = df[df.distribution == ("balanced" if "balanced" in dists else "power_law_1.01")]
     if "kernel_source" in df.columns and (df.kernel_source == "moe_torch_flow_nongated").any():
         df = df[df.kernel_source != "moe_torch_flow_nongated"]  # gated (SwiGLU) experts only
@@ -238,8 +239,30 @@ def _moe(pd, f: Path, sil: dict[str, float], out: dict[str, np.ndarray]) -> list
         eff = roof / (sub.latency.to_numpy(float) * 1e-3)
         x, y, grid = _bins2(t * k / e, nbytes, eff)
         out[f"moe_{ours}_tpe"], out[f"moe_{ours}_bytes"], out[f"moe_{ours}_eff"] = x, y, grid
+        _moe_shapes(pd.concat([sub[sub.num_tokens != 1], one[one.moe_dtype == src]]), ours, out)
         names.append(f"moe_{ours}")
     return names
+
+
+def _moe_shapes(sub, ours: str, out: dict[str, np.ndarray]) -> None:
+    """The measured latency of every shape the table times, as it is: ``moe_<dtype>_shapes`` rows of
+    (hidden, expert width per GPU, top-k, experts, EP ranks), ``moe_<dtype>_shape_tokens`` the
+    token counts measured and ``moe_<dtype>_shape_ms`` (shapes × tokens, NaN where not measured).
+    One token goes to the same top-k experts under every routing distribution the package measured,
+    so its rows are repeats of one measurement and the fastest stands (the others carry noise)."""
+    inter = sub.inter_size.to_numpy(float) / sub.moe_tp_size.to_numpy(float)
+    keys = np.stack([sub.hidden_size.to_numpy(float), inter, sub.topk.to_numpy(float),
+                     sub.num_experts.to_numpy(float), sub.moe_ep_size.to_numpy(float)], axis=1)
+    shapes, idx = np.unique(keys, axis=0, return_inverse=True)
+    tokens = np.unique(sub.num_tokens.to_numpy(float))
+    ms = np.full((len(shapes), len(tokens)), np.nan)
+    col = np.searchsorted(tokens, sub.num_tokens.to_numpy(float))
+    lat = sub.latency.to_numpy(float)
+    for i, j, v in zip(np.ravel(idx), col, lat, strict=True):  # repeats: keep the fastest
+        ms[i, j] = v if np.isnan(ms[i, j]) else min(ms[i, j], v)
+    out[f"moe_{ours}_shapes"] = shapes.astype(np.float32)
+    out[f"moe_{ours}_shape_tokens"] = tokens.astype(np.float32)
+    out[f"moe_{ours}_shape_ms"] = ms.astype(np.float32)
 
 
 def _comm(pd, f: Path, op: str, key: str, out: dict[str, np.ndarray], impl: str | None = None) -> bool:

@@ -142,6 +142,8 @@ def violations(project: Project, plan: PlanResult) -> list[str]:
         if plan.tpot_ms > 0 and not _close(plan.tokens_per_s_per_user, 1000.0 / plan.tpot_ms):
             bad.append("tokens/s per user ≠ 1000 / TPOT")
         ceiling = plan.layout.dp * plan.batch * plan.tokens_per_s_per_user
+        if 0 < plan.ttft_ms < plan.tpot_ms:  # a first token faster than a decode step lifts the ceiling
+            ceiling = plan.layout.dp * plan.batch * wl.osl * 1e3 / ((wl.osl - 1) * plan.tpot_ms + plan.ttft_ms)
         if plan.output_tokens_per_s > ceiling * (1 + 1e-6):
             bad.append(f"{plan.output_tokens_per_s} tok/s exceeds every user decoding flat out ({ceiling})")
         cost = plan.usd_per_million_output_tokens * plan.output_tokens_per_s * 3600 / 1e6

@@ -69,6 +69,34 @@ def test_engine_and_version_select_the_tables():
         K.silicon_for(H200, "tgi")
 
 
+def test_a_version_without_tables_takes_the_nearest_shipped_and_says_so():
+    from studio.io.presets import load_catalog
+
+    a100 = load_catalog().gpu("a100-sxm-80g")
+    newer = K.silicon_for(H200, "vllm", "0.33.0")  # H200 ships vLLM 0.24.0 only
+    assert newer.version == "0.24.0" and newer.substitute == "nearest to 0.33.0"
+    assert "vLLM 0.24.0 (nearest to 0.33.0)" in newer.provenance("GEMM")
+    assert K.silicon_for(H200, "trtllm", "1.3.0rc20").substitute == ""  # shipped: no note
+    assert K.silicon_for(a100, "trtllm", "1.0.0").version == "1.0.0"  # A100 ships the older release
+    assert K.silicon_for(a100, "trtllm", "1.3.0rc20").version == "1.0.0"
+    # the minor version decides before the patch: sglang 0.5.23 is nearer 0.5.14 than 0.4.x would be
+    assert K.nearest_version([{"version": "0.4.9"}, {"version": "0.5.14"}], "0.5.23")["version"] == "0.5.14"
+
+
+@pytest.mark.parametrize("runtime", ["vllm", "trtllm", "sglang"])
+def test_each_engine_profile_runs_on_its_own_kernel_tables(runtime):
+    from studio.core.workload import ServingConfig
+
+    p = project(cluster(spec=H200), LLAMA_8B, Layout(tp=1, dp=8), workload=Workload(batch=4),
+                serving=ServingConfig(runtime=runtime))
+    r = evaluate(p)
+    name = K.ENGINE_NAMES[runtime]
+    terms = r.explanations["latency.tpot"].terms
+    ops = [t for t in terms if t.name.startswith("stage 0 ") and t.name != "stage 0 decode" and "fixed" not in t.name]
+    assert ops and all("h200 " in t.note and f", {name} " in t.note for t in ops)
+    assert any(n.startswith(f"kernel tables used: h200, {name}") for n in r.explanations["engine"].notes)
+
+
 def test_moe_touches_more_experts_with_tokens_and_ep_loads_one_rank_more():
     sil = K.silicon_for(H200)
     tgt = K.Target.of(H200)
@@ -104,7 +132,32 @@ def test_plan_explain_names_the_source_of_every_kernel():
     ops = [t for t in terms if t.name.startswith("stage 0 ") and t.name != "stage 0 decode" and "fixed" not in t.name]
     assert ops and all(t.note.startswith(("measured: h100", "attention output GEMM: measured")) for t in ops)
     fixed = [t for t in terms if "fixed" in t.name]
-    assert fixed and all("fitted" in t.note for t in fixed)
+    # vLLM's profile cites its scheduler time: the step adds only the GPU work outside the layers,
+    # derived, not fitted
+    c = default_constants()
+    assert fixed and all(t.value == pytest.approx(c.decode_step_overhead_us / 1e3) for t in fixed)
+    assert all("not fitted" in t.note and "scheduler" in t.note for t in fixed)
+
+
+def test_a_constant_still_fitted_says_so_in_explain():
+    from studio.core.workload import ServingConfig
+
+    def fixed_terms(version: str | None):
+        r = evaluate(project(cluster(), LLAMA_8B, Layout(tp=1, dp=8), workload=Workload(batch=4),
+                             serving=ServingConfig(runtime="trtllm", runtime_version=version)))
+        return [t for t in r.explanations["latency.tpot"].terms if "fixed" in t.name]
+
+    c = default_constants()
+    # TensorRT-LLM 0.14's C++ batch manager cites no per-iteration host time and does not overlap it:
+    # the fitted remainder stands in, and says it is fitted
+    old = fixed_terms("0.14")
+    assert old and all(t.value == pytest.approx(c.decode_step_overhead_sync_us / 1e3) for t in old)
+    assert all("still fitted" in t.note and "decode_step_overhead_sync_us" in t.note for t in old)
+    # the overlapping PyTorch executor pays the GPU-side remainder, derived, not fitted
+    new = fixed_terms(None)
+    assert new and all(t.value == pytest.approx(c.decode_step_overhead_us / 1e3) for t in new)
+    assert all("not fitted" in t.note for t in new)
+    assert not any("per layer" in t.name for t in old + new)  # no per-layer constant: those kernels are timed
 
 
 def test_retired_constants_get_a_clear_message():
@@ -119,3 +172,34 @@ def test_the_engine_never_imports_pandas_pyarrow_or_aiconfigurator():
             "print(json.dumps([m for m in ('pandas', 'pyarrow', 'aiconfigurator_core') if m in sys.modules]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_a_measured_moe_shape_is_used_as_measured():
+    # Mixtral-8x7B's fused MoE (4096, 14336, top-2 of 8, EP1) is in TensorRT-LLM's H200 table:
+    # one token costs what the table measured (0.1908 ms per layer), and the provenance says so
+    sil = K.silicon_for(H200)
+    cv = K.moe_curve(sil, K.Target.of(H200), "bf16", 4096, 14336, 2, 8, 1)
+    assert "this shape measured" in cv.provenance
+    assert float(cv(1.0)) == pytest.approx(0.1908, rel=0.02)
+    # a shape nobody measured falls back to the roofline-efficiency model, and says nothing more
+    other = K.moe_curve(sil, K.Target.of(H200), "bf16", 4096, 14000, 2, 8, 1)
+    assert "this shape measured" not in other.provenance
+
+
+def test_a_layers_elementwise_kernels_cost_the_measured_floor_and_their_bytes():
+    from studio.engine.step.ops import elementwise_curve
+    from studio.engine.step.shapes import layer_table, stage_shapes
+
+    sil = K.silicon_for(H200)
+    sh = stage_shapes(LLAMA_8B, layer_table(LLAMA_8B), LLAMA_8B.precision, "bf16", 1, 1, [LLAMA_8B.num_layers],
+                      has_fp8=True, has_fp4=False)[0]
+    cv = elementwise_curve(LLAMA_8B, sh, sil, K.Target.of(H200), 1)
+    floor = float(np.min(sil.arrays()["gemm_bf16"][0]))
+    one = float(cv(1.0))
+    # four kernels per dense layer (two add + RMSNorm, RoPE / KV write, SiLU-and-multiply) at the
+    # smallest measured kernel: latency-bound at one token
+    assert one == pytest.approx(4 * LLAMA_8B.num_layers * floor, rel=0.02)
+    assert 2.0e-3 < floor < 3.0e-3  # 2.4-2.5 µs on Hopper
+    # bandwidth-bound at many tokens: grows with them
+    assert float(cv(8192.0)) > 3 * one
+    assert "smallest measured kernel" in cv.provenance and cv.provenance.startswith("measured: h200")

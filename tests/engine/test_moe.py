@@ -45,13 +45,16 @@ def test_dense_model_ignores_the_factor():
     assert a.tpot_ms == pytest.approx(b.tpot_ms)
 
 
-def _bf16_h200(batch: int, tp: int = 1, ep: int = 1):
+def _bf16_h200(batch: int, tp: int = 1, ep: int = 1, runtime: str = "vllm"):
     p = project(cluster(HGX_H200.replace(gpus_per_node=tp), 1, H200), MIXTRAL, Layout(tp=tp, ep=ep, dp=1),
-                workload=Workload(isl=128, osl=128, batch=batch), serving=ServingConfig(weight_dtype="bf16", kv_dtype="bf16"))
+                workload=Workload(isl=128, osl=128, batch=batch),
+                serving=ServingConfig(weight_dtype="bf16", kv_dtype="bf16", runtime=runtime))
     return evaluate(p)
 
 
 def _kernels_ms(r, layers: int) -> float:
+    # the stage's compute less the GPU work outside the layers (decode_step_overhead_us, derived);
+    # no per-layer constant is left (layer_overhead_us 0)
     c = default_constants()
     return r.stages[0].decode_compute_ms - (c.decode_step_overhead_us + layers * c.layer_overhead_us) / 1e3
 
@@ -80,10 +83,12 @@ def test_decode_grows_with_batch_as_more_experts_are_touched():
 
 def test_expert_parallel_changes_the_step_as_the_most_loaded_rank_says():
     # TP2 splits every expert in half (both GPUs read half of the two touched experts); EP2 puts four
-    # whole experts on each GPU, and at batch 1 both picks land on one GPU 3 times in 7: slower
-    tp = _bf16_h200(1, tp=2, ep=1)
-    ep = _bf16_h200(1, tp=2, ep=2)
-    assert ep.tpot_ms > 1.1 * tp.tpot_ms
+    # whole experts on each GPU, and at batch 1 both picks land on one GPU 3 times in 7: slower.
+    # TensorRT-LLM's kernels: its measured EP2 and TP2 fused MoE agree once every expert is touched
+    # (0.42 vs 0.41 ms at 256 tokens), where vLLM's EP path measures 22 % slower than its TP path
+    tp = _bf16_h200(1, tp=2, ep=1, runtime="trtllm")
+    ep = _bf16_h200(1, tp=2, ep=2, runtime="trtllm")
+    assert ep.tpot_ms > 1.03 * tp.tpot_ms
     # at a large batch every expert is touched on both layouts and the difference shrinks
-    tp_big, ep_big = _bf16_h200(256, tp=2, ep=1), _bf16_h200(256, tp=2, ep=2)
+    tp_big, ep_big = _bf16_h200(256, tp=2, ep=1, runtime="trtllm"), _bf16_h200(256, tp=2, ep=2, runtime="trtllm")
     assert abs(ep_big.tpot_ms / tp_big.tpot_ms - 1) < ep.tpot_ms / tp.tpot_ms - 1

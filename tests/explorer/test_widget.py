@@ -87,7 +87,7 @@ def test_pin_compare_and_apply_is_one_undo_step(explorer):
     original = doc.project
     rec, tp16 = int(r.recommended), best_rows(r)[(16, 1, 1, 1)]
     assert explorer.pin_row(rec) and explorer.pin_row(tp16)
-    assert [lay.tp for lay in doc.project.pinned] == [8, 16]
+    assert [lay.tp for lay in doc.project.pinned] == [r.layout(rec).tp, 16]
     assert len(explorer.compare.plans) == 2
     assert explorer.compare.winners()["tok/s per GPU"] == 0
     assert "★" in explorer.compare.table.item(

@@ -123,7 +123,10 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
         "iterations that carry the new prompt's chunks beside the running sequences' decode tokens "
         "(+ the front end's request overhead when requests are served at a rate or concurrency)",
         (Term("prompt", wl.isl, "tokens"),) + load_terms
-        + ((Term("request overhead", ctx.constants.request_overhead_ms, "ms", "HTTP, tokenising, streaming"),)
+        + ((Term("request overhead", ctx.constants.request_overhead_ms, "ms",
+                 "HTTP, tokenising, streaming; request_overhead_ms " + (
+                     "still fitted — " if ctx.constants.sources.get("request_overhead_ms", "").startswith("fitted")
+                     else "") + ctx.constants.sources.get("request_overhead_ms", "")),)
            if ld is not None and ld.mode in ("rate", "concurrency") else ())
         + _kernel_terms(ctx, 0, 0.0, float(wl.isl)),
         ("compute = Σ kernels of the prompt pass (GEMMs at m = the prompt's tokens, MoE, causal attention), each "
@@ -218,13 +221,22 @@ def _kernel_terms(ctx: PlanContext, stage: int, decode_seqs: float, prompt_token
     ops = breakdown(lc.ops[stage], sh, decode_seqs, wl.isl + wl.osl / 2.0, prompt_tokens, float(wl.isl),
                     route, lc.window)
     terms = tuple(Term(f"stage {stage} {name}", ms, "ms", prov) for name, ms, prov in ops)
-    fitted = c.sources.get("layer_overhead_us", "")
-    return terms + (
-        Term(f"stage {stage} fixed per step", c.decode_step_overhead_us / 1e3, "ms",
-             "decode_step_overhead_us (scheduler, sampling, launch): " + c.sources.get("decode_step_overhead_us", "")),
-        Term(f"stage {stage} fixed per layer × {sh.layers}", sh.layers * c.layer_overhead_us / 1e3, "ms",
-             "layer_overhead_us (norms, residuals, launches the kernel tables do not time): " + fitted),
-    )
+    def still(name: str) -> str:
+        src = c.sources.get(name, "")
+        return ("still fitted — " if src.startswith("fitted") else "") + src
+
+    from studio.engine.step.iteration import step_overhead_name, step_overhead_us
+
+    step_us, name = step_overhead_us(lc, c), step_overhead_name(lc)
+    what = ("the host loop of an engine that neither cites nor overlaps it, and the GPU work outside the layers"
+            if name == "decode_step_overhead_sync_us" else
+            "the GPU work outside the layers (embedding, final norm, sampling); the host time is the engine's "
+            "scheduler (see 'engine')")
+    out = terms + (Term(f"stage {stage} fixed per step", step_us / 1e3, "ms", f"{name} ({what}): " + still(name)),)
+    if c.layer_overhead_us:  # 0 by default: a layer's non-GEMM kernels are timed above
+        out += (Term(f"stage {stage} fixed per layer × {sh.layers}", sh.layers * c.layer_overhead_us / 1e3, "ms",
+                     "layer_overhead_us: " + still("layer_overhead_us")),)
+    return out
 
 
 def _speculative(out: dict[str, Explanation], ctx: PlanContext, dc) -> None:

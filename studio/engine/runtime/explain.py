@@ -43,6 +43,16 @@ def engine_line(setup: EngineSetup) -> str:
     return line
 
 
+def tables_line(ctx: PlanContext) -> str:
+    """``kernel tables used: h200, vLLM 0.24.0 (nearest to 0.33.0)`` — per distinct GPU of the
+    plan's stages, the measured tables the step times came from."""
+    ops = ctx.lc.ops or []
+    used = dict.fromkeys(
+        o.silicon.label + (f" ({o.silicon.substitute})" if o.silicon.substitute else "")
+        + ("" if o.silicon.measured else f" for {o.silicon.gpu} (estimate)") for o in ops)
+    return "kernel tables used: " + ("; ".join(used) if used else "none")
+
+
 def _iteration_parts(ctx: PlanContext) -> tuple[float, float, float]:
     """(GPU step without the engine, + graph padding, + exposed scheduler) of a decode-only
     iteration of the plan's batch, ms."""
@@ -54,6 +64,13 @@ def _iteration_parts(ctx: PlanContext) -> tuple[float, float, float]:
     m = float(ctx.micro_batches)
     wl = ctx.project.workload
     dctx = wl.isl + wl.osl / 2.0
+    if rt is not None:
+        # the per-step remainder this engine pays (step_overhead_us), the same in every part, so the
+        # parts differ by the engine's own terms
+        from studio.engine.step.iteration import step_overhead_us
+
+        same = step_overhead_us(lc, c)
+        c = c.with_overrides({"decode_step_overhead_us": same, "decode_step_overhead_sync_us": same})
     plain = float(IterationModel(lc.replace(runtime=None), c).round_ms(0.0, b, dctx, wl.isl, m)[0])
     if rt is None:
         return plain, plain, plain
@@ -107,7 +124,7 @@ def engine_explanation(ctx: PlanContext) -> Explanation:
              "on in the engine; the plan assumes no prefix hits"
              if p.defaults.prefix_caching else "off in the engine"),
     )
-    notes = (engine_line(setup), f"profile file {p.file}")
+    notes = (engine_line(setup), f"profile file {p.file}", tables_line(ctx))
     return Explanation(
         "engine", full - plain, "ms per decode iteration",
         "what the serving engine adds to a decode iteration: CUDA-graph padding of the batch + the scheduler CPU "

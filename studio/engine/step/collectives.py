@@ -5,7 +5,8 @@ all-reduce on 2, 4 and 8 GPUs of one box of each measured system. :func:`measure
 them into a :class:`Measured` cost for a TP group of one island:
 
 * an NVSwitch domain: the faster of the custom all-reduce and NCCL at each message size (what the
-  engines' auto strategy picks);
+  engines' auto strategy picks); the custom all-reduce from TensorRT-LLM's table for every engine
+  (:func:`_graph_timed` says why);
 * PCIe (no NVLink): NCCL only — vLLM, SGLang and TensorRT-LLM turn their custom all-reduce off when
   the GPUs are not all NVLink-connected, so TP over PCIe runs NCCL's ring: the measured small-message
   floor of the silicon's PCIe box, plus the ring's 2(n−1)/n of the message over the drawn links
@@ -33,7 +34,9 @@ from studio.engine.step.kernels import Curve
 from studio.engine.step.records import Record
 
 if TYPE_CHECKING:
+    from studio.core.hardware import GpuSpec
     from studio.engine.fabric.topology import Topology
+    from studio.engine.step.kernels import Silicon
 
 
 class Measured(Record):
@@ -124,7 +127,7 @@ def measured_allreduce(topo: Topology, group: list[str], nvswitch: tuple[float, 
     curves = []
     provs = []
     for name in names:
-        tab = collective_table(sil, name, n)
+        tab = collective_table(_graph_timed(spec, sil) if name == "ar_custom" else sil, name, n)
         if tab is None:
             continue
         curves.append((tuple(np.log(tab.sizes).tolist()), tuple(np.log(tab.times_us).tolist())))
@@ -134,6 +137,26 @@ def measured_allreduce(topo: Topology, group: list[str], nvswitch: tuple[float, 
     scale = ref * eff / bw
     note = "" if abs(scale - 1.0) < 0.02 else f"; sizes scaled ×{scale:.2f} for the drawn links"
     return Measured.of(tuple(curves), scale, " / ".join(provs) + note)
+
+
+def _graph_timed(spec: GpuSpec, sil: Silicon) -> Silicon:
+    """The tables whose custom all-reduce stands for the kernel a served decode step launches.
+
+    Served decode steps replay a CUDA graph, so an all-reduce costs its kernel alone. The vLLM and
+    SGLang custom all-reduce tables of aiconfigurator-core 0.12.0 hold a flat floor (H200: vLLM
+    12.6–13.3 µs, SGLang 16.1–17.4 µs) from 128 B to 64 KiB on 2, 4 and 8 GPUs alike — the host's
+    launch time of an eager call, not the GPUs' exchange — while TensorRT-LLM's rises from 2.6 µs
+    with the group and the message as a one-shot kernel does; above ~4 MiB the three agree within
+    ~15 %. So every engine's custom all-reduce is timed from TensorRT-LLM's table (its provenance
+    says so); NCCL's tables are the same measurement for all three engines."""
+    from studio.engine.step.kernels import DEFAULT_ENGINE, silicon_for
+
+    if sil.engine == DEFAULT_ENGINE:
+        return sil
+    try:
+        return silicon_for(spec, DEFAULT_ENGINE)
+    except Exception:  # noqa: BLE001 - no TensorRT-LLM tables for this silicon: the engine's own
+        return sil
 
 
 def _efficiency(topo: Topology, li: int) -> float:

@@ -32,6 +32,7 @@ class Constants:
     prefill_efficiency: float
     decode_efficiency: float
     decode_step_overhead_us: float
+    decode_step_overhead_sync_us: float
     request_overhead_ms: float
     layer_overhead_us: float
     custom_allreduce_latency_us: float

@@ -82,6 +82,7 @@ class LayoutCosts(Record):
     cp: CpCosts | None = None  # context parallelism (None when cp = 1)
     ops: list[StageOps] | None = None  # measured kernel curves of every stage (studio.engine.step.ops)
     runtime: RuntimeStep | None = None  # the serving engine's scheduler time and graph padding
+    kernel_engine: tuple[str, str | None] = (DEFAULT_ENGINE, None)  # (engine, version) of the kernel tables
 
     @property
     def weights(self) -> np.ndarray:
@@ -118,7 +119,7 @@ def layout_costs(
     replicas: list[int] | None = None,
     fraction_of_free: bool = False,
     token_budget: int | None = None,
-    kernel_engine: tuple[str, str | None] = (DEFAULT_ENGINE, None),
+    kernel_engine: tuple[str, str | None] | None = None,
     engine: EngineSetup | None = None,
 ) -> LayoutCosts:
     """Batch-independent costs; ``replicas`` limits the DP replicas whose links are costed
@@ -134,13 +135,18 @@ def layout_costs(
     the drafter of speculative decoding (:func:`studio.engine.step.speculative.with_drafter`).
 
     ``kernel_engine`` = (serving engine, version or None) names the measured kernel tables the step
-    times come from (:mod:`studio.engine.step.kernels`; default TensorRT-LLM's shipped version).
+    times come from (:mod:`studio.engine.step.kernels`; the nearest shipped version when that one
+    has none). Default: the tables ``engine``'s profile names (vLLM's kernels for vLLM, SGLang's
+    for SGLang), or TensorRT-LLM's newest without an engine.
 
     ``engine`` (:func:`studio.engine.runtime.engine_setup`) sizes the KV cache the way that engine
     does, replacing ``fraction_of_free``: ``total`` (vLLM), ``free`` (TensorRT-LLM) or ``static``
     (SGLang, the activations in the reserve the fraction leaves); CUDA-graph memory counts only where
     the engine takes it out before sizing the KV cache. Its scheduler time and graph padding ride on
     the costs (``runtime``) for :class:`~studio.engine.step.iteration.IterationModel`."""
+    if kernel_engine is None:
+        kernel_engine = ((engine.profile.kernel_engine, engine.profile.kernel_version) if engine is not None
+                         else (DEFAULT_ENGINE, None))
     cluster = topo.cluster
     groups = layout.gpu_groups(placement)
     reps = list(range(layout.dp)) if replicas is None else replicas
@@ -216,6 +222,7 @@ def layout_costs(
         ops=[cached_stage_ops(model, table, sh, precision, kv_dtype, x, c, tp, ep, has_fp8, has_fp4, *kernel_engine)
              for sh, x in zip(shapes, specs, strict=True)],
         runtime=engine.step if engine is not None else None,
+        kernel_engine=kernel_engine,
     )
     return out
 

@@ -12,9 +12,10 @@ prompts being prefilled, within a token budget (``max_num_batched_tokens`` / ``m
   layer at the tokens routed in the EP group (distinct experts touched on the most loaded rank,
   tokens per expert); paged decode attention over the KV bytes of every running sequence; causal
   prefill attention over each chunk's prefix.
-* A stage takes the sum of its kernels + fixed costs (per iteration and per layer: fitted, see
-  ``--explain``) + its all-reduces / all-to-alls; stages pass hidden states to the next over the
-  drawn links.
+* A stage takes the sum of its kernels (GEMMs, attention, MoE and the memory-bound norms,
+  activations and RoPE / KV writes) + the GPU work outside the layers (:func:`step_overhead_us`; the
+  one fitted per-iteration figure left is TensorRT-LLM 0.12-0.17's, see ``--explain``) + its
+  all-reduces / all-to-alls; stages pass hidden states to the next over the drawn links.
 * With ``M`` micro-batches the iteration (a "round") takes ``max(Σ_s t_s, M · max_s t_s)``.
 * With speculative decoding (``lc.spec``) each decoding sequence brings ``k + 1`` tokens to be
   verified (GEMMs, attention, logits, all-reduces) while its KV cache is still read once, and the
@@ -59,6 +60,28 @@ class IterationTimes(Record):
     def columns(self, start: int, stop: int) -> IterationTimes:
         """The times of rows ``start:stop`` (each figure's last axis), as arrays of their own."""
         return IterationTimes(**{name: value[..., start:stop].copy() for name, value in self.values().items()})
+
+
+def step_overhead_us(lc: LayoutCosts, c: Constants) -> float:
+    """The per-iteration remainder outside the layers, per stage: ``decode_step_overhead_us``, the
+    GPU work every engine does there (embedding, final norm, sampling: derived, not fitted; a
+    calibration profile may fit it to the user's runs); the host time of an iteration is the engine
+    profile's scheduler (:class:`~studio.engine.runtime.step.RuntimeStep`). Only an engine whose
+    profile cites no host time and does not overlap it with the GPU step (TensorRT-LLM's C++ batch
+    manager, 0.12-0.17) pays the fitted ``decode_step_overhead_sync_us`` instead, which stands for
+    both."""
+    rt = lc.runtime
+    if rt is not None and rt.scheduler.cpu_base_us <= 0 and not rt.scheduler.overlap:
+        return c.decode_step_overhead_sync_us
+    return c.decode_step_overhead_us
+
+
+def step_overhead_name(lc: LayoutCosts) -> str:
+    """The constant :func:`step_overhead_us` reads."""
+    rt = lc.runtime
+    if rt is not None and rt.scheduler.cpu_base_us <= 0 and not rt.scheduler.overlap:
+        return "decode_step_overhead_sync_us"
+    return "decode_step_overhead_us"
 
 
 class IterationModel:
@@ -142,13 +165,14 @@ class IterationModel:
         log_dctx_sl = np.log(np.maximum(d * ctx_sliding, 1e-30)) if lc.window else log_dctx
         log_pf = np.log(np.maximum(x * attended, 1e-30))
         log_pf_sl = np.log(np.maximum(x * attended_sliding, 1e-30)) if lc.window else log_pf
+        step_us = step_overhead_us(lc, c)
         for s, sh in enumerate(lc.shapes):
             o = ops[s]
             # every kernel at the iteration's real size: the tables' time for m tokens; a calibration
             # profile may scale the part a token count above one adds (prefill_efficiency) and the
             # weight-streaming floor of one token (decode_efficiency), both 1 by default
-            g1 = o.dense_one
-            gemm = g1 / dec_eff + np.maximum(o.dense.at_log(log_tok) - g1, 0.0) / pf_eff
+            g1 = o.per_token_one  # the GEMMs and the elementwise kernels every token goes through
+            gemm = g1 / dec_eff + np.maximum(o.per_token.at_log(log_tok) - g1, 0.0) / pf_eff
             if o.moe is not None:
                 m1 = o.moe_one
                 gemm = gemm + m1 / dec_eff + np.maximum(o.moe.at_log(log_tok + log_route) - m1, 0.0) / pf_eff
@@ -169,7 +193,7 @@ class IterationModel:
                 pre = pre + sh.sliding_layers * o.prefill_attention.at_log(
                     log_pf_sl + math.log(o.attn_flops_layer or 1e-30))
             attn = np.where(has_d, dec, 0.0) / dec_eff + np.where(has_x, pre, 0.0) / pf_eff
-            fixed_us = c.decode_step_overhead_us + sh.layers * c.layer_overhead_us
+            fixed_us = step_us + sh.layers * c.layer_overhead_us
             comp[s] = np.where(working, gemm + attn + fixed_us / 1e3, 0.0)
             t_ar = coll_time_us(lc.allreduce[s], ar_size)
             ar_worst = np.maximum(ar_worst, t_ar)

@@ -14,13 +14,16 @@ GPU's own roofline, its peaks scaled by the measured MAMF and STREAM fractions o
 shape by the roofline ratio and say so.
 
 Tables are per serving engine and version (``engine`` = ``trtllm`` | ``vllm`` | ``sglang``,
-``version`` None = the version shipped for that engine); :data:`DEFAULT_ENGINE` is TensorRT-LLM's.
+``version`` None = the newest shipped for that engine, else the nearest shipped version); each engine
+profile (``presets/engines``) names the tables its engine runs; :data:`DEFAULT_ENGINE` (TensorRT-LLM)
+serves callers without a profile.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +84,7 @@ class Silicon(Record):
     file: str
     measured: bool  # the GPU's own silicon was measured
     peaks: dict[str, float]  # the measured system's datasheet figures (manifest "silicon")
+    asked: str = ""  # the version the engine profile asked for ("" = the shipped one)
 
     # one object per (gpu, engine, version) (:func:`silicon_for` is cached): identity is equality,
     # so the lookups below can be cached on it
@@ -92,11 +96,18 @@ class Silicon(Record):
     def arrays(self) -> dict[str, np.ndarray]:
         return _arrays(self.file)
 
+    @property
+    def substitute(self) -> str:
+        """``"nearest to 0.33.0"`` when the profile asked for a version without tables, else ``""``."""
+        return f"nearest to {self.asked}" if self.asked and self.asked != self.version else ""
+
     def provenance(self, op: str, *, scaled: str = "") -> str:
         if self.measured:
             text = f"measured: {_short(self.silicon)} {op}, {ENGINE_NAMES.get(self.engine, self.engine)} {self.version}"
         else:
             text = (f"estimate: no table for {self.gpu} ({op}: roofline with {self.label} efficiency)")
+        if self.substitute:
+            text += f" ({self.substitute})"
         return text + (f"; {scaled}" if scaled else "")
 
 
@@ -118,12 +129,14 @@ def _nearest_silicon(bw: float, bf16: float) -> str:
 
 
 def silicon_for(spec: GpuSpec, engine: str = DEFAULT_ENGINE, version: str | None = None) -> Silicon:
-    """The tables ``spec`` uses for ``engine`` (and ``version``; None = the one shipped).
+    """The tables ``spec`` uses for ``engine`` at ``version`` (None = the newest shipped): the
+    shipped version nearest to it when that version has no tables of its own (the provenance then
+    says "nearest to …").
 
     Raises
     ------
     StudioError
-        No tables for that engine or version (the message lists those shipped).
+        No tables for that engine (the message lists those shipped).
     """
     return _silicon_for(spec.id, spec.hbm_bandwidth_gbps, spec.tflops_bf16, engine, version)
 
@@ -138,14 +151,33 @@ def _silicon_for(gpu: str, bw: float, bf16: float, engine: str, version: str | N
     if not tables:
         shipped = ", ".join(f"{e} {'/'.join(v)}" for e, v in engines().items())
         raise StudioError(f"no kernel tables for engine '{engine}'; shipped: {shipped}", "presets/kernels")
-    if version is not None:
-        tables = [t for t in tables if t["version"] == version]
-        if not tables:
-            raise StudioError(f"no kernel tables for {engine} {version}; shipped: "
-                              f"{', '.join(engines()[engine])}", "presets/kernels")
-    t = tables[-1]
+    t = (max(tables, key=lambda x: _version_key(x["version"])) if version is None
+         else nearest_version(tables, version))
     return Silicon(gpu=gpu, silicon=silicon, engine=engine, version=t["version"], file=t["file"],
-                   measured=measured, peaks=m["silicon"][silicon])
+                   measured=measured, peaks=m["silicon"][silicon], asked=version or "")
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    """``"1.3.0rc20"`` → ``(1, 3, 0)``: the leading dotted integers (``(0,)`` if none)."""
+    m = re.match(r"\d+(?:\.\d+)*", text.strip().lstrip("vV"))
+    return tuple(int(x) for x in m.group(0).split(".")) if m else (0,)
+
+
+def nearest_version(tables: list[dict[str, Any]], version: str) -> dict[str, Any]:
+    """The table of ``version`` if shipped, else the one whose version is nearest (compared part by
+    part: major, then minor, then patch; a tie goes to the newer table)."""
+    exact = [t for t in tables if t["version"] == version]
+    if exact:
+        return exact[0]
+    want = _version_key(version)
+
+    def distance(t: dict[str, Any]) -> tuple[int, ...]:
+        have = _version_key(t["version"])
+        n = max(len(want), len(have))
+        a, b = want + (0,) * (n - len(want)), have + (0,) * (n - len(have))
+        return tuple(abs(x - y) for x, y in zip(a, b, strict=True))
+
+    return min(tables, key=lambda t: (distance(t), tuple(-x for x in _version_key(t["version"]))))
 
 
 class Curve:
@@ -368,9 +400,48 @@ def _moe_curve(sil: Silicon, tgt: Target, dtype: str, hidden: float, inter: floa
     eff = _bilinear(a[f"moe_{table}_tpe"], a[f"moe_{table}_bytes"], a[f"moe_{table}_eff"],
                     t * topk / experts, mean * per_expert)
     roof = _roofline(flops, nbytes, ref_tf, sil.peaks["mem_bw_gbps"])
-    out = roof / np.maximum(eff, 1e-3) * _to_target(sil, tgt, cls, flops, nbytes)
+    model = roof / np.maximum(eff, 1e-3)
     op = "MoE" if table == dtype else f"MoE ({table} table for {dtype})"
+    shape = _measured_moe_shape(a, table, hidden, inter, topk, experts, ep)
+    if shape is not None:
+        # this very shape was measured: its times as they are, joined to the roofline-efficiency model
+        # beyond the measured token counts (the model scaled to meet the last measured point)
+        tok, ms = shape
+        # the table routes its tokens evenly ("balanced": t·k/ep experts per rank, all of them from
+        # 4 tokens on for top-2 of 8); real routing draws them, so fewer distinct experts are
+        # touched at small t (and the most loaded EP rank more): the roofline ratio of the two moves
+        # the measured times the way the weight bytes do
+        # (a routing skew multiplies the FLOPs of the table's even load the same way)
+        even = np.minimum(local, t * topk / ep) * per_expert
+        ms = ms * np.interp(np.log(tok), _LOG_TOKENS,
+                            roof / _roofline(flops / skew, even, ref_tf, sil.peaks["mem_bw_gbps"]))
+        lt = np.log(tok)
+        inside = (_LOG_TOKENS >= lt[0]) & (_LOG_TOKENS <= lt[-1])
+        meas = np.exp(np.interp(_LOG_TOKENS, lt, np.log(ms)))
+        lo = model * (ms[0] / float(np.interp(lt[0], _LOG_TOKENS, model)))
+        hi = model * (ms[-1] / float(np.interp(lt[-1], _LOG_TOKENS, model)))
+        model = np.where(inside, meas, np.where(_LOG_TOKENS < lt[0], lo, hi))
+        op += " (this shape measured)"
+    out = model * _to_target(sil, tgt, cls, flops, nbytes)
     return Curve(t, out, sil.provenance(op))
+
+
+def _measured_moe_shape(a: dict[str, np.ndarray], table: str, hidden: float, inter: float, topk: int,
+                        experts: int, ep: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(tokens, ms) the table measured for exactly this MoE shape (hidden, expert width per GPU,
+    top-k, experts, EP ranks), at least two token counts; None when the shape was not measured."""
+    key = f"moe_{table}_shapes"
+    if key not in a:
+        return None
+    want = np.array([hidden, inter, topk, experts, ep], dtype=float)
+    rows = np.flatnonzero(np.all(np.isclose(a[key], want, rtol=1e-3), axis=1))
+    if rows.size == 0:
+        return None
+    ms = a[f"moe_{table}_shape_ms"][rows[0]]
+    ok = np.isfinite(ms) & (ms > 0)
+    if ok.sum() < 2:
+        return None
+    return a[f"moe_{table}_shape_tokens"][ok], ms[ok]
 
 
 def decode_attention_curve(sil: Silicon, tgt: Target, kv_dtype: str) -> Curve:

@@ -15,6 +15,8 @@ import math
 from collections import OrderedDict
 from typing import Any
 
+import numpy as np
+
 from studio.core.architecture import LLMArchitecture, ModulePrecision
 from studio.core.hardware import GpuSpec
 from studio.core.precision import DType
@@ -53,6 +55,9 @@ class StageOps(Record):
     silicon: Silicon
     dense_one: float = 0.0  # dense(1): the one-token (weight-streaming) floor, ms
     moe_one: float = 0.0
+    elementwise: Curve = _ZERO  # the stage's norms, activations, RoPE / KV writes, routing, ms against tokens
+    per_token: Curve = _ZERO  # dense + elementwise: every kernel a token goes through but MoE (one lookup)
+    per_token_one: float = 0.0  # per_token(1)
 
 
 _OPS: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
@@ -199,16 +204,67 @@ def stage_ops(
     pre = prefill_attention_curve(sil, tgt, att_dt)
     prov["decode attention"] = f"{dec.provenance} (KV {kvd})"
     prov["prefill attention"] = f"{pre.provenance} ({att_dt})"
+    ew = elementwise_curve(model, sh, sil, tgt, tp)
+    prov["elementwise kernels"] = ew.provenance
     full = max(sh.full_layers, 1)
     slid = max(sh.sliding_layers, 1)
     dense = Curve.total(curves) if curves else _ZERO
+    per_token = Curve.total([dense, ew])
     return StageOps(
         dense=dense, lm_head=lm, moe=moe_cv, decode_attention=dec, prefill_attention=pre,
         kv_layer_full=sh.kv_full / full, kv_layer_sliding=sh.kv_sliding / slid,
         attn_flops_layer=(sh.attn_flops_per_ctx / full if sh.full_layers else sh.attn_flops_per_ctx_sliding / slid),
         provenance=prov, silicon=sil, dense_one=float(dense(1.0)),
-        moe_one=float(moe_cv(1.0)) if moe_cv is not None else 0.0,
+        moe_one=float(moe_cv(1.0)) if moe_cv is not None else 0.0, elementwise=ew,
+        per_token=per_token, per_token_one=float(per_token(1.0)),
     )
+
+
+#: Memory-bound kernels of one layer besides its GEMMs, attention and fused MoE, as the engines
+#: launch them in a decode step: (name, kernels, bytes per token as a function of the per-GPU widths).
+#: Two fused residual-add + RMSNorm (read the hidden state and the residual, write both), one RoPE +
+#: KV-cache write (read Q and K, write them and the new K and V), and per layer either the MLP's
+#: SiLU-and-multiply (read gate and up, write their product) or, in an MoE layer, the router's
+#: top-k softmax (its activation runs inside the fused MoE kernel); shared experts add their own
+#: activation. Activations are BF16 (2 bytes).
+_ACT_BYTES = 2.0
+
+
+def elementwise_curve(model: LLMArchitecture, sh: StageShape, sil: Silicon, tgt: Target, tp: int) -> Curve:
+    """Time (ms) of the stage's memory-bound non-GEMM kernels against the iteration's tokens.
+
+    Each kernel costs the smallest kernel the silicon's GEMM table measured (m = 1, 32 × 32 × 32:
+    the launch-to-launch time of a kernel that does almost nothing, inside the timing loop) plus its
+    bytes at the best bandwidth the silicon's decode-attention table measured (a streaming kernel);
+    a GPU without tables scales that bandwidth by its own. Neither figure is fitted."""
+    a = sil.arrays()
+    floor_ms = float(np.min(a["gemm_bf16"][0]))
+    key = "gen_bf16_gbps" if "gen_bf16_gbps" in a else None
+    gbps = float(np.max(a[key])) if key else float(sil.peaks["mem_bw_gbps"]) * 0.85
+    if not sil.measured:
+        gbps *= tgt.gbps / float(sil.peaks["mem_bw_gbps"])
+    h = float(model.hidden_size)
+    d = float(model.head_dim)
+    q = math.ceil(model.num_attention_heads / tp) * d
+    kv = math.ceil(model.num_kv_heads / tp) * d
+    moe = model.moe
+    dense_layers = sh.layers - sh.moe_layers
+    kernels = 3.0 * sh.layers + dense_layers + sh.moe_layers  # norms ×2, RoPE/KV, then act or top-k
+    per_token = sh.layers * (2 * 4 * h + 2 * (q + kv) + 2 * kv)
+    per_token += dense_layers * 3 * model.intermediate_size / tp
+    if moe is not None and sh.moe_layers:
+        per_token += sh.moe_layers * moe.num_experts * 2  # router logits read, weights written (fp32/2)
+        if moe.num_shared_experts:
+            sw = (moe.shared_intermediate_size or moe.expert_intermediate_size) * moe.num_shared_experts / tp
+            kernels += sh.moe_layers
+            per_token += sh.moe_layers * 3 * sw
+    per_token *= _ACT_BYTES
+    t = kernels * floor_ms + TOKENS * per_token / (gbps * 1e9) * 1e3
+    prov = sil.provenance("smallest GEMM and decode-attention bandwidth", scaled=(
+        f"{int(kernels)} memory-bound kernels (norms, RoPE/KV write, activation or routing), each the smallest "
+        f"measured kernel ({floor_ms * 1e3:.2f} µs) + {per_token:.0f} B per token at the measured streaming "
+        f"bandwidth ({gbps:.0f} GB/s)"))
+    return Curve(TOKENS, t, prov)
 
 
 
@@ -225,6 +281,8 @@ def breakdown(o: StageOps, sh: StageShape, decode_seqs: float, ctx: float, promp
                 "; ".join(f"{k}: {v}" for k, v in o.provenance.items() if "GEMM" in k and "LM head" not in k)))
     if o.moe is not None:
         out.append(("MoE experts (fused grouped GEMMs)", float(o.moe(tokens * route)), o.provenance["MoE experts"]))
+    out.append(("elementwise kernels (norms, RoPE/KV write, activation, routing)", float(o.elementwise(tokens)),
+                o.provenance.get("elementwise kernels", "")))
     logits = decode_seqs + (prompt_tokens / max(prompt_len, 1.0))
     if o.lm_head is not None and logits > 0:
         out.append(("LM head GEMM", float(o.lm_head(logits)), o.provenance["LM head GEMM"]))

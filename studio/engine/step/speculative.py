@@ -309,9 +309,11 @@ def drafting(
     max_batch: int,
     replicas: list[int] | None,
     hbm_bps: float,
+    kernel_engine: tuple[str, str | None] | None = None,
 ) -> Drafting:
     """The drafter of ``spec`` for ``model`` served with ``layout`` (``groups`` from
-    :meth:`studio.core.layout.Layout.gpu_groups`).
+    :meth:`studio.core.layout.Layout.gpu_groups`); ``kernel_engine`` names the target's kernel
+    tables, which the drafter runs on too.
 
     Raises
     ------
@@ -353,6 +355,7 @@ def drafting(
         gpu_memory_utilization,
         max_batch,
         replicas=replicas,
+        kernel_engine=kernel_engine,
     )
     sh = lc.shapes[0]
     heads = ("embeddings", "lm_head")
@@ -412,7 +415,7 @@ def with_drafter(
         See :func:`check_speculative` and :func:`acceptance`.
     """
     lc.spec = drafting(model, spec, precision, kv_dtype, lc.layout, lc.groups, topo, c,
-                       gpu_memory_utilization, max_batch, replicas, float(lc.hbm_bps[-1]))
+                       gpu_memory_utilization, max_batch, replicas, float(lc.hbm_bps[-1]), lc.kernel_engine)
     if fraction_of_free:
         lc.usable[-1] += lc.spec.weight_bytes * (1.0 - gpu_memory_utilization)
     return lc
