@@ -1,0 +1,46 @@
+"""What the Explorer's Engines tab shows and does, apart from the Explorer's own module.
+
+:func:`refresh_engines` puts the selected sweep row's layout, else the project's layout, at the
+project's batch, on each serving engine (:func:`studio.service.explore.engine_compare.compare_engines`) into
+the tab's :class:`~studio.gui.explorer.engines_view.EnginesView`; :func:`serve_with` makes one
+engine the project's (one undo step, with that engine's default memory fraction).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from studio.core.errors import StudioError
+from studio.gui.document import ProjectDocument
+from studio.service.explore.engine_compare import compare_engines
+from studio.service.project_edits.engine_choice import ENGINE_NAMES, with_engine
+
+if TYPE_CHECKING:
+    from studio.gui.explorer.widget import ExplorerWidget
+
+
+def refresh_engines(w: ExplorerWidget) -> None:
+    """Fill ``w.engines`` for the selected row (else the project's layout)."""
+    project = w.doc.project
+    row = w.selected_row()
+    layout = project.layout
+    if w.result is not None and row is not None:
+        layout = w.result.layout(row)  # at the project's batch, so each engine admits what it can
+    title = (f"{layout.label} on each serving engine (each with its newest profile and default memory fraction; "
+             f"the project's engine as set)")
+    try:
+        rows = compare_engines(project, layout, details=True)
+    except StudioError as exc:
+        w.engines.clear_rows(f"{layout.label} cannot be compared across engines: {exc.message}")
+        return
+    w.engines.set_rows(rows, title, current=w.doc.project.serving.runtime)
+
+
+def serve_with(doc: ProjectDocument, engine: str) -> bool:
+    """``engine`` as the project's serving engine, newest profile (one undo step)."""
+    if engine == doc.project.serving.runtime:
+        return False
+    return doc.edit(f"Engine {ENGINE_NAMES[engine]}", "serving", lambda p: with_engine(p, engine, None))
+
+
+__all__ = ["refresh_engines", "serve_with"]
