@@ -107,7 +107,7 @@ class EnginesView(QWidget):
         names = [label for label, *_ in FIGURES] + [n for n in PROFILE_TERMS if any(r.value(n) for r in rows)]
         t.setRowCount(len(names))
         t.setVerticalHeaderLabels(names)
-        for i, (label, attr, unit, higher) in enumerate(FIGURES):
+        for i, (_label, attr, unit, higher) in enumerate(FIGURES):
             values = [r.figure(attr) if r.plan.fits else None for r in rows]
             present = [v for v in values if v is not None]
             best = (max(present) if higher else min(present)) if present else None
