@@ -8,32 +8,26 @@ engine the project's (one undo step, with that engine's default memory fraction)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from studio.core.errors import StudioError
+from studio.core.layout import Layout
+from studio.core.project import Project
 from studio.gui.document import ProjectDocument
+from studio.gui.explorer.engines_view import EnginesView
 from studio.service.explore.engine_compare import compare_engines
 from studio.service.project_edits.engine_choice import ENGINE_NAMES, with_engine
 
-if TYPE_CHECKING:
-    from studio.gui.explorer.widget import ExplorerWidget
 
-
-def refresh_engines(w: ExplorerWidget) -> None:
-    """Fill ``w.engines`` for the selected row (else the project's layout)."""
-    project = w.doc.project
-    row = w.selected_row()
-    layout = project.layout
-    if w.result is not None and row is not None:
-        layout = w.result.layout(row)  # at the project's batch, so each engine admits what it can
+def refresh_engines(view: EnginesView, project: Project, layout: Layout) -> None:
+    """Fill ``view`` with ``layout`` of ``project`` on each engine, at the project's batch (so each
+    engine admits what it can)."""
     title = (f"{layout.label} on each serving engine (each with its newest profile and default memory fraction; "
              f"the project's engine as set)")
     try:
         rows = compare_engines(project, layout, details=True)
     except StudioError as exc:
-        w.engines.clear_rows(f"{layout.label} cannot be compared across engines: {exc.message}")
+        view.clear_rows(f"{layout.label} cannot be compared across engines: {exc.message}")
         return
-    w.engines.set_rows(rows, title, current=w.doc.project.serving.runtime)
+    view.set_rows(rows, title, current=project.serving.runtime)
 
 
 def serve_with(doc: ProjectDocument, engine: str) -> bool:

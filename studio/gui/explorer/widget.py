@@ -788,7 +788,9 @@ class ExplorerWidget(QWidget):
         from studio.gui.explorer.engines_tab import refresh_engines
 
         self._dirty_tabs.discard("engines")
-        refresh_engines(self)
+        row = self.selected_row()
+        layout = self.result.layout(row) if (self.result is not None and row is not None) else self.doc.project.layout
+        refresh_engines(self.engines, self.doc.project, layout)
 
     def serve_with(self, engine: str) -> bool:
         """Make ``engine`` the project's serving engine (one undo step)."""
