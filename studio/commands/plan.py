@@ -70,24 +70,49 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _compare_engines(args: argparse.Namespace, project: Project) -> int:
-    """``plan --compare-engines``: one row per serving engine for the project's layout."""
+    """``plan --compare-engines``: one row per serving engine for the project's layout, then the
+    profile values that differ between the engines (the why of the differences)."""
     from studio.commands.output import format_table
-    from studio.service.explore.engine_compare import compare_engines
+    from studio.service.explore.engine_compare import compare_engines, differing
 
-    rows = compare_engines(project)
+    rows = compare_engines(project, details=True)
+    diff = differing(rows)
     if args.json:
-        print_json({"layout": project.layout.label, "engines": [
+        print_json({"layout": project.layout.label, "differing_profile_values": diff, "engines": [
             {"engine": r.engine, "profile": r.profile, "memory_fraction": r.memory_fraction, "fits": r.plan.fits,
              "batch": r.plan.batch, "kv_capacity_tokens": r.plan.kv_capacity_tokens, "ttft_ms": r.plan.ttft_ms,
-             "tpot_ms": r.plan.tpot_ms, "output_tokens_per_s": r.plan.output_tokens_per_s} for r in rows]})
+             "tpot_ms": r.plan.tpot_ms, "output_tokens_per_s": r.plan.output_tokens_per_s,
+             "note": r.note,
+             "profile_values": {v.name: {"value": v.value, "unit": v.unit, "source": v.source} for v in r.values}}
+            for r in rows]})
         return 0
     headers = ["engine", "profile", "memory fraction", "fits", "batch", "KV tokens", "TTFT ms", "TPOT ms", "tok/s"]
     table = [[r.name, r.profile, f"{r.memory_fraction:g}", "yes" if r.plan.fits else "NO", fmt(r.plan.batch),
               fmt(r.plan.kv_capacity_tokens), fmt(r.plan.ttft_ms), fmt(r.plan.tpot_ms), fmt(r.plan.output_tokens_per_s)]
              for r in rows]
-    print(f"{project.layout.label} on each serving engine (`plan --runtime R --explain` for the why)\n"
-          + format_table(headers, table, right={2, 4, 5, 6, 7, 8}))
+    text = (f"{project.layout.label} on each serving engine (`plan --runtime R --explain` for the why)\n"
+            + format_table(headers, table, right={2, 4, 5, 6, 7, 8}))
+    if diff:
+        values = []
+        for name in diff:
+            cells = [r.value(name) for r in rows]
+            unit = next((v.unit for v in cells if v is not None), "")
+            values.append([f"{name} ({unit})" if unit else name] + [_profile_cell(name, v) for v in cells])
+        text += ("\n\nProfile values that differ between the engines\n"
+                 + format_table(["value"] + [r.name for r in rows], values, right={1, 2, 3}))
+    print(text)
     return 0
+
+
+def _profile_cell(name: str, v) -> str:
+    """A profile value of ``plan --compare-engines``: on/off for switches, "none" for no limit."""
+    if v is None:
+        return "-"
+    if name in ("chunked prefill", "prefix caching"):
+        return "on" if v.value else "off"
+    if name == "running-sequence limit" and not v.value:
+        return "none"
+    return fmt(v.value)
 
 
 def _with_lengths_section(text: str, project: Project, plan, spread) -> str:

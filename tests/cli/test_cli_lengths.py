@@ -27,3 +27,21 @@ def test_plan_gives_its_figures_over_the_distribution_not_only_at_the_means(cli)
     assert over["ttft_ms"]["p99"] > 2 * data["latency_ms"]["ttft"]
     fixed = cli(*args[:-3], "--json")  # without --lengths the lengths are fixed: no such figures
     assert "over_lengths" not in fixed.json()
+
+
+def test_the_summarisation_workload_is_listed_and_selectable_in_every_command(cli):
+    r = cli("presets", "workloads")
+    assert r.code == 0 and "arxiv-summarization-4k" in r.out and "Long-document summarisation" in r.out
+    base = ("--gpu", "h100-sxm", "--gpus-per-node", "1", "--model", "llama-3.1-8b", "--lengths", "arxiv-summarization-4k")
+    r = cli("plan", *base, "--tp", "1", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["over_lengths"]["requests"] > 0
+    r = cli("simulate", *base, "--tp", "1", "--rate", "1", "--num-requests", "100", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["isl"].endswith("mean 2,588")
+    r = cli("sweep", *base)
+    assert r.code == 0, r.err
+    assert "ISL 2588, OSL 292" in r.out
+    r = cli("export", *base, "--tp", "1", "--engine", "vllm")
+    assert r.code == 0, r.err
+    assert "--max-model-len" in r.out

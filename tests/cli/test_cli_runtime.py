@@ -63,3 +63,27 @@ def test_compare_engines_puts_one_layout_on_each_engine(cli):
     assert set(rows) == {"vllm", "trtllm", "sglang"}
     assert rows["sglang"]["memory_fraction"] < rows["trtllm"]["memory_fraction"]  # its reserve rule
     assert len({e["kv_capacity_tokens"] for e in rows.values()}) == 3
+
+
+def test_each_runtime_gives_its_own_figures_and_explain_names_the_profile_values(cli):
+    """Issue 29's first "done when", as a user runs it: the same layout on each engine differs in
+    TPOT, TTFT, throughput and KV capacity, and --explain names the profile values behind it."""
+    plans = {}
+    for rt in ("vllm", "trtllm", "sglang"):
+        r = cli("plan", "--runtime", rt, "--json")
+        assert r.code == 0, r.err
+        d = r.json()
+        plans[rt] = (d["latency_ms"]["tpot"], d["latency_ms"]["ttft"], d["kv_cache"]["capacity_tokens"],
+                     d["throughput"]["output_tokens_per_s"])
+    for k in range(4):
+        assert len({p[k] for p in plans.values()}) == 3, (k, plans)
+    profiles = {"vllm": "vllm-v1-async", "trtllm": "'trtllm'", "sglang": "sglang-overlap"}
+    for rt, profile in profiles.items():
+        out = cli("plan", "--runtime", rt, "--explain").out
+        engine = out[out.index("\nengine = "):]
+        assert profile in engine
+        for term in ("token budget:", "running-sequence limit:", "memory fraction:", "KV pool (tightest stage):",
+                     "CUDA-graph sizes captured:", "scheduler exposed:"):
+            assert term in engine, (rt, term)
+    assert "mem_fraction_static" in cli("plan", "--runtime", "sglang", "--explain").out
+    assert "free_gpu_memory_fraction" in cli("plan", "--runtime", "trtllm", "--explain").out

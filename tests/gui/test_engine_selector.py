@@ -76,3 +76,21 @@ def test_the_load_editor_draws_lengths_from_a_bundled_workload(qtbot, live_doc):
     live_doc.undo_stack.undo()
     assert live_doc.project.workload.load.isl_dist.kind == "fixed"
     assert editor.lengths.currentData() is None
+
+
+def test_the_load_editor_offers_the_summarisation_workload(qtbot, live_doc):
+    from studio.gui.editors.load_editor import LoadEditor
+
+    editor = LoadEditor(live_doc)
+    qtbot.addWidget(editor)
+    editor.show()
+    qtbot.waitExposed(editor)
+    i = editor.lengths.findData("arxiv-summarization-4k")
+    assert i > 0 and "microsoft/vidur" in editor.lengths.itemData(i, Qt.ItemDataRole.ToolTipRole)
+    editor.lengths.setFocus()
+    editor.lengths.setCurrentIndex(0)
+    for _ in range(i):
+        qtbot.keyClick(editor.lengths, Qt.Key.Key_Down)
+    wl = live_doc.project.workload
+    assert (wl.isl, wl.osl, wl.load.osl_dist.kind) == (2588, 292, "histogram")
+    assert editor.lengths.currentText().startswith("Long-document summarisation")

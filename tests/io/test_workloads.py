@@ -47,3 +47,15 @@ def test_a_bad_preset_names_the_file_and_field(isl, message):
     with pytest.raises(StudioError, match=re.escape(message)) as exc:
         preset_from_dict(data, "presets/workloads/x.json")
     assert exc.value.source == "presets/workloads/x.json"
+
+
+def test_the_summarisation_preset_keeps_the_arxiv_files_long_prompts_and_short_outputs():
+    s = workload_presets()["arxiv-summarization-4k"]
+    # microsoft/vidur arxiv_summarization_stats_llama2_tokenizer_filtered_v2.csv @ 7d47513363:
+    # 28,257 requests, input mean 2,588.1, output mean 291.4 tokens, at most 4,096 tokens in all
+    assert s.isl_mean == 2588 and abs(s.osl_mean - 291) <= 1
+    assert max(n for n, _ in s.isl.histogram) <= 4096 and max(n for n, _ in s.osl.histogram) <= 4096
+    assert s.isl_mean > 8 * s.osl_mean  # a summary is a small fraction of its document
+    assert "microsoft/vidur" in s.source and "Cohan" in s.source and s.derived
+    # chat and code completion are bundled beside it
+    assert {"azure-conv-2023", "azure-code-2023", "arxiv-summarization-4k"} <= set(workload_presets())

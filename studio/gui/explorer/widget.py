@@ -44,6 +44,7 @@ from studio.engine.search.placement import PlacementOption, compare_placements
 from studio.engine.search.sweep import SweepResult
 from studio.gui.document import ProjectDocument
 from studio.gui.explorer.compare_view import MAX_PINNED, CompareView
+from studio.gui.explorer.engines_view import EnginesView
 from studio.gui.explorer.multiples import SmallMultiples
 from studio.gui.explorer.pareto import ParetoPlot
 from studio.gui.explorer.placement_view import PlacementView
@@ -144,7 +145,7 @@ class ExplorerWidget(QWidget):
         self.slo: SloReport | None = None
         self.slo_error = ""
         self._inputs: tuple | None = None
-        self._dirty_tabs: set[str] = set()
+        self._dirty_tabs: set[str] = {"engines"}  # shows the project's layout before any sweep
         self._closed = False  # the dock or window was closed: no sweeps until it is shown again
         self._rerun_on_show = False
         #: The sweeps: newest only, debounced, in a worker thread (or synchronous when not threaded).
@@ -295,6 +296,8 @@ class ExplorerWidget(QWidget):
         self.tabs.addTab(self.compare, "Compare")
         self.placement = PlacementView()
         self.tabs.addTab(self.placement, "Placement")
+        self.engines = EnginesView()
+        self.tabs.addTab(self.engines, "Engines")
 
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(left)
@@ -335,6 +338,7 @@ class ExplorerWidget(QWidget):
         self.compare.applyRequested.connect(self.apply_pinned)
         self.compare.unpinRequested.connect(self.unpin)
         self.placement.applyRequested.connect(self.apply_placement)
+        self.engines.engineRequested.connect(self.serve_with)
 
     def showEvent(self, event) -> None:  # noqa: N802 - Qt API
         """Sweep the first time the dock is shown (a hidden dock costs nothing), and again when it
@@ -511,7 +515,7 @@ class ExplorerWidget(QWidget):
             meets = sum(e.meets for e in slo.checked)
             self.status.setText(self.status.text() + f"; {meets} of {len(slo.checked)} layouts checked meet the SLO")
         self._show_reasons(result, slo, slo_error)
-        self._dirty_tabs = {"multiples", "placement"}
+        self._dirty_tabs = {"multiples", "placement", "engines"}
         if self.model.recommended is not None:
             self.select_row(self.model.recommended)
         self._refresh_visible_tab()
@@ -639,6 +643,8 @@ class ExplorerWidget(QWidget):
         if _sweep_inputs(project) != self._inputs:
             self.schedule()
         self.refresh_compare()
+        self._dirty_tabs.add("engines")  # the project's engine, version or fraction may have changed
+        self._refresh_visible_tab()
 
     # ------------------------------------------------------------------ selection
     def selected_row(self) -> int | None:
@@ -683,7 +689,7 @@ class ExplorerWidget(QWidget):
         for b in (self.pin_button, self.apply_button):
             b.setEnabled(row is not None)
         self.plot.select_row(row)
-        self._dirty_tabs.add("placement")
+        self._dirty_tabs.update(("placement", "engines"))
         if row is None or self.result is None:
             self.timeline.clear("select a layout")
             self.why.setText("")
@@ -755,6 +761,8 @@ class ExplorerWidget(QWidget):
             self.refresh_multiples()
         elif w is self.placement and "placement" in self._dirty_tabs:
             self.refresh_placement()
+        elif w is self.engines and "engines" in self._dirty_tabs:
+            self.refresh_engines()
 
     def refresh_multiples(self) -> None:
         """Timelines of every TP × PP factorization of the cluster (DP = 1)."""
@@ -782,6 +790,22 @@ class ExplorerWidget(QWidget):
             self.placement.set_comparison(compare_placements(project, layout))
         except StudioError as exc:
             self.placement.set_comparison(None, f"Placements of {layout.label} cannot be compared: {exc.message}")
+
+    def refresh_engines(self) -> None:
+        """The selected layout (else the project's) on each serving engine
+        (:func:`studio.gui.explorer.engines_tab.refresh_engines`)."""
+        from studio.gui.explorer.engines_tab import refresh_engines
+
+        self._dirty_tabs.discard("engines")
+        row = self.selected_row()
+        layout = self.result.layout(row) if (self.result is not None and row is not None) else self.doc.project.layout
+        refresh_engines(self.engines, self.doc.project, layout)
+
+    def serve_with(self, engine: str) -> bool:
+        """Make ``engine`` the project's serving engine (one undo step)."""
+        from studio.gui.explorer.engines_tab import serve_with
+
+        return serve_with(self.doc, engine)
 
     # ------------------------------------------------------------------ pin / apply
     def pinned_plans(self) -> list[tuple[str, PlanResult]]:
