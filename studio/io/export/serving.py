@@ -200,9 +200,9 @@ def engine_recipe(engine: str, project: Project, plan: PlanResult, model: str, c
     )
 
 
-def graph_capture_max(engine: str, project: Project, plan: PlanResult) -> int | None:
+def graph_capture_max(engine: str, project: Project, tp: int, pp: int) -> int | None:
     """The largest CUDA-graph batch the plan assumed for ``engine`` (the engine profile's capture
-    sizes for the plan's TP×PP on the cluster's smallest GPU), or ``None`` when it captures none.
+    sizes for a TP×PP server on the cluster's smallest GPU), or ``None`` when it captures none.
 
     Written as vLLM ``max_cudagraph_capture_size``, SGLang ``cuda_graph_max_bs_decode`` and
     TensorRT-LLM ``cuda_graph_config.max_batch_size``: each engine derives the same capture list
@@ -213,5 +213,5 @@ def graph_capture_max(engine: str, project: Project, plan: PlanResult) -> int | 
     sv = project.serving
     if sv.runtime != engine:
         project = project.replace(serving=sv.replace(runtime=engine, runtime_version=None))
-    sizes = engine_setup(project, plan.layout.tp, plan.layout.pp).graph_sizes
+    sizes = engine_setup(project, tp, pp).graph_sizes
     return int(sizes[-1]) if sizes else None

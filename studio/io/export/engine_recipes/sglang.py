@@ -89,7 +89,7 @@ def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[
                 f"at a {quant.value} checkpoint and SGLang reads its quantization config."
             )
     cfg[rules.chunk.tokens_key] = c.batched_tokens(project, plan)
-    if (graphs := c.graph_capture_max("sglang", project, plan)) is not None:
+    if (graphs := c.graph_capture_max("sglang", project, plan.layout.tp, plan.layout.pp)) is not None:
         cfg[GRAPH_KEY] = graphs  # the capture sizes the plan's decode steps were padded to
     if (note := c.budget_note(project, plan)) is not None:
         notes.append(note)

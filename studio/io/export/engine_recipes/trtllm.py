@@ -129,7 +129,7 @@ def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[
     kv, kv_notes = c.kv_cache_value(project, rules.kv.emit, "TensorRT-LLM")
     notes += kv_notes
     cfg["kv_cache_config"] = {"free_gpu_memory_fraction": free, "dtype": kv}
-    if (graphs := c.graph_capture_max("trtllm", project, plan)) is not None:
+    if (graphs := c.graph_capture_max("trtllm", project, plan.layout.tp, plan.layout.pp)) is not None:
         cfg["cuda_graph_config"] = {"max_batch_size": graphs}  # the capture sizes the plan assumed
     quant, qnotes = c.quantized_to(project)
     notes += qnotes

@@ -140,7 +140,7 @@ def _config(project: Project, plan: PlanResult, m: _Mapping) -> tuple[dict[str, 
             )
     cfg[rules.batch.key] = c.sequences_per_rank(plan)
     cfg[rules.chunk.tokens_key] = c.batched_tokens(project, plan)
-    if (graphs := c.graph_capture_max("vllm", project, plan)) is not None:
+    if (graphs := c.graph_capture_max("vllm", project, plan.layout.tp, plan.layout.pp)) is not None:
         cfg[GRAPH_KEY] = graphs  # the capture sizes the plan's decode steps were padded to
     if (note := c.budget_note(project, plan)) is not None:
         notes.append(note)
