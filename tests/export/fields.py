@@ -75,7 +75,8 @@ def trtllm() -> Accepted:
     flags = frozenset(re.findall(r"--[a-z_]+", " ".join(cli)))
     return Accepted(
         flags, names("Top-level fields"),
-        {"kv_cache_config": names("kv_cache_config"), "moe_config": names("moe_config")}, frozenset(),
+        {"kv_cache_config": names("kv_cache_config"), "moe_config": names("moe_config"),
+         "cuda_graph_config": names("cuda_graph_config")}, frozenset(),
     )
 
 

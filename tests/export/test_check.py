@@ -46,7 +46,8 @@ class FakeEngineArgs:
     def add_cli_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         parser.add_argument("--model")
         for flag in ("--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size",
-                     "--max-model-len", "--gpu-memory-utilization", "--max-num-seqs", "--max-num-batched-tokens"):
+                     "--max-model-len", "--gpu-memory-utilization", "--max-num-seqs", "--max-num-batched-tokens",
+                     "--max-cudagraph-capture-size"):
             parser.add_argument(flag, type=float if "utilization" in flag else int)
         parser.add_argument("--kv-cache-dtype", choices=["auto", "fp8", "bfloat16", "float16"])
         parser.add_argument("--enable-expert-parallel", action=argparse.BooleanOptionalAction)
@@ -269,3 +270,37 @@ def test_cli_export_defaults_to_the_project_runtime_and_says_when_it_replans(cap
     assert out[0].startswith("SGLang 0.5.23") and "re-plans the layout with SGLang 0.5.23" in out[1]
     assert main(["export", "--engine", "sglang"]) == 0
     assert "re-plans the layout with SGLang" in capsys.readouterr().out  # in the files' notes
+
+
+# ------------------------------------------------------- the plan's engine values (issue 30)
+@pytest.mark.parametrize(
+    "engine,yaml_name,key,edited",
+    [
+        ("vllm", "vllm-serve.yaml", "max-cudagraph-capture-size", 32),
+        ("sglang", "sglang-serve.yaml", "cuda-graph-max-bs-decode", 32),
+        ("trtllm", "trtllm-serve.yaml", "cuda_graph_config.max_batch_size", 32),
+        ("vllm", "vllm-serve.yaml", "max-num-seqs", 7),
+        ("trtllm", "trtllm-serve.yaml", "kv_cache_config.free_gpu_memory_fraction", 0.5),
+    ],
+)
+def test_check_of_a_written_recipe_fails_when_a_plan_value_was_edited(tmp_path, capsys, engine, yaml_name, key,
+                                                                         edited):
+    import yaml
+
+    assert main(["export", "--engine", engine, "--format", "yaml", "-o", str(tmp_path)]) == 0
+    capsys.readouterr()
+    path = tmp_path / yaml_name
+    assert main(["export", "--engine", engine, "--check", str(path)]) == 0  # as written: the plan's values
+    capsys.readouterr()
+    cfg = yaml.safe_load(path.read_text())
+    *parents, last = key.split(".")
+    node = cfg
+    for part in parents:
+        node = node[part]
+    planned = node[last]
+    assert planned != edited
+    node[last] = edited
+    path.write_text(yaml.safe_dump(cfg))
+    assert main(["export", "--engine", engine, "--check", str(path)]) == 2
+    out = capsys.readouterr().out
+    assert f"{key}: {edited} differs from the plan's {planned}" in out

@@ -194,3 +194,19 @@ def test_cli_export_disagg_checks_and_refuses_scripts(capsys):
     assert main(base + ["--engine", "trtllm"]) == 0
     out = capsys.readouterr().out
     assert "# ===== disagg-config.yaml =====" in out and "context_servers" in out
+
+
+def test_each_pool_writes_the_cuda_graph_capture_size_its_plan_assumed():
+    from studio.engine.runtime import engine_setup
+
+    p, res = _plan()
+    _, t = export_disaggregated(p, res, engine="trtllm", hosts=["h0", "h1"])
+    for engine, key in (("vllm", "--max-cudagraph-capture-size"), ("sglang", "--cuda-graph-max-bs-decode")):
+        moved = p.replace(serving=p.serving.replace(runtime=engine, runtime_version=None))
+        _, r = export_disaggregated(p, res, engine=engine)
+        for s, tp in zip(r.servers, (4, 4, 8), strict=True):
+            assert s.args[key] == engine_setup(moved, tp, 1).graph_sizes[-1]
+    moved = p.replace(serving=p.serving.replace(runtime="trtllm", runtime_version=None))
+    for role, tp in (("prefill", 4), ("decode", 8)):
+        assert t.configs[f"trtllm-{role}.yaml"]["cuda_graph_config"] == {
+            "max_batch_size": engine_setup(moved, tp, 1).graph_sizes[-1]}

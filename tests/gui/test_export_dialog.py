@@ -241,7 +241,8 @@ def test_check_button_reports_what_the_installed_engine_refuses(qtbot, dialog, m
             parser.add_argument("--model-path")
             parser.add_argument("--host")
             for flag in ("--tp-size", "--pp-size", "--dp-size", "--mem-fraction-static", "--context-length",
-                         "--kv-cache-dtype", "--max-running-requests", "--chunked-prefill-size"):
+                         "--kv-cache-dtype", "--max-running-requests", "--chunked-prefill-size",
+                         "--cuda-graph-max-bs-decode"):
                 parser.add_argument(flag)
 
         @classmethod

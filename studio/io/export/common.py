@@ -45,6 +45,7 @@ from studio.io.export.serving import (
     batched_tokens,
     budget_note,
     engine_recipe,
+    graph_capture_max,
     is_blackwell,
     kv_cache_value,
     kv_dtype,
@@ -72,7 +73,7 @@ from studio.io.export.yaml_text import dump_yaml
 
 __all__ = [
     "ENGINES", "ENGINE_VERSIONS", "FORMATS", "Deployment", "EngineRecipe", "ExportBundle", "Group",
-    "NodeUse", "Raw", "Recipe", "Reserve", "Step", "Word", "address_notes", "batched_tokens", "budget_note", "partition_env",
+    "NodeUse", "Raw", "Recipe", "Reserve", "Step", "Word", "address_notes", "batched_tokens", "budget_note", "graph_capture_max", "partition_env",
     "comment", "deployment", "devices_env", "dump_yaml", "flag_groups", "group_node_index",
     "engine_recipe", "header", "host_variables", "is_blackwell", "host_word", "hosts_word", "kv_cache_value", "kv_dtype",
     "kv_memory_fractions", "max_model_len", "model_dtype", "model_path", "node_label", "one_group",

@@ -198,3 +198,20 @@ def engine_recipe(engine: str, project: Project, plan: PlanResult, model: str, c
         blackwell=is_blackwell(project), kv_heads=m.num_kv_heads, attention_heads=m.num_attention_heads,
         plan=dict(plan_values or {}), **more,  # type: ignore[arg-type]  # the EngineRecipe fields named by the exporters
     )
+
+
+def graph_capture_max(engine: str, project: Project, tp: int, pp: int) -> int | None:
+    """The largest CUDA-graph batch the plan assumed for ``engine`` (the engine profile's capture
+    sizes for a TP×PP server on the cluster's smallest GPU), or ``None`` when it captures none.
+
+    Written as vLLM ``max_cudagraph_capture_size``, SGLang ``cuda_graph_max_bs_decode`` and
+    TensorRT-LLM ``cuda_graph_config.max_batch_size``: each engine derives the same capture list
+    from that maximum as the profile's ranges (``defaults.cuda_graphs`` of presets/engines/*.json).
+    """
+    from studio.engine.runtime import engine_setup
+
+    sv = project.serving
+    if sv.runtime != engine:
+        project = project.replace(serving=sv.replace(runtime=engine, runtime_version=None))
+    sizes = engine_setup(project, tp, pp).graph_sizes
+    return int(sizes[-1]) if sizes else None

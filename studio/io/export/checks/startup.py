@@ -250,7 +250,7 @@ def check_startup(recipe: EngineRecipe) -> list[Finding]:
 
 def check_plan_values(recipe: EngineRecipe, version_label: str) -> list[Finding]:
     """The config values that differ from what the plan was costed with (batch limit, token
-    budget, memory fraction)."""
+    budget, memory fraction, largest CUDA-graph capture size)."""
     out = []
     for key, planned in recipe.plan.items():
         value = recipe.value(key)
@@ -261,6 +261,6 @@ def check_plan_values(recipe: EngineRecipe, version_label: str) -> list[Finding]
                 else str(value) == str(planned))
         if not same:
             out.append(Finding("error", key, f"{value} differs from the plan's {planned}: the engine would run "
-                               "another batch, token budget or memory than the figures in this export",
+                               "another batch, token budget, memory or CUDA-graph capture than the figures in this export",
                                f"{version_label}, the plan"))
     return out

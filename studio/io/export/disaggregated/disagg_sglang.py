@@ -56,6 +56,8 @@ def engine_args(project: Project, result, role: str, pool: PoolLayout, rules: di
         "--max-running-requests": pool_batch(result, role),
         "--chunked-prefill-size": int(sv.max_num_batched_tokens or 8192),
     }
+    if (graphs := c.graph_capture_max("sglang", project, pool.tp, pool.pp)) is not None:
+        args["--cuda-graph-max-bs-decode"] = graphs  # the capture sizes the plan assumed
     if pool.ep > 1:
         args["--ep-size"] = pool.ep
     args.update({"--host": LISTEN, rules["mode_flag"]: role, rules["backend_flag"]: rules["backends"][backend]})

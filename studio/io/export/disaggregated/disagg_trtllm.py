@@ -71,6 +71,8 @@ def configs(
                 },
             }
         )
+        if (graphs := c.graph_capture_max("trtllm", project, pool.tp, pool.pp)) is not None:
+            cfg["cuda_graph_config"] = {"max_batch_size": graphs}  # the capture sizes the plan assumed
         if role == "prefill" and rules.get("context_disable_overlap_scheduler"):
             cfg["disable_overlap_scheduler"] = True
         # a whole sequence's KV must fit the transfer buffer (startup rule trtllm.disagg.buffer)

@@ -66,6 +66,8 @@ def engine_args(project: Project, result, role: str, pool: PoolLayout, rules: di
         "--max-num-seqs": seqs,
         "--max-num-batched-tokens": max(int(sv.max_num_batched_tokens or 8192), seqs),
     }
+    if (graphs := c.graph_capture_max("vllm", project, pool.tp, pool.pp)) is not None:
+        args["--max-cudagraph-capture-size"] = graphs  # the capture sizes the plan assumed
     if project.model.is_moe:
         args["--enable-expert-parallel"] = pool.ep > 1
     args.update({"--host": LISTEN, rules["flag"]: json.dumps(cfg, separators=(",", ":"))})

@@ -23,6 +23,7 @@ from studio.io.export.k8s import LwsSpec, lws_manifest
 
 DIST_PORT = 20000  # rendezvous port on the head node (any free port works)
 SERVE_PORT = 30000  # SGLang's --port default
+GRAPH_KEY = "cuda-graph-max-bs-decode"  # ServerArgs.cuda_graph_max_bs_decode (SGLang 0.5.23 field list)
 LISTEN = "0.0.0.0"  # every interface, so a load balancer or router can reach the server
 _QUANT = {"fp8": "fp8"}
 
@@ -88,6 +89,8 @@ def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[
                 f"at a {quant.value} checkpoint and SGLang reads its quantization config."
             )
     cfg[rules.chunk.tokens_key] = c.batched_tokens(project, plan)
+    if (graphs := c.graph_capture_max("sglang", project, plan.layout.tp, plan.layout.pp)) is not None:
+        cfg[GRAPH_KEY] = graphs  # the capture sizes the plan's decode steps were padded to
     if (note := c.budget_note(project, plan)) is not None:
         notes.append(note)
     per_rank = c.sequences_per_rank(plan)
@@ -177,7 +180,8 @@ def build(
         else:
             files["sglang-commands.sh"] = c.render_commands(head, dep, recipes)
     nearest: Layout | None = lay if lay != plan.layout else None
-    plan_values = {k: cfg[k] for k in (rules.batch.key, rules.chunk.tokens_key, "mem-fraction-static")}
+    plan_values = {k: cfg[k] for k in (rules.batch.key, rules.chunk.tokens_key, "mem-fraction-static", GRAPH_KEY)
+                   if k in cfg}
     recipe = c.engine_recipe(
         "sglang", project, plan, model, cfg, {k: str(v) for k, v in env}, LISTEN, lay.pp,
         gpus_per_node=max(n.gpus for n in dep.nodes), nodes=max(len(g.nodes) for g in groups), plan_values=plan_values,

@@ -24,6 +24,7 @@ from studio.io.export.cp.context_parallel import CpExport, cp_export
 
 SERVE_PORT = 8000  # trtllm-serve --port default
 YAML_NAME = "trtllm-serve.yaml"
+GRAPH_KEY = "cuda_graph_config.max_batch_size"  # CudaGraphConfig.max_batch_size (llm_args.py)
 LISTEN = "0.0.0.0"  # every interface (trtllm-serve's default is localhost)
 
 
@@ -128,6 +129,8 @@ def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[
     kv, kv_notes = c.kv_cache_value(project, rules.kv.emit, "TensorRT-LLM")
     notes += kv_notes
     cfg["kv_cache_config"] = {"free_gpu_memory_fraction": free, "dtype": kv}
+    if (graphs := c.graph_capture_max("trtllm", project, plan.layout.tp, plan.layout.pp)) is not None:
+        cfg["cuda_graph_config"] = {"max_batch_size": graphs}  # the capture sizes the plan assumed
     quant, qnotes = c.quantized_to(project)
     notes += qnotes
     if quant is not None:
@@ -234,6 +237,8 @@ def build(
     rules = rules_for("trtllm")
     plan_values = {rules.batch.key: cfg[rules.batch.key], rules.chunk.tokens_key: cfg[rules.chunk.tokens_key],
                    "kv_cache_config.free_gpu_memory_fraction": kv_cfg["free_gpu_memory_fraction"]}
+    if isinstance(graph_cfg := cfg.get("cuda_graph_config"), dict) and "max_batch_size" in graph_cfg:
+        plan_values[GRAPH_KEY] = graph_cfg["max_batch_size"]
     srun = (tuple(dep.slurm_nodes[n.node] for g in groups for n in g.nodes)
             if multi and dep.slurm_nodes is not None else None)
     recipe = c.engine_recipe(

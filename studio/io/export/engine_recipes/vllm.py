@@ -32,6 +32,7 @@ from studio.io.export.k8s import LwsSpec, lws_manifest
 MASTER_PORT = 29501  # vLLM's --master-port default
 DP_RPC_PORT = 29550  # vLLM's data_parallel_rpc_port default
 RAY_PORT = 6379  # Ray's default GCS port
+GRAPH_KEY = "max-cudagraph-capture-size"  # EngineArgs.max_cudagraph_capture_size (vLLM 0.33 field list)
 SERVE_PORT = 8000  # vLLM's --port default
 
 _QUANT = {"fp8": "fp8"}  # formats vLLM quantises online from a wider checkpoint
@@ -139,6 +140,8 @@ def _config(project: Project, plan: PlanResult, m: _Mapping) -> tuple[dict[str, 
             )
     cfg[rules.batch.key] = c.sequences_per_rank(plan)
     cfg[rules.chunk.tokens_key] = c.batched_tokens(project, plan)
+    if (graphs := c.graph_capture_max("vllm", project, plan.layout.tp, plan.layout.pp)) is not None:
+        cfg[GRAPH_KEY] = graphs  # the capture sizes the plan's decode steps were padded to
     if (note := c.budget_note(project, plan)) is not None:
         notes.append(note)
     from studio.io.export.speculative import spec
@@ -328,7 +331,8 @@ def build(
             files["vllm-commands.sh"] = c.render_commands(head, dep, recipes)
     nearest = m.layout if m.layout != plan.layout else None
     span = max(len(g.nodes) for g in groups)
-    plan_values = {k: cfg[k] for k in (rules.batch.key, rules.chunk.tokens_key, "gpu-memory-utilization")}
+    plan_values = {k: cfg[k] for k in (rules.batch.key, rules.chunk.tokens_key, "gpu-memory-utilization", GRAPH_KEY)
+                   if k in cfg}
     recipe = c.engine_recipe(
         "vllm", project, plan, model, cfg, {k: str(v) for k, v in env}, None, m.layout.pp,
         gpus_per_node=max(n.gpus for n in dep.nodes), nodes=span, headless_nodes=span - 1, plan_values=plan_values,

@@ -27,6 +27,7 @@ python -m sglang.launch_server \
     --context-length 131072 \
     --kv-cache-dtype auto \
     --chunked-prefill-size 2111 \
+    --cuda-graph-max-bs-decode 512 \
     --max-running-requests 64 \
     --host 0.0.0.0 \
     --dist-init-addr '<HOST_0>:20000' \
@@ -42,6 +43,7 @@ python -m sglang.launch_server \
     --context-length 131072 \
     --kv-cache-dtype auto \
     --chunked-prefill-size 2111 \
+    --cuda-graph-max-bs-decode 512 \
     --max-running-requests 64 \
     --host 0.0.0.0 \
     --dist-init-addr '<HOST_0>:20000' \

@@ -56,6 +56,7 @@ python -m sglang.launch_server \
     --context-length 131072 \
     --kv-cache-dtype auto \
     --chunked-prefill-size 2111 \
+    --cuda-graph-max-bs-decode 512 \
     --max-running-requests 64 \
     --host 0.0.0.0 \
     --dist-init-addr "${HOST_0}:20000" \
@@ -72,6 +73,7 @@ python -m sglang.launch_server \
     --context-length 131072 \
     --kv-cache-dtype auto \
     --chunked-prefill-size 2111 \
+    --cuda-graph-max-bs-decode 512 \
     --max-running-requests 64 \
     --host 0.0.0.0 \
     --dist-init-addr "${HOST_0}:20000" \

@@ -58,6 +58,8 @@ enable_chunked_prefill: true
 kv_cache_config:
   free_gpu_memory_fraction: 0.829
   dtype: auto
+cuda_graph_config:
+  max_batch_size: 128
 TRTLLM_YAML_END
 mpirun -H "${HOST_0}:8,${HOST_1}:8" -np 16 --allow-run-as-root \
     trtllm-llmapi-launch trtllm-serve meta-llama/Llama-3.1-405B-Instruct \
@@ -75,6 +77,8 @@ enable_chunked_prefill: true
 kv_cache_config:
   free_gpu_memory_fraction: 0.829
   dtype: auto
+cuda_graph_config:
+  max_batch_size: 128
 TRTLLM_YAML_END
         ;;
     *) echo "NODE_INDEX must be 0..1, got $1" >&2; exit 2 ;;
@@ -95,6 +99,8 @@ enable_chunked_prefill: true
 kv_cache_config:
   free_gpu_memory_fraction: 0.829
   dtype: auto
+cuda_graph_config:
+  max_batch_size: 128
 TRTLLM_YAML_END
 srun -N 2 --ntasks-per-node 8 --mpi=pmix \
     trtllm-llmapi-launch trtllm-serve meta-llama/Llama-3.1-405B-Instruct \
@@ -112,6 +118,8 @@ enable_chunked_prefill: true
 kv_cache_config:
   free_gpu_memory_fraction: 0.829
   dtype: auto
+cuda_graph_config:
+  max_batch_size: 128
 TRTLLM_YAML_END
         ;;
     *) echo "NODE_INDEX must be 0..1, got $1" >&2; exit 2 ;;

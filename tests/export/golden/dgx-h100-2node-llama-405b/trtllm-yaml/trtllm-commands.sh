@@ -30,6 +30,8 @@ enable_chunked_prefill: true
 kv_cache_config:
   free_gpu_memory_fraction: 0.829
   dtype: auto
+cuda_graph_config:
+  max_batch_size: 128
 TRTLLM_YAML_END
 # on node 1: DGX/HGX H100 (8× H100 SXM) #1, host <HOST_1> (8 GPUs)
 # writes trtllm-serve.yaml on this node (every node of the server reads it)
@@ -43,6 +45,8 @@ enable_chunked_prefill: true
 kv_cache_config:
   free_gpu_memory_fraction: 0.829
   dtype: auto
+cuda_graph_config:
+  max_batch_size: 128
 TRTLLM_YAML_END
 # on node 0: DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0> (8 GPUs)
 # starts the ranks on every node of this server over MPI (ssh between the nodes)
@@ -64,6 +68,8 @@ enable_chunked_prefill: true
 kv_cache_config:
   free_gpu_memory_fraction: 0.829
   dtype: auto
+cuda_graph_config:
+  max_batch_size: 128
 TRTLLM_YAML_END
 # on node 1: DGX/HGX H100 (8× H100 SXM) #1, host <HOST_1> (8 GPUs)
 # writes trtllm-serve.yaml on this node (every node of the server reads it)
@@ -77,6 +83,8 @@ enable_chunked_prefill: true
 kv_cache_config:
   free_gpu_memory_fraction: 0.829
   dtype: auto
+cuda_graph_config:
+  max_batch_size: 128
 TRTLLM_YAML_END
 # on node 0: DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0> (8 GPUs)
 # inside a Slurm allocation of exactly these nodes (give their Slurm names to export to pin them with srun -w)

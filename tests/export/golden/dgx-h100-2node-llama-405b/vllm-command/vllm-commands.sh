@@ -27,6 +27,7 @@ vllm serve meta-llama/Llama-3.1-405B-Instruct \
     --kv-cache-dtype auto \
     --max-num-seqs 64 \
     --max-num-batched-tokens 2111 \
+    --max-cudagraph-capture-size 512 \
     --nnodes 2 \
     --node-rank 0 \
     --master-addr '<HOST_0>' \
@@ -41,6 +42,7 @@ vllm serve meta-llama/Llama-3.1-405B-Instruct \
     --kv-cache-dtype auto \
     --max-num-seqs 64 \
     --max-num-batched-tokens 2111 \
+    --max-cudagraph-capture-size 512 \
     --nnodes 2 \
     --node-rank 1 \
     --master-addr '<HOST_0>' \
@@ -63,4 +65,5 @@ vllm serve meta-llama/Llama-3.1-405B-Instruct \
     --kv-cache-dtype auto \
     --max-num-seqs 64 \
     --max-num-batched-tokens 2111 \
+    --max-cudagraph-capture-size 512 \
     --distributed-executor-backend ray

@@ -56,6 +56,7 @@ vllm serve meta-llama/Llama-3.1-405B-Instruct \
     --kv-cache-dtype auto \
     --max-num-seqs 64 \
     --max-num-batched-tokens 2111 \
+    --max-cudagraph-capture-size 512 \
     --nnodes 2 \
     --node-rank 0 \
     --master-addr "${HOST_0}" \
@@ -71,6 +72,7 @@ vllm serve meta-llama/Llama-3.1-405B-Instruct \
     --kv-cache-dtype auto \
     --max-num-seqs 64 \
     --max-num-batched-tokens 2111 \
+    --max-cudagraph-capture-size 512 \
     --nnodes 2 \
     --node-rank 1 \
     --master-addr "${HOST_0}" \
@@ -95,6 +97,7 @@ vllm serve meta-llama/Llama-3.1-405B-Instruct \
     --kv-cache-dtype auto \
     --max-num-seqs 64 \
     --max-num-batched-tokens 2111 \
+    --max-cudagraph-capture-size 512 \
     --distributed-executor-backend ray
         ;;
     1)

@@ -25,5 +25,6 @@ python -m sglang.launch_server \
     --context-length 131072 \
     --kv-cache-dtype auto \
     --chunked-prefill-size 2111 \
+    --cuda-graph-max-bs-decode 256 \
     --max-running-requests 64 \
     --host 0.0.0.0

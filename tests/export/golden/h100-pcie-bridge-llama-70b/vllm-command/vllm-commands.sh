@@ -24,4 +24,5 @@ vllm serve meta-llama/Llama-3.1-70B \
     --gpu-memory-utilization 0.9 \
     --kv-cache-dtype auto \
     --max-num-seqs 64 \
-    --max-num-batched-tokens 2111
+    --max-num-batched-tokens 2111 \
+    --max-cudagraph-capture-size 512

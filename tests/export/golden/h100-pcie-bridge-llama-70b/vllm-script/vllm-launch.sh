@@ -36,7 +36,8 @@ vllm serve meta-llama/Llama-3.1-70B \
     --gpu-memory-utilization 0.9 \
     --kv-cache-dtype auto \
     --max-num-seqs 64 \
-    --max-num-batched-tokens 2111
+    --max-num-batched-tokens 2111 \
+    --max-cudagraph-capture-size 512
         ;;
     *) echo "NODE_INDEX must be 0..0, got $1" >&2; exit 2 ;;
     esac

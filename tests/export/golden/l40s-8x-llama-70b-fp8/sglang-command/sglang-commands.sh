@@ -26,5 +26,6 @@ python -m sglang.launch_server \
     --kv-cache-dtype auto \
     --quantization fp8 \
     --chunked-prefill-size 2111 \
+    --cuda-graph-max-bs-decode 160 \
     --max-running-requests 64 \
     --host 0.0.0.0

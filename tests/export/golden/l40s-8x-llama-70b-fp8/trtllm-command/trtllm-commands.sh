@@ -30,6 +30,8 @@ enable_chunked_prefill: true
 kv_cache_config:
   free_gpu_memory_fraction: 0.829
   dtype: auto
+cuda_graph_config:
+  max_batch_size: 128
 TRTLLM_YAML_END
 # on node 0: 8× L40S PCIe server (8 GPUs)
 trtllm-serve meta-llama/Llama-3.1-70B \

@@ -41,6 +41,8 @@ enable_chunked_prefill: true
 kv_cache_config:
   free_gpu_memory_fraction: 0.829
   dtype: auto
+cuda_graph_config:
+  max_batch_size: 128
 TRTLLM_YAML_END
 trtllm-serve meta-llama/Llama-3.1-70B \
     --config trtllm-serve.yaml \

@@ -25,4 +25,5 @@ vllm serve meta-llama/Llama-3.1-70B \
     --kv-cache-dtype auto \
     --quantization fp8 \
     --max-num-seqs 64 \
-    --max-num-batched-tokens 2111
+    --max-num-batched-tokens 2111 \
+    --max-cudagraph-capture-size 512

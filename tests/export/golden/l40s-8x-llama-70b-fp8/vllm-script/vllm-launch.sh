@@ -37,7 +37,8 @@ vllm serve meta-llama/Llama-3.1-70B \
     --kv-cache-dtype auto \
     --quantization fp8 \
     --max-num-seqs 64 \
-    --max-num-batched-tokens 2111
+    --max-num-batched-tokens 2111 \
+    --max-cudagraph-capture-size 512
         ;;
     *) echo "NODE_INDEX must be 0..0, got $1" >&2; exit 2 ;;
     esac
