@@ -86,7 +86,11 @@ class PrefillCurve:
         # gated batches: the prompts that arrive while a batch runs form the next one, k = λ·T(k)
         k = np.ones_like(rho)
         for _ in range(30):
-            k = np.clip(lam * batch_ms(k), 1.0, float(self.slots))
+            k_next = np.clip(lam * batch_ms(k), 1.0, float(self.slots))
+            done = np.array_equal(k_next, k)  # a fixed point: further rounds change nothing
+            k = k_next
+            if done:
+                break
         t = batch_ms(k)
         busy = np.minimum(1.0, lam * t / k)
         self._rho = rho

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from studio.core import parallelism as par
 from studio.core.errors import StudioError
 from studio.core.project import Project
@@ -30,6 +32,7 @@ from studio.engine.disagg.evaluate import (
 )
 from studio.engine.disagg.kv_transfer import KvTransfer, kv_transfer
 from studio.engine.disagg.pools import DecodeCurve, PrefillCurve, serve
+from studio.engine.disagg.serve_grid import LIMITERS, DecodeTables, PrefillTables, serve_many
 from studio.engine.fabric.topology import Topology, topology_of
 from studio.engine.plan.evaluate import constants_for, resolve_calibration
 from studio.engine.step.constants import Constants
@@ -169,7 +172,7 @@ def sweep_disaggregated(
     if len(combos) > MAX_COMBINATIONS:
         combos = _most_balanced(project, topo, c, combos, workers, skipped)
     kv_cache: dict = {}
-    rows: list[DisaggRow] = []
+    pending: list[_Pending] = []
     for p, d, x, y in combos:
         if cancel is not None and cancel():
             break
@@ -200,19 +203,8 @@ def sweep_disaggregated(
         price = gpu_price(project, topo, ppl + dpl)
         assert isinstance(pw.curve, PrefillCurve) and isinstance(dw.curve, DecodeCurve)
         for b in _batches(dw.curve.cap):
-            rows.append(
-                _row(
-                    project,
-                    mode,
-                    pw.curve,
-                    dw.curve.capped(b),
-                    transfer,
-                    price,
-                    len(ppl) + len(dpl),
-                    ttft_ms,
-                    tpot_ms,
-                )
-            )
+            pending.append(_Pending(mode, pw.curve, dw.curve, b, transfer, price, len(ppl) + len(dpl)))
+    rows = _rows(project, pending, ttft_ms, tpot_ms)
     rows.sort(key=lambda r: (not r.meets_targets, _objective_key(r, objective)))
     return DisaggSweep(project=project, rows=tuple(rows), skipped=skipped, combinations=len(combos))
 
@@ -292,6 +284,100 @@ def _objective_key(r: DisaggRow, objective: str) -> float:
     if objective == "latency":
         return r.tpot_ms
     return -r.tokens_per_s_per_gpu
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A candidate waiting to be solved with the others (one decode batch cap of one split)."""
+
+    mode: ServingMode
+    prefill: PrefillCurve
+    decode: DecodeCurve  # the worker's own curve; ``batch`` caps it
+    batch: int
+    transfer: KvTransfer
+    price: float
+    gpus: int
+
+
+def _rows(
+    project: Project,
+    pending: list[_Pending],
+    ttft_target: float | None,
+    tpot_target: float | None,
+) -> list[DisaggRow]:
+    """Every pending candidate solved together (:func:`serve_many`), as rows in the same order."""
+    if not pending:
+        return []
+    if pending[0].decode.decode_iters == 0:  # one output token: no decode curve to interpolate
+        return [
+            _row(project, q.mode, q.prefill, q.decode.capped(q.batch), q.transfer, q.price, q.gpus,
+                 ttft_target, tpot_target)
+            for q in pending
+        ]
+    wl = project.workload
+    p_of: dict[int, int] = {}
+    d_of: dict[tuple[int, int], int] = {}
+    p_curves: list[PrefillCurve] = []
+    d_curves: list[DecodeCurve] = []
+    n = len(pending)
+    p_idx = np.empty(n, dtype=np.intp)
+    d_idx = np.empty(n, dtype=np.intp)
+    x = np.empty(n)
+    y = np.empty(n)
+    tr = np.empty(n)
+    users = np.zeros(n)
+    rate: float | None = None
+    poisson = True
+    for i, q in enumerate(pending):
+        assert q.mode.prefill is not None and q.mode.decode is not None
+        pi = p_of.setdefault(id(q.prefill), len(p_curves))
+        if pi == len(p_curves):
+            p_curves.append(q.prefill)
+        key = (id(q.decode), q.batch)
+        di = d_of.setdefault(key, len(d_curves))
+        if di == len(d_curves):
+            d_curves.append(q.decode.capped(q.batch))
+        p_idx[i], d_idx[i] = pi, di
+        x[i], y[i], tr[i] = q.mode.prefill.workers, q.mode.decode.workers, q.transfer.time_ms
+        _, u, rate, poisson, _ = load_of(project, q.mode.decode.workers, d_curves[di].cap)
+        if u is not None:
+            users[i] = float(u[0])
+    st = serve_many(
+        PrefillTables.of(p_curves), p_idx, DecodeTables.of(d_curves), d_idx, x, y, tr,
+        users=None if rate is not None else users, rate_per_ms=rate, poisson=poisson,
+    )
+    tps = st.rate * 1e3 * wl.osl
+    gpus = np.array([q.gpus for q in pending], dtype=float)
+    price = np.array([q.price for q in pending], dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_user = np.where(st.tpot > 0, 1e3 / st.tpot, 0.0)
+        usd = np.where(tps > 0, price / (tps * 3600.0) * 1e6, np.inf)
+    meets = ~(st.saturated & (rate is not None))
+    if ttft_target is not None:
+        meets &= st.ttft <= ttft_target
+    if tpot_target is not None:
+        meets &= st.tpot <= tpot_target
+    out = []
+    for i, q in enumerate(pending):
+        out.append(
+            DisaggRow(
+                mode=q.mode,
+                batch=d_curves[d_idx[i]].cap,
+                gpus=q.gpus,
+                ttft_ms=float(st.ttft[i]),
+                tpot_ms=float(st.tpot[i]),
+                tokens_per_s=float(tps[i]),
+                tokens_per_s_per_gpu=float(tps[i] / gpus[i]),
+                tokens_per_s_per_user=float(per_user[i]),
+                usd_per_million=float(usd[i]),
+                transfer_ms=q.transfer.time_ms,
+                transfer_over=q.transfer.bottleneck_name,
+                limited_by=LIMITERS[int(st.limiter[i])],
+                saturated=bool(st.saturated[i]),
+                meets_targets=bool(meets[i]),
+            )
+        )
+    return out
 
 
 def _row(
