@@ -40,6 +40,8 @@ from studio.engine.step.constants import Constants
 #: Most (layout pair, x, y) combinations costed; beyond it the most balanced splits are costed.
 MAX_COMBINATIONS = 3000
 OBJECTIVES = ("throughput", "cost", "latency")
+#: A layout pair and its fitting worker counts (x, y), as arrays.
+_Block = tuple[PoolLayout, PoolLayout, np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -161,16 +163,21 @@ def sweep_disaggregated(
         t: sum(1 for g in project.cluster.gpus if t is None or g.type == t) for t in types
     }
     shapes = {t: worker_shapes(project, t) for t in types}
-    combos: list[tuple[PoolLayout, PoolLayout, int, int]] = []
+    blocks: list[_Block] = []
     for tp_ in types:
         for td in types:
             for p in shapes[tp_]:
                 for d in shapes[td]:
-                    combos += _splits(p, d, type_count[tp_], type_count[td], tp_ == td)
+                    xs, ys = _splits(p, d, type_count[tp_], type_count[td], tp_ == td)
+                    if xs.size:
+                        blocks.append((p, d, xs, ys))
     workers: dict[tuple, Worker | str] = {}
     skipped: dict[str, int] = {}
-    if len(combos) > MAX_COMBINATIONS:
-        combos = _most_balanced(project, topo, c, combos, workers, skipped)
+    if sum(b[2].size for b in blocks) > MAX_COMBINATIONS:
+        combos = _most_balanced(project, topo, c, blocks, workers, skipped)
+    else:
+        combos = [(p, d, x, y) for p, d, xs, ys in blocks
+                  for x, y in zip(xs.tolist(), ys.tolist(), strict=True)]
     kv_cache: dict = {}
     pending: list[_Pending] = []
     for p, d, x, y in combos:
@@ -213,7 +220,7 @@ def _most_balanced(
     project: Project,
     topo: Topology,
     c: Constants,
-    combos: list[tuple],
+    blocks: list[_Block],
     cache: dict,
     skipped: dict[str, int],
 ) -> list[tuple]:
@@ -236,25 +243,56 @@ def _most_balanced(
             mu[key] = 0.0 if w is None else float(w.curve.mu)
         return mu[key]
 
-    def score(k: tuple) -> float:
-        p, d, x, y = k
-        mp, md = capacity("prefill", p), capacity("decode", d)
-        return (
-            abs(math.log(x * mp / (y * md)))
-            if mp > 0 and md > 0 and math.isfinite(md)
-            else math.inf
-        )
-
-    ranked = sorted(((score(k), i) for i, k in enumerate(combos)))
-    return [combos[i] for s, i in ranked[:MAX_COMBINATIONS] if math.isfinite(s)]
+    mp, md = np.empty(len(blocks)), np.empty(len(blocks))
+    for i, (p, d, _, _) in enumerate(blocks):
+        mp[i], md[i] = capacity("prefill", p), capacity("decode", d)
+    sizes = [b[2].size for b in blocks]
+    which = np.repeat(np.arange(len(blocks)), sizes)
+    x = np.concatenate([b[2] for b in blocks]).astype(float)
+    y = np.concatenate([b[3] for b in blocks]).astype(float)
+    mp_r, md_r = mp[which], md[which]
+    ok = (mp_r > 0) & (md_r > 0) & np.isfinite(md_r)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        score = np.where(ok, np.abs(np.log(x * mp_r / (y * md_r))), math.inf)
+    ranked = np.argsort(score, kind="stable")[:MAX_COMBINATIONS]  # ties: first in order
+    ranked = ranked[np.isfinite(score[ranked])]
+    return [
+        (blocks[w][0], blocks[w][1], int(xi), int(yi))
+        for w, xi, yi in zip(which[ranked].tolist(), x[ranked].tolist(), y[ranked].tolist(), strict=True)
+    ]
 
 
 def _splits(
     p: PoolLayout, d: PoolLayout, budget_p: int, budget_d: int, shared: bool
-) -> list[tuple]:
+) -> tuple[np.ndarray, np.ndarray]:
     """Every prefill:decode worker ratio a:b (coprime) that fits, each at the largest multiple
     k·a : k·b the GPUs allow (per-GPU figures hardly change with the multiple; using more of the
-    drawn GPUs is what a deployment does). ``shared``: both pools draw on the same GPUs."""
+    drawn GPUs is what a deployment does). ``shared``: both pools draw on the same GPUs.
+
+    In closed form over the whole (a, b) grid: ``k = ⌊budget / (a·g_p + b·g_d)⌋`` on shared GPUs,
+    else the smaller of the two pools' quotients; a ratio fits when ``k ≥ 1``."""
+    gp, gd = p.gpus_per_worker, d.gpus_per_worker
+    if (p.ep > 1 and p.tp % p.ep) or (d.ep > 1 and d.tp % d.ep):
+        walk = _splits_walk(p, d, budget_p, budget_d, shared)
+        return np.array([w[2] for w in walk], dtype=int), np.array([w[3] for w in walk], dtype=int)
+    a = np.arange(1, budget_p // gp + 1)[:, None]
+    b = np.arange(1, budget_d // gd + 1)[None, :]
+    if a.size == 0 or b.size == 0:
+        return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
+    if shared:
+        k = budget_p // (a * gp + b * gd)
+    else:
+        k = np.minimum(budget_p // (a * gp), budget_d // (b * gd))
+    ia, ib = np.nonzero((k >= 1) & (np.gcd(a, b) == 1))
+    kk = k[ia, ib]
+    return (ia + 1) * kk, (ib + 1) * kk
+
+
+def _splits_walk(
+    p: PoolLayout, d: PoolLayout, budget_p: int, budget_d: int, shared: bool
+) -> list[tuple]:
+    """:func:`_splits` one ratio at a time, for expert parallelism that does not divide TP (a
+    worker count must then keep ``TP·x`` a multiple of EP)."""
     from math import gcd
 
     gp, gd = p.gpus_per_worker, d.gpus_per_worker
