@@ -70,11 +70,14 @@ def pool_candidates(cluster_gpus: list[tuple[str, str]], pool: PoolLayout, field
     return [g for g, t in cluster_gpus if t == pool.gpu_type]
 
 
-def place_pools(project: Project, mode: ServingMode) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def place_pools(
+    project: Project, mode: ServingMode, node_of: dict[str, str] | None = None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """GPU ids of every rank of the prefill and the decode pool (worker by worker, stage by stage,
     TP rank by TP rank). Explicit placements are checked; otherwise the prefill pool takes the first
     free GPUs of its type in cluster order and the decode pool the next ones, which keeps each TP
-    group inside a node whenever TP divides the GPUs per node.
+    group inside a node whenever TP divides the GPUs per node. ``node_of`` (GPU id → node id) may
+    be given by a caller that places many modes on one cluster.
 
     Raises
     ------
@@ -116,9 +119,9 @@ def place_pools(project: Project, mode: ServingMode) -> tuple[tuple[str, ...], t
                     f"{len(free)} GPUs{where} are free{other} (the cluster has {len(gpus)}); use fewer workers "
                     "or smaller workers"
                 )
-            placement = _aligned(
-                free, pool, {g.id: n.id for n in project.cluster.nodes for g in n.gpus}
-            )
+            if node_of is None:
+                node_of = {g.id: n.id for n in project.cluster.nodes for g in n.gpus}
+            placement = _aligned(free, pool, node_of)
         taken.update(placement)
         out.append(placement)
     return out[0], out[1]
@@ -132,8 +135,12 @@ def _aligned(free: list[str], pool: PoolLayout, node_of: dict[str, str]) -> tupl
         by_node.setdefault(node_of[g], []).append(g)
     out: list[str] = []
     per = pool.gpus_per_worker
+    names = list(by_node)
+    start = 0  # nodes before it hold fewer than a worker's GPUs, and only lose GPUs from here on
     for _ in range(pool.workers):
-        node = next((n for n, gs in by_node.items() if len(gs) >= per), None)
+        while start < len(names) and len(by_node[names[start]]) < per:
+            start += 1
+        node = names[start] if start < len(names) else None
         if node is not None:
             pick, by_node[node] = by_node[node][:per], by_node[node][per:]
         else:

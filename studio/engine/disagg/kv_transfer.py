@@ -133,11 +133,18 @@ def request_flows(
 
 
 def _flow_times(
-    topo: Topology, flows: dict[tuple[str, str], float]
+    topo: Topology, flows: dict[tuple[str, str], float], known: dict | None = None
 ) -> list[tuple[float, float, float, int | None, str, str]]:
     """(time ms, bandwidth GB/s, latency µs, bottleneck link index, src, dst) of every flow, links
-    shared equally by the flows crossing them in the same direction."""
-    paths = {k: topo.path(*k) for k in flows}
+    shared equally by the flows crossing them in the same direction. ``known``: paths of GPU pairs
+    already routed on ``topo`` (filled in)."""
+    known = {} if known is None else known
+    paths = {}
+    for k in flows:
+        hit = known.get(k)
+        if hit is None:
+            hit = known[k] = topo.path(*k)
+        paths[k] = hit
     load: dict[tuple[int, bool], int] = {}
     for p in paths.values():
         for li, f in zip(p.link_index, p.forward, strict=True):
@@ -153,6 +160,10 @@ def _flow_times(
         ms = p.latency_us / 1e3 + (nbytes / (bw * 1e9) * 1e3 if bw < float("inf") else 0.0)
         out.append((ms, bw, p.latency_us, where, a, b))
     return out
+
+
+#: The key under which a caller's ``cache`` keeps the routed paths of GPU pairs.
+_PATHS = ("paths",)
 
 
 def _pairs(x: int, y: int) -> list[tuple[int, int]]:
@@ -197,7 +208,8 @@ def kv_transfer(
                 prefill_layers,
                 decode_layers,
             )
-            hit = (flows, max(_flow_times(topo, flows), key=lambda f: f[0]))
+            known = cache.setdefault(_PATHS, {}) if cache is not None else None
+            hit = (flows, max(_flow_times(topo, flows, known), key=lambda f: f[0]))
             if cache is not None:
                 cache[key] = hit
         flows, slow = hit

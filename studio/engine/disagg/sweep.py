@@ -179,6 +179,7 @@ def sweep_disaggregated(
         combos = [(p, d, x, y) for p, d, xs, ys in blocks
                   for x, y in zip(xs.tolist(), ys.tolist(), strict=True)]
     kv_cache: dict = {}
+    node_of = {g.id: n.id for n in project.cluster.nodes for g in n.gpus}
     pending: list[_Pending] = []
     for p, d, x, y in combos:
         if cancel is not None and cancel():
@@ -187,7 +188,7 @@ def sweep_disaggregated(
             mode="disaggregated", prefill=p.replace(workers=x), decode=d.replace(workers=y)
         )
         try:
-            ppl, dpl = place_pools(project, mode)
+            ppl, dpl = place_pools(project, mode, node_of)
         except StudioError:
             continue
         pw = _worker(project, topo, c, workers, skipped, "prefill", mode.prefill, ppl)
