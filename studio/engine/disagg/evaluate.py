@@ -20,6 +20,7 @@ The result (:class:`DisaggResult`) is frozen, with explanations and "why" lines 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import groupby
 
 import numpy as np
 
@@ -131,8 +132,9 @@ def _aligned(free: list[str], pool: PoolLayout, node_of: dict[str, str]) -> tupl
     """Worker by worker, the first free GPUs of the first node that holds a whole worker; a
     worker larger than any node's free GPUs takes the next free GPUs in cluster order."""
     by_node: dict[str, list[str]] = {}
-    for g in free:
-        by_node.setdefault(node_of[g], []).append(g)
+    # free GPUs come in cluster order, a node's together: group the runs (a node seen again appends)
+    for n, run in groupby(free, key=node_of.__getitem__):
+        by_node.setdefault(n, []).extend(run)
     out: list[str] = []
     per = pool.gpus_per_worker
     names = list(by_node)
