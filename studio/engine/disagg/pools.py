@@ -136,9 +136,10 @@ class DecodeCurve:
         cls, im: IterationModel, isl: float, osl: float, cap: int, micro_batches: float
     ) -> DecodeCurve:
         cap = max(1, int(cap))
-        grid = np.unique(
+        grid = np.sort(
             np.concatenate((np.geomspace(1.0, cap, min(cap, 96)).round(), [1.0, float(cap)]))
         )
+        grid = grid[np.concatenate(([True], grid[1:] != grid[:-1]))]  # np.unique without numpy.ma
         ctx = float(isl) + float(osl) / 2.0
         # one iteration emits tokens_per_step tokens per sequence (1; more with speculation)
         t = im.round_ms(0.0, grid, ctx, float(isl), np.full(grid.shape, float(micro_batches))) / im.tokens_per_step

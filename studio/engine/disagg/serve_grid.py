@@ -52,12 +52,14 @@ class PrefillTables:
         g = self.rho
         j = np.clip(np.searchsorted(g, rho, side="right") - 1, 0, g.size - 2)
         x0, x1 = g[j], g[j + 1]
-        row = idx[:, None]
+        at = idx[:, None] * g.size + j  # flat positions in a (P, G) table
+        top = rho >= g[-1]
 
         def look(table: np.ndarray) -> np.ndarray:
-            f0, f1 = table[row, j], table[row, j + 1]
+            flat = table.ravel()
+            f0, f1 = flat.take(at), flat.take(at + 1)
             out = (f1 - f0) / (x1 - x0) * (rho - x0) + f0
-            return np.where(rho >= g[-1], table[row, -1], out)
+            return np.where(top, table[idx, -1][:, None], out)
 
         own = look(self.own)
         wait = np.maximum(look(self.residual), look(self.wait))
@@ -108,12 +110,12 @@ def interp_rows(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
     base = np.arange(n, dtype=float)[:, None] * 4.0
     keys = ((xp - lo) / span + base).ravel()
     q = np.clip((x - lo) / span, 0.0, 1.0) + base
+    start = np.arange(n)[:, None] * m
     j = np.searchsorted(keys, q.ravel(), side="right").reshape(x.shape) - 1
-    j = np.clip(j - np.arange(n)[:, None] * m, 0, m - 2)
-    x0 = np.take_along_axis(xp, j, 1)
-    x1 = np.take_along_axis(xp, j + 1, 1)
-    f0 = np.take_along_axis(fp, j, 1)
-    f1 = np.take_along_axis(fp, j + 1, 1)
+    at = np.clip(j - start, 0, m - 2) + start  # flat position of each bracket's left end
+    xf, ff = xp.ravel(), fp.ravel()
+    x0, x1 = xf.take(at), xf.take(at + 1)
+    f0, f1 = ff.take(at), ff.take(at + 1)
     dx = x1 - x0
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.where(dx > 0, (f1 - f0) / np.where(dx > 0, dx, 1.0) * (x - x0) + f0, f0)
@@ -214,6 +216,11 @@ def _block(
 
 def _unique_rows(idx: np.ndarray, cap: np.ndarray, workers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(first row of each distinct (curve, capacity, workers), each row's position among them)."""
-    key = np.stack((idx.astype(float), cap, workers), axis=1)
-    _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
-    return first, inv.reshape(-1)
+    order = np.lexsort((workers, cap, idx))  # stable: a group's first row is its first occurrence
+    i, c, w = idx[order], cap[order], workers[order]
+    new = np.ones(order.size, dtype=bool)
+    new[1:] = (i[1:] != i[:-1]) | (c[1:] != c[:-1]) | (w[1:] != w[:-1])
+    group = np.cumsum(new) - 1
+    inv = np.empty(order.size, dtype=np.intp)
+    inv[order] = group
+    return order[new], inv
