@@ -17,6 +17,8 @@ import numpy as np
 
 from studio.engine.disagg.pools import _U, DecodeCurve, PrefillCurve
 
+#: Load-grid points solved at a time: a row leaves the closed loop once its users are placed.
+CHUNK = 100
 #: Rows solved in one block (bounds the (rows × load grid) arrays to a few tens of MB).
 BLOCK = 1024
 LIMITERS = ("prefill", "decode", "kv-transfer")
@@ -185,7 +187,6 @@ def _block(
     grid = cap[:, None] * np.concatenate(([1e-9], _U))[None, :]
     scv = 1.0 / x if poisson else np.zeros_like(x)
     xc, yc = x[:, None], y[:, None]
-    iters = dt.decode_iters
     if rate_per_ms is not None:
         r = np.full((x.size, 1), float(rate_per_ms))
         sat = r[:, 0] >= cap * 0.9999
@@ -193,18 +194,11 @@ def _block(
         extra = np.zeros_like(r)
     else:
         assert users is not None
-        # rows sharing a curve, a capacity and a worker count read the same values: look each up once
-        up, inv_p = _unique_rows(pi, cap, x)
-        own_u, wait_u = pt.times(pi[up], grid[up] / xc[up], scv[up])
-        own, wait = own_u[inv_p], wait_u[inv_p]
-        ud, inv_d = _unique_rows(di, cap, y)
-        tpot = dt.at(di[ud], grid[ud] / yc[ud])[1][inv_d]
-        e2e = own + wait + tr[:, None] + iters * tpot
-        held = np.maximum.accumulate(grid * e2e, axis=1)
-        n_users = np.asarray(users, dtype=float)[s][:, None]
-        r = interp_rows(n_users, held, grid)
-        sat = n_users[:, 0] > held[:, -1]
-        extra = np.where(sat[:, None], (n_users - held[:, -1:]) / grid[:, -1:], 0.0)
+        n_users = np.asarray(users, dtype=float)[s]
+        r1, held_last = _closed_loop(pt, dt, pi, di, cap, grid, x, y, scv, tr, n_users)
+        r = r1[:, None]
+        sat = n_users > held_last
+        extra = np.where(sat, (n_users - held_last) / grid[:, -1], 0.0)[:, None]
     own_r, wait_r = pt.times(pi, r / xc, scv)
     _, tpot_r = dt.at(di, r / yc)
     ttft_r = own_r + (wait_r + extra) + tr[:, None]
@@ -224,3 +218,59 @@ def _unique_rows(idx: np.ndarray, cap: np.ndarray, workers: np.ndarray) -> tuple
     inv = np.empty(order.size, dtype=np.intp)
     inv[order] = group
     return order[new], inv
+
+
+def _closed_loop(
+    pt: PrefillTables,
+    dt: DecodeTables,
+    pi: np.ndarray,
+    di: np.ndarray,
+    cap: np.ndarray,
+    grid: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    scv: np.ndarray,
+    tr: np.ndarray,
+    n: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rate, users held at saturation) of each row's closed loop of ``n`` users: the rate where
+    the users the pools hold (``max`` so far of ``rate · end-to-end latency`` along the load grid)
+    reach ``n``, linear between grid points as ``np.interp``. The grid is walked :data:`CHUNK`
+    points at a time and a row stops once it is placed (its held users at saturation are then
+    ``inf``: more than ``n``); a row never placed runs at the grid's last rate."""
+    rows = n.size
+    r = np.empty(rows)
+    held_last = np.full(rows, np.inf)
+    run = np.full(rows, -np.inf)  # users held up to the previous chunk
+    active = np.arange(rows)
+    for lo in range(0, grid.shape[1], CHUNK):
+        if active.size == 0:
+            break
+        a = active
+        g = grid[a, lo : lo + CHUNK]
+        # rows sharing a curve, a capacity and a worker count read the same values: look each up once
+        up, inv_p = _unique_rows(pi[a], cap[a], x[a])
+        sel = a[up]
+        own_u, wait_u = pt.times(pi[sel], g[up] / x[sel][:, None], scv[sel])
+        ud, inv_d = _unique_rows(di[a], cap[a], y[a])
+        sel = a[ud]
+        tpot = dt.at(di[sel], g[ud] / y[sel][:, None])[1][inv_d]
+        e2e = own_u[inv_p] + wait_u[inv_p] + tr[a][:, None] + dt.decode_iters * tpot
+        held = np.maximum(np.maximum.accumulate(g * e2e, axis=1), run[a][:, None])
+        above = held > n[a][:, None]
+        found = above.any(axis=1)
+        f = np.flatnonzero(found)
+        c = above[f].argmax(axis=1)  # first grid point holding more than n users
+        h1, g1 = held[f, c], g[f, c]
+        back = np.maximum(c - 1, 0)
+        h0 = np.where(c > 0, held[f, back], run[a[f]])
+        g0 = np.where(c > 0, g[f, back], grid[a[f], max(lo - 1, 0)])
+        nn = n[a[f]]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            between = (g1 - g0) / (h1 - h0) * (nn - h0) + g0
+        r[a[f]] = np.where((c == 0) & (lo == 0), g1, between)
+        run[a] = held[:, -1]
+        active = a[~found]
+    r[active] = grid[active, -1]
+    held_last[active] = run[active]
+    return r, held_last
