@@ -71,14 +71,32 @@ def pool_candidates(cluster_gpus: list[tuple[str, str]], pool: PoolLayout, field
     return [g for g, t in cluster_gpus if t == pool.gpu_type]
 
 
+@dataclass(frozen=True)
+class ClusterIndex:
+    """What placing pools reads of a cluster, built once by a caller that places many modes."""
+
+    gpus: list[tuple[str, str]]  # (id, type) in cluster order
+    known: frozenset[str]
+    node_of: dict[str, str]
+
+    @classmethod
+    def of(cls, project: Project) -> ClusterIndex:
+        gpus = [(g.id, g.type) for g in project.cluster.gpus]
+        return cls(
+            gpus=gpus,
+            known=frozenset(g for g, _ in gpus),
+            node_of={g.id: n.id for n in project.cluster.nodes for g in n.gpus},
+        )
+
+
 def place_pools(
-    project: Project, mode: ServingMode, node_of: dict[str, str] | None = None
+    project: Project, mode: ServingMode, index: ClusterIndex | None = None
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """GPU ids of every rank of the prefill and the decode pool (worker by worker, stage by stage,
     TP rank by TP rank). Explicit placements are checked; otherwise the prefill pool takes the first
     free GPUs of its type in cluster order and the decode pool the next ones, which keeps each TP
-    group inside a node whenever TP divides the GPUs per node. ``node_of`` (GPU id → node id) may
-    be given by a caller that places many modes on one cluster.
+    group inside a node whenever TP divides the GPUs per node. ``index``: the cluster's
+    :class:`ClusterIndex`, when the caller places many modes on it.
 
     Raises
     ------
@@ -91,8 +109,8 @@ def place_pools(
             "serving_mode.mode is 'aggregated'; give prefill and decode pools (e.g. 2P:tp4,1D:tp8)",
             field="disagg",
         )
-    gpus = [(g.id, g.type) for g in project.cluster.gpus]
-    known = {g for g, _ in gpus}
+    index = index or ClusterIndex.of(project)
+    gpus, known = index.gpus, index.known
     taken: set[str] = set()
     out: list[tuple[str, ...]] = []
     for role, pool in (("prefill", mode.prefill), ("decode", mode.decode)):
@@ -111,7 +129,8 @@ def place_pools(
                     )
             placement = pool.placement
         else:
-            free = [g for g in pool_candidates(gpus, pool, field) if g not in taken]
+            cand = pool_candidates(gpus, pool, field)
+            free = [g for g in cand if g not in taken] if taken else cand
             if pool.gpus > len(free):
                 other = " after the prefill pool" if role == "decode" else ""
                 where = f" of type {pool.gpu_type}" if pool.gpu_type else ""
@@ -120,9 +139,7 @@ def place_pools(
                     f"{len(free)} GPUs{where} are free{other} (the cluster has {len(gpus)}); use fewer workers "
                     "or smaller workers"
                 )
-            if node_of is None:
-                node_of = {g.id: n.id for n in project.cluster.nodes for g in n.gpus}
-            placement = _aligned(free, pool, node_of)
+            placement = _aligned(free, pool, index.node_of)
         taken.update(placement)
         out.append(placement)
     return out[0], out[1]
@@ -137,23 +154,20 @@ def _aligned(free: list[str], pool: PoolLayout, node_of: dict[str, str]) -> tupl
         by_node.setdefault(n, []).extend(run)
     out: list[str] = []
     per = pool.gpus_per_worker
-    names = list(by_node)
-    start = 0  # nodes before it hold fewer than a worker's GPUs, and only lose GPUs from here on
-    for _ in range(pool.workers):
-        while start < len(names) and len(by_node[names[start]]) < per:
-            start += 1
-        node = names[start] if start < len(names) else None
-        if node is not None:
-            pick, by_node[node] = by_node[node][:per], by_node[node][per:]
-        else:
-            pick = []
-            for n, gs in by_node.items():
-                take = gs[: per - len(pick)]
-                pick += take
-                by_node[n] = gs[len(take) :]
-                if len(pick) == per:
-                    break
-        out += pick
+    left = pool.workers
+    # a node keeps the first-node role until it holds less than a worker (it never regains GPUs):
+    # node by node, as many whole workers as it holds
+    for n, gs in by_node.items():
+        k = min(len(gs) // per, left)
+        if k:
+            out += gs[: k * per]
+            by_node[n] = gs[k * per :]
+            left -= k
+        if not left:
+            break
+    if left:  # no node holds a whole worker: the next free GPUs in cluster order
+        rest = [g for gs in by_node.values() for g in gs]
+        out += rest[: left * per]
     return tuple(out)
 
 

@@ -19,6 +19,7 @@ layers are counted as full (the engines transfer the blocks they hold for the pr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from studio.core.architecture import LLMArchitecture
@@ -179,8 +180,8 @@ def kv_transfer(
     model: LLMArchitecture,
     kv_dtype: DType,
     isl: float,
-    prefill_groups: list[list[list[str]]],
-    decode_groups: list[list[list[str]]],
+    prefill_groups: Sequence[list[list[str]]],
+    decode_groups: Sequence[list[list[str]]],
     prefill_layers: tuple[int, ...],
     decode_layers: tuple[int, ...],
     cache: dict | None = None,

@@ -11,8 +11,9 @@ the others, as the aggregated sweep samples replicas; the KV transfer is costed 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import overload
 
 import numpy as np
 
@@ -21,10 +22,10 @@ from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.core.serving_mode import PoolLayout, ServingMode
 from studio.engine.disagg.evaluate import (
+    ClusterIndex,
     DisaggResult,
     Worker,
     decode_worker,
-    gpu_price,
     load_of,
     place_pools,
     pool_costs,
@@ -179,7 +180,8 @@ def sweep_disaggregated(
         combos = [(p, d, x, y) for p, d, xs, ys in blocks
                   for x, y in zip(xs.tolist(), ys.tolist(), strict=True)]
     kv_cache: dict = {}
-    node_of = {g.id: n.id for n in project.cluster.nodes for g in n.gpus}
+    index = ClusterIndex.of(project)
+    price_of = _price_of(project, topo)
     pending: list[_Pending] = []
     for p, d, x, y in combos:
         if cancel is not None and cancel():
@@ -188,7 +190,7 @@ def sweep_disaggregated(
             mode="disaggregated", prefill=p.replace(workers=x), decode=d.replace(workers=y)
         )
         try:
-            ppl, dpl = place_pools(project, mode, node_of)
+            ppl, dpl = place_pools(project, mode, index)
         except StudioError:
             continue
         pw = _worker(project, topo, c, workers, skipped, "prefill", mode.prefill, ppl)
@@ -202,19 +204,50 @@ def sweep_disaggregated(
             model,
             project.serving.kv_dtype,
             wl.isl,
-            mode.prefill.layout(ppl).gpu_groups(ppl),
-            mode.decode.layout(dpl).gpu_groups(dpl),
+            _WorkerGroups(ppl, mode.prefill.tp, mode.prefill.pp),
+            _WorkerGroups(dpl, mode.decode.tp, mode.decode.pp),
             mode.prefill.layout().stage_layers(model.num_layers),
             mode.decode.layout().stage_layers(model.num_layers),
             cache=kv_cache,
         )
-        price = gpu_price(project, topo, ppl + dpl)
+        price = sum(map(price_of.__getitem__, ppl + dpl))  # gpu_price, read from a table
         assert isinstance(pw.curve, PrefillCurve) and isinstance(dw.curve, DecodeCurve)
         for b in _batches(dw.curve.cap):
             pending.append(_Pending(mode, pw.curve, dw.curve, b, transfer, price, len(ppl) + len(dpl)))
     rows = _rows(project, pending, ttft_ms, tpot_ms)
     rows.sort(key=lambda r: (not r.meets_targets, _objective_key(r, objective)))
     return DisaggSweep(project=project, rows=tuple(rows), skipped=skipped, combinations=len(combos))
+
+
+def _price_of(project: Project, topo: Topology) -> dict[str, float]:
+    """$ per hour of each GPU, as :func:`~studio.engine.disagg.evaluate.gpu_price` adds them."""
+    sv, specs = project.serving, project.cluster.gpu_specs
+    flat = sv.price_per_gpu_hour
+    return {
+        g: flat if flat is not None else specs[t].price_per_gpu_hour for g, t in topo.gpu_type.items()
+    }
+
+
+class _WorkerGroups(Sequence[list[list[str]]]):
+    """``Layout.gpu_groups`` of a pool, worker by worker, built only for the workers read."""
+
+    def __init__(self, placement: tuple[str, ...], tp: int, pp: int) -> None:
+        self._placement, self._tp, self._pp = placement, tp, pp
+
+    def __len__(self) -> int:
+        return len(self._placement) // (self._tp * self._pp)
+
+    @overload
+    def __getitem__(self, i: int) -> list[list[str]]: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[list[list[str]]]: ...
+    def __getitem__(self, i: int | slice) -> list[list[str]] | Sequence[list[list[str]]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        tp, base = self._tp, i * self._pp * self._tp  # rank (d·pp + s)·tp + t
+        return [list(self._placement[base + s * tp : base + (s + 1) * tp]) for s in range(self._pp)]
 
 
 def _most_balanced(
