@@ -68,3 +68,41 @@ def test_moe_workers_try_expert_parallel_and_dense_ones_do_not():
     assert {w.ep for w in dense} == {1}
     assert any(w.ep == w.tp > 1 for w in moe)
     assert all(w.tp * w.pp <= 8 for w in moe)
+
+
+@pytest.mark.parametrize("load", [None, "rate"])
+def test_rows_solved_together_equal_each_pair_served_alone(load):
+    """The array solve of every (prefill pool, decode pool, batch) gives serve()'s figures row by row."""
+    from studio.engine.disagg import sweep as dsw
+
+    wl = WL
+    if load == "rate":
+        wl = WL.replace(load=WL.load.model_copy(update={"mode": "rate", "rate_per_s": 20.0}))
+    p = project(cluster(HGX_H200, 1, H200), LLAMA_8B, workload=wl)
+    sw = sweep_disaggregated(p)
+    assert len(sw.rows) > 50
+    from studio.engine.disagg.evaluate import place_pools
+    from studio.engine.fabric.topology import topology_of
+    from studio.engine.plan.evaluate import constants_for, resolve_calibration
+
+    cal = resolve_calibration(p, None)
+    c = constants_for(cal, None)
+    topo = topology_of(p.cluster, cal.link_fits if cal else None)
+    cache: dict = {}
+    for r in sw.rows[::7]:
+        ppl, dpl = place_pools(p, r.mode)
+        pw = dsw._worker(p, topo, c, cache, {}, "prefill", r.mode.prefill, ppl)
+        dw = dsw._worker(p, topo, c, cache, {}, "decode", r.mode.decode, dpl)
+        alone = dsw._row(p, r.mode, pw.curve, dw.curve.capped(r.batch), _Transfer(r), 0.0,
+                         r.gpus, 1000, 30)
+        assert alone.ttft_ms == pytest.approx(r.ttft_ms, rel=1e-12)
+        assert alone.tpot_ms == pytest.approx(r.tpot_ms, rel=1e-12)
+        assert alone.tokens_per_s == pytest.approx(r.tokens_per_s, rel=1e-12)
+        assert (alone.limited_by, alone.saturated, alone.meets_targets) == (
+            r.limited_by, r.saturated, r.meets_targets)
+
+
+class _Transfer:
+    def __init__(self, row):
+        self.time_ms = row.transfer_ms
+        self.bottleneck_name = row.transfer_over

@@ -20,6 +20,7 @@ The result (:class:`DisaggResult`) is frozen, with explanations and "why" lines 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import groupby
 
 import numpy as np
 
@@ -70,11 +71,32 @@ def pool_candidates(cluster_gpus: list[tuple[str, str]], pool: PoolLayout, field
     return [g for g, t in cluster_gpus if t == pool.gpu_type]
 
 
-def place_pools(project: Project, mode: ServingMode) -> tuple[tuple[str, ...], tuple[str, ...]]:
+@dataclass(frozen=True)
+class ClusterIndex:
+    """What placing pools reads of a cluster, built once by a caller that places many modes."""
+
+    gpus: list[tuple[str, str]]  # (id, type) in cluster order
+    known: frozenset[str]
+    node_of: dict[str, str]
+
+    @classmethod
+    def of(cls, project: Project) -> ClusterIndex:
+        gpus = [(g.id, g.type) for g in project.cluster.gpus]
+        return cls(
+            gpus=gpus,
+            known=frozenset(g for g, _ in gpus),
+            node_of={g.id: n.id for n in project.cluster.nodes for g in n.gpus},
+        )
+
+
+def place_pools(
+    project: Project, mode: ServingMode, index: ClusterIndex | None = None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """GPU ids of every rank of the prefill and the decode pool (worker by worker, stage by stage,
     TP rank by TP rank). Explicit placements are checked; otherwise the prefill pool takes the first
     free GPUs of its type in cluster order and the decode pool the next ones, which keeps each TP
-    group inside a node whenever TP divides the GPUs per node.
+    group inside a node whenever TP divides the GPUs per node. ``index``: the cluster's
+    :class:`ClusterIndex`, when the caller places many modes on it.
 
     Raises
     ------
@@ -87,8 +109,8 @@ def place_pools(project: Project, mode: ServingMode) -> tuple[tuple[str, ...], t
             "serving_mode.mode is 'aggregated'; give prefill and decode pools (e.g. 2P:tp4,1D:tp8)",
             field="disagg",
         )
-    gpus = [(g.id, g.type) for g in project.cluster.gpus]
-    known = {g for g, _ in gpus}
+    index = index or ClusterIndex.of(project)
+    gpus, known = index.gpus, index.known
     taken: set[str] = set()
     out: list[tuple[str, ...]] = []
     for role, pool in (("prefill", mode.prefill), ("decode", mode.decode)):
@@ -107,7 +129,8 @@ def place_pools(project: Project, mode: ServingMode) -> tuple[tuple[str, ...], t
                     )
             placement = pool.placement
         else:
-            free = [g for g in pool_candidates(gpus, pool, field) if g not in taken]
+            cand = pool_candidates(gpus, pool, field)
+            free = [g for g in cand if g not in taken] if taken else cand
             if pool.gpus > len(free):
                 other = " after the prefill pool" if role == "decode" else ""
                 where = f" of type {pool.gpu_type}" if pool.gpu_type else ""
@@ -116,9 +139,7 @@ def place_pools(project: Project, mode: ServingMode) -> tuple[tuple[str, ...], t
                     f"{len(free)} GPUs{where} are free{other} (the cluster has {len(gpus)}); use fewer workers "
                     "or smaller workers"
                 )
-            placement = _aligned(
-                free, pool, {g.id: n.id for n in project.cluster.nodes for g in n.gpus}
-            )
+            placement = _aligned(free, pool, index.node_of)
         taken.update(placement)
         out.append(placement)
     return out[0], out[1]
@@ -128,23 +149,25 @@ def _aligned(free: list[str], pool: PoolLayout, node_of: dict[str, str]) -> tupl
     """Worker by worker, the first free GPUs of the first node that holds a whole worker; a
     worker larger than any node's free GPUs takes the next free GPUs in cluster order."""
     by_node: dict[str, list[str]] = {}
-    for g in free:
-        by_node.setdefault(node_of[g], []).append(g)
+    # free GPUs come in cluster order, a node's together: group the runs (a node seen again appends)
+    for n, run in groupby(free, key=node_of.__getitem__):
+        by_node.setdefault(n, []).extend(run)
     out: list[str] = []
     per = pool.gpus_per_worker
-    for _ in range(pool.workers):
-        node = next((n for n, gs in by_node.items() if len(gs) >= per), None)
-        if node is not None:
-            pick, by_node[node] = by_node[node][:per], by_node[node][per:]
-        else:
-            pick = []
-            for n, gs in by_node.items():
-                take = gs[: per - len(pick)]
-                pick += take
-                by_node[n] = gs[len(take) :]
-                if len(pick) == per:
-                    break
-        out += pick
+    left = pool.workers
+    # a node keeps the first-node role until it holds less than a worker (it never regains GPUs):
+    # node by node, as many whole workers as it holds
+    for n, gs in by_node.items():
+        k = min(len(gs) // per, left)
+        if k:
+            out += gs[: k * per]
+            by_node[n] = gs[k * per :]
+            left -= k
+        if not left:
+            break
+    if left:  # no node holds a whole worker: the next free GPUs in cluster order
+        rest = [g for gs in by_node.values() for g in gs]
+        out += rest[: left * per]
     return tuple(out)
 
 

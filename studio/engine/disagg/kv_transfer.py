@@ -19,6 +19,7 @@ layers are counted as full (the engines transfer the blocks they hold for the pr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from studio.core.architecture import LLMArchitecture
@@ -108,11 +109,30 @@ def request_flows(
 
     ``prefill[s][t]`` / ``decode[s][t]`` are the GPU ids of stage ``s``, TP rank ``t`` of one worker.
     """
+    plan = _flow_plan(model, kv_dtype, isl, len(prefill[0]), len(decode[0]), prefill_layers,
+                      decode_layers)
+    return _flows_on(plan, prefill, decode)
+
+
+#: One flow of a request by position: (prefill stage, prefill TP rank, decode stage, decode TP rank, bytes).
+_Plan = list[tuple[int, int, int, int, float]]
+
+
+def _flow_plan(
+    model: LLMArchitecture,
+    kv_dtype: DType,
+    isl: float,
+    tp_p: int,
+    tp_d: int,
+    prefill_layers: tuple[int, ...],
+    decode_layers: tuple[int, ...],
+) -> _Plan:
+    """The flows of :func:`request_flows` by stage and TP rank, before they are put on GPUs (the
+    same for every pair of workers of two pool layouts)."""
     heads = model.kv_heads_stored
     per_head_layer_token = model.kv_elements_per_token_per_layer * DType(kv_dtype).bytes / heads
-    tp_p, tp_d = len(prefill[0]), len(decode[0])
     p_heads = [_head_span(t, tp_p, heads) for t in range(tp_p)]
-    flows: dict[tuple[str, str], float] = {}
+    plan: _Plan = []
     for sd, (d_lo, d_hi) in enumerate(_layer_spans(decode_layers)):
         for sp, (p_lo, p_hi) in enumerate(_layer_spans(prefill_layers)):
             layers = min(d_hi, p_hi) - max(d_lo, p_lo)
@@ -127,17 +147,33 @@ def request_flows(
                 for span, ranks in holders.items():
                     src_rank = ranks[td % len(ranks)]  # spread replicated heads over their holders
                     share = min(span[1], h_hi) - max(span[0], h_lo)
-                    key = (prefill[sp][src_rank], decode[sd][td])
-                    flows[key] = flows.get(key, 0.0) + share * layers * per_head_layer_token * isl
+                    plan.append((sp, src_rank, sd, td, share * layers * per_head_layer_token * isl))
+    return plan
+
+
+def _flows_on(
+    plan: _Plan, prefill: list[list[str]], decode: list[list[str]]
+) -> dict[tuple[str, str], float]:
+    flows: dict[tuple[str, str], float] = {}
+    for sp, src_rank, sd, td, nbytes in plan:
+        key = (prefill[sp][src_rank], decode[sd][td])
+        flows[key] = flows.get(key, 0.0) + nbytes
     return flows
 
 
 def _flow_times(
-    topo: Topology, flows: dict[tuple[str, str], float]
+    topo: Topology, flows: dict[tuple[str, str], float], known: dict | None = None
 ) -> list[tuple[float, float, float, int | None, str, str]]:
     """(time ms, bandwidth GB/s, latency µs, bottleneck link index, src, dst) of every flow, links
-    shared equally by the flows crossing them in the same direction."""
-    paths = {k: topo.path(*k) for k in flows}
+    shared equally by the flows crossing them in the same direction. ``known``: paths of GPU pairs
+    already routed on ``topo`` (filled in)."""
+    known = {} if known is None else known
+    paths = {}
+    for k in flows:
+        hit = known.get(k)
+        if hit is None:
+            hit = known[k] = topo.path(*k)
+        paths[k] = hit
     load: dict[tuple[int, bool], int] = {}
     for p in paths.values():
         for li, f in zip(p.link_index, p.forward, strict=True):
@@ -155,6 +191,12 @@ def _flow_times(
     return out
 
 
+#: The key under which a caller's ``cache`` keeps the routed paths of GPU pairs.
+_PATHS = ("paths",)
+#: The key prefix under which it keeps the flow plans of pool-layout pairs.
+_PLAN = "plan"
+
+
 def _pairs(x: int, y: int) -> list[tuple[int, int]]:
     if x * y <= MAX_PAIRS:
         return [(i, j) for i in range(x) for j in range(y)]
@@ -168,8 +210,8 @@ def kv_transfer(
     model: LLMArchitecture,
     kv_dtype: DType,
     isl: float,
-    prefill_groups: list[list[list[str]]],
-    decode_groups: list[list[list[str]]],
+    prefill_groups: Sequence[list[list[str]]],
+    decode_groups: Sequence[list[list[str]]],
     prefill_layers: tuple[int, ...],
     decode_layers: tuple[int, ...],
     cache: dict | None = None,
@@ -188,16 +230,17 @@ def kv_transfer(
         key = (tuple(map(tuple, prefill_groups[i])), tuple(map(tuple, decode_groups[j])))
         hit = cache.get(key) if cache is not None else None
         if hit is None:
-            flows = request_flows(
-                model,
-                kv_dtype,
-                isl,
-                prefill_groups[i],
-                decode_groups[j],
-                prefill_layers,
-                decode_layers,
-            )
-            hit = (flows, max(_flow_times(topo, flows), key=lambda f: f[0]))
+            shape = (_PLAN, len(prefill_groups[i][0]), len(decode_groups[j][0]), prefill_layers,
+                     decode_layers)
+            plan = cache.get(shape) if cache is not None else None
+            if plan is None:
+                plan = _flow_plan(model, kv_dtype, isl, shape[1], shape[2], prefill_layers,
+                                  decode_layers)
+                if cache is not None:
+                    cache[shape] = plan
+            flows = _flows_on(plan, prefill_groups[i], decode_groups[j])
+            known = cache.setdefault(_PATHS, {}) if cache is not None else None
+            hit = (flows, max(_flow_times(topo, flows, known), key=lambda f: f[0]))
             if cache is not None:
                 cache[key] = hit
         flows, slow = hit

@@ -86,7 +86,11 @@ class PrefillCurve:
         # gated batches: the prompts that arrive while a batch runs form the next one, k = λ·T(k)
         k = np.ones_like(rho)
         for _ in range(30):
-            k = np.clip(lam * batch_ms(k), 1.0, float(self.slots))
+            k_next = np.clip(lam * batch_ms(k), 1.0, float(self.slots))
+            done = np.array_equal(k_next, k)  # a fixed point: further rounds change nothing
+            k = k_next
+            if done:
+                break
         t = batch_ms(k)
         busy = np.minimum(1.0, lam * t / k)
         self._rho = rho
@@ -132,9 +136,10 @@ class DecodeCurve:
         cls, im: IterationModel, isl: float, osl: float, cap: int, micro_batches: float
     ) -> DecodeCurve:
         cap = max(1, int(cap))
-        grid = np.unique(
+        grid = np.sort(
             np.concatenate((np.geomspace(1.0, cap, min(cap, 96)).round(), [1.0, float(cap)]))
         )
+        grid = grid[np.concatenate(([True], grid[1:] != grid[:-1]))]  # np.unique without numpy.ma
         ctx = float(isl) + float(osl) / 2.0
         # one iteration emits tokens_per_step tokens per sequence (1; more with speculation)
         t = im.round_ms(0.0, grid, ctx, float(isl), np.full(grid.shape, float(micro_batches))) / im.tokens_per_step

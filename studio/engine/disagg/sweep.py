@@ -11,18 +11,21 @@ the others, as the aggregated sweep samples replicas; the KV transfer is costed 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import overload
+
+import numpy as np
 
 from studio.core import parallelism as par
 from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.core.serving_mode import PoolLayout, ServingMode
 from studio.engine.disagg.evaluate import (
+    ClusterIndex,
     DisaggResult,
     Worker,
     decode_worker,
-    gpu_price,
     load_of,
     place_pools,
     pool_costs,
@@ -30,6 +33,7 @@ from studio.engine.disagg.evaluate import (
 )
 from studio.engine.disagg.kv_transfer import KvTransfer, kv_transfer
 from studio.engine.disagg.pools import DecodeCurve, PrefillCurve, serve
+from studio.engine.disagg.serve_grid import LIMITERS, DecodeTables, PrefillTables, serve_many
 from studio.engine.fabric.topology import Topology, topology_of
 from studio.engine.plan.evaluate import constants_for, resolve_calibration
 from studio.engine.step.constants import Constants
@@ -37,6 +41,8 @@ from studio.engine.step.constants import Constants
 #: Most (layout pair, x, y) combinations costed; beyond it the most balanced splits are costed.
 MAX_COMBINATIONS = 3000
 OBJECTIVES = ("throughput", "cost", "latency")
+#: A layout pair and its fitting worker counts (x, y), as arrays.
+_Block = tuple[PoolLayout, PoolLayout, np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -158,18 +164,25 @@ def sweep_disaggregated(
         t: sum(1 for g in project.cluster.gpus if t is None or g.type == t) for t in types
     }
     shapes = {t: worker_shapes(project, t) for t in types}
-    combos: list[tuple[PoolLayout, PoolLayout, int, int]] = []
+    blocks: list[_Block] = []
     for tp_ in types:
         for td in types:
             for p in shapes[tp_]:
                 for d in shapes[td]:
-                    combos += _splits(p, d, type_count[tp_], type_count[td], tp_ == td)
+                    xs, ys = _splits(p, d, type_count[tp_], type_count[td], tp_ == td)
+                    if xs.size:
+                        blocks.append((p, d, xs, ys))
     workers: dict[tuple, Worker | str] = {}
     skipped: dict[str, int] = {}
-    if len(combos) > MAX_COMBINATIONS:
-        combos = _most_balanced(project, topo, c, combos, workers, skipped)
+    if sum(b[2].size for b in blocks) > MAX_COMBINATIONS:
+        combos = _most_balanced(project, topo, c, blocks, workers, skipped)
+    else:
+        combos = [(p, d, x, y) for p, d, xs, ys in blocks
+                  for x, y in zip(xs.tolist(), ys.tolist(), strict=True)]
     kv_cache: dict = {}
-    rows: list[DisaggRow] = []
+    index = ClusterIndex.of(project)
+    price_of = _price_of(project, topo)
+    pending: list[_Pending] = []
     for p, d, x, y in combos:
         if cancel is not None and cancel():
             break
@@ -177,7 +190,7 @@ def sweep_disaggregated(
             mode="disaggregated", prefill=p.replace(workers=x), decode=d.replace(workers=y)
         )
         try:
-            ppl, dpl = place_pools(project, mode)
+            ppl, dpl = place_pools(project, mode, index)
         except StudioError:
             continue
         pw = _worker(project, topo, c, workers, skipped, "prefill", mode.prefill, ppl)
@@ -191,37 +204,57 @@ def sweep_disaggregated(
             model,
             project.serving.kv_dtype,
             wl.isl,
-            mode.prefill.layout(ppl).gpu_groups(ppl),
-            mode.decode.layout(dpl).gpu_groups(dpl),
+            _WorkerGroups(ppl, mode.prefill.tp, mode.prefill.pp),
+            _WorkerGroups(dpl, mode.decode.tp, mode.decode.pp),
             mode.prefill.layout().stage_layers(model.num_layers),
             mode.decode.layout().stage_layers(model.num_layers),
             cache=kv_cache,
         )
-        price = gpu_price(project, topo, ppl + dpl)
+        price = sum(map(price_of.__getitem__, ppl + dpl))  # gpu_price, read from a table
         assert isinstance(pw.curve, PrefillCurve) and isinstance(dw.curve, DecodeCurve)
         for b in _batches(dw.curve.cap):
-            rows.append(
-                _row(
-                    project,
-                    mode,
-                    pw.curve,
-                    dw.curve.capped(b),
-                    transfer,
-                    price,
-                    len(ppl) + len(dpl),
-                    ttft_ms,
-                    tpot_ms,
-                )
-            )
+            pending.append(_Pending(mode, pw.curve, dw.curve, b, transfer, price, len(ppl) + len(dpl)))
+    rows = _rows(project, pending, ttft_ms, tpot_ms)
     rows.sort(key=lambda r: (not r.meets_targets, _objective_key(r, objective)))
     return DisaggSweep(project=project, rows=tuple(rows), skipped=skipped, combinations=len(combos))
+
+
+def _price_of(project: Project, topo: Topology) -> dict[str, float]:
+    """$ per hour of each GPU, as :func:`~studio.engine.disagg.evaluate.gpu_price` adds them."""
+    sv, specs = project.serving, project.cluster.gpu_specs
+    flat = sv.price_per_gpu_hour
+    return {
+        g: flat if flat is not None else specs[t].price_per_gpu_hour for g, t in topo.gpu_type.items()
+    }
+
+
+class _WorkerGroups(Sequence[list[list[str]]]):
+    """``Layout.gpu_groups`` of a pool, worker by worker, built only for the workers read."""
+
+    def __init__(self, placement: tuple[str, ...], tp: int, pp: int) -> None:
+        self._placement, self._tp, self._pp = placement, tp, pp
+
+    def __len__(self) -> int:
+        return len(self._placement) // (self._tp * self._pp)
+
+    @overload
+    def __getitem__(self, i: int) -> list[list[str]]: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[list[list[str]]]: ...
+    def __getitem__(self, i: int | slice) -> list[list[str]] | Sequence[list[list[str]]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        tp, base = self._tp, i * self._pp * self._tp  # rank (d·pp + s)·tp + t
+        return [list(self._placement[base + s * tp : base + (s + 1) * tp]) for s in range(self._pp)]
 
 
 def _most_balanced(
     project: Project,
     topo: Topology,
     c: Constants,
-    combos: list[tuple],
+    blocks: list[_Block],
     cache: dict,
     skipped: dict[str, int],
 ) -> list[tuple]:
@@ -244,25 +277,56 @@ def _most_balanced(
             mu[key] = 0.0 if w is None else float(w.curve.mu)
         return mu[key]
 
-    def score(k: tuple) -> float:
-        p, d, x, y = k
-        mp, md = capacity("prefill", p), capacity("decode", d)
-        return (
-            abs(math.log(x * mp / (y * md)))
-            if mp > 0 and md > 0 and math.isfinite(md)
-            else math.inf
-        )
-
-    ranked = sorted(((score(k), i) for i, k in enumerate(combos)))
-    return [combos[i] for s, i in ranked[:MAX_COMBINATIONS] if math.isfinite(s)]
+    mp, md = np.empty(len(blocks)), np.empty(len(blocks))
+    for i, (p, d, _, _) in enumerate(blocks):
+        mp[i], md[i] = capacity("prefill", p), capacity("decode", d)
+    sizes = [b[2].size for b in blocks]
+    which = np.repeat(np.arange(len(blocks)), sizes)
+    x = np.concatenate([b[2] for b in blocks]).astype(float)
+    y = np.concatenate([b[3] for b in blocks]).astype(float)
+    mp_r, md_r = mp[which], md[which]
+    ok = (mp_r > 0) & (md_r > 0) & np.isfinite(md_r)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        score = np.where(ok, np.abs(np.log(x * mp_r / (y * md_r))), math.inf)
+    ranked = np.argsort(score, kind="stable")[:MAX_COMBINATIONS]  # ties: first in order
+    ranked = ranked[np.isfinite(score[ranked])]
+    return [
+        (blocks[w][0], blocks[w][1], int(xi), int(yi))
+        for w, xi, yi in zip(which[ranked].tolist(), x[ranked].tolist(), y[ranked].tolist(), strict=True)
+    ]
 
 
 def _splits(
     p: PoolLayout, d: PoolLayout, budget_p: int, budget_d: int, shared: bool
-) -> list[tuple]:
+) -> tuple[np.ndarray, np.ndarray]:
     """Every prefill:decode worker ratio a:b (coprime) that fits, each at the largest multiple
     k·a : k·b the GPUs allow (per-GPU figures hardly change with the multiple; using more of the
-    drawn GPUs is what a deployment does). ``shared``: both pools draw on the same GPUs."""
+    drawn GPUs is what a deployment does). ``shared``: both pools draw on the same GPUs.
+
+    In closed form over the whole (a, b) grid: ``k = ⌊budget / (a·g_p + b·g_d)⌋`` on shared GPUs,
+    else the smaller of the two pools' quotients; a ratio fits when ``k ≥ 1``."""
+    gp, gd = p.gpus_per_worker, d.gpus_per_worker
+    if (p.ep > 1 and p.tp % p.ep) or (d.ep > 1 and d.tp % d.ep):
+        walk = _splits_walk(p, d, budget_p, budget_d, shared)
+        return np.array([w[2] for w in walk], dtype=int), np.array([w[3] for w in walk], dtype=int)
+    a = np.arange(1, budget_p // gp + 1)[:, None]
+    b = np.arange(1, budget_d // gd + 1)[None, :]
+    if a.size == 0 or b.size == 0:
+        return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
+    if shared:
+        k = budget_p // (a * gp + b * gd)
+    else:
+        k = np.minimum(budget_p // (a * gp), budget_d // (b * gd))
+    ia, ib = np.nonzero((k >= 1) & (np.gcd(a, b) == 1))
+    kk = k[ia, ib]
+    return (ia + 1) * kk, (ib + 1) * kk
+
+
+def _splits_walk(
+    p: PoolLayout, d: PoolLayout, budget_p: int, budget_d: int, shared: bool
+) -> list[tuple]:
+    """:func:`_splits` one ratio at a time, for expert parallelism that does not divide TP (a
+    worker count must then keep ``TP·x`` a multiple of EP)."""
     from math import gcd
 
     gp, gd = p.gpus_per_worker, d.gpus_per_worker
@@ -292,6 +356,100 @@ def _objective_key(r: DisaggRow, objective: str) -> float:
     if objective == "latency":
         return r.tpot_ms
     return -r.tokens_per_s_per_gpu
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A candidate waiting to be solved with the others (one decode batch cap of one split)."""
+
+    mode: ServingMode
+    prefill: PrefillCurve
+    decode: DecodeCurve  # the worker's own curve; ``batch`` caps it
+    batch: int
+    transfer: KvTransfer
+    price: float
+    gpus: int
+
+
+def _rows(
+    project: Project,
+    pending: list[_Pending],
+    ttft_target: float | None,
+    tpot_target: float | None,
+) -> list[DisaggRow]:
+    """Every pending candidate solved together (:func:`serve_many`), as rows in the same order."""
+    if not pending:
+        return []
+    if pending[0].decode.decode_iters == 0:  # one output token: no decode curve to interpolate
+        return [
+            _row(project, q.mode, q.prefill, q.decode.capped(q.batch), q.transfer, q.price, q.gpus,
+                 ttft_target, tpot_target)
+            for q in pending
+        ]
+    wl = project.workload
+    p_of: dict[int, int] = {}
+    d_of: dict[tuple[int, int], int] = {}
+    p_curves: list[PrefillCurve] = []
+    d_curves: list[DecodeCurve] = []
+    n = len(pending)
+    p_idx = np.empty(n, dtype=np.intp)
+    d_idx = np.empty(n, dtype=np.intp)
+    x = np.empty(n)
+    y = np.empty(n)
+    tr = np.empty(n)
+    users = np.zeros(n)
+    rate: float | None = None
+    poisson = True
+    for i, q in enumerate(pending):
+        assert q.mode.prefill is not None and q.mode.decode is not None
+        pi = p_of.setdefault(id(q.prefill), len(p_curves))
+        if pi == len(p_curves):
+            p_curves.append(q.prefill)
+        key = (id(q.decode), q.batch)
+        di = d_of.setdefault(key, len(d_curves))
+        if di == len(d_curves):
+            d_curves.append(q.decode.capped(q.batch))
+        p_idx[i], d_idx[i] = pi, di
+        x[i], y[i], tr[i] = q.mode.prefill.workers, q.mode.decode.workers, q.transfer.time_ms
+        _, u, rate, poisson, _ = load_of(project, q.mode.decode.workers, d_curves[di].cap)
+        if u is not None:
+            users[i] = float(u[0])
+    st = serve_many(
+        PrefillTables.of(p_curves), p_idx, DecodeTables.of(d_curves), d_idx, x, y, tr,
+        users=None if rate is not None else users, rate_per_ms=rate, poisson=poisson,
+    )
+    tps = st.rate * 1e3 * wl.osl
+    gpus = np.array([q.gpus for q in pending], dtype=float)
+    price = np.array([q.price for q in pending], dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_user = np.where(st.tpot > 0, 1e3 / st.tpot, 0.0)
+        usd = np.where(tps > 0, price / (tps * 3600.0) * 1e6, np.inf)
+    meets = ~(st.saturated & (rate is not None))
+    if ttft_target is not None:
+        meets &= st.ttft <= ttft_target
+    if tpot_target is not None:
+        meets &= st.tpot <= tpot_target
+    out = []
+    for i, q in enumerate(pending):
+        out.append(
+            DisaggRow(
+                mode=q.mode,
+                batch=d_curves[d_idx[i]].cap,
+                gpus=q.gpus,
+                ttft_ms=float(st.ttft[i]),
+                tpot_ms=float(st.tpot[i]),
+                tokens_per_s=float(tps[i]),
+                tokens_per_s_per_gpu=float(tps[i] / gpus[i]),
+                tokens_per_s_per_user=float(per_user[i]),
+                usd_per_million=float(usd[i]),
+                transfer_ms=q.transfer.time_ms,
+                transfer_over=q.transfer.bottleneck_name,
+                limited_by=LIMITERS[int(st.limiter[i])],
+                saturated=bool(st.saturated[i]),
+                meets_targets=bool(meets[i]),
+            )
+        )
+    return out
 
 
 def _row(
