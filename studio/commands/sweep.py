@@ -58,6 +58,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from studio.commands.options.disagg_args import add_disagg_args
 
     add_disagg_args(p, sweep=True)
+    from studio.commands.sweep_fleet import add_fleet_args
+
+    add_fleet_args(p)
     p.set_defaults(func=run)
 
 
@@ -88,6 +91,9 @@ def run(args: argparse.Namespace) -> int:
     if args.csv:
         write_csv(result, Path(args.csv))
     disagg = _disagg(args, project, result)
+    from studio.commands.sweep_fleet import fleet_ranking
+
+    fleet = fleet_ranking(args, project, result, args.top)
     disagg_slo = None
     if disagg is not None and targets is not None and targets.ttft_p99_ms is not None:
         from studio.commands.options.disagg_args import check_disagg_slo
@@ -106,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
             data["disaggregated"] = disagg_sweep_json(disagg, args.top, best_aggregated_per_gpu(result))
             if disagg_slo is not None:
                 data["disaggregated"]["slo"] = disagg_slo
+        if fleet is not None:
+            data["fleet"] = fleet
         print_json(data)
     else:
         print(format_sweep(project, result, rows, args.objective))
@@ -127,6 +135,10 @@ def run(args: argparse.Namespace) -> int:
                 from studio.commands.options.disagg_args import format_disagg_slo
 
                 print("\n" + format_disagg_slo(disagg_slo))
+        if fleet is not None:
+            from studio.commands.sweep_fleet import format_fleet_ranking
+
+            print("\n" + format_fleet_ranking(fleet))
         if args.csv:
             print(f"\nwrote {result.candidates} rows to {args.csv}")
     return 0
