@@ -144,3 +144,32 @@ def test_ranking_orders_the_explorers_layouts_by_cost_and_applies_one(qtbot, vie
     qtbot.mouseDClick(table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     assert live_doc.project.layout == view.ranking[other].layout
     assert live_doc.undo_stack.count() == count + 1
+
+
+def test_settings_are_the_projects_saved_undone_and_restored(qtbot, view, live_doc, tmp_path):
+    """A typed p99 TPOT and a price become the project's fleet settings (one undo step each), are
+    written to the file, and a reopened file or an undo puts the controls back."""
+    count = live_doc.undo_stack.count()
+    with qtbot.waitSignal(view.planReady, timeout=60_000):
+        view.tpot.setFocus()
+        view.tpot.selectAll()
+        qtbot.keyClicks(view.tpot, "60")
+        qtbot.keyClick(view.tpot, Qt.Key.Key_Return)
+    assert live_doc.project.fleet.tpot_p99_ms == 60 and live_doc.undo_stack.count() == count + 1
+    price = view.optional["on_demand_usd_per_gpu_hour"]
+    assert price.text() == "preset" and live_doc.project.fleet.on_demand_usd_per_gpu_hour is None
+    with qtbot.waitSignal(view.planReady, timeout=60_000):
+        price.setFocus()
+        price.selectAll()
+        qtbot.keyClicks(price, "4.5")
+        qtbot.keyClick(price, Qt.Key.Key_Return)
+    assert live_doc.project.fleet.on_demand_usd_per_gpu_hour == 4.5
+    assert view.result.plan.pricing.burst_usd_per_gpu_hour == 4.5  # the plan drawn uses it
+    path = live_doc.save(tmp_path / "fleet.json")
+    live_doc.undo_stack.undo()
+    assert price.text() == "preset" and view.tpot.value() == 60
+    live_doc.undo_stack.undo()
+    assert view.tpot.value() == 50
+    live_doc.open(path)
+    assert view.tpot.value() == 60 and price.value() == 4.5
+    assert live_doc.project.fleet.tpot_p99_ms == 60
