@@ -35,9 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "sweep",
         help="rank every TP × PP × EP × DP layout of the cluster",
-        description="Enumerate every layout that uses all GPUs of the cluster (TP × PP × EP × DP, "
-        "micro-batches, batch), filter by the TTFT/TPOT targets, rank by the objective and mark the "
-        "Pareto frontier of throughput per GPU against tokens/s per user.",
+        description="Enumerate every layout of the cluster (TP × PP × EP × DP, micro-batches, batch): those "
+        "that use all GPUs and those on whole TP groups of each server that leave the rest idle; filter by the "
+        "TTFT/TPOT targets, rank by the objective and mark the Pareto frontier of throughput per GPU against tokens/s per user.",
     )
     add_project_args(p, layout=False)
     add_runtime_args(p)
@@ -199,6 +199,7 @@ def sweep_json(result, rows: list[int], objective: str) -> dict:
             "row": r,
             "meets_targets": bool(cols["meets_targets"][r]) if "meets_targets" in cols else None,
             "reason_unfit": result.reasons_unfit[r] if r < len(result.reasons_unfit) else "",
+            "idle_gpus": int(cols["idle_gpus"][r]) if "idle_gpus" in cols else 0,
         }
         layouts.append(plan)
     return {
@@ -222,6 +223,9 @@ def _label(cols, r: int) -> str:
     cp = int(cols["cp"][r]) if "cp" in cols else 1
     if cp > 1:
         label += f"×{'PCP' if bool(cols['cp_prefill'][r]) else 'DCP'}{cp}"
+    idle = int(cols["idle_gpus"][r]) if "idle_gpus" in cols else 0
+    if idle:
+        label += f" ({idle} GPU{'s' if idle != 1 else ''} idle)"
     return label
 
 
