@@ -35,9 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "sweep",
         help="rank every TP × PP × EP × DP layout of the cluster",
-        description="Enumerate every layout that uses all GPUs of the cluster (TP × PP × EP × DP, "
-        "micro-batches, batch), filter by the TTFT/TPOT targets, rank by the objective and mark the "
-        "Pareto frontier of throughput per GPU against tokens/s per user.",
+        description="Enumerate every layout of the cluster (TP × PP × EP × DP, micro-batches, batch): those "
+        "that use all GPUs and those on whole TP groups of each server that leave the rest idle; filter by the "
+        "TTFT/TPOT targets, rank by the objective and mark the Pareto frontier of throughput per GPU against tokens/s per user.",
     )
     add_project_args(p, layout=False)
     add_runtime_args(p)
@@ -58,6 +58,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from studio.commands.options.disagg_args import add_disagg_args
 
     add_disagg_args(p, sweep=True)
+    from studio.commands.sweep_fleet import add_fleet_args
+
+    add_fleet_args(p)
     p.set_defaults(func=run)
 
 
@@ -88,6 +91,9 @@ def run(args: argparse.Namespace) -> int:
     if args.csv:
         write_csv(result, Path(args.csv))
     disagg = _disagg(args, project, result)
+    from studio.commands.sweep_fleet import fleet_ranking
+
+    fleet = fleet_ranking(args, project, result, args.top)
     disagg_slo = None
     if disagg is not None and targets is not None and targets.ttft_p99_ms is not None:
         from studio.service.disagg_slo import check_disagg_slo
@@ -106,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
             data["disaggregated"] = disagg_sweep_json(disagg, args.top, best_aggregated_per_gpu(result))
             if disagg_slo is not None:
                 data["disaggregated"]["slo"] = disagg_slo
+        if fleet is not None:
+            data["fleet"] = fleet
         print_json(data)
     else:
         print(format_sweep(project, result, rows, args.objective))
@@ -127,6 +135,10 @@ def run(args: argparse.Namespace) -> int:
                 from studio.commands.options.disagg_args import format_disagg_slo
 
                 print("\n" + format_disagg_slo(disagg_slo))
+        if fleet is not None:
+            from studio.commands.sweep_fleet import format_fleet_ranking
+
+            print("\n" + format_fleet_ranking(fleet))
         if args.csv:
             print(f"\nwrote {result.candidates} rows to {args.csv}")
     return 0
@@ -187,6 +199,7 @@ def sweep_json(result, rows: list[int], objective: str) -> dict:
             "row": r,
             "meets_targets": bool(cols["meets_targets"][r]) if "meets_targets" in cols else None,
             "reason_unfit": result.reasons_unfit[r] if r < len(result.reasons_unfit) else "",
+            "idle_gpus": int(cols["idle_gpus"][r]) if "idle_gpus" in cols else 0,
         }
         layouts.append(plan)
     return {
@@ -210,6 +223,9 @@ def _label(cols, r: int) -> str:
     cp = int(cols["cp"][r]) if "cp" in cols else 1
     if cp > 1:
         label += f"×{'PCP' if bool(cols['cp_prefill'][r]) else 'DCP'}{cp}"
+    idle = int(cols["idle_gpus"][r]) if "idle_gpus" in cols else 0
+    if idle:
+        label += f" ({idle} GPU{'s' if idle != 1 else ''} idle)"
     return label
 
 

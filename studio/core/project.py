@@ -23,12 +23,13 @@ from pydantic import (
 from studio.core.architecture import LLMArchitecture
 from studio.core.base import Frozen
 from studio.core.errors import StudioError
+from studio.core.fleet_settings import FleetSettings
 from studio.core.hardware import Cluster
 from studio.core.layout import Layout
 from studio.core.serving_mode import ServingMode
 from studio.core.workload import ServingConfig, Workload
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: What the layout recommendation optimises (the Explorer and "Best layout for my targets").
 Objective = Literal["throughput", "cost", "latency"]
@@ -119,6 +120,9 @@ class Project(Frozen):
     serving_mode: ServingMode = Field(
         default_factory=ServingMode, description="aggregated, or disaggregated prefill/decode pools"
     )
+    fleet: FleetSettings = Field(
+        default_factory=FleetSettings, description="the Fleet view's traffic, SLO, prices and facility figures"
+    )
 
     @field_validator("pinned")
     @classmethod
@@ -143,6 +147,8 @@ class Project(Frozen):
             data.pop("serving_mode", None)
         if isinstance(data, dict) and not self.pinned_batches:
             data.pop("pinned_batches", None)  # files of projects that never pinned a batch stay as they were
+        if isinstance(data, dict) and self.fleet == _FLEET_DEFAULT:
+            data.pop("fleet", None)  # nor do files of projects whose Fleet view kept its defaults
         return data
 
     @model_validator(mode="wrap")
@@ -176,6 +182,7 @@ class Project(Frozen):
 
 
 _AGGREGATED = ServingMode()
+_FLEET_DEFAULT = FleetSettings()
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -204,7 +211,16 @@ def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3}
+def _v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 4 may store the Fleet view's settings (``fleet``: traffic, p99 SLO, headroom, prices,
+    storage bandwidth, PUE, carbon intensity); a version-3 file has none, which means the view's
+    defaults — what it showed before the settings were saved."""
+    if not isinstance(data.get("fleet", {}), dict):
+        raise TypeError("'fleet' must be an object")
+    return data
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def migrate(data: dict[str, Any], source: str | None = None) -> dict[str, Any]:

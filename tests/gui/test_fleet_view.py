@@ -144,3 +144,64 @@ def test_ranking_orders_the_explorers_layouts_by_cost_and_applies_one(qtbot, vie
     qtbot.mouseDClick(table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     assert live_doc.project.layout == view.ranking[other].layout
     assert live_doc.undo_stack.count() == count + 1
+
+
+def test_settings_are_the_projects_saved_undone_and_restored(qtbot, view, live_doc, tmp_path):
+    """A typed p99 TPOT and a price become the project's fleet settings (one undo step each), are
+    written to the file, and a reopened file or an undo puts the controls back."""
+    count = live_doc.undo_stack.count()
+    with qtbot.waitSignal(view.planReady, timeout=60_000):
+        view.tpot.setFocus()
+        view.tpot.selectAll()
+        qtbot.keyClicks(view.tpot, "60")
+        qtbot.keyClick(view.tpot, Qt.Key.Key_Return)
+    assert live_doc.project.fleet.tpot_p99_ms == 60 and live_doc.undo_stack.count() == count + 1
+    price = view.optional["on_demand_usd_per_gpu_hour"]
+    assert price.text() == "preset" and live_doc.project.fleet.on_demand_usd_per_gpu_hour is None
+    with qtbot.waitSignal(view.planReady, timeout=60_000):
+        price.setFocus()
+        price.selectAll()
+        qtbot.keyClicks(price, "4.5")
+        qtbot.keyClick(price, Qt.Key.Key_Return)
+    assert live_doc.project.fleet.on_demand_usd_per_gpu_hour == 4.5
+    assert view.result.plan.pricing.burst_usd_per_gpu_hour == 4.5  # the plan drawn uses it
+    path = live_doc.save(tmp_path / "fleet.json")
+    live_doc.undo_stack.undo()
+    assert price.text() == "preset" and view.tpot.value() == 60
+    live_doc.undo_stack.undo()
+    assert view.tpot.value() == 50
+    live_doc.open(path)
+    assert view.tpot.value() == 60 and price.value() == 4.5
+    assert live_doc.project.fleet.tpot_p99_ms == 60
+
+
+def test_explorer_button_ranks_by_cost_per_day_in_the_fleet_tab(qtbot, live_doc, catalog, tmp_path, monkeypatch):
+    """Issue 35: the Explorer reaches the fleet objective: its *Cost per day…* button raises the
+    Fleet tab, which lists the sweep's layouts cheapest per day first."""
+    from PySide6.QtCore import QSettings
+
+    from studio.gui.window.main_window import MainWindow
+    from studio.service import fleet
+
+    real = fleet.sweep_layouts
+    monkeypatch.setattr(fleet, "sweep_layouts", lambda p: fleet.replica_layouts(real(p))[:3])
+    settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    w = MainWindow(live_doc, catalog, settings=settings)
+    qtbot.addWidget(w)
+    w.resize(1366, 768)
+    w.show()
+    qtbot.waitExposed(w)
+    w.docks["Explorer"].raise_()
+    ex = w.explorer
+    button = w.cost_rank_button
+    assert button.text() == "Cost per day…"
+    qtbot.waitUntil(button.isVisible, timeout=10_000)
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    view = w.fleet_view
+    qtbot.waitUntil(lambda: view.ranking is not None, timeout=120_000)
+    costs = [r.usd_per_day for r in view.ranking]
+    assert len(costs) == 3 and costs == sorted(costs)
+    assert view.isVisible() and view.ranking_table.rowCount() == 3
+    assert view.ranking_table.item(0, 4).text().startswith("$")
+    view.wait_idle()
+    ex.wait_idle()

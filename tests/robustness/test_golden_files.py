@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from studio.core.errors import StudioError
 from studio.core.project import SCHEMA_VERSION
 from studio.io.project_file import load_project, project_from_json, project_to_json, save_project
 from tests.robustness.golden_files import GOLDEN, example_files, golden_files
@@ -65,3 +66,21 @@ def test_golden_details_survive():
 
 def test_golden_files_are_listed():
     assert sorted(p.name for p in golden_files(1)) == sorted(EXPECTED)
+
+
+def test_v4_fleet_settings_load_and_older_files_keep_the_defaults(tmp_path):
+    fleet = load_project(GOLDEN / "v4" / "fleet-settings.json").fleet
+    assert (fleet.traffic, fleet.peak_per_s, fleet.ttft_p99_ms, fleet.tpot_p99_ms) == ("flat-batch", 12.0, 1500.0, 40.0)
+    assert (fleet.headroom, fleet.storage_gbps, fleet.burst, fleet.pue, fleet.grid_g_co2e_per_kwh) == (
+        0.3, 2.5, "spot", 1.3, 250.0)
+    old = load_project(GOLDEN / "v3" / "sglang-runtime-version.json")
+    assert old.fleet == type(fleet)()
+    saved = json.loads((save_project(old, tmp_path / "old.json")).read_text(encoding="utf-8"))
+    assert "fleet" not in saved and saved["schema_version"] == SCHEMA_VERSION
+
+
+def test_bad_fleet_settings_name_the_field():
+    data = json.loads((GOLDEN / "v4" / "fleet-settings.json").read_text(encoding="utf-8"))
+    data["fleet"]["headroom"] = -1
+    with pytest.raises(StudioError, match="fleet.headroom"):
+        project_from_json(json.dumps(data), "bad.json")

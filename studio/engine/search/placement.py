@@ -156,7 +156,7 @@ def _bw(topo: Topology, a: str, b: str) -> tuple[float, float]:
 
 def _pool_near(topo: Topology, seed: str, pool: list[str], need: int) -> list[str]:
     same = [g for g in pool if topo.gpu_node[g] == topo.gpu_node[seed]]
-    return same if len(same) >= need else pool
+    return same if len(same) >= need else list(pool)  # a copy: the caller removes from both
 
 
 def _seeded_groups(topo: Topology, gpus: list[str], tp: int, n_groups: int) -> list[list[str]]:

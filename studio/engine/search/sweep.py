@@ -24,6 +24,7 @@ from studio.engine.plan.evaluate import constants_for, evaluate, resolve_calibra
 from studio.engine.plan.fits import fits as layout_fits
 from studio.engine.plan.fits import heads_split, memory_fit
 from studio.engine.plan.results import PlanResult
+from studio.engine.search.idle import idle_candidates, tp_group_gpus
 from studio.engine.serving.serve_times import serve_times
 from studio.engine.step.costing import LayoutCosts
 from studio.engine.step.records import frozen_result
@@ -33,7 +34,7 @@ OBJECTIVES = ("throughput", "cost", "latency")
 COLUMNS = (
     "tp", "pp", "dp", "ep", "micro_batches", "batch", "fits", "mem_peak_gib", "kv_capacity_tokens", "ttft_ms",
     "tpot_ms", "tokens_per_s", "tokens_per_s_per_gpu", "tokens_per_s_per_user", "usd_per_million", "bubble",
-    "warnings_count", "meets_targets", "cp", "cp_prefill",
+    "warnings_count", "meets_targets", "cp", "cp_prefill", "idle_gpus",
 )
 MAX_SAMPLED_REPLICAS = 4
 #: Largest prefill-CP degree the sweep tries (ring attention over more replicas is rarely served).
@@ -72,11 +73,14 @@ class SweepResult:
     _plans: dict[int, PlanResult] = field(default_factory=dict, repr=False, compare=False)
 
     def layout(self, i: int) -> Layout:
-        """The layout of row ``i`` (placement in cluster order)."""
+        """The layout of row ``i`` (placement in cluster order; a row that leaves GPUs idle names
+        the GPUs it runs on, :func:`studio.engine.search.idle.tp_group_gpus`)."""
         col = self.columns
-        return Layout(tp=int(col["tp"][i]), pp=int(col["pp"][i]), dp=int(col["dp"][i]), ep=int(col["ep"][i]),
+        tp = int(col["tp"][i])
+        placement = tp_group_gpus(self.project.cluster, tp) if int(col["idle_gpus"][i]) else None
+        return Layout(tp=tp, pp=int(col["pp"][i]), dp=int(col["dp"][i]), ep=int(col["ep"][i]),
                       micro_batches=int(col["micro_batches"][i]), cp=int(col["cp"][i]),
-                      cp_mode="prefill" if bool(col["cp_prefill"][i]) else "decode")
+                      cp_mode="prefill" if bool(col["cp_prefill"][i]) else "decode", placement=placement)
 
     def plan(self, i: int, *, details: bool = True) -> PlanResult:
         """Full :func:`evaluate` of row ``i`` at its batch size (cached).
@@ -94,7 +98,9 @@ class SweepResult:
         return plan
 
     def label(self, i: int) -> str:
-        return f"{self.layout(i).label} M={int(self.columns['micro_batches'][i])} batch={int(self.columns['batch'][i])}"
+        idle = int(self.columns["idle_gpus"][i])
+        return (f"{self.layout(i).label} M={int(self.columns['micro_batches'][i])} batch={int(self.columns['batch'][i])}"
+                + (f" ({idle} GPU{'s' if idle != 1 else ''} idle)" if idle else ""))
 
 
 def layout_candidates(project: Project, n_gpus: int) -> list[tuple[int, int, int, int]]:
@@ -197,7 +203,8 @@ def sweep(
         acceptance(sv.speculative)
     if cp_sizes is None and seq_len <= c.long_context_tokens:
         cp_sizes = [1]  # short contexts: the KV cache is small, CP only adds its exchange
-    combos = [(tp, pp, dp, ep, cp, mode) for tp, pp, dp, ep in layout_candidates(project, n_gpus)
+    shapes = [(*shape, None) for shape in layout_candidates(project, n_gpus)] + idle_candidates(project)
+    combos = [(tp, pp, dp, ep, cp, mode, used) for tp, pp, dp, ep, used in shapes
               for cp, mode in (cp_variants(project, tp, pp, dp, cp_sizes, cp_modes) if heads_split(model, tp)
                                else [(1, "decode")])]
     cols: dict[str, list[np.ndarray]] = {k: [] for k in COLUMNS}
@@ -208,20 +215,24 @@ def sweep(
     kinds: list[str] = []
     a2a_kinds: list[str] = []
     cancelled = False
-    for i, (tp, pp, dp, ep, cp, mode) in enumerate(combos):
+    for i, (tp, pp, dp, ep, cp, mode, used) in enumerate(combos):
         if progress is not None and progress(i / len(combos)) is False:
             cancelled = True
             break
-        layout = Layout(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, cp_mode=mode)
+        layout = Layout(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, cp_mode=mode, placement=used)
+        idle = n_gpus - layout.world_size
         try:
-            lc = project_costs(project, layout, placement, topo, c, replicas=_sample(dp))
+            lc = project_costs(project, layout, used or placement, topo, c, replicas=_sample(dp))
         except StudioError as exc:  # e.g. GPUs of a group not linked
-            _append_unfit(cols, reasons_unfit, extra, tp, pp, dp, ep, str(exc), cp, mode)
+            _append_unfit(cols, reasons_unfit, extra, tp, pp, dp, ep, str(exc), cp, mode, idle)
             kinds.append("")
             a2a_kinds.append("")
             cp_kinds.append("")
             continue
         rows = _rows(lc, grid, seq_len, wl, c, usd_per_hour, project, ttft_ms, tpot_ms, topo)
+        # idle GPUs serve nothing but are drawn (and paid for): per GPU means per drawn GPU
+        rows["tokens_per_s_per_gpu"] = rows["tokens_per_s"] / n_gpus
+        rows["idle_gpus"] = np.full(len(rows["tp"]), idle)
         for name in COLUMNS:
             cols[name].append(rows[name])
         for name in extra:
@@ -231,7 +242,8 @@ def sweep(
         a2a_kinds.extend([rows["a2a_kind"]] * len(rows["tp"]))
         cp_kinds.extend([rows["cp_kind"]] * len(rows["tp"]))
     columns = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items()}
-    for k in ("tp", "pp", "dp", "ep", "micro_batches", "batch", "kv_capacity_tokens", "warnings_count", "cp"):
+    for k in ("tp", "pp", "dp", "ep", "micro_batches", "batch", "kv_capacity_tokens", "warnings_count", "cp",
+              "idle_gpus"):
         columns[k] = columns[k].astype(np.int64)
     for k in ("fits", "meets_targets", "cp_prefill"):
         columns[k] = columns[k].astype(bool)
@@ -251,11 +263,11 @@ def sweep(
     )
 
 
-def _append_unfit(cols, reasons, extra, tp, pp, dp, ep, why, cp=1, mode="decode") -> None:
+def _append_unfit(cols, reasons, extra, tp, pp, dp, ep, why, cp=1, mode="decode", idle=0) -> None:
     vals = dict(tp=tp, pp=pp, dp=dp, ep=ep, micro_batches=1, batch=1, fits=False, mem_peak_gib=np.nan,
                 kv_capacity_tokens=0, ttft_ms=np.inf, tpot_ms=np.inf, tokens_per_s=0.0, tokens_per_s_per_gpu=0.0,
                 tokens_per_s_per_user=0.0, usd_per_million=np.inf, bubble=0.0, warnings_count=1,
-                meets_targets=False, cp=cp, cp_prefill=mode == "prefill")
+                meets_targets=False, cp=cp, cp_prefill=mode == "prefill", idle_gpus=idle)
     for k, v in vals.items():
         cols[k].append(np.array([v]))
     for k in extra:

@@ -17,7 +17,6 @@ when a control changes; a plan for an older project or older settings is dropped
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
@@ -38,6 +37,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from studio.core.fleet_settings import FleetSettings
 from studio.core.project import Project
 from studio.gui.document import ProjectDocument
 from studio.gui.toolkit.plain_plot import plain_plot
@@ -55,17 +55,6 @@ DEBOUNCE_MS = 300
 REQUESTS = 300
 
 
-@dataclass(frozen=True)
-class FleetSettings:
-    """What the view's controls set."""
-
-    traffic: str = "business-hours-chat"
-    peak_per_s: float = 50.0
-    ttft_p99_ms: float = 2000.0
-    tpot_p99_ms: float = 50.0
-    headroom: float = 0.2
-
-
 PlanFn = Callable[[Project, FleetSettings], object]
 RANK_HEADERS = ("replica", "GPUs", "req/s each", "peak replicas", "$/day", "$/M tokens", "kWh/day", "J/token")
 
@@ -73,13 +62,22 @@ RANK_HEADERS = ("replica", "GPUs", "req/s each", "peak replicas", "$/day", "$/M 
 def _options(settings: FleetSettings):
     from studio.service.fleet import FleetOptions
 
-    return FleetOptions(settings.ttft_p99_ms, settings.tpot_p99_ms, headroom=settings.headroom, requests=REQUESTS)
+    return FleetOptions(
+        settings.ttft_p99_ms, settings.tpot_p99_ms, headroom=settings.headroom, requests=REQUESTS,
+        storage_gbps=settings.storage_gbps, engine_start_s=settings.engine_start_s,
+        graph_capture_s=settings.graph_capture_s, reserved_usd_per_gpu_hour=settings.reserved_usd_per_gpu_hour,
+        on_demand_usd_per_gpu_hour=settings.on_demand_usd_per_gpu_hour,
+        spot_usd_per_gpu_hour=settings.spot_usd_per_gpu_hour, burst=settings.burst,
+        spot_preemptions_per_hour=settings.spot_preemptions_per_hour, pue=settings.pue,
+        grid_g_co2e_per_kwh=settings.grid_g_co2e_per_kwh,
+    )
 
 
 def _traffic(settings: FleetSettings):
     from studio.io.fleet_presets import load_traffic
 
-    return load_traffic(settings.traffic).scaled_to_peak(settings.peak_per_s)
+    traffic = load_traffic(settings.traffic)
+    return traffic if settings.peak_per_s is None else traffic.scaled_to_peak(settings.peak_per_s)
 
 
 def default_ranking(project: Project, settings: FleetSettings, job) -> object:
@@ -125,6 +123,27 @@ def _spin(lo: float, hi: float, value: float, decimals: int, suffix: str) -> QDo
     return s
 
 
+#: Optional figures of the second row: (field, label, lowest valid, highest, decimals, suffix, tooltip).
+#: Each box's minimum, one step below the lowest valid value, reads "preset" and means the default
+#: (``None`` in :class:`FleetSettings`).
+OPTIONAL_FIELDS = (
+    ("storage_gbps", "weights at", 0.01, 1e4, 2, " GB/s", "weight-loading bandwidth of a new replica "
+     "(preset: presets/fleet.json's cold load)"),
+    ("on_demand_usd_per_gpu_hour", "on-demand", 0.0, 1e4, 2, " $/GPU-h", "on-demand GPU-hour price (preset: the GPU's)"),
+    ("reserved_usd_per_gpu_hour", "reserved", 0.0, 1e4, 2, " $/GPU-h", "reserved GPU-hour price (preset: on-demand)"),
+    ("pue", "PUE", 1.0, 10.0, 2, "", "facility power usage effectiveness (preset: presets/power.json)"),
+    ("grid_g_co2e_per_kwh", "grid", 0.0, 1e5, 0, " g/kWh", "grid carbon intensity, g CO2e per kWh "
+     "(preset: presets/power.json)"),
+)
+
+
+def _optional_spin(lo: float, hi: float, decimals: int, suffix: str, tip: str) -> QDoubleSpinBox:
+    s = _spin(lo - 10.0 ** -decimals, hi, lo - 10.0 ** -decimals, decimals, suffix)
+    s.setSpecialValueText("preset")
+    s.setToolTip(tip)
+    return s
+
+
 class FleetView(QWidget):
     """Replicas, cost and power of the current layout over a day of traffic.
 
@@ -157,9 +176,9 @@ class FleetView(QWidget):
         for p in traffic_presets().values():
             self.traffic.addItem(p.name, p.id)
             self.traffic.setItemData(self.traffic.count() - 1, f"{p.description} {p.source}", 3)  # tooltip role
-        s = FleetSettings()
+        s = doc.project.fleet
         self.traffic.setCurrentIndex(max(0, self.traffic.findData(s.traffic)))
-        self.peak = _spin(0.01, 1e6, s.peak_per_s, 2, " req/s")
+        self.peak = _spin(0.01, 1e6, s.peak_per_s if s.peak_per_s is not None else 0.01, 2, " req/s")
         self.ttft = _spin(1.0, 1e7, s.ttft_p99_ms, 0, " ms")
         self.tpot = _spin(0.1, 1e5, s.tpot_p99_ms, 1, " ms")
         self.headroom = _spin(0.0, 300.0, s.headroom * 100, 0, " %")
@@ -171,9 +190,19 @@ class FleetView(QWidget):
             row.addWidget(w)
         row.addStretch(1)
         form.addRow(row)
+        self.optional: dict[str, QDoubleSpinBox] = {}
+        more = QHBoxLayout()
+        for name, label, lo, hi, decimals, suffix, tip in OPTIONAL_FIELDS:
+            self.optional[name] = _optional_spin(lo, hi, decimals, suffix, tip)
+            more.addWidget(QLabel(label))
+            more.addWidget(self.optional[name])
+        more.addStretch(1)
+        form.addRow(more)
+        self._show_settings(s)
         self.traffic.currentIndexChanged.connect(self._on_settings)
-        for spin in (self.peak, self.ttft, self.tpot, self.headroom):
+        for spin in (self.peak, self.ttft, self.tpot, self.headroom, *self.optional.values()):
             spin.valueChanged.connect(self._on_settings)
+        doc.projectChanged.connect(lambda p, _kind: self._show_settings(p.fleet))
 
         self.status = QLabel("")
         self.status.setWordWrap(True)
@@ -234,14 +263,43 @@ class FleetView(QWidget):
     # ------------------------------------------------------------------ settings
     @property
     def settings(self) -> FleetSettings:
-        return FleetSettings(traffic=str(self.traffic.currentData()), peak_per_s=self.peak.value(),
-                             ttft_p99_ms=self.ttft.value(), tpot_p99_ms=self.tpot.value(),
-                             headroom=self.headroom.value() / 100.0)
+        """The project's fleet settings (the controls write them as undo steps)."""
+        return self.doc.project.fleet
+
+    def controls_settings(self) -> FleetSettings:
+        """What the controls show, as settings (the project's, with the controls' values)."""
+        optional = {name: (None if box.value() == box.minimum() else box.value()) for name, box in self.optional.items()}
+        return self.doc.project.fleet.replace(
+            traffic=str(self.traffic.currentData()), peak_per_s=self.peak.value(), ttft_p99_ms=self.ttft.value(),
+            tpot_p99_ms=self.tpot.value(), headroom=self.headroom.value() / 100.0, **optional)
+
+    def _show_settings(self, s: FleetSettings) -> None:
+        """Set the controls to ``s`` without treating it as an edit (a file opened, an undo)."""
+        boxes = (self.traffic, self.peak, self.ttft, self.tpot, self.headroom, *self.optional.values())
+        for w in boxes:
+            w.blockSignals(True)
+        try:
+            self.traffic.setCurrentIndex(max(0, self.traffic.findData(s.traffic)))
+            if s.peak_per_s is not None:
+                self.peak.setValue(s.peak_per_s)
+            self.ttft.setValue(s.ttft_p99_ms)
+            self.tpot.setValue(s.tpot_p99_ms)
+            self.headroom.setValue(s.headroom * 100.0)
+            for name, box in self.optional.items():
+                value = getattr(s, name)
+                box.setValue(box.minimum() if value is None else value)
+        finally:
+            for w in boxes:
+                w.blockSignals(False)
 
     def _payload(self) -> tuple[Project, FleetSettings]:
         return self.doc.project, self.settings
 
     def _on_settings(self) -> None:
+        """A control changed: the project takes the new settings (one undo step, saved with it)."""
+        new = self.controls_settings()
+        if new != self.doc.project.fleet:
+            self.doc.apply(self.doc.project.replace(fleet=new), "Fleet settings", "fleet")
         if self.seen():
             self.refresh()
 

@@ -503,6 +503,9 @@ class MainWindow(QMainWindow):
 
             self._explorer = ExplorerWidget(self.doc)
             self._explorer.ownWindowToggled.connect(self.explorer_own_window)
+            from studio.gui.explorer.fleet_rank import add_cost_rank_button
+
+            self.cost_rank_button = add_cost_rank_button(self._explorer, self.rank_fleet)
             self._explorer_holder.setWidget(self._explorer)  # shown with its tab: it sweeps
             self._explorer_floating(self.docks["Explorer"].isFloating())
         return self._explorer
@@ -534,6 +537,13 @@ class MainWindow(QMainWindow):
             placeholder.deleteLater()
             self._fleet_view.follow_dock(dock)
         return self._fleet_view
+
+    def rank_fleet(self) -> None:
+        """Raise the Fleet tab and rank the sweep's layouts there by cost per day at the SLO."""
+        view = self.fleet_view
+        self.docks["Fleet"].show()
+        self.docks["Fleet"].raise_()
+        view.rank()
 
     def fleet_result(self) -> object | None:
         """The Fleet view's plan of the current project (None when the view has none for it); the

@@ -33,6 +33,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("dp", "DP", "d", "data-parallel replicas"),
     Column("cp", "CP", "d", "context-parallel size: KV cache split along the sequence (the layout label says "
            "DCP = inside the TP group, PCP = ring attention over replicas)"),
+    Column("idle_gpus", "Idle", "d", "GPUs the layout leaves idle: it runs on whole TP groups of each server "
+           "(idle GPUs count in tok/s/GPU and $/M tok: they are drawn)"),
     Column("micro_batches", "M", "d", "pipeline micro-batches"),
     Column("batch", "Batch", "d", "concurrent sequences per replica"),
     Column("fits", "Fits", "b", "weights + KV cache of the batch fit the usable memory"),
