@@ -133,6 +133,16 @@ def _workload(args, base: Workload) -> Workload:
         if getattr(args, key, None) is not None
     }
     wl = _validated(base, "workload", **changes) if changes else base
+    from studio.commands.options.reuse_args import apply_reuse_args
+
+    reuse = apply_reuse_args(args, wl.reuse)
+    if reuse is not wl.reuse:
+        try:
+            wl = wl.replace(reuse=reuse)
+        except ValidationError as exc:
+            from studio.io.project_file import validation_message
+
+            raise StudioError(f"--system-prompt-tokens / --history-tokens: {validation_message(exc)}") from None
     if hasattr(args, "num_requests"):  # the command takes the load flags
         from studio.commands.options.load_args import apply_load_args
 
@@ -189,6 +199,11 @@ def _serving(args, project: Project):
     features = apply_feature_args(args, project.serving.features)
     if features is not project.serving.features:
         changes["features"] = features
+    from studio.commands.options.reuse_args import apply_tier_args
+
+    tiers = apply_tier_args(args, project.serving.kv_tiers)
+    if tiers is not project.serving.kv_tiers:
+        changes["kv_tiers"] = tiers
     return _validated(project.serving, "serving", **changes) if changes else project.serving
 
 
