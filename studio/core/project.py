@@ -28,7 +28,7 @@ from studio.core.layout import Layout
 from studio.core.serving_mode import ServingMode
 from studio.core.workload import ServingConfig, Workload
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: What the layout recommendation optimises (the Explorer and "Best layout for my targets").
 Objective = Literal["throughput", "cost", "latency"]
@@ -204,7 +204,17 @@ def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3}
+def _v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 4 may describe prompt reuse (``workload.reuse``) and the KV tiers
+    (``serving.kv_tiers``); a version-3 file has neither, which means no prompt repeats and the
+    engine's own prefix-cache default with no host or NVMe tier: its figures stay as they were."""
+    for part in ("workload", "serving"):
+        if not isinstance(data.get(part, {}), dict):
+            raise TypeError(f"'{part}' must be an object")
+    return data
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def migrate(data: dict[str, Any], source: str | None = None) -> dict[str, Any]:

@@ -69,6 +69,10 @@ class KVTiers(Frozen):
     prefix_cache: bool | None = Field(None, description="automatic prefix caching; None = the engine's default")
     host_gib: float = Field(0.0, ge=0.0, le=MAX_TIER_GIB, description="KV cache in host DRAM per node, GiB")
     disk_gib: float = Field(0.0, ge=0.0, le=MAX_TIER_GIB, description="KV cache on local NVMe per node, GiB")
+    host_link_gbps: float | None = Field(
+        None, gt=0, le=100_000,
+        description="host-to-GPU bandwidth per GPU, GB/s one way; None = PCIe 5.0 x16 (the node template's when drawn from one)",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> KVTiers:

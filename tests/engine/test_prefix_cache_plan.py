@@ -59,3 +59,17 @@ def test_reuse_prefills_less_and_holds_more_batch() -> None:
     assert host.ttft_ms < off.ttft_ms
     assert host.output_tokens_per_s > off.output_tokens_per_s
     assert evaluate(_with(project, CHAT, KVTiers())).to_json()["prefix_cache"]["hit_rate"] == hbm.prefix_cache["hit_rate"]
+
+
+def test_old_files_load_without_reuse_and_v4_keeps_it() -> None:
+    from studio.io.project_file import load_project
+    from tests.robustness.golden_files import golden_files
+
+    for path in golden_files(3):
+        p = load_project(path)
+        assert p.workload.reuse == Reuse() and p.serving.kv_tiers == KVTiers()
+    (chat,) = golden_files(4)
+    p = load_project(chat)
+    assert p.workload.reuse.turns == 6 and p.serving.kv_tiers.host_gib == 1024.0
+    pc = evaluate(p).prefix_cache
+    assert pc is not None and pc["hit_rate_host"] >= 0 and pc["hit_rate"] > 0.25

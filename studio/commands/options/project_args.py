@@ -280,7 +280,26 @@ def project_from_args(args: argparse.Namespace) -> Project:
         from studio.engine.search.defaults import fitting_layout
 
         project = project.replace(layout=fitting_layout(project, details=False)[0])
-    return apply_runtime_args(args, apply_cp_args(args, project))
+    return _checked_tiers(args, apply_runtime_args(args, apply_cp_args(args, project)))
+
+
+def _checked_tiers(args: argparse.Namespace, project: Project) -> Project:
+    """``project`` with its KV tiers checked against the nodes' host memory, NVMe and engine version,
+    and the nodes' host link filled in (the message names the flag)."""
+    tiers = project.serving.kv_tiers
+    if not (tiers.host_gib or tiers.disk_gib):
+        return project
+    from studio.service.kv_tiers import checked_tiers
+
+    try:
+        checked = checked_tiers(project, tiers)
+    except StudioError as exc:
+        text = str(exc)
+        for field, flag in (("kv_tiers.host_gib", "--kv-host-gib"), ("kv_tiers.disk_gib", "--kv-disk-gib")):
+            if text.startswith(field) and getattr(args, flag[2:].replace("-", "_"), None) is not None:
+                text = flag + text.removeprefix(field).replace("set it to 0", f"leave out {flag}")
+        raise StudioError(text) from None
+    return project if checked is tiers else project.replace(serving=project.serving.replace(kv_tiers=checked))
 
 
 def apply_runtime_args(args: argparse.Namespace, project: Project) -> Project:

@@ -47,8 +47,8 @@ def tier_tokens(project: Project, gpus: int, kv_bytes_per_token: float) -> tuple
     return t.host_gib * to_tokens, t.disk_gib * to_tokens
 
 
-def link_gbps(gpus: int) -> tuple[float, float]:
+def link_gbps(gpus: int, host_gbps: float | None = None) -> tuple[float, float]:
     """Host-memory and NVMe read bandwidth of one replica, GB/s: every GPU loads its shard over its
-    own link, from one NVMe drive per GPU (a DGX H100 holds eight 3.84 TB U.2 data drives for eight
+    own link (``host_gbps`` each, PCIe 5.0 x16 when not given), from one NVMe drive per GPU (a DGX H100 holds eight 3.84 TB U.2 data drives for eight
     GPUs, NVIDIA DGX H100 user guide)."""
-    return PCIE5_X16_GBPS * gpus, NVME_READ_GBPS * gpus
+    return (host_gbps or PCIE5_X16_GBPS) * gpus, NVME_READ_GBPS * gpus

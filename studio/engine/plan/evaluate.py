@@ -192,7 +192,7 @@ def evaluate(
         # prefill runs: only a load longer than that prefill adds to TTFT
         gpus = layout.tp * layout.pp
         kv_model = model.kv_bytes_per_token(sv.kv_dtype)
-        load_ms = prefill_ms(prefix, 0.0, kv_model, link_gbps(gpus))
+        load_ms = prefill_ms(prefix, 0.0, kv_model, link_gbps(gpus, sv.kv_tiers.host_link_gbps))
         ttft += max(0.0, load_ms - ttft)
         host, disk = tier_tokens(project, gpus, kv_model)
         prefix_summary = {
