@@ -53,3 +53,10 @@ def test_export_writes_each_engines_keys(cli, tmp_path: Path):
     off = cli("export", "--engine", "sglang", "-o", str(tmp_path / "off"), "--model-path", "org/model",
               "--prefix-cache", "off")
     assert off.code == 0 and "--disable-radix-cache" in (tmp_path / "off" / "sglang-commands.sh").read_text()
+
+
+def test_explain_says_where_the_hits_come_from(cli):
+    r = cli("plan", *CHAT, "--kv-host-gib", "512", "--explain")
+    assert r.code == 0, r.err
+    assert "prefix_cache.hit_rate = " in r.out and "hits in host memory" in r.out and "Che's approximation" in r.out
+    assert "prefix_cache.hit_rate" not in cli("plan", *CHAT, "--prefix-cache", "off", "--explain").out
