@@ -60,3 +60,19 @@ def test_explain_says_where_the_hits_come_from(cli):
     assert r.code == 0, r.err
     assert "prefix_cache.hit_rate = " in r.out and "hits in host memory" in r.out and "Che's approximation" in r.out
     assert "prefix_cache.hit_rate" not in cli("plan", *CHAT, "--prefix-cache", "off", "--explain").out
+
+
+def test_host_tier_changes_the_recommended_layout(cli):
+    """The documented multi-turn chat example (docs/cli.md): with most of each prompt cached in host
+    memory the sweep's best layout for throughput changes."""
+    chat = ("sweep", "--node-template", "dgx-h100", "--nodes", "1", "--model", "llama-3.1-70b", "--isl", "12000",
+            "--osl", "400", "--system-prompt-tokens", "3000", "--turns", "10", "--history-tokens", "1500",
+            "--think-time-s", "30", "--objective", "throughput", "--top", "1", "--json")
+    off = cli(*chat, "--prefix-cache", "off")
+    host = cli(*chat, "--kv-host-gib", "1024")
+    assert off.code == host.code == 0, off.err + host.err
+    best = [r.json()["layouts"][0] for r in (off, host)]
+    shape = [(b["layout"]["tp"], b["layout"]["pp"], b["layout"]["dp"]) for b in best]
+    assert shape[0] != shape[1], shape
+    assert best[1]["throughput"]["output_tokens_per_s"] > 2 * best[0]["throughput"]["output_tokens_per_s"]
+    assert "prefix_cache" not in best[0] and best[1]["prefix_cache"]["hit_rate_host"] > 0
