@@ -216,6 +216,13 @@ class NodeTemplate(Frozen):
     socket_link: str | None = Field(None, description="CPU <-> CPU link kind id")
     nics: int = Field(0, ge=0, le=64)
     nic_kind: str | None = None
+    host_memory_gib: float | None = Field(
+        None, gt=0, le=1_000_000, description="host DRAM per node (tray), GiB; None = not published"
+    )
+    nvme_gib: float | None = Field(None, gt=0, le=100_000_000, description="local NVMe data capacity per node, GiB")
+    host_kv_gbps: float | None = Field(
+        None, gt=0, le=100_000, description="host-to-GPU bandwidth per GPU, GB/s one way (PCIe x16 or NVLink-C2C)"
+    )
     sources: dict[str, str] = Field(default_factory=dict)
 
 

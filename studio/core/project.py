@@ -213,10 +213,13 @@ def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
 
 def _v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
     """Version 4 may store the Fleet view's settings (``fleet``: traffic, p99 SLO, headroom, prices,
-    storage bandwidth, PUE, carbon intensity); a version-3 file has none, which means the view's
-    defaults — what it showed before the settings were saved."""
-    if not isinstance(data.get("fleet", {}), dict):
-        raise TypeError("'fleet' must be an object")
+    storage bandwidth, PUE, carbon intensity), prompt reuse (``workload.reuse``) and the KV tiers
+    (``serving.kv_tiers``); a version-3 file has none of them, which means the Fleet view's defaults,
+    no prompt repeats and the engine's own prefix-cache default with no host or NVMe tier: its
+    figures stay as they were."""
+    for part in ("fleet", "workload", "serving"):
+        if not isinstance(data.get(part, {}), dict):
+            raise TypeError(f"'{part}' must be an object")
     return data
 
 

@@ -11,6 +11,7 @@ from studio.core.architecture import LLMArchitecture, ModulePrecision
 from studio.core.base import Frozen
 from studio.core.engine_features import EngineFeatures
 from studio.core.precision import DType
+from studio.core.reuse import KVTiers, Reuse
 
 Batch = int | Literal["auto"]
 
@@ -109,6 +110,7 @@ class Workload(Frozen):
     tpot_ms: float | None = Field(None, gt=0, le=1e9, description="time-per-output-token target")
     interactive: bool = Field(True, description="interactive (latency-bound) vs batch serving")
     load: Load = Field(default_factory=Load, description="the traffic it is served at")
+    reuse: Reuse = Field(default_factory=Reuse, description="prompt reuse (system prompt, turns, documents)")
 
     @field_validator("batch")
     @classmethod
@@ -116,6 +118,11 @@ class Workload(Frozen):
         if isinstance(v, int) and not (1 <= v <= 1_000_000):
             raise ValueError("batch must be 'auto' or an integer 1..1000000")
         return v
+
+    @model_validator(mode="after")
+    def _reuse_fits(self) -> Workload:
+        self.reuse.check_against(self.isl)
+        return self
 
 
 #: Draft kinds of speculative decoding: a separate draft model, an EAGLE-1/2 or EAGLE-3 head, the
@@ -217,6 +224,9 @@ class ServingConfig(Frozen):
     features: EngineFeatures = Field(
         default_factory=EngineFeatures,
         description="engine features beside the layout (EPLB, dual-batch overlap, all-to-all backend, ...)",
+    )
+    kv_tiers: KVTiers = Field(
+        default_factory=KVTiers, description="prefix caching and the KV tiers beyond HBM (host DRAM, NVMe)"
     )
 
     @field_validator("runtime_version")

@@ -135,6 +135,16 @@ def _workload(args, base: Workload) -> Workload:
         if getattr(args, key, None) is not None
     }
     wl = _validated(base, "workload", **changes) if changes else base
+    from studio.commands.options.reuse_args import apply_reuse_args
+
+    reuse = apply_reuse_args(args, wl.reuse)
+    if reuse is not wl.reuse:
+        try:
+            wl = wl.replace(reuse=reuse)
+        except ValidationError as exc:
+            from studio.io.project_file import validation_message
+
+            raise StudioError(f"--system-prompt-tokens / --history-tokens: {validation_message(exc)}") from None
     if hasattr(args, "num_requests"):  # the command takes the load flags
         from studio.commands.options.load_args import apply_load_args
 
@@ -191,6 +201,11 @@ def _serving(args, project: Project):
     features = apply_feature_args(args, project.serving.features)
     if features is not project.serving.features:
         changes["features"] = features
+    from studio.commands.options.reuse_args import apply_tier_args
+
+    tiers = apply_tier_args(args, project.serving.kv_tiers)
+    if tiers is not project.serving.kv_tiers:
+        changes["kv_tiers"] = tiers
     return _validated(project.serving, "serving", **changes) if changes else project.serving
 
 
@@ -267,7 +282,26 @@ def project_from_args(args: argparse.Namespace) -> Project:
         from studio.engine.search.defaults import fitting_layout
 
         project = project.replace(layout=fitting_layout(project, details=False)[0])
-    return apply_runtime_args(args, apply_cp_args(args, project))
+    return _checked_tiers(args, apply_runtime_args(args, apply_cp_args(args, project)))
+
+
+def _checked_tiers(args: argparse.Namespace, project: Project) -> Project:
+    """``project`` with its KV tiers checked against the nodes' host memory, NVMe and engine version,
+    and the nodes' host link filled in (the message names the flag)."""
+    tiers = project.serving.kv_tiers
+    if not (tiers.host_gib or tiers.disk_gib):
+        return project
+    from studio.service.kv_tiers import checked_tiers
+
+    try:
+        checked = checked_tiers(project, tiers)
+    except StudioError as exc:
+        text = str(exc)
+        for field, flag in (("kv_tiers.host_gib", "--kv-host-gib"), ("kv_tiers.disk_gib", "--kv-disk-gib")):
+            if text.startswith(field) and getattr(args, flag[2:].replace("-", "_"), None) is not None:
+                text = flag + text.removeprefix(field).replace("set it to 0", f"leave out {flag}")
+        raise StudioError(text) from None
+    return project if checked is tiers else project.replace(serving=project.serving.replace(kv_tiers=checked))
 
 
 def apply_runtime_args(args: argparse.Namespace, project: Project) -> Project:

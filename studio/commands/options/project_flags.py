@@ -75,6 +75,9 @@ def add_project_args(parser: argparse.ArgumentParser, *, layout: bool) -> None:
 
     add_spec_args(parser)
     add_feature_args(parser)
+    from studio.commands.options.reuse_args import add_reuse_args
+
+    add_reuse_args(parser)
 
 
 def add_lengths_arg(group: argparse._ActionsContainer) -> None:

@@ -42,6 +42,7 @@ class PlanContext(Record):
     usd_per_hour: float
     bubble: float
     load: LoadSummary | None = None
+    prefix_cache: dict[str, float] | None = None
 
 
 def tp_message_bytes(ctx: PlanContext) -> float:

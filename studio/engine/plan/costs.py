@@ -17,6 +17,7 @@ from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.core.workload import ServingConfig
 from studio.engine.fabric.topology import Topology
+from studio.engine.kv_tiers.prefix_cache import PrefixCacheEstimate
 from studio.engine.serving.trtllm_bench import token_budget
 from studio.engine.step.constants import Constants
 from studio.engine.step.costing import LayoutCosts, layout_costs
@@ -93,3 +94,27 @@ def project_costs(
         return lc
     return with_drafter(lc, model, sv.speculative, precision, sv.kv_dtype, topo, c,
                         sv.gpu_memory_utilization, batch_limit, replicas, free)
+
+
+def prefix_reuse(project: Project, layout: Layout, cap_tokens: int, kv_bytes_per_token: float, batch: int,
+                 request_ms: float) -> PrefixCacheEstimate | None:
+    """What prefix caching does to one replica of ``layout`` (None when caching is off or nothing
+    repeats, so the plan's figures stay exactly those without it): the LRU's hits over the HBM left
+    by ``batch`` running requests and the host / NVMe tiers, at the rate ``batch`` users reach when
+    each request takes ``request_ms`` plus the think time between turns."""
+    from studio.engine.kv_tiers.prefix_cache import estimate
+    from studio.engine.kv_tiers.tiers import prefix_cache_on, tier_tokens
+
+    if not prefix_cache_on(project):
+        return None
+    wl = project.workload
+    gpus = layout.tp * layout.pp
+    host, disk = tier_tokens(project, gpus, kv_bytes_per_token)
+    running = batch * (wl.isl + wl.osl) - (batch - 1) * wl.reuse.system_prompt_tokens
+    latency_s = request_ms / 1e3
+    if wl.load.mode == "rate" and wl.load.rate_per_s:
+        rate = wl.load.rate_per_s / max(layout.replicas, 1)
+    else:
+        rate = batch / max(latency_s + wl.reuse.think_time_s, 1e-9)
+    return estimate(wl.reuse, float(wl.isl), float(wl.osl), rate_per_s=rate, latency_s=latency_s,
+                    capacity_tokens=(max(cap_tokens - running, 0.0), host, disk))

@@ -17,8 +17,15 @@ from studio.core.workload import Workload
 from studio.engine.fabric.comm import Collective
 from studio.engine.fabric.slow_hops import slow_tp_hops
 from studio.engine.fabric.topology import topology_of
+from studio.engine.kv_tiers.prefix_cache import batch_with_shared_prefix, prefill_ms
+from studio.engine.kv_tiers.tiers import link_gbps, prefix_cache_on, tier_tokens
 from studio.engine.plan.context import PlanContext, tp_message_bytes
-from studio.engine.plan.costs import project_batch_limit, project_budget, project_costs
+from studio.engine.plan.costs import (
+    prefix_reuse,
+    project_batch_limit,
+    project_budget,
+    project_costs,
+)
 from studio.engine.plan.fits import fits as layout_fits
 from studio.engine.plan.fits import heads_split, memory_fit
 from studio.engine.plan.results import CommCost, GpuMemory, LoadSummary, PlanResult, StageResult
@@ -122,6 +129,8 @@ def evaluate(
     seq_len = wl.isl + wl.osl
     pool, seq_bytes, max_seqs, cap_tokens, kv_tok = memory_fit(lc, seq_len)
     auto = wl.batch == "auto"
+    if prefix_cache_on(project) and wl.reuse.system_prompt_tokens:  # the shared prompt's blocks are held once
+        max_seqs = batch_with_shared_prefix(cap_tokens, seq_len, wl.reuse.system_prompt_tokens)
     batch = max(1, min(project_batch_limit(project, layout), max_seqs)) if auto else int(wl.batch)
     weights_fit = bool((pool > 0).all())
     if not weights_fit:
@@ -160,15 +169,40 @@ def evaluate(
     # ceil(batch / M) = 1 sequence once M > batch)
     m_load = max(1, layout.micro_batches)
     sv_t = serve_times(lc, np.array([float(batch)]), np.array([float(m_load)]), wl.isl, wl.osl, c, budget)
+    cached = 0.0
+    prefix = prefix_reuse(project, layout, cap_tokens, model.kv_bytes_per_token(sv.kv_dtype), batch,
+                          float(sv_t.request_ms[0]))
+    if prefix is not None:  # only the missed prompt tokens are prefilled
+        wl = wl.model_copy(update={"isl": max(1, round(prefix.computed_tokens))})
+        cached = float(project.workload.isl - wl.isl)
+        sv_t = serve_times(lc, np.array([float(batch)]), np.array([float(m_load)]), wl.isl, wl.osl, c, budget,
+                           cached)
     st = _column(sv_t.steps, int(sv_t.index[0]))
     ttft, tpot = float(sv_t.ttft_ms[0]), float(sv_t.tpot_ms[0])
     request = float(sv_t.request_ms[0])
     tps_replica = float(sv_t.tokens_per_s_replica[0])
     load = None
     if fits:
-        load, figures = _under_load(lc, c, wl, layout, batch, max_seqs, m_load, budget, sv_t)
+        load, figures = _under_load(lc, c, wl, layout, batch, max_seqs, m_load, budget, sv_t, cached)
         if figures is not None:
             ttft, tpot, request, tps_replica = figures
+    prefix_summary = None
+    if prefix is not None:
+        # hits in host memory / on NVMe are loaded over the node's links while the missed tokens'
+        # prefill runs: only a load longer than that prefill adds to TTFT
+        gpus = layout.tp * layout.pp
+        kv_model = model.kv_bytes_per_token(sv.kv_dtype)
+        load_ms = prefill_ms(prefix, 0.0, kv_model, link_gbps(gpus, sv.kv_tiers.host_link_gbps))
+        ttft += max(0.0, load_ms - ttft)
+        host, disk = tier_tokens(project, gpus, kv_model)
+        prefix_summary = {
+            "hit_rate": prefix.hit_rate, "hit_rate_hbm": prefix.hit_by_tier[0],
+            "hit_rate_host": prefix.hit_by_tier[1], "hit_rate_disk": prefix.hit_by_tier[2],
+            "prompt_tokens": prefix.prompt_tokens, "prefilled_tokens": prefix.computed_tokens,
+            "saved_prefill_tokens": prefix.saved_tokens, "shared_tokens": float(prefix.shared_tokens),
+            "tier_load_ms": load_ms, "capacity_tokens_hbm": float(cap_tokens),
+            "capacity_tokens_host": host, "capacity_tokens_disk": disk,
+        }
     tps = layout.replicas * tps_replica if fits else 0.0
     price = sum(
         sv.price_per_gpu_hour if sv.price_per_gpu_hour is not None else project.cluster.gpu_specs[topo.gpu_type[g]].price_per_gpu_hour
@@ -180,7 +214,7 @@ def evaluate(
         seq_bytes=seq_bytes, pool=pool, max_seqs=max_seqs, capacity_tokens=cap_tokens, kv_per_token_gpu=kv_tok,
         batch=batch, batch_auto=auto, micro_batches=m_eff, micro_batch_size=mb, fits=fits,
         fit_reason=fit_reason, ttft_ms=ttft, tpot_ms=tpot, request_ms=request, tokens_per_s=tps,
-        usd_per_hour=price, bubble=bubble, load=load,
+        usd_per_hour=price, bubble=bubble, load=load, prefix_cache=prefix_summary,
     )
     return _assemble(ctx, layout, cal, details)
 
@@ -282,6 +316,7 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None, 
         usd_per_million_output_tokens=usd_m, stages=stages, comm=tuple(comm), timelines=timelines,
         warnings=plan_warnings(ctx), explanations=explained,
         assumptions=_assumptions(ctx), calibration=cal.name if cal else None, load=ctx.load,
+        prefix_cache=ctx.prefix_cache,
         alltoall_us_per_layer_prefill=a2a_us["prefill"], alltoall_us_per_layer_decode=a2a_us["decode"],
         cp_us_per_layer_prefill=float(st.cp_us_prefill[0]), cp_us_per_layer_decode=float(st.cp_us_decode[0]),
         max_context_tokens=ctx.capacity_tokens,
@@ -308,7 +343,8 @@ _DEFINITIONS = {
 
 
 def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, batch: int, max_seqs: int, m_eff: int,
-                budget: int, sv_t: ServeTimes) -> tuple[LoadSummary, tuple[float, float, float, float] | None]:
+                budget: int, sv_t: ServeTimes, cached: float = 0.0,
+                ) -> tuple[LoadSummary, tuple[float, float, float, float] | None]:
     """The load summary and, when the load is not simply ``batch`` users, its (TTFT, TPOT, E2E,
     tok/s per replica)."""
     from studio.engine.serving.load import closed_loop, open_loop
@@ -320,7 +356,7 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
     im = IterationModel(lc, c)
     sat = None
     if ld.mode == "rate" or batch != cap:
-        sat = closed_loop(im, np.array([cap]), np.array([float(m_eff)]), wl.isl, wl.osl, budget)
+        sat = closed_loop(im, np.array([cap]), np.array([float(m_eff)]), wl.isl, wl.osl, budget, cached=cached)
         sat_rate = float(sat.requests_per_s[0]) * dp
     else:  # the plan's own closed loop (serve_times) already runs at the saturating batch
         sat_rate = float(sv_t.tokens_per_s_replica[0]) / wl.osl * dp
@@ -330,7 +366,7 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
     if ld.mode == "rate":
         assert ld.rate_per_s is not None  # Workload refuses mode 'rate' without a rate
         state, _ = open_loop(im, float(ld.rate_per_s) / dp, m_eff, wl.isl, wl.osl, budget, cap,
-                             poisson=ld.arrival == "poisson", saturation=sat)
+                             poisson=ld.arrival == "poisson", saturation=sat, cached=cached)
         if bool(state.saturated[0]):
             note = (f"{ld.rate_per_s:g} req/s is at or above saturation ({sat_rate:.3g} req/s): the queue grows "
                     "without bound, so TTFT has no steady state; figures shown are at saturation")
@@ -339,7 +375,7 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
         busy = min(float(dp), float(ld.concurrency))
         per_replica = ld.concurrency / busy
         state = closed_loop(im, np.array([per_replica]), np.array([float(m_eff)]), wl.isl, wl.osl,
-                            budget, running_cap=np.array([cap]))
+                            budget, running_cap=np.array([cap]), cached=cached)
         busy_share = busy / dp
         if per_replica > cap:
             note = (f"{per_replica:.0f} users per replica but {cap:.0f} can run at once: the rest wait, "

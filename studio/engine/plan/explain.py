@@ -162,6 +162,10 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
     )
     if ctx.project.serving.features.any:
         out["engine_features"] = _features(ctx)
+    from studio.engine.kv_tiers.explain import prefix_cache_explanation
+
+    if (pc := prefix_cache_explanation(ctx)) is not None:
+        out["prefix_cache"] = pc
     from studio.engine.runtime.explain import engine_explanation
 
     out["engine"] = engine_explanation(ctx)

@@ -258,6 +258,9 @@ class PlanResult:
     #: Drawn GPUs the layout leaves unused (its placement names fewer GPUs than the cluster has):
     #: the canvas hatches them, the metrics and the status bar count them.
     idle_gpus: tuple[str, ...] = ()
+    #: Prefix caching and the KV tiers (hit rate, hits per tier, prompt tokens prefilled, each tier's
+    #: KV capacity in tokens); None when prefix caching is off or nothing in the prompt repeats.
+    prefix_cache: dict[str, float] | None = None
 
     @property
     def gpus(self) -> int:
@@ -368,4 +371,4 @@ class PlanResult:
             ],
             "calibration": self.calibration,
             "assumptions": list(self.assumptions),
-        }
+        } | ({"prefix_cache": dict(self.prefix_cache)} if self.prefix_cache is not None else {})

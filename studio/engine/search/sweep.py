@@ -19,7 +19,14 @@ from studio.core.layout import Layout
 from studio.core.project import Objective, Project
 from studio.core.units import GIB
 from studio.engine.fabric.topology import Topology, topology_of
-from studio.engine.plan.costs import project_batch_limit, project_budget, project_costs
+from studio.engine.kv_tiers.prefix_cache import batch_with_shared_prefix, prefill_ms
+from studio.engine.kv_tiers.tiers import link_gbps, prefix_cache_on
+from studio.engine.plan.costs import (
+    prefix_reuse,
+    project_batch_limit,
+    project_budget,
+    project_costs,
+)
 from studio.engine.plan.evaluate import constants_for, evaluate, resolve_calibration
 from studio.engine.plan.fits import fits as layout_fits
 from studio.engine.plan.fits import heads_split, memory_fit
@@ -281,6 +288,9 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
     tp, pp, dp, ep = lay.tp, lay.pp, lay.dp, lay.ep
     pool, seq_bytes, max_seqs, cap_tokens, _ = memory_fit(lc, seq_len)
     weights_fit = bool((pool > 0).all())
+    reuse_on = prefix_cache_on(project)
+    if reuse_on and wl.reuse.system_prompt_tokens:  # the shared prompt's blocks are held once
+        max_seqs = batch_with_shared_prefix(cap_tokens, seq_len, wl.reuse.system_prompt_tokens)
     auto = max(1, min(project_batch_limit(project, lay), max_seqs))
     bs = sorted(set(grid) | {auto})
     ms_opts = [1] if pp == 1 else sorted({1, pp, 2 * pp, 4 * pp})
@@ -289,7 +299,16 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
     M = np.asarray([m for _, m in pairs], dtype=float)
     budget = project_budget(project, lc.layout, c)
     sv_t = serve_times(lc, B, M, wl.isl, wl.osl, c, budget)
-    ttft, tpot = sv_t.ttft_ms, sv_t.tpot_ms
+    load_ms = 0.0
+    if reuse_on:  # the hits at the layout's own batch (auto), applied to every batch of the grid
+        at = int(np.argmax(B == auto))
+        kv_model = project.model.kv_bytes_per_token(project.serving.kv_dtype)
+        prefix = prefix_reuse(project, lay, cap_tokens, kv_model, auto, float(sv_t.request_ms[at]))
+        if prefix is not None:
+            isl_eff = max(1, round(prefix.computed_tokens))
+            sv_t = serve_times(lc, B, M, isl_eff, wl.osl, c, budget, float(wl.isl - isl_eff))
+            load_ms = prefill_ms(prefix, 0.0, kv_model, link_gbps(tp * pp, project.serving.kv_tiers.host_link_gbps))
+    ttft, tpot = np.maximum(sv_t.ttft_ms, load_ms), sv_t.tpot_ms
     heads_ok = heads_split(project.model, tp)
     fits = layout_fits(pool, max_seqs, B, project.model, tp, seq_len)
     tps = np.where(fits, lay.replicas * sv_t.tokens_per_s_replica, 0.0)

@@ -103,6 +103,7 @@ def closed_loop(
     osl: float,
     budget: float,
     running_cap: np.ndarray | None = None,
+    cached: float = 0.0,
 ) -> SteadyState:
     """Steady state of ``users`` closed-loop users per replica.
 
@@ -110,6 +111,9 @@ def closed_loop(
     ----------
     running_cap:
         Most sequences running at once (KV cache / ``max_batch``); users beyond it wait in the queue.
+    cached:
+        Prompt tokens per request served from the prefix cache: not prefilled (``isl`` is the part
+        that is), but attended to by every decode step.
     """
     c_users = np.atleast_1d(np.asarray(users, dtype=float))
     m = np.broadcast_to(np.asarray(micro_batches, dtype=float), c_users.shape)
@@ -118,7 +122,7 @@ def closed_loop(
     L = float(isl)
     E, w = im.tokens_per_step, float(im.budget_per_seq)
     o1 = _decode_iters(osl) / E  # decode iterations per request
-    ctx = L + float(osl) / 2.0
+    ctx = L + cached + float(osl) / 2.0
     if o1 == 0.0:  # prefill only: every request is one prompt
         p = np.minimum(b * L, budget)
         t = im.round_ms(p, 0.0, ctx, L, m)
@@ -169,6 +173,7 @@ def open_loop(
     running_cap: float,
     poisson: bool = True,
     saturation: SteadyState | None = None,
+    cached: float = 0.0,
 ) -> tuple[SteadyState, float]:
     """Steady state of one replica fed ``rate_per_s`` requests per second, and the saturation rate.
 
@@ -180,13 +185,14 @@ def open_loop(
     saturation:
         The closed loop at ``running_cap`` when the caller has it already.
     """
-    sat = saturation or closed_loop(im, np.array([running_cap]), np.array([micro_batches]), isl, osl, budget)
+    sat = saturation or closed_loop(im, np.array([running_cap]), np.array([micro_batches]), isl, osl, budget,
+                                   cached=cached)
     lam_max = float(sat.requests_per_s[0])
     lam = float(rate_per_s)
     L = float(isl)
     E, w = im.tokens_per_step, float(im.budget_per_seq)
     o1 = _decode_iters(osl) / E
-    ctx = L + float(osl) / 2.0
+    ctx = L + cached + float(osl) / 2.0
     m = np.array([float(micro_batches)])
     if lam >= lam_max * 0.999:
         return sat.replace(saturated=np.array([True])), lam_max

@@ -34,7 +34,7 @@ class ServeTimes(Record):
 
 
 def serve_times(lc: LayoutCosts, batch: np.ndarray, micro_batches: np.ndarray, isl: int, osl: int,
-                c: Constants, budget: float | None = None) -> ServeTimes:
+                c: Constants, budget: float | None = None, cached: float = 0.0) -> ServeTimes:
     """Steady state of continuous batching with ``batch`` sequences per replica (a closed loop of
     that many users; see :func:`studio.engine.serving.load.closed_loop`).
 
@@ -49,11 +49,11 @@ def serve_times(lc: LayoutCosts, batch: np.ndarray, micro_batches: np.ndarray, i
     uniq, inv = np.unique(np.concatenate((mb, [1.0])), return_inverse=True)
     one = int(inv[-1])
     inv = inv[:-1]
-    st = step_times(lc, uniq, isl, osl, c)
+    st = step_times(lc, uniq, isl, osl, c, cached)
     pf = st.prefill_stage + st.prefill_p2p
     pf_round = np.maximum(pf.sum(axis=0)[inv], M * pf.max(axis=0)[inv])
     k = float(budget if budget is not None else c.max_num_batched_tokens)
-    ss = closed_loop(IterationModel(lc, c), B, M, isl, osl, k)
+    ss = closed_loop(IterationModel(lc, c), B, M, isl, osl, k, cached=cached)
     ar = (st.decode_allreduce + st.decode_alltoall).sum(axis=0)[inv] * np.maximum(1.0, M / max(1, lc.layout.pp))
     return ServeTimes(ttft_ms=ss.ttft_ms, tpot_ms=ss.tpot_ms, request_ms=ss.e2e_ms, prefill_round_ms=pf_round,
                       tokens_per_s_replica=ss.output_tokens_per_s, steps=st, index=inv, one=one,

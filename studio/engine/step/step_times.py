@@ -45,16 +45,18 @@ class StepTimes(Record):
         return self.decode_compute + self.decode_allreduce + self.decode_alltoall + self.decode_cp
 
 
-def step_times(lc: LayoutCosts, micro_batch: np.ndarray, isl: int, osl: int, c: Constants) -> StepTimes:
+def step_times(lc: LayoutCosts, micro_batch: np.ndarray, isl: int, osl: int, c: Constants,
+               cached: float = 0.0) -> StepTimes:
     """Stage times of a micro-batch of ``micro_batch`` sequences (array (N,)): the prefill view
     (their whole prompts in one pass) and the decode view (one token each at context
-    ``isl + osl / 2``), both from :class:`~studio.engine.step.iteration.IterationModel`."""
+    ``isl + cached + osl / 2``, ``cached`` being prompt tokens served from the prefix cache), both
+    from :class:`~studio.engine.step.iteration.IterationModel`."""
     b = np.atleast_1d(np.asarray(micro_batch, dtype=float))
     n = b.shape[0]
     # both views in one call (~0.1 ms of numpy calls each, ~70 calls in a sweep): every row is
     # computed on its own, so each half is what a call of its own returns
     both = IterationModel(lc, c).micro_batch_times(
-        np.concatenate((b * isl, np.zeros(n))), np.concatenate((np.zeros(n), b)), isl + osl / 2.0, isl
+        np.concatenate((b * isl, np.zeros(n))), np.concatenate((np.zeros(n), b)), isl + cached + osl / 2.0, isl
     )
     pf, dec = both.columns(0, n), both.columns(n, 2 * n)
     return StepTimes(

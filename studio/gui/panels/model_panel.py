@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPushButton,
     QSpinBox,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -117,9 +118,23 @@ class ModelPanel(QWidget):
         from studio.gui.panels.section import Section
 
         self.load_editor = LoadEditor(doc)
+        from studio.gui.editors.reuse_editor import (
+            ReuseEditor,  # prefix caching, KV tiers (issue 36)
+        )
+
+        self.reuse_editor = ReuseEditor(doc)
+        load_body = QWidget()
+        body = QVBoxLayout(load_body)
+        body.setContentsMargins(0, 0, 0, 0)
+        body.addWidget(self.load_editor)
+        body.addWidget(self.reuse_editor)
         # the advanced sections fold (their settings summed up in the header), so the common
-        # fields above fit a 1366×768 screen without scrolling
-        self.load_section = Section("Load", self.load_editor, lambda: self.load_editor.mode.currentText())
+        # fields above fit a 1366×768 screen without scrolling; prompt reuse folds with the load
+        # (a header row of its own would push the common fields past that screen)
+        self.load_section = Section(
+            "Load", load_body,
+            lambda: f"{self.load_editor.mode.currentText()}; reuse {self.reuse_editor.summary()}")
+        doc.projectChanged.connect(lambda _p, _k: self.load_section.refresh())
         self.load_editor.mode.currentIndexChanged.connect(lambda _i: self.load_section.refresh())
         form.addRow(self.load_section)
         from studio.gui.editors.spec_editor import SpecEditor  # speculative decoding (issue 15)

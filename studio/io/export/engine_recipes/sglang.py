@@ -105,7 +105,9 @@ def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[
 
     notes += spec.apply("sglang", project, cfg)
     from studio.io.export.features import apply_features
+    from studio.io.export.prefix_cache import apply_prefix_cache
 
+    notes += apply_prefix_cache("sglang", "SGLang", rules.release, project, cfg)
     notes += apply_features("sglang", "SGLang", rules.release, project, cfg,
                             experts_parallel=int(cfg.get("ep-size", 1)) > 1,  # type: ignore[call-overload]  # ints set by _mapping
                             attention_dp=int(cfg.get("attn-dp-size", 1)) > 1)  # type: ignore[call-overload]

@@ -142,7 +142,9 @@ def _config(project: Project, plan: PlanResult, cfg: dict[str, object]) -> list[
 
     notes += spec.apply("trtllm", project, cfg)
     from studio.io.export.features import apply_features
+    from studio.io.export.prefix_cache import apply_prefix_cache
 
+    notes += apply_prefix_cache("trtllm", "TensorRT-LLM", rules.release, project, cfg)
     notes += apply_features("trtllm", "TensorRT-LLM", rules.release, project, cfg,
                             experts_parallel=int(cfg.get("moe_expert_parallel_size", 1)) > 1,  # type: ignore[call-overload]  # ints set by _mapping
                             attention_dp=cfg.get("enable_attention_dp") is True)

@@ -148,7 +148,9 @@ def _config(project: Project, plan: PlanResult, m: _Mapping) -> tuple[dict[str, 
 
     notes += spec.apply("vllm", project, cfg)
     from studio.io.export.features import apply_features
+    from studio.io.export.prefix_cache import apply_prefix_cache
 
+    notes += apply_prefix_cache("vllm", "vLLM", rules.release, project, cfg)
     notes += apply_features("vllm", "vLLM", rules.release, project, cfg,
                             experts_parallel=bool(m.expert_parallel), attention_dp=False)
     return cfg, notes

@@ -1,0 +1,46 @@
+"""Prefix caching and the KV tiers of a plan (``serving.kv_tiers``) in each engine's own keys, only
+where the engine version accepts them (``prefix_cache``, ``kv_host_tier`` and ``kv_disk_tier`` of
+``features`` in ``presets/engines/rules.json``, each with the version and file it was read from).
+
+Sizes follow each engine's unit: vLLM ``kv-offloading-size`` is GiB for the whole engine summed
+over its TP ranks, TensorRT-LLM ``host_cache_size`` bytes per rank, SGLang ``hicache-size`` GB per
+rank. The project's tier is GiB per node, split over the node's GPUs.
+"""
+
+from __future__ import annotations
+
+from studio.core.project import Project
+from studio.io.export.features import _entry, _put
+
+GIB = 1024**3
+
+
+def _per_gpu_gib(project: Project, gib: float) -> float:
+    per_node = max((len(n.gpus) for n in project.cluster.nodes), default=1)
+    return gib / max(per_node, 1)
+
+
+def apply_prefix_cache(engine: str, label: str, version: str | None, project: Project,
+                       cfg: dict[str, object]) -> list[str]:
+    """Write prefix caching and the host / NVMe KV tiers into ``cfg`` (in place); returns notes on
+    what the engine version does not accept and so was left out."""
+    t = project.serving.kv_tiers
+    notes: list[str] = []
+    if t.prefix_cache is not None and (e := _entry("prefix_cache", engine, version, label, notes)):
+        _put(cfg, str(e["key"]), t.prefix_cache if e["writes"] == "on" else not t.prefix_cache)
+    ranks = project.layout.tp  # vLLM sums the buffer over the TP ranks of an engine
+    if t.host_gib and (e := _entry("kv_host_tier", engine, version, label, notes)):
+        per_gpu = _per_gpu_gib(project, t.host_gib)
+        if engine == "vllm":
+            _put(cfg, str(e["key"]), round(per_gpu * ranks, 3))
+            _put(cfg, str(e["backend_key"]), str(e["backend"]))
+        elif engine == "trtllm":
+            _put(cfg, str(e["key"]), int(per_gpu * GIB))
+        else:
+            _put(cfg, str(e["enable_key"]), True)
+            _put(cfg, str(e["key"]), max(1, int(per_gpu * GIB / 1e9)))
+    if t.disk_gib and (e := _entry("kv_disk_tier", engine, version, label, notes)):
+        _put(cfg, str(e["key"]), int(_per_gpu_gib(project, t.disk_gib) * GIB))
+        notes.append(f"{label}: set {e['path_key']} to a directory on the node's local NVMe; the NVMe KV tier "
+                     "needs it and the plan cannot know the mount point.")
+    return notes

@@ -1,0 +1,71 @@
+"""KV tiers against the drawn nodes: each node template's host memory, NVMe and host link (from the
+presets) bound the tiers a project asks for, and give the link a host hit is loaded over."""
+
+from __future__ import annotations
+
+from studio.core.errors import StudioError
+from studio.core.project import Project
+from studio.core.reuse import KVTiers
+
+
+def node_limits(project: Project) -> tuple[float | None, float | None, float | None]:
+    """Smallest host memory (GiB), NVMe (GiB) and host link (GB/s per GPU) over the project's nodes'
+    templates; None where a template does not publish it or a node has no template."""
+    from studio.io.presets import load_catalog
+
+    cat = load_catalog()
+    host: list[float | None] = []
+    nvme: list[float | None] = []
+    link: list[float | None] = []
+    for tid in {n.template for n in project.cluster.nodes}:
+        t = cat.nodes.get(tid) if tid else None
+        host.append(t.host_memory_gib if t else None)
+        nvme.append(t.nvme_gib if t else None)
+        link.append(t.host_kv_gbps if t else None)
+
+    def smallest(xs: list[float | None]) -> float | None:
+        return None if not xs or None in xs else min(x for x in xs if x is not None)
+
+    return smallest(host), smallest(nvme), smallest(link)
+
+
+def checked_tiers(project: Project, tiers: KVTiers) -> KVTiers:
+    """``tiers`` with the nodes' host link filled in, after checking each tier fits its node.
+
+    Raises
+    ------
+    StudioError
+        A tier is larger than the node's host memory or NVMe (the message names the field).
+    """
+    host, nvme, link = node_limits(project)
+    if host is not None and tiers.host_gib > host:
+        raise StudioError(f"kv_tiers.host_gib {tiers.host_gib:g} GiB is more than the node's host memory "
+                          f"({host:g} GiB per node)")
+    if nvme is not None and tiers.disk_gib > nvme:
+        raise StudioError(f"kv_tiers.disk_gib {tiers.disk_gib:g} GiB is more than the node's local NVMe "
+                          f"({nvme:g} GiB per node)")
+    _check_engine(project, tiers)
+    if link is not None and tiers.host_link_gbps is None and (tiers.host_gib or tiers.disk_gib):
+        return tiers.replace(host_link_gbps=link)
+    return tiers
+
+
+def _check_engine(project: Project, tiers: KVTiers) -> None:
+    """Refuse a tier the engine version has no setting for (``presets/engines/rules.json``)."""
+    from studio.io.export.checks.startup_rules import version_in
+    from studio.io.export.features import feature_rules
+
+    sv = project.serving
+    names = {"vllm": "vLLM", "trtllm": "TensorRT-LLM", "sglang": "SGLang"}
+    for field, feature, size in (("host_gib", "kv_host_tier", tiers.host_gib), ("disk_gib", "kv_disk_tier", tiers.disk_gib)):
+        if not size:
+            continue
+        rule = feature_rules().get(feature, {})
+        entry = rule.get(sv.runtime)
+        label = names.get(sv.runtime, sv.runtime)
+        if not isinstance(entry, dict):
+            raise StudioError(f"kv_tiers.{field}: {label} has no setting for {rule.get('says', feature)}; set it to 0 or pick "
+                              "an engine that has one (presets/engines/rules.json)")
+        if sv.runtime_version is not None and not version_in(sv.runtime_version, str(entry["versions"])):
+            raise StudioError(f"kv_tiers.{field}: {label} {sv.runtime_version} has no {entry['key']} (versions "
+                              f"{entry['versions']}); set it to 0 or choose a newer version")

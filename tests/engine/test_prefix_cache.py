@@ -1,0 +1,70 @@
+"""Prefix-cache hit rate from an LRU over the working set, and the reuse fields' checks."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from studio.core.reuse import KVTiers, Reuse
+from studio.core.workload import Workload
+from studio.engine.kv_tiers.prefix_cache import batch_with_shared_prefix, estimate, prefill_ms
+
+CHAT = Reuse(system_prompt_tokens=1000, turns=8, history_tokens_per_turn=600, think_time_s=30)
+
+
+def _hit(cap: tuple[float, float, float], reuse: Reuse = CHAT) -> float:
+    return estimate(reuse, 4000, 300, rate_per_s=5, latency_s=5, capacity_tokens=cap).hit_rate
+
+
+def test_hit_rate_grows_with_capacity_and_is_not_a_constant() -> None:
+    rates = [_hit((c, 0, 0)) for c in (500, 2e4, 2e5, 2e6)]
+    assert rates[0] == 0.0  # the system prompt does not even fit
+    assert rates[1] == pytest.approx(1000 / 4000)  # only the system prompt is kept
+    assert rates[1] < rates[2] < rates[3] <= 1.0
+
+
+def test_host_tier_adds_hits_served_from_host() -> None:
+    e = estimate(CHAT, 4000, 300, rate_per_s=5, latency_s=5, capacity_tokens=(2e5, 2e6, 0))
+    assert e.hit_by_tier[1] > 0
+    assert e.hit_rate == pytest.approx(sum(e.hit_by_tier))
+    assert e.hit_rate > _hit((2e5, 0, 0))
+    assert e.computed_tokens == pytest.approx(4000 * (1 - e.hit_rate))
+
+
+def test_documents_follow_poisson_reuse() -> None:
+    few = Reuse(document_share=0.5, documents=10)
+    many = Reuse(document_share=0.5, documents=100_000)
+    assert _hit((1e5, 0, 0), few) > _hit((1e5, 0, 0), many)
+
+
+def test_no_reuse_means_no_hit() -> None:
+    assert _hit((1e9, 1e9, 1e9), Reuse()) == 0.0
+
+
+def test_measured_hit_rate_overrides_estimate() -> None:
+    assert _hit((0, 0, 0), Reuse(hit_rate=0.4)) == pytest.approx(0.4)
+
+
+def test_host_hit_overlaps_with_compute() -> None:
+    e = estimate(CHAT, 4000, 300, rate_per_s=5, latency_s=5, capacity_tokens=(0, 1e7, 0))
+    compute_only = e.computed_tokens * 0.1
+    assert prefill_ms(e, 0.1, 1e5, (1e6, 1.0)) == pytest.approx(compute_only)  # fast link hides loads
+    assert prefill_ms(e, 0.1, 1e5, (0.001, 1.0)) > compute_only  # slow link dominates
+
+
+def test_shared_system_prompt_fits_more_batch() -> None:
+    assert batch_with_shared_prefix(100_000, 5000, 0) == 20
+    assert batch_with_shared_prefix(100_000, 5000, 4000) > 90
+
+
+def test_bad_reuse_settings_name_the_field() -> None:
+    with pytest.raises(ValidationError, match="hit_rate"):
+        Reuse(hit_rate=1.2)
+    with pytest.raises(ValidationError, match="system_prompt_tokens"):
+        Reuse(system_prompt_tokens=-1)
+    with pytest.raises(ValidationError, match="system_prompt_tokens .* exceed the mean prompt isl"):
+        Workload(isl=100, reuse=Reuse(system_prompt_tokens=200))
+    with pytest.raises(ValidationError, match="host_gib"):
+        KVTiers(host_gib=-1)
+    with pytest.raises(ValidationError, match="need prefix_cache on"):
+        KVTiers(prefix_cache=False, host_gib=10)

@@ -1,0 +1,75 @@
+"""Prefix caching in the plan: off (or nothing repeating) leaves every figure as it was; on, it
+prefills less, holds more batch and reports its hit rate and tiers."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.validation.corpus import load_points, project_for
+from studio.core.project import Project
+from studio.core.reuse import KVTiers, Reuse
+from studio.engine import evaluate
+from studio.io.presets import example_paths, load_example
+
+CHAT = Reuse(system_prompt_tokens=1000, turns=8, history_tokens_per_turn=800, think_time_s=20)
+
+
+def _figures(project: Project, layout=None) -> tuple:
+    r = evaluate(project, layout)
+    return (r.fits, r.batch, r.kv_capacity_tokens, r.ttft_ms, r.tpot_ms, r.request_latency_ms,
+            r.output_tokens_per_s, r.usd_per_million_output_tokens, r.prefix_cache)
+
+
+def _with(project: Project, reuse: Reuse, tiers: KVTiers) -> Project:
+    isl = max(project.workload.isl, 8000)
+    return project.replace(workload=project.workload.replace(isl=isl, reuse=reuse),
+                           serving=project.serving.replace(kv_tiers=tiers))
+
+
+def _cases() -> list[tuple[str, Project, object]]:
+    cases = [(i, load_example(n, i), None) for i, n in sorted(example_paths().items())]
+    points = load_points()
+    cases += [(p.id, *project_for(p)) for p in points[:: max(1, len(points) // 12)]]
+    return cases
+
+
+@pytest.mark.parametrize("case", _cases(), ids=lambda c: c[0])
+def test_reuse_off_changes_no_figure(case) -> None:
+    _, project, layout = case
+    plain = _figures(project, layout)
+    assert plain[-1] is None
+    on_nothing_repeats = project.replace(serving=project.serving.replace(kv_tiers=KVTiers(prefix_cache=True)))
+    assert _figures(on_nothing_repeats, layout) == plain
+    reuse_cache_off = project.replace(
+        workload=project.workload.replace(reuse=Reuse(hit_rate=0.9)),
+        serving=project.serving.replace(kv_tiers=KVTiers(prefix_cache=False)),
+    )
+    assert _figures(reuse_cache_off, layout) == plain
+
+
+def test_reuse_prefills_less_and_holds_more_batch() -> None:
+    project = load_example(*next(iter(sorted(example_paths().items())))[::-1])
+    off = evaluate(_with(project, CHAT, KVTiers(prefix_cache=False)))
+    hbm = evaluate(_with(project, CHAT, KVTiers()))
+    host = evaluate(_with(project, CHAT, KVTiers(host_gib=1024)))
+    assert hbm.prefix_cache is not None and host.prefix_cache is not None
+    assert 0 < hbm.prefix_cache["hit_rate"] < host.prefix_cache["hit_rate"] <= 1
+    assert host.prefix_cache["capacity_tokens_host"] > 0 and host.prefix_cache["hit_rate_host"] > 0
+    assert hbm.batch >= off.batch
+    assert host.ttft_ms < off.ttft_ms
+    assert host.output_tokens_per_s > off.output_tokens_per_s
+    assert evaluate(_with(project, CHAT, KVTiers())).to_json()["prefix_cache"]["hit_rate"] == hbm.prefix_cache["hit_rate"]
+
+
+def test_old_files_load_without_reuse_and_v4_keeps_it() -> None:
+    from studio.io.project_file import load_project
+    from tests.robustness.golden_files import golden_files
+
+    for path in golden_files(3):
+        p = load_project(path)
+        assert p.workload.reuse == Reuse() and p.serving.kv_tiers == KVTiers()
+    (chat,) = golden_files(4)
+    p = load_project(chat)
+    assert p.workload.reuse.turns == 6 and p.serving.kv_tiers.host_gib == 1024.0
+    pc = evaluate(p).prefix_cache
+    assert pc is not None and pc["hit_rate_host"] >= 0 and pc["hit_rate"] > 0.25
