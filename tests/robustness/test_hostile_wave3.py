@@ -424,7 +424,7 @@ def test_the_documented_size_limits_are_the_flags_limits(capsys):
     reference states is the one the code enforces, and the flags' help says the same."""
     import re
 
-    from studio.core.builders import MAX_NODES
+    from studio.core.building.builders import MAX_NODES
     from studio.core.hardware import MAX_CLUSTER_GPUS, NodeTemplate
 
     root = Path(__file__).resolve().parents[2]
