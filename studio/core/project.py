@@ -23,10 +23,10 @@ from pydantic import (
 from studio.core.architecture import LLMArchitecture
 from studio.core.base import Frozen
 from studio.core.errors import StudioError
-from studio.core.fleet_settings import FleetSettings
 from studio.core.hardware import Cluster
 from studio.core.layout import Layout
 from studio.core.serving_mode import ServingMode
+from studio.core.settings.fleet import FleetSettings
 from studio.core.workload import ServingConfig, Workload
 
 SCHEMA_VERSION = 4

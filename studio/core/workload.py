@@ -11,7 +11,7 @@ from studio.core.architecture import LLMArchitecture, ModulePrecision
 from studio.core.base import Frozen
 from studio.core.engine_features import EngineFeatures
 from studio.core.precision import DType
-from studio.core.reuse import KVTiers, Reuse
+from studio.core.settings.reuse import KVTiers, Reuse
 
 Batch = int | Literal["auto"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from studio.core.errors import StudioError
 from studio.core.project import Project
-from studio.core.reuse import KVTiers
+from studio.core.settings.reuse import KVTiers
 
 
 def node_limits(project: Project) -> tuple[float | None, float | None, float | None]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from studio.core.reuse import KVTiers, Reuse
+from studio.core.settings.reuse import KVTiers, Reuse
 from studio.core.workload import Workload
 from studio.engine.kv_tiers.prefix_cache import batch_with_shared_prefix, estimate, prefill_ms
 

@@ -7,7 +7,7 @@ import pytest
 
 from benchmarks.validation.corpus import load_points, project_for
 from studio.core.project import Project
-from studio.core.reuse import KVTiers, Reuse
+from studio.core.settings.reuse import KVTiers, Reuse
 from studio.engine import evaluate
 from studio.io.presets import example_paths, load_example
 
@@ -68,7 +68,7 @@ def test_old_files_load_without_reuse_and_v4_keeps_it() -> None:
     for path in golden_files(3):
         p = load_project(path)
         assert p.workload.reuse == Reuse() and p.serving.kv_tiers == KVTiers()
-    (chat,) = golden_files(4)
+    (chat,) = [f for f in golden_files(4) if f.name.startswith("chat-reuse")]
     p = load_project(chat)
     assert p.workload.reuse.turns == 6 and p.serving.kv_tiers.host_gib == 1024.0
     pc = evaluate(p).prefix_cache

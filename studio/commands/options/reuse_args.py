@@ -9,7 +9,7 @@ import argparse
 from studio.commands.options.arg_types import non_negative_float
 from studio.commands.options.feature_args import non_negative_int
 from studio.core.errors import StudioError
-from studio.core.reuse import KVTiers, Reuse
+from studio.core.settings.reuse import KVTiers, Reuse
 
 _REUSE_FLAGS = (("system_prompt_tokens", "system_prompt_tokens"), ("turns", "turns"),
                 ("history_tokens", "history_tokens_per_turn"), ("think_time_s", "think_time_s"))

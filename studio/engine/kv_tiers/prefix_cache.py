@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from studio.core.reuse import Reuse
+from studio.core.settings.reuse import Reuse
 
 TIERS: tuple[str, ...] = ("hbm", "host", "disk")
 

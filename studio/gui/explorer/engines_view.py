@@ -122,11 +122,11 @@ class EnginesView(QWidget):
         bold.setBold(True)
         for i, name in enumerate(names[len(FIGURES):], start=len(FIGURES)):
             for j, r in enumerate(rows):
-                v = r.value(name)
-                item = QTableWidgetItem("" if v is None else _cell(v.value, v.unit, name))
+                pv = r.value(name)
+                item = QTableWidgetItem("" if pv is None else _cell(pv.value, pv.unit, name))
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                if v is not None:
-                    item.setToolTip(f"{fmt(v.value)} {v.unit}: {v.source}")
+                if pv is not None:
+                    item.setToolTip(f"{fmt(pv.value)} {pv.unit}: {pv.source}")
                 if name in diff:
                     item.setFont(bold)
                 t.setItem(i, j, item)

@@ -235,12 +235,16 @@ def paginate(build: Callable[[str], QTextDocument], html: str) -> tuple[QTextDoc
             found.append((y, earlier))
         for k, scale, y in pictures_to_shrink(doc):
             if k not in scales:
-                found.append((y, lambda k=k, scale=scale: scales.__setitem__(k, scale)))
+                def shrink(k: int = k, scale: float = scale) -> None:
+                    scales[k] = scale
+                found.append((y, shrink))
                 break
         orphans = orphan_headings(doc)
         if orphans and not found:  # last: a picture shrunk to fit keeps its heading on the page
             block = list(_headings(doc))[orphans[0]]
-            found.append((lay.blockBoundingRect(block).top(), lambda k=orphans[0]: heads.add(k)))
+            def keep_heading(k: int = orphans[0]) -> None:
+                heads.add(k)
+            found.append((lay.blockBoundingRect(block).top(), keep_heading))
         if not found:
             break
         min(found, key=lambda f: f[0])[1]()

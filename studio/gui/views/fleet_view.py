@@ -37,8 +37,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.core.fleet_settings import FleetSettings
 from studio.core.project import Project
+from studio.core.settings.fleet import FleetSettings
 from studio.gui.document import ProjectDocument
 from studio.gui.toolkit.plain_plot import plain_plot
 from studio.gui.worker import ScheduledWork
