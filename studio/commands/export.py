@@ -97,10 +97,22 @@ def engine_project(project, engine: str | None):
 
     if engine is None or engine == project.serving.runtime:
         return project, None
+    from studio.engine.runtime import engine_setup
+    from studio.service.project_edits.engine_choice import with_engine
+
     before = project.serving.runtime
-    moved = project.replace(serving=project.serving.replace(runtime=engine))
+    fraction = project.serving.gpu_memory_utilization
+    # A fraction left at the old engine's default follows the new engine's default, as the window's
+    # engine selector does; a fraction the user chose is kept. The old engine's version means
+    # nothing to the new engine: its newest profile is used.
+    own_fraction = abs(fraction - engine_setup(project).default_fraction) > 1e-9
+    moved = with_engine(project, engine, None, keep_fraction=own_fraction)
+    new_fraction = moved.serving.gpu_memory_utilization
+    memory = (f" its memory fraction {new_fraction:g} is that engine's default (was {fraction:g})"
+              if new_fraction != fraction else f" the memory fraction {fraction:g} is kept")
     return moved, (f"The project plans for {ENGINE_VERSIONS.get(before, before)}; this export re-plans the layout "
-                   f"with {ENGINE_VERSIONS[engine]} (serving.runtime {engine}), so its figures are that engine's.")
+                   f"with {ENGINE_VERSIONS[engine]} (serving.runtime {engine}), so its figures are that engine's;"
+                   f"{memory}.")
 
 
 def _check(bundle, config_file: str | None, replanned: str | None = None) -> int:
