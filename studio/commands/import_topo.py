@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from studio.io.importers.topo import MAX_TOPO_BYTES, import_topology
     from studio.io.presets import load_catalog
     from studio.io.project_file import save_project
+    from studio.service.plan_summary import plan_summary
 
     catalog = load_catalog()
     from studio.io.examples import input_file
@@ -81,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     layout, plan = fitting_layout(project)
     project = project.replace(layout=layout)
     out = save_project(project, args.output, follow_links=False)  # a link at -o is replaced, never written through
-    fit = "fits" if plan.fits else f"does NOT fit ({plan.fit_reason})"
+    summary = plan_summary(plan)
+    fit = f"{summary.verdict} ({summary.reason})" if summary.reason else summary.verdict
     print(
         f"wrote {out}: {len(cluster.nodes)} node(s) × {per_node} {cluster.gpu_types()[0]}, "
         f"{len(cluster.links)} links; {model_ref} with layout {layout.label}, which {fit}"

@@ -41,6 +41,7 @@ from studio.io.export import (
 from studio.io.export.checks.check import CheckReport, check
 from studio.io.export.write import write_files
 from studio.service.export_layout import ExportedLayoutVerdict, verdict_for
+from studio.service.plan_summary import plan_summary
 
 NOTES_STYLE = (
     "QLabel { background: #fff4ce; color: #4a3b00; border: 1px solid #e0c060; border-radius: 4px; padding: 6px; }"
@@ -115,9 +116,11 @@ class ExportDialog(QDialog):
             "Host name or IP address of each node the plan uses, in rank order; empty: commands show "
             "<HOST_i> placeholders and scripts read HOST_i variables"
         )
+        facts = plan_summary(plan)
         head = QLabel(
-            f"<b>{_esc(plan.layout.label)}</b> · {plan.gpus} GPUs · "
-            + ("fits" if plan.fits else f"<span style='color:#a00'>does not fit</span> ({_esc(plan.fit_reason)})")
+            f"<b>{_esc(facts.layout)}</b> · {facts.gpus} GPUs · "
+            + (_esc(facts.verdict) if facts.runs
+               else f"<span style='color:#a00'>{_esc(facts.verdict)}</span> ({_esc(facts.reason)})")
         )
         head.setWordWrap(True)
         self.notes = QLabel()

@@ -28,7 +28,7 @@ from studio.engine.plan.views import Explanation
 from studio.gui.panels.fit_label import FitLabel
 from studio.gui.panels.value_label import ValueLabel
 from studio.gui.views.memory_bars import Bar, MemoryBarsWidget
-from studio.service import units
+from studio.service import plan_summary, units
 from studio.service.messages import one_line
 
 
@@ -204,26 +204,20 @@ def pool_bars(d: DisaggResult) -> list[Bar]:
 
 def status_line(r: PlanResult, d: DisaggResult | None = None) -> str:
     """One line for the window's status bar on the plan the headline cards show: the pools' plan
-    ``d`` of a disaggregated project when it is costed, else the layout's ``r``."""
-    status = d.status if d is not None else r.status
-    head = f"disaggregated {d.label} · {d.gpus} GPUs" if d is not None else f"{r.layout.label} · {r.gpus} GPUs"
+    ``d`` of a disaggregated project when it is costed, else the layout's ``r`` (its line is
+    :func:`studio.service.plan_summary.status_line`, as every other reader of a layout's plan)."""
+    if d is None:
+        return plan_summary.status_line(r)
+    status = d.status
+    head = f"disaggregated {d.label} · {d.gpus} GPUs"
     if status.code == "DOES_NOT_FIT":
         return f"{head} · does not fit"
-    ttft, tpot = (d.ttft_ms, d.tpot_ms) if d is not None else (r.ttft_ms, r.tpot_ms)
     parts = [head, "fits"]
     if status.code == "SATURATED":
         parts[1] = status.headline.upper()[:1] + status.headline[1:]
-    parts.append(f"TTFT {units.duration_ms(ttft, 0)}" if status.shows("ttft") else "no TTFT")
-    parts.append(f"TPOT {units.duration_ms(tpot)}")
-    if d is None and r.idle_gpus:
-        parts.append(idle_text(r))
+    parts.append(f"TTFT {units.duration_ms(d.ttft_ms, 0)}" if status.shows("ttft") else "no TTFT")
+    parts.append(f"TPOT {units.duration_ms(d.tpot_ms)}")
     return " · ".join(parts)
-
-
-def idle_text(r: PlanResult) -> str:
-    """``3 GPUs idle`` (the drawn GPUs the layout leaves unused; "" when it uses them all)."""
-    n = len(r.idle_gpus)
-    return f"{n} GPU{'s' if n != 1 else ''} idle" if n else ""
 
 
 def assumption(r: PlanResult, key: str) -> str:

@@ -20,6 +20,7 @@ from studio.gui.window.main_window import MainWindow
 from studio.io.autosave import AutosaveStore
 from studio.io.presets import example_paths, load_catalog
 from studio.io.project_file import load_project, project_from_json
+from studio.service.plan_summary import headline
 
 DEFAULT_EXAMPLE = "dgx-h100-2node-llama-405b"
 
@@ -128,13 +129,7 @@ def _exit_after_env(app: QApplication, win: MainWindow) -> None:
     state = {"reported": False, "due": False, "closed": False}
 
     def report(result: PlanResult, _revision: int) -> None:
-        plan = result
-        print(
-            f"layout-studio: {doc.display_name}: {plan.layout.label} on {plan.gpus} GPUs, "
-            f"{'fits' if plan.fits else 'does not fit'}; TTFT {plan.ttft_ms:,.1f} ms, "
-            f"TPOT {plan.tpot_ms:,.2f} ms, {plan.output_tokens_per_s:,.0f} tok/s",
-            flush=True,
-        )
+        print(f"layout-studio: {doc.display_name}: {headline(result)}", flush=True)
         doc.resultReady.disconnect(report)
         state["reported"] = True
         if state["due"]:  # the N ms ran out before the first plan arrived: close now
