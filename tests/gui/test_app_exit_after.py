@@ -23,3 +23,9 @@ def test_studio_opens_bundled_example_and_exits_by_itself() -> None:
     line = next(ln for ln in done.stdout.splitlines() if ln.startswith("layout-studio:"))
     assert "TP8×PP2 on 16 GPUs, fits" in line
     assert "TTFT" in line and "tok/s" in line
+    # the print is the plan's one summary (studio/service/plan_summary.py), as the status bar's
+    from studio.commands.options.project_args import load_base_project
+    from studio.engine.plan.evaluate import evaluate
+    from studio.service.plan_summary import headline
+
+    assert line.endswith(f": {headline(evaluate(load_base_project(None)))}")
