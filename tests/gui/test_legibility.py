@@ -183,4 +183,7 @@ def test_the_fleet_tab_raised_keeps_the_window_within_1366x768(qtbot):
     qtbot.waitUntil(lambda: win.docks["Fleet"].widget().isVisible())
     assert win.minimumSizeHint().width() <= 1366, win.minimumSizeHint()
     assert win.width() == 1366
+    view = win.docks["Fleet"].widget()
+    for plot in (view.demand, view.power, view.cost):  # a plot's key wider than the plot pushes its day out of view
+        assert plot.getPlotItem().geometry().width() <= plot.viewport().width() + 1
     close_window(win)

@@ -221,9 +221,10 @@ class FleetView(QWidget):
         self.busy.setObjectName("hint")
         self.busy.hide()
         self.demand = _plot("req/s")
-        self.demand.setTitle(_key(("━", TRAFFIC_COLOR, "traffic"), ("█", RESERVED_COLOR, "reserved replicas"),
-                                  ("█", BURST_COLOR, "burst replicas"), ("●", COST_COLOR, "SLO met"),
-                                  ("●", MISS_COLOR, "missed")), size="9pt")
+        # the key in two lines: in one it is wider than the plot at 1366x768 and pushes the plot out
+        self.demand.setTitle(_key(("━", TRAFFIC_COLOR, "traffic"), ("█", RESERVED_COLOR, "reserved replicas")) + "<br>"
+                             + _key(("█", BURST_COLOR, "burst replicas"), ("●", COST_COLOR, "SLO met"),
+                                    ("●", MISS_COLOR, "missed")), size="9pt")
         self.reserved_bars = pg.BarGraphItem(x=[], height=[], width=1.0, brush=RESERVED_COLOR, pen=pg.mkPen("w"))
         self.burst_bars = pg.BarGraphItem(x=[], height=[], y0=[], width=1.0, brush=BURST_COLOR, pen=pg.mkPen("w"))
         self.demand.addItem(self.reserved_bars)
