@@ -167,3 +167,23 @@ def test_no_canvas_label_is_cut_at_the_default_zoom_of_the_bundled_example(qtbot
     win.model_panel.load_section.header.click()  # a click shows the load's settings
     assert win.model_panel.load_editor.isVisible()
     close_window(win)
+
+
+def test_the_fleet_tab_raised_keeps_the_window_within_1366x768(qtbot):
+    """The Fleet view's controls wrap into short rows: raising its tab must not force the window
+    wider than a 1366 × 768 screen (its single rows of controls once made it 1,818 px wide)."""
+    from studio.gui.window.app import build_window
+
+    win = build_window(load_project(EXAMPLES[0]), threaded=False)
+    win.ask_save = lambda: "discard"
+    qtbot.addWidget(win)
+    win.resize(1366, 700)
+    win.show()
+    win.docks["Fleet"].raise_()
+    qtbot.waitUntil(lambda: win.docks["Fleet"].widget().isVisible())
+    assert win.minimumSizeHint().width() <= 1366, win.minimumSizeHint()
+    assert win.width() == 1366
+    view = win.docks["Fleet"].widget()
+    for plot in (view.demand, view.power, view.cost):  # a plot's key wider than the plot pushes its day out of view
+        assert plot.getPlotItem().geometry().width() <= plot.viewport().width() + 1
+    close_window(win)

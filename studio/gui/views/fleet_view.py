@@ -103,9 +103,10 @@ def _module_ranking():
     return default_ranking
 
 
-def _plot(y_label: str) -> pg.PlotWidget:
+def _plot(y_label: str, hours_a_tick: int = 3) -> pg.PlotWidget:
     w = plain_plot("hour of day", y_label)
-    w.getPlotItem().getAxis("bottom").setTicks([[(h, f"{h:02d}") for h in range(0, 25, 3)]])
+    w.getPlotItem().getAxis("bottom").setTicks([[(h, f"{h:02d}") for h in range(0, 25, hours_a_tick)]])
+    w.setXRange(0, 24, padding=0.02)  # always the whole day (x auto-range is off once it is set)
     return w
 
 
@@ -183,21 +184,31 @@ class FleetView(QWidget):
         self.tpot = _spin(0.1, 1e5, s.tpot_p99_ms, 1, " ms")
         self.headroom = _spin(0.0, 300.0, s.headroom * 100, 0, " %")
         form = QFormLayout()
+        # three short rows, so the view fits between the side docks at 1366x768 without widening
+        # the window: the traffic, the SLO (with the ranking button), then the optional inputs
+        self.traffic.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.traffic.setMinimumContentsLength(24)
+        row0 = QHBoxLayout()
+        for label, w in (("traffic", self.traffic), ("peak", self.peak), ("headroom", self.headroom)):
+            row0.addWidget(QLabel(label))
+            row0.addWidget(w)
+        row0.addStretch(1)
+        form.addRow(row0)
         row = QHBoxLayout()
-        for label, w in (("traffic", self.traffic), ("peak", self.peak), ("p99 TTFT ≤", self.ttft),
-                         ("p99 TPOT ≤", self.tpot), ("headroom", self.headroom)):
+        for label, w in (("p99 TTFT ≤", self.ttft), ("p99 TPOT ≤", self.tpot)):
             row.addWidget(QLabel(label))
             row.addWidget(w)
         row.addStretch(1)
         form.addRow(row)
         self.optional: dict[str, QDoubleSpinBox] = {}
-        more = QHBoxLayout()
-        for name, label, lo, hi, decimals, suffix, tip in OPTIONAL_FIELDS:
-            self.optional[name] = _optional_spin(lo, hi, decimals, suffix, tip)
-            more.addWidget(QLabel(label))
-            more.addWidget(self.optional[name])
-        more.addStretch(1)
-        form.addRow(more)
+        for start in range(0, len(OPTIONAL_FIELDS), 3):  # three optional inputs a row
+            more = QHBoxLayout()
+            for name, label, lo, hi, decimals, suffix, tip in OPTIONAL_FIELDS[start:start + 3]:
+                self.optional[name] = _optional_spin(lo, hi, decimals, suffix, tip)
+                more.addWidget(QLabel(label))
+                more.addWidget(self.optional[name])
+            more.addStretch(1)
+            form.addRow(more)
         self._show_settings(s)
         self.traffic.currentIndexChanged.connect(self._on_settings)
         for spin in (self.peak, self.ttft, self.tpot, self.headroom, *self.optional.values()):
@@ -210,9 +221,10 @@ class FleetView(QWidget):
         self.busy.setObjectName("hint")
         self.busy.hide()
         self.demand = _plot("req/s")
-        self.demand.setTitle(_key(("━", TRAFFIC_COLOR, "traffic"), ("█", RESERVED_COLOR, "reserved replicas"),
-                                  ("█", BURST_COLOR, "burst replicas"), ("●", COST_COLOR, "SLO met"),
-                                  ("●", MISS_COLOR, "missed")), size="9pt")
+        # the key in two lines: in one it is wider than the plot at 1366x768 and pushes the plot out
+        self.demand.setTitle(_key(("━", TRAFFIC_COLOR, "traffic"), ("█", RESERVED_COLOR, "reserved replicas")) + "<br>"
+                             + _key(("█", BURST_COLOR, "burst replicas"), ("●", COST_COLOR, "SLO met"),
+                                    ("●", MISS_COLOR, "missed")), size="9pt")
         self.reserved_bars = pg.BarGraphItem(x=[], height=[], width=1.0, brush=RESERVED_COLOR, pen=pg.mkPen("w"))
         self.burst_bars = pg.BarGraphItem(x=[], height=[], y0=[], width=1.0, brush=BURST_COLOR, pen=pg.mkPen("w"))
         self.demand.addItem(self.reserved_bars)
@@ -220,15 +232,15 @@ class FleetView(QWidget):
         self.traffic_line = self.demand.plot([], [], pen=pg.mkPen(TRAFFIC_COLOR, width=2), stepMode="center")
         self.slo_marks = pg.ScatterPlotItem(size=7, pen=pg.mkPen(None))
         self.demand.addItem(self.slo_marks)
-        self.power = _plot("kW")
+        self.power = _plot("kW", 6)  # the narrow plots: a tick every 6 h keeps the labels apart
         self.power.setTitle(_key(("━", POWER_COLOR, "GPU power")), size="9pt")
         self.power_line = self.power.plot([], [], pen=pg.mkPen(POWER_COLOR, width=2), stepMode="center")
-        self.cost = _plot("$ per hour")
+        self.cost = _plot("$ per hour", 6)
         self.cost.setTitle(_key(("━", COST_COLOR, "cost")), size="9pt")
         self.cost_line = self.cost.plot([], [], pen=pg.mkPen(COST_COLOR, width=2), stepMode="center")
 
         # the Explorer's layouts ranked by cost per day at the SLO (on request: seconds of simulation)
-        self.rank_button = QPushButton("Rank the Explorer's layouts by cost per day")
+        self.rank_button = QPushButton("Rank layouts by cost per day")
         self.rank_button.setToolTip("plan the day for every replica layout of the cluster's sweep (the Explorer's) "
                                     "and order them by cost per day at this SLO; double-click a row to apply it")
         self.rank_button.clicked.connect(self.rank)
@@ -368,7 +380,7 @@ class FleetView(QWidget):
 
     def _on_ranking(self, ranked: object | None, error: str) -> None:
         self.rank_button.setEnabled(True)
-        self.rank_button.setText("Rank the Explorer's layouts by cost per day")
+        self.rank_button.setText("Rank layouts by cost per day")
         if self._rank_key != (self.doc.revision, self.settings):
             return  # the project or the settings changed meanwhile: rank again to see the new order
         if ranked is None:
