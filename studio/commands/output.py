@@ -131,8 +131,6 @@ def dumps_indented(value) -> str:
 def fmt(value, digits: int = 3) -> str:
     """A number for a table: thousands separators for big values, ``digits`` significant digits
     for small ones, ``-`` for missing or non-finite values."""
-    import math
-
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -143,13 +141,9 @@ def fmt(value, digits: int = 3) -> str:
         v = float(value)
     except (TypeError, ValueError):
         return str(value)
-    if not math.isfinite(v):
-        return "-"
-    if v == 0:
-        return "0"
-    if abs(v) >= 1000:
-        return f"{v:,.0f}"
-    return f"{v:.{max(digits, 4) if abs(v) >= 1 else digits}g}"
+    from studio.core.units import figure
+
+    return figure(v, digits)
 
 
 def format_table(headers: list[str], rows: list[list[str]], right: set[int] | None = None) -> str:

@@ -49,3 +49,15 @@ def decimal_bytes(n: float) -> str:
         if n >= scale:
             return f"{n / scale:,.2f} {unit}"
     return f"{n:,.0f} bytes"
+
+
+def figure(value: float, digits: int = 3) -> str:
+    """A figure as the plan's text writes it: thousands separators from 1,000 up, else ``digits``
+    significant digits (4 from 1 up); ``-`` when not finite."""
+    if not math.isfinite(value):
+        return "-"
+    if value == 0:
+        return "0"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.{max(digits, 4) if abs(value) >= 1 else digits}g}"

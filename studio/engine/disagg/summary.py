@@ -6,22 +6,8 @@ status's headline instead of a number, in every reader alike."""
 
 from __future__ import annotations
 
-import math
-
-from studio.core.units import MIB
+from studio.core.units import MIB, figure
 from studio.engine.disagg.results import DisaggResult
-
-
-def figure(value: float, digits: int = 3) -> str:
-    """A figure as the plan's text writes it: thousands separators from 1,000 up, else ``digits``
-    significant digits (4 from 1 up); ``-`` when not finite."""
-    if not math.isfinite(value):
-        return "-"
-    if value == 0:
-        return "0"
-    if abs(value) >= 1000:
-        return f"{value:,.0f}"
-    return f"{value:.{max(digits, 4) if abs(value) >= 1 else digits}g}"
 
 
 def figures(res: DisaggResult) -> dict[str, str]:
