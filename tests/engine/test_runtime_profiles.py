@@ -36,7 +36,7 @@ def test_every_bundled_profile_loads_with_a_source_for_every_value():
 @pytest.mark.parametrize(("engine", "version", "profile"), [
     ("vllm", "0.5.3", "vllm-v0-sync"), ("vllm", "0.6.3.post1", "vllm-v0-async-output"),
     ("vllm", "0.10.1", "vllm-v1"), ("vllm", "0.33.0", "vllm-v1-async"), ("vllm", None, "vllm-v1-async"),
-    ("trtllm", "1.0.0rc4", "trtllm"), ("sglang", "0.5.2", "sglang-overlap"),
+    ("trtllm", "1.0.0rc4", "trtllm-1.0"), ("trtllm", "1.2.0", "trtllm"), ("sglang", "0.5.2", "sglang-overlap"),
 ])
 def test_a_version_picks_its_profile(engine, version, profile):
     r = resolve(engine, version)

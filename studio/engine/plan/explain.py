@@ -101,6 +101,7 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
          Term("decode hand-off", float(st.p2p_us_decode[0]), "µs")),
         ("PP = 1: no hand-off",) if lay.pp == 1 else (),
     )
+    out["comm.moe_exchange"] = _moe_exchange(ctx)
     out["pipeline.bubble"] = Explanation(
         "pipeline.bubble", ctx.bubble, "fraction", "(P − 1) / (M + P − 1)",
         (Term("P", lay.pp, "stages"), Term("M", ctx.micro_batches, "micro-batches")),
@@ -320,3 +321,43 @@ def _cp_explanation(ctx: PlanContext) -> Explanation:
                  "vLLM --prefill-context-parallel-size (with --decode-context-parallel-size over the PCP axis); "
                  "TensorRT-LLM context_parallel_size with cp_type RING")
     return Explanation("comm.cp", float(st.cp_us_decode[0]), "µs", formula, tuple(terms), notes)
+
+
+def _moe_exchange(ctx: PlanContext) -> Explanation:
+    """How the MoE layers move tokens between the ranks of an EP group wider than TP: an all-to-all,
+    or (TensorRT-LLM 1.0 with attention DP) an all-gather of every rank's tokens and a
+    reduce-scatter of the outputs; the rule and its source come from the engine profile."""
+    from studio.engine.runtime.explain import engine_setup_of
+
+    lc = ctx.lc
+    cols = [col for cols in lc.alltoall for col in cols if col.algos]
+    if not cols:
+        return Explanation("comm.moe_exchange", 0.0, "µs", "no exchange", (),
+                           ("no expert-parallel group wider than TP: the experts' outputs are summed in the TP "
+                            "all-reduce",))
+    mb = float(ctx.micro_batch_size)
+    msg = mb * lc.a2a_bytes_per_token
+    col = max(cols, key=lambda x: float(x.time_us(msg)))
+    algo = col.pick(msg) or col.algos[0]
+    t = float(col.time_us(msg))
+    moe_layers = max(sh.moe_layers for sh in lc.shapes)
+    gathered = algo.name.startswith("all-gather")
+    terms = (
+        Term("EP group", len(col.group), "GPUs"),
+        Term("tokens per rank", mb, "tokens", "the decode micro-batch"),
+        Term("bytes per token per pass", lc.a2a_bytes_per_token, "B",
+             "half of (every rank's quantized tokens and routing gathered + the outputs reduce-scattered)"
+             if gathered else "the distinct remote EP ranks a token's experts sit on × hidden × dispatch bytes"),
+        Term("one pass", t, "µs", f"α {algo.alpha_us:.1f} µs + bytes / {algo.bandwidth_gbps:.0f} GB/s; "
+                                   f"bottleneck {algo.bottleneck_kind}"),
+        Term("per MoE layer (two passes)", 2 * t, "µs", f"×{moe_layers} MoE layers on the busiest stage"),
+    )
+    setup = engine_setup_of(ctx)
+    notes = [f"{algo.name}: {algo.note}"]
+    src = setup.profile.source("moe.dp_exchange")
+    if src:
+        notes.append(f"rule of {setup.engine_name} profile '{setup.profile.id}' ({setup.profile.versions}): {src}")
+    formula = ("all-gather of every attention-DP rank's tokens before the local experts + reduce-scatter of the "
+               "outputs, each a ring over the EP group" if gathered else
+               "dispatch + combine all-to-all of each token to the EP ranks holding its experts")
+    return Explanation("comm.moe_exchange", 2 * t, "µs", formula, terms, tuple(notes))

@@ -21,6 +21,7 @@ from studio.engine.runtime.profile import (
     EngineProfile,
     GraphSizes,
     MemoryRule,
+    MoeExchange,
     SchedulerCost,
     SglangReserve,
     Tier,
@@ -217,13 +218,29 @@ def profile_from_dict(engine: str, d: Any, where: str, index: int) -> EngineProf
         raise r.fail("memory.fraction.value", "is null but memory.reserve is null too: give one of them")
     memory = MemoryRule(mode=mode, fraction=fraction, graphs_in_budget=r.flag(d, "memory.graphs_in_budget"),
                         reserve=reserve)
+    moe = _moe_exchange(r, d) if "moe" in d else MoeExchange()
     raw_label = d.get("label")
     label = raw_label if isinstance(raw_label, str) else pid
     return EngineProfile(
         engine=engine, id=pid, label=label, version_from=v_from, version_until=v_until,
         kernel_engine=kt["engine"], kernel_version=kt["version"], scheduler=sched, defaults=defaults,
-        memory=memory, file=where, sources=sources,
+        memory=memory, file=where, moe=moe, sources=sources,
     )
+
+
+def _moe_exchange(r: _Reader, d: dict[str, Any]) -> MoeExchange:
+    """The optional ``moe`` section: how MoE layers exchange tokens between attention-DP ranks."""
+    kind = r.value(d, "moe.dp_exchange")
+    if kind not in ("alltoall", "allgather"):
+        raise r.fail("moe.dp_exchange.value", f"is {kind!r}; allowed: 'alltoall' or 'allgather'")
+    node = r.entry(d, "moe.dp_exchange")
+    prefixes = node.get("alltoall_gpu_prefixes", [])
+    if not isinstance(prefixes, list) or not all(isinstance(x, str) and x for x in prefixes):
+        raise r.fail("moe.dp_exchange.alltoall_gpu_prefixes", "must be a list of GPU id prefixes such as 'gb200'")
+    above = node.get("alltoall_above_top_k", True)
+    if not isinstance(above, bool):
+        raise r.fail("moe.dp_exchange.alltoall_above_top_k", f"is {above!r}; allowed: true or false")
+    return MoeExchange(kind=kind, alltoall_gpu_prefixes=tuple(prefixes), alltoall_above_top_k=above)
 
 
 def profiles_from_text(engine: str, text: str, where: str) -> tuple[EngineProfile, ...]:

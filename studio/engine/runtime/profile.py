@@ -25,6 +25,7 @@ from typing import Literal
 import numpy as np
 
 MemoryMode = Literal["total", "free", "static"]
+MoeExchangeKind = Literal["alltoall", "allgather"]
 
 
 def parse_version(text: str) -> tuple[int, ...]:
@@ -207,6 +208,31 @@ class MemoryRule:
 
 
 @dataclass(frozen=True)
+class MoeExchange:
+    """How the MoE layers of a layout whose expert-parallel group spans attention-DP ranks move
+    tokens between those ranks.
+
+    ``alltoall``: each token goes to the ranks holding its experts and comes back (dispatch and
+    combine); ``allgather``: every rank gathers every rank's (quantized) tokens and routing before
+    its local experts run, and the partial outputs are reduce-scattered back in the activation
+    format — TensorRT-LLM 1.0's CUTLASS MoE unless an all-to-all backend applies.
+    ``alltoall_gpu_prefixes``: GPUs on which the engine picks its all-to-all anyway (multi-node
+    NVLink memory), when the EP group is wider than a token's experts (``alltoall_above_top_k``).
+    """
+
+    kind: MoeExchangeKind = "alltoall"
+    alltoall_gpu_prefixes: tuple[str, ...] = ()
+    alltoall_above_top_k: bool = True
+
+    def gathers(self, gpu_id: str, ep: int, top_k: int) -> bool:
+        """Whether an EP group of ``ep`` ranks on ``gpu_id`` exchanges by all-gather/reduce-scatter."""
+        if self.kind != "allgather":
+            return False
+        alltoall_here = bool(self.alltoall_gpu_prefixes) and gpu_id.startswith(self.alltoall_gpu_prefixes)
+        return not (alltoall_here and (ep > top_k or not self.alltoall_above_top_k))
+
+
+@dataclass(frozen=True)
 class EngineProfile:
     """One engine at one version range."""
 
@@ -221,6 +247,7 @@ class EngineProfile:
     defaults: EngineDefaults
     memory: MemoryRule
     file: str
+    moe: MoeExchange = field(default_factory=MoeExchange)
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def covers(self, version: tuple[int, ...]) -> bool:

@@ -19,7 +19,7 @@ from studio.core.hardware import GpuSpec
 from studio.core.layout import Layout
 from studio.core.precision import DType
 from studio.core.units import GIB
-from studio.engine.fabric.comm import Collective, allreduce, alltoall, p2p
+from studio.engine.fabric.comm import Collective, allgather, allreduce, alltoall, p2p
 from studio.engine.fabric.topology import Topology
 from studio.engine.step.constants import Constants
 from studio.engine.step.context_parallel import CpCosts, cp_costs
@@ -187,6 +187,8 @@ def layout_costs(
     ar = [[allreduce(topo, groups[d][s], c, kernel_engine) for d in reps] for s in range(pp)]
     pt = [[p2p(topo, groups[d][s], groups[d][s + 1], c) for d in reps] for s in range(pp - 1)]
     a2a: list[list[Collective]] = [[] for _ in range(pp)]
+    gathers = moe is not None and ep > tp and engine is not None and engine.profile.moe.gathers(
+        specs[0].id, ep, moe.experts_per_token)
     if moe is not None and ep > tp:
         per = ep // tp  # replicas in one EP group
         for s in range(pp):
@@ -194,7 +196,7 @@ def layout_costs(
                 if replicas is not None and d0 not in replicas:
                     continue
                 members = [g for d in range(d0, d0 + per) for g in groups[d][s]]
-                a2a[s].append(alltoall(topo, members, c))
+                a2a[s].append(_gather_exchange(topo, members, c) if gathers else alltoall(topo, members, c))
     if mode == "free":
         fixed = np.array([sh.weights for sh in shapes]) + act + overhead
         usable = fixed + (cap - fixed) * gpu_memory_utilization
@@ -203,7 +205,11 @@ def layout_costs(
     else:
         usable = cap * gpu_memory_utilization
     a2a_bytes = 0.0
-    if moe is not None and ep > tp:
+    if gathers:
+        assert moe is not None
+        a2a_bytes = gather_bytes_per_token(h, moe.experts_per_token, ep // tp, shapes[0].expert_class,
+                                           c.activation_bytes) / tp
+    elif moe is not None and ep > tp:
         # each token goes to the distinct EP ranks that hold its k experts (not k copies), minus the
         # share that stays on its own rank; dispatch runs in FP8 when the experts compute in FP8/FP4
         # (TensorRT-LLM / DeepEP low-precision dispatch), else in the activation format
@@ -249,3 +255,34 @@ def sliding_avg(n: np.ndarray | float, window: int | None) -> np.ndarray:
         return (n + 1) / 2
     w = float(window)
     return np.where(n <= w, (n + 1) / 2, w - w * (w - 1) / (2 * np.maximum(n, 1)))
+
+
+def _gather_exchange(topo: Topology, members: list[str], c: Constants) -> Collective:
+    """The all-gather / reduce-scatter pair of an MoE layer as one collective of kind ``alltoall``
+    (it takes the all-to-all's place in the step and the timeline): a ring over the EP group."""
+    ring = allgather(topo, members, c)
+    algos = tuple(a.replace(**{
+        "name": "all-gather + reduce-scatter",
+        "note": f"{a.note}; the tokens of every attention-DP rank gathered before the experts, the outputs "
+                "reduce-scattered after (TensorRT-LLM 1.0 without an all-to-all backend)"}) for a in ring.algos)
+    return Collective("alltoall", ring.group, algos)
+
+
+def gather_bytes_per_token(hidden: int, top_k: int, ranks: int, expert_class: str, activation_bytes: float) -> float:
+    """Bytes per token of one of the two ring passes an all-gather MoE exchange costs, such that
+    two passes of ``tokens ×`` this (the step's ``2 × all-to-all`` of a MoE layer) carry the
+    all-gather of the quantized tokens and their routing plus the reduce-scatter of the outputs.
+
+    Each rank's ``T`` tokens become a gathered message of ``ranks × T × (quantized hidden + routing)``
+    bytes, and the outputs a reduce-scattered one of ``ranks × T × hidden × activation bytes``
+    (tensorrt_llm/_torch/modules/fused_moe/fused_moe_cutlass.py of TensorRT-LLM 1.0, forward_chunk:
+    FP8 e4m3 or NVFP4 values with one e4m3 scale per 16 before the all-gather, int32 expert ids and
+    fp32 weights per selected expert, the output in the activation dtype). A ring pass's time is
+    ``α + (n − 1)/n × message / bandwidth`` (:func:`studio.engine.fabric.comm.allgather`), so the
+    pair is two passes of half the summed message each.
+    """
+    quant = {"fp4": 0.5 + 1.0 / 16.0, "fp8": 1.0}.get(expert_class, activation_bytes)
+    routing = top_k * (4 + 4)
+    gathered = hidden * quant + routing
+    scattered = hidden * activation_bytes
+    return ranks * (gathered + scattered) / 2.0
