@@ -119,6 +119,12 @@ def engine_explanation(ctx: PlanContext) -> Explanation:
         Term("scheduler exposed", full - padded, "ms per decode iteration",
              ("overlapped with the GPU step: a residual plus what outlasts it; " if sched.overlap else
               "not overlapped: the GPU waits for all of it; ") + _short(p.source("scheduler.overlap"))),
+        Term("pipeline host time", float(sched.pipeline_exposed_us(ctx.batch, ctx.micro_batches)) / 1e3
+             if lay.pp > 1 else 0.0, "ms per decode iteration",
+             (f"{sched.pipeline_per_seq_us:g} µs × {ctx.batch} sequences × {ctx.micro_batches} micro-batch "
+              f"iterations, not hidden by the pipeline loop; {_short(p.source('scheduler.pipeline_per_seq_us'))}"
+              if lay.pp > 1 else "PP = 1")
+             if sched.pipeline_per_seq_us else "none: this engine's pipeline loop hides its host work"),
         Term("chunked prefill", 1.0 if p.defaults.chunked_prefill else 0.0, "", _short(p.source("defaults.chunked_prefill"))),
         Term("prefix caching", 1.0 if p.defaults.prefix_caching else 0.0, "",
              "on in the engine; the plan assumes no prefix hits"

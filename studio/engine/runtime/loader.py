@@ -165,6 +165,8 @@ def profile_from_dict(engine: str, d: Any, where: str, index: int) -> EngineProf
         detokenize_per_seq_us=r.number(d, "scheduler.detokenize_per_seq_us", 0, 1e5) or 0.0,
         overlap=r.flag(d, "scheduler.overlap"),
         exposed_when_overlapped_us=r.number(d, "scheduler.exposed_when_overlapped_us", 0, 1e6) or 0.0,
+        pipeline_per_seq_us=(r.number(d, "scheduler.pipeline_per_seq_us", 0, 1e5) or 0.0)
+        if "pipeline_per_seq_us" in (d.get("scheduler") or {}) else 0.0,
     )
     budget_node = r.entry(d, "defaults.max_num_batched_tokens")
     at_least = budget_node.get("at_least_context", False)

@@ -96,6 +96,7 @@ class SchedulerCost:
     detokenize_per_seq_us: float
     overlap: bool
     exposed_when_overlapped_us: float
+    pipeline_per_seq_us: float = 0.0  # host time per running sequence per micro-batch under PP, not hidden
 
     def cpu_us(self, running: np.ndarray | float) -> np.ndarray:
         """CPU work of an iteration with ``running`` sequences (scheduling, input preparation,
@@ -112,10 +113,16 @@ class SchedulerCost:
         gpu = np.asarray(gpu_us, dtype=float)
         return self.exposed_when_overlapped_us + np.maximum(cpu - gpu, 0.0)
 
+    def pipeline_exposed_us(self, running: np.ndarray | float, micro_batches: np.ndarray | float) -> np.ndarray:
+        """Host time (µs) a pipeline-parallel round of ``micro_batches`` micro-batch iterations
+        adds when the engine's pipeline loop cannot hide its per-request work behind the GPU: each
+        micro-batch iteration walks the ``running`` sequences (``pipeline_per_seq_us`` each)."""
+        return np.asarray(running, dtype=float) * self.pipeline_per_seq_us * np.asarray(micro_batches, dtype=float)
+
     @property
     def adds_nothing(self) -> bool:
         return (self.cpu_base_us == 0 and self.cpu_per_seq_us == 0 and self.detokenize_per_seq_us == 0
-                and self.exposed_when_overlapped_us == 0)
+                and self.exposed_when_overlapped_us == 0 and self.pipeline_per_seq_us == 0)
 
 
 @dataclass(frozen=True)

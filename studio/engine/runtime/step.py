@@ -9,7 +9,9 @@ iteration — TPOT, TTFT, throughput, the request simulation, the sweep — sees
   logits and all-reduces see the padded rows; the KV cache and attention only the real ones);
   beyond the largest captured size it runs eagerly at its own size;
 * the iteration then waits for the part of the scheduler's CPU work the GPU step does not hide
-  (:meth:`~studio.engine.runtime.profile.SchedulerCost.exposed_us`).
+  (:meth:`~studio.engine.runtime.profile.SchedulerCost.exposed_us`), and under pipeline parallelism
+  for the per-request host work an engine's pipeline loop cannot hide
+  (:meth:`~studio.engine.runtime.profile.SchedulerCost.pipeline_exposed_us`).
 """
 
 from __future__ import annotations
@@ -39,3 +41,10 @@ class RuntimeStep(Record, frozen=True):
         """Scheduler time (ms) an iteration with ``running`` sequences adds to a GPU step of
         ``gpu_ms``."""
         return np.asarray(self.scheduler.exposed_us(running, np.asarray(gpu_ms) * 1e3), dtype=float) / 1e3
+
+    def pipeline_ms(self, running: np.ndarray, micro_batches: np.ndarray | float, pp: int) -> np.ndarray:
+        """Host time (ms) a round of ``micro_batches`` micro-batch iterations of a ``pp``-stage
+        pipeline adds (0 without PP; see :meth:`SchedulerCost.pipeline_exposed_us`)."""
+        if pp <= 1:
+            return np.zeros_like(np.asarray(running, dtype=float))
+        return self.scheduler.pipeline_exposed_us(running, micro_batches) / 1e3

@@ -248,4 +248,4 @@ class IterationModel:
         gpu = np.maximum(per.sum(axis=0), m * per.max(axis=0))
         plen = np.maximum(np.asarray(prompt_len, dtype=float), 1.0)
         running = d + np.ceil(x / plen)  # decoding sequences + the prompts being prefilled
-        return gpu + rt.exposed_ms(running, gpu)
+        return gpu + rt.exposed_ms(running, gpu) + rt.pipeline_ms(running, m, self.lc.layout.pp)
