@@ -225,23 +225,41 @@ def _moe(pd, f: Path, sil: dict[str, float], out: dict[str, np.ndarray]) -> list
         sub = df[df.moe_dtype == src]
         if sub.empty or f"moe_{ours}_tpe" in out:
             continue
-        t = sub.num_tokens.to_numpy(float)
-        h = sub.hidden_size.to_numpy(float)
-        inter = sub.inter_size.to_numpy(float) / sub.moe_tp_size.to_numpy(float)
-        k = sub.topk.to_numpy(float)
-        e = sub.num_experts.to_numpy(float)
-        ep = sub.moe_ep_size.to_numpy(float)
-        touched = (e / ep) * (1.0 - (1.0 - k / e) ** t)
-        nbytes = touched * 3.0 * h * inter * wbytes
-        flops = 2.0 * (t * k / ep) * 3.0 * h * inter
-        peak = sil[f"{MOE_PEAK[ours]}_tflops"] or sil["bf16_tflops"]
-        roof = np.maximum(nbytes / (sil["mem_bw_gbps"] * 1e9), flops / (peak * 1e12))
-        eff = roof / (sub.latency.to_numpy(float) * 1e-3)
-        x, y, grid = _bins2(t * k / e, nbytes, eff)
-        out[f"moe_{ours}_tpe"], out[f"moe_{ours}_bytes"], out[f"moe_{ours}_eff"] = x, y, grid
-        _moe_shapes(pd.concat([sub[sub.num_tokens != 1], one[one.moe_dtype == src]]), ours, out)
-        names.append(f"moe_{ours}")
+        names += _moe_table(pd, sub, one[one.moe_dtype == src], ours, ours, wbytes, sil, out)
+        # the CUTLASS fused MoE on its own, where the table also times other backends (TensorRT-LLM's
+        # TRTLLM-gen "min latency" kernels are 2-3x faster on Blackwell NVFP4): the backend
+        # TensorRT-LLM 1.0 runs by default (llm_args.py MoeConfig.backend = 'CUTLASS')
+        if "kernel_source" in sub.columns and sub.kernel_source.nunique() > 1 and \
+                (sub.kernel_source == CUTLASS_MOE).any():
+            cut = sub[sub.kernel_source == CUTLASS_MOE]
+            one_cut = one[(one.moe_dtype == src) & (one.kernel_source == CUTLASS_MOE)]
+            names += _moe_table(pd, cut, one_cut, f"{ours}_cutlass", ours, wbytes, sil, out)
     return names
+
+
+#: The kernel_source of the CUTLASS fused MoE in the package's TensorRT-LLM MoE tables.
+CUTLASS_MOE = "moe_torch_flow_cutlass"
+
+
+def _moe_table(pd, sub, one, name: str, ours: str, wbytes: float, sil: dict[str, float],
+               out: dict[str, np.ndarray]) -> list[str]:
+    """The efficiency grid and measured shapes of one MoE table (``moe_<name>_*``) of format ``ours``."""
+    t = sub.num_tokens.to_numpy(float)
+    h = sub.hidden_size.to_numpy(float)
+    inter = sub.inter_size.to_numpy(float) / sub.moe_tp_size.to_numpy(float)
+    k = sub.topk.to_numpy(float)
+    e = sub.num_experts.to_numpy(float)
+    ep = sub.moe_ep_size.to_numpy(float)
+    touched = (e / ep) * (1.0 - (1.0 - k / e) ** t)
+    nbytes = touched * 3.0 * h * inter * wbytes
+    flops = 2.0 * (t * k / ep) * 3.0 * h * inter
+    peak = sil[f"{MOE_PEAK[ours]}_tflops"] or sil["bf16_tflops"]
+    roof = np.maximum(nbytes / (sil["mem_bw_gbps"] * 1e9), flops / (peak * 1e12))
+    eff = roof / (sub.latency.to_numpy(float) * 1e-3)
+    x, y, grid = _bins2(t * k / e, nbytes, eff)
+    out[f"moe_{name}_tpe"], out[f"moe_{name}_bytes"], out[f"moe_{name}_eff"] = x, y, grid
+    _moe_shapes(pd.concat([sub[sub.num_tokens != 1], one]), name, out)
+    return [f"moe_{name}"]
 
 
 def _moe_shapes(sub, ours: str, out: dict[str, np.ndarray]) -> None:

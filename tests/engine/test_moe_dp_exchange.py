@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from studio.core.errors import StudioError
@@ -86,3 +87,25 @@ def test_a_bad_exchange_kind_names_the_field():
     prof["moe"]["dp_exchange"]["value"] = "broadcast"
     with pytest.raises(StudioError, match=r"moe\.dp_exchange\.value.*allowed: 'alltoall' or 'allgather'"):
         profiles_from_text("trtllm", json.dumps(data), "trtllm.json")
+
+
+def test_trtllm_1_0_times_fp4_experts_on_blackwell_with_its_default_cutlass_backend():
+    from studio.engine.step.kernels import Target, moe_curve, silicon_for
+    from studio.io.presets import load_catalog
+
+    assert resolve("trtllm", "1.0.0").profile.moe.backend == "cutlass"
+    assert resolve("trtllm", "1.2.0").profile.moe.backend == ""
+    assert "default='CUTLASS'" in resolve("trtllm", "1.0.0").profile.source("moe.backend")
+    b200 = load_catalog().gpu("b200")
+    sil = silicon_for(b200, "trtllm", "1.0.0")
+    args = (sil, Target.of(b200), "fp4", 2048.0, 768.0, 8, 128, 1)
+    fast, cutlass = moe_curve(*args), moe_curve(*args, backend="cutlass")
+    # the package times CUTLASS apart from the faster TRTLLM-gen kernels: slower at every token count
+    toks = np.array([1.0, 16.0, 256.0, 4096.0])
+    assert np.all(cutlass(toks) > fast(toks) * 1.5)
+    assert "CUTLASS backend" in cutlass.provenance and "CUTLASS" not in fast.provenance
+    # a GPU whose tables time one backend only keeps its table
+    h100 = load_catalog().gpu("h100-sxm")
+    s2 = silicon_for(h100, "trtllm", "1.0.0")
+    a2 = (s2, Target.of(h100), "fp8", 2048.0, 768.0, 8, 128, 1)
+    assert np.allclose(moe_curve(*a2)(toks), moe_curve(*a2, backend="cutlass")(toks))

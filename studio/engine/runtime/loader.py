@@ -242,7 +242,14 @@ def _moe_exchange(r: _Reader, d: dict[str, Any]) -> MoeExchange:
     above = node.get("alltoall_above_top_k", True)
     if not isinstance(above, bool):
         raise r.fail("moe.dp_exchange.alltoall_above_top_k", f"is {above!r}; allowed: true or false")
-    return MoeExchange(kind=kind, alltoall_gpu_prefixes=tuple(prefixes), alltoall_above_top_k=above)
+    backend = ""
+    if "backend" in d["moe"]:
+        backend = r.value(d, "moe.backend")
+        if backend not in ("cutlass",):
+            raise r.fail("moe.backend.value", f"is {backend!r}; allowed: 'cutlass' (the backend the kernel tables "
+                                              "time apart)")
+    return MoeExchange(kind=kind, alltoall_gpu_prefixes=tuple(prefixes), alltoall_above_top_k=above,
+                       backend=backend)
 
 
 def profiles_from_text(engine: str, text: str, where: str) -> tuple[EngineProfile, ...]:

@@ -225,11 +225,14 @@ class MoeExchange:
     format — TensorRT-LLM 1.0's CUTLASS MoE unless an all-to-all backend applies.
     ``alltoall_gpu_prefixes``: GPUs on which the engine picks its all-to-all anyway (multi-node
     NVLink memory), when the EP group is wider than a token's experts (``alltoall_above_top_k``).
+    ``backend``: the engine's default fused-MoE backend (``cutlass``), whose own measured table the
+    experts are timed from where the kernel tables time several backends for a format.
     """
 
     kind: MoeExchangeKind = "alltoall"
     alltoall_gpu_prefixes: tuple[str, ...] = ()
     alltoall_above_top_k: bool = True
+    backend: str = ""  # the fused-MoE backend whose own kernel table times the experts ("" = the fastest measured)
 
     def gathers(self, gpu_id: str, ep: int, top_k: int) -> bool:
         """Whether an EP group of ``ep`` ranks on ``gpu_id`` exchanges by all-gather/reduce-scatter."""

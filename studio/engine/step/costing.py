@@ -225,7 +225,8 @@ def layout_costs(
         experts_per_token=moe.experts_per_token if moe else 0, num_experts=moe.num_experts if moe else 0,
         a2a_bytes_per_token=a2a_bytes,
         cp=cp_costs(model, kv_dtype, layout, groups, topo, c, reps),
-        ops=[cached_stage_ops(model, table, sh, precision, kv_dtype, x, c, tp, ep, has_fp8, has_fp4, *kernel_engine)
+        ops=[cached_stage_ops(model, table, sh, precision, kv_dtype, x, c, tp, ep, has_fp8, has_fp4, *kernel_engine,
+                              moe_backend=engine.profile.moe.backend if engine is not None else "")
              for sh, x in zip(shapes, specs, strict=True)],
         runtime=engine.step if engine is not None else None,
         kernel_engine=kernel_engine,

@@ -365,19 +365,22 @@ def _max_normal(n: int) -> float:
 
 
 def moe_curve(sil: Silicon, tgt: Target, dtype: str, hidden: float, inter: float, topk: int, experts: int,
-              ep: int, skew: float = 1.0) -> Curve:
+              ep: int, skew: float = 1.0, backend: str = "") -> Curve:
     """Time of one fused MoE layer on the most loaded EP rank against the tokens routed in the EP
     group (on :data:`TOKENS`): ``inter`` is the expert width on one GPU (÷ TP-in-experts), ``ep`` the
     ranks the experts are spread over. Per rank, the distinct experts touched (balanced routing;
     the most loaded rank's expectation for ep > 1) are read once, and the token-expert pairs are
     computed at ``skew`` × the balanced load (routing skew); the measured fraction of that roofline
-    comes from the table at the tokens per expert and the bytes one rank reads."""
-    return _moe_curve(sil, tgt, dtype, float(hidden), float(inter), int(topk), int(experts), int(ep), float(skew))
+    comes from the table at the tokens per expert and the bytes one rank reads. ``backend`` (e.g.
+    ``cutlass``) takes that backend's own table where the package timed several fused-MoE backends
+    for the format (``moe_<dtype>_<backend>``); elsewhere the format's table, the fastest measured."""
+    return _moe_curve(sil, tgt, dtype, float(hidden), float(inter), int(topk), int(experts), int(ep), float(skew),
+                      backend)
 
 
 @lru_cache(maxsize=1024)
 def _moe_curve(sil: Silicon, tgt: Target, dtype: str, hidden: float, inter: float, topk: int, experts: int,
-               ep: int, skew: float) -> Curve:
+               ep: int, skew: float, backend: str = "") -> Curve:
     a = sil.arrays()
     table = dtype
     for cand in (dtype, "fp8_block" if dtype == "fp8" else "", "fp8" if dtype in ("fp4", "fp8_block") else "",
@@ -385,6 +388,9 @@ def _moe_curve(sil: Silicon, tgt: Target, dtype: str, hidden: float, inter: floa
         if cand and f"moe_{cand}_eff" in a:
             table = cand
             break
+    fmt = table
+    if backend and f"moe_{table}_{backend}_eff" in a:
+        table = f"{table}_{backend}"
     t = TOKENS
     local = experts / ep
     p = 1.0 - (1.0 - topk / experts) ** t
@@ -401,7 +407,9 @@ def _moe_curve(sil: Silicon, tgt: Target, dtype: str, hidden: float, inter: floa
                     t * topk / experts, mean * per_expert)
     roof = _roofline(flops, nbytes, ref_tf, sil.peaks["mem_bw_gbps"])
     model = roof / np.maximum(eff, 1e-3)
-    op = "MoE" if table == dtype else f"MoE ({table} table for {dtype})"
+    op = "MoE" if fmt == dtype else f"MoE ({fmt} table for {dtype})"
+    if table != fmt:
+        op += f", {backend.upper()} backend"
     shape = _measured_moe_shape(a, table, hidden, inter, topk, experts, ep)
     if shape is not None:
         # this very shape was measured: its times as they are, joined to the roofline-efficiency model

@@ -77,17 +77,19 @@ def cached_stage_ops(
     has_fp4: bool,
     engine: str = DEFAULT_ENGINE,
     version: str | None = None,
+    moe_backend: str = "",
 ) -> StageOps:
     """:func:`stage_ops`, kept per layer table (the model's, cached by identity) and per stage,
     precision, GPU, parallelism, tables and constants: a sweep asks for the same stage many times."""
     memo: dict[tuple, tuple[Constants, StageOps]] = cached_by_identity(_OPS, table, 16, lambda _t: {})
     key = (sh.first_layer, sh.layers, tuple(str(v) for v in precision.model_dump().values()), str(kv_dtype),
            spec.id, spec.hbm_bandwidth_gbps, spec.tflops_bf16, spec.tflops_fp8, spec.tflops_fp4, tp, ep,
-           has_fp8, has_fp4, engine, version, id(c), sh.kv_full, sh.kv_sliding)
+           has_fp8, has_fp4, engine, version, moe_backend, id(c), sh.kv_full, sh.kv_sliding)
     hit = memo.get(key)
     if hit is not None and hit[0] is c:
         return hit[1]
-    out = stage_ops(model, table, sh, precision, kv_dtype, spec, c, tp, ep, has_fp8, has_fp4, engine, version)
+    out = stage_ops(model, table, sh, precision, kv_dtype, spec, c, tp, ep, has_fp8, has_fp4, engine, version,
+                    moe_backend)
     if len(memo) > 4096:
         memo.clear()
     memo[key] = (c, out)
@@ -136,9 +138,11 @@ def stage_ops(
     has_fp4: bool,
     engine: str = DEFAULT_ENGINE,
     version: str | None = None,
+    moe_backend: str = "",
 ) -> StageOps:
     """The kernel curves of stage ``sh`` on a GPU of ``spec`` (TP ``tp``, EP ``ep``), from the tables
-    of serving ``engine`` (``version`` None = the shipped one)."""
+    of serving ``engine`` (``version`` None = the shipped one); ``moe_backend`` names the fused-MoE
+    backend whose own table times the experts where the tables split it (e.g. ``cutlass``)."""
     sil = silicon_for(spec, engine, version)
     tgt = target_of(spec, sil, c)
     h = float(model.hidden_size)
@@ -187,7 +191,7 @@ def stage_ops(
         if fmt == "bf16" and DType(precision.experts).bytes < 1.0:
             fmt = "w4a16"
         cv = moe_curve(sil, tgt, fmt, h, moe.expert_intermediate_size / moe_tp, moe.experts_per_token,
-                       moe.num_experts, ep_ranks, c.moe_imbalance_factor)
+                       moe.num_experts, ep_ranks, c.moe_imbalance_factor, moe_backend)
         moe_cv = Curve(TOKENS, sh.moe_layers * cv(TOKENS), cv.provenance)
         prov["MoE experts"] = (f"{cv.provenance} ({fmt}, {moe.num_experts} experts over {ep_ranks} EP ranks, "
                                f"width {moe.expert_intermediate_size / moe_tp:.0f} per GPU, ×{sh.moe_layers} layers)")
