@@ -12,7 +12,9 @@ aiconfigurator:
 * ``ctx_<dtype>``: causal prefill attention, achieved TFLOP/s against the FLOPs of one call;
 * ``moe_<dtype>``: the fused MoE op (routing, permute, two grouped GEMMs, finalize), its fraction of
   the roofline (touched expert weights at the memory bandwidth, or the FLOPs at the tensor-core
-  peak, whichever binds) against the tokens per expert, balanced routing;
+  peak, whichever binds) against the tokens per expert, balanced routing; where a table times several
+  fused-MoE backends for one format (TensorRT-LLM on B200/GB200 NVFP4), ``moe_<dtype>`` keeps the
+  fastest and ``moe_<dtype>_cutlass`` the CUTLASS backend's rows alone (TensorRT-LLM 1.0's default);
 * ``ar_nccl`` / ``ar_custom`` / ``a2a_nccl``: all-reduce and all-to-all latency (ms) by group size
   (2, 4, 8) and message size.
 
