@@ -13,6 +13,53 @@ def _peak_stage(ctx: PlanContext) -> int:
     return int((lc.weights + lc.activations + lc.overhead + ctx.batch * ctx.seq_bytes).argmax())
 
 
+def _reserve_explanations(ctx: PlanContext, s: int) -> tuple[Explanation, Explanation]:
+    """The activation peak and the fixed terms the engine keeps out of its KV cache, each with the
+    engine profile's source (``memory.reserves`` of presets/engines), or the cost constants'
+    generic terms where the profile has none."""
+    from studio.engine.runtime.setup import engine_setup
+
+    lc, c = ctx.lc, ctx.constants
+    act, over = float(lc.activations[s]) / GIB, float(lc.overhead[s]) / GIB
+    setup = engine_setup(ctx.project, lc.layout.tp, lc.layout.pp)
+    p = setup.profile
+    if p.memory.reserves is None:
+        return (Explanation(
+            "memory.activations", act, "GiB",
+            "activation_factor × max_num_batched_tokens × (hidden + MLP width / TP) × 2 B (+ fp32 logits on the last stage)",
+            (Term("activation_factor", c.activation_factor, "", "fitted to vLLM V1 profiling (memory.md M13)"),
+             Term("max_num_batched_tokens", c.max_num_batched_tokens, "tokens")),
+        ), Explanation(
+            "memory.overhead", over, "GiB",
+            "CUDA context + CUDA graphs + NCCL buffers (when the GPU is in a group)",
+            tuple(Term(k, v / GIB, "GiB") for k, v in lc.overhead_terms.items()),
+            ("figures from reference/memory.md M4, M5, M13",),
+        ))
+    src = p.sources
+    key = "memory.reserves."
+    where = f"{p.file}, profile '{p.id}'"
+    phases = tuple(Term(k, v / GIB, "GiB", src.get(key + ("forward_profiled" if k == "forward" else
+                                                           "sampler_bytes_per_logit"), ""))
+                   for k, v in lc.activation_phases.items())
+    names = {"non_torch": "non_torch_gib", "tp_communicators": "tp_comm_gib", "cuda_graphs": "graphs_counted_from"}
+    return (Explanation(
+        "memory.activations", act, "GiB",
+        f"{setup.engine_name}'s profiled activation peak: the larger of a forward of the token budget "
+        "(tokens × (2·hidden + 3·MLP width / TP + top_k·hidden) × 2 B) and, on the last stage, its sampler run "
+        "(sampler_bytes_per_logit × min(max_num_seqs, budget) × vocabulary); 0 where the engine keeps "
+        "activations in the reserve its memory fraction leaves",
+        phases, (f"reserve terms from {where}",),
+    ), Explanation(
+        "memory.overhead", over, "GiB",
+        f"what {setup.engine_name} counts outside its tensors before sizing the KV cache: non-torch memory, the TP "
+        "group's communicators (TP > 1 on NVLink) and CUDA graphs where the version counts them first",
+        tuple(Term(k, v / GIB, "GiB", src.get(key + names.get(k, k), "")) for k, v in lc.overhead_terms.items()),
+        (f"reserve terms from {where}",
+         f"the memory fraction applies to {float(lc.sized_bytes[s]) / GIB:.2f} GiB per GPU, the CUDA runtime's "
+         "total (GPU preset memory_visible_gib), not the driver's"),
+    ))
+
+
 def explanations(ctx: PlanContext) -> dict[str, Explanation]:
     """Explanations keyed by figure name (see docs/engine.md)."""
     lc, st, c = ctx.lc, ctx.st, ctx.constants
@@ -36,18 +83,7 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
         (Term("batch", ctx.batch, "sequences"), Term("sequence", ctx.seq_len, "tokens"),
          Term("per sequence per GPU", float(ctx.seq_bytes[s]) / MIB, "MiB")),
     )
-    out["memory.activations"] = Explanation(
-        "memory.activations", float(lc.activations[s]) / GIB, "GiB",
-        "activation_factor × max_num_batched_tokens × (hidden + MLP width / TP) × 2 B (+ fp32 logits on the last stage)",
-        (Term("activation_factor", c.activation_factor, "", "fitted to vLLM V1 profiling (memory.md M13)"),
-         Term("max_num_batched_tokens", c.max_num_batched_tokens, "tokens")),
-    )
-    out["memory.overhead"] = Explanation(
-        "memory.overhead", float(lc.overhead[s]) / GIB, "GiB",
-        "CUDA context + CUDA graphs + NCCL buffers (when the GPU is in a group)",
-        tuple(Term(k, v / GIB, "GiB") for k, v in lc.overhead_terms.items()),
-        ("figures from reference/memory.md M4, M5, M13",),
-    )
+    out["memory.activations"], out["memory.overhead"] = _reserve_explanations(ctx, s)
     kvl = (sh.kv_full + sh.kv_sliding) / max(sh.layers, 1)
     cp_note = (f" / CP {lay.cp} (every {lay.cp}-th token on each GPU of the "
                f"{'TP group' if lay.cp_mode == 'decode' else 'replica group'})") if lay.cp > 1 else ""
@@ -67,7 +103,8 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
     out["kv_cache.capacity_tokens"] = Explanation(
         "kv_cache.capacity_tokens", ctx.capacity_tokens, "tokens",
         "min over stages of (usable − weights − activations − overhead) / KV bytes per token per GPU",
-        (Term("usable", float(lc.usable[s]) / GIB, "GiB", f"{ctx.project.serving.gpu_memory_utilization:.0%} of capacity"),
+        (Term("usable", float(lc.usable[s]) / GIB, "GiB", f"{ctx.project.serving.gpu_memory_utilization:.0%} of "
+              f"{float(lc.sized_bytes[s]) / GIB:.2f} GiB the engine sizes against"),
          Term("KV pool (tightest stage)", float(ctx.pool.min()) / GIB, "GiB"),
          Term("sequences of isl+osl", ctx.max_seqs, ""))
         + ((Term("context parallelism", lay.cp, "ways",
