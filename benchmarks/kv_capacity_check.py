@@ -15,7 +15,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.validation.kv_capacity import TOLERANCE, error, load_cases, predict
+from benchmarks.validation.kv_capacity import (
+    TOLERANCE,
+    capacity_tokens,
+    error,
+    load_bounds,
+    load_cases,
+    predict,
+)
 
 
 def _fmt(metric: str, v: float) -> str:
@@ -40,7 +47,17 @@ def main() -> int:
               f"{_fmt(c.metric, ours):>14} {e:+8.1%}  {role}{flag}")
     print(f"\n{len(cases)} cases: median |error| {statistics.median(errs):.1%}, max {max(errs):.1%}; "
           f"held out ({len(held)}): max {max(held):.1%}; outside 5 % without a reason: {len(missed)}")
-    return 1 if missed else 0
+    bounds = load_bounds()
+    print(f"\n{'start or refusal':52} {'context':>9} {'ours':>12}  log      agrees")
+    wrong = []
+    for b in bounds:
+        tok = capacity_tokens(b.record)
+        ok = (tok >= b.context) == b.serves
+        if not ok:
+            wrong.append(b.id)
+        print(f"{b.id:52} {b.context:>9,} {tok:>12,}  {'serves ' if b.serves else 'refuses'}  {'yes' if ok else 'NO'}")
+    print(f"{len(bounds) - len(wrong)} of {len(bounds)} starts and refusals agree")
+    return 1 if missed or wrong else 0
 
 
 if __name__ == "__main__":

@@ -48,9 +48,36 @@ def load_cases(path: Path = CASES) -> list[Case]:
     return out
 
 
-def plan_args(case: Case) -> list[str]:
-    """The ``layout-studio plan`` arguments that describe the case's run."""
-    r = case.record
+@dataclass(frozen=True)
+class Bound:
+    """A start or a refusal: vLLM starts only when its KV cache holds ``context`` tokens."""
+
+    id: str
+    context: int
+    serves: bool
+    record: dict[str, Any]
+
+
+def load_bounds(path: Path = CASES) -> list[Bound]:
+    """The ``bounds`` of ``path`` (longest context a run started with, the next one it refused)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    out = []
+    for rec in data.get("bounds", []):
+        if rec["expect"] not in ("serves", "refuses"):
+            raise ValueError(f"{path.name}: bound '{rec['id']}' expects {rec['expect']!r}; allowed: serves, refuses")
+        out.append(Bound(rec["id"], int(rec["context"]), rec["expect"] == "serves",
+                         rec | {"isl": int(rec["context"]) - 256, "osl": 256}))
+    return out
+
+
+def capacity_tokens(record: dict[str, Any]) -> int:
+    """KV capacity (tokens per replica) the plan gives the run ``record`` describes."""
+    return int(_plan(record)["capacity_tokens"])
+
+
+def plan_args(record: dict[str, Any]) -> list[str]:
+    """The ``layout-studio plan`` arguments that describe a case's run."""
+    r = record
     model = (["--model-config", str(HERE / r["model_config"])] if r.get("model_config")
              else ["--model", r["model"]])
     return ["plan", *model, "--gpu", r["gpu"], "--nodes", "1", "--gpus-per-node", str(r["tp"] * r["pp"]),
@@ -60,14 +87,19 @@ def plan_args(case: Case) -> list[str]:
             "--runtime-version", r["version"], "--json"]
 
 
-def predict(case: Case) -> float:
-    """The plan's KV capacity for ``case``, in the case's metric."""
+def _plan(record: dict[str, Any]) -> dict[str, Any]:
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = main(plan_args(case))
+        code = main(plan_args(record))
     if code != 0:
-        raise RuntimeError(f"case '{case.id}': layout-studio {' '.join(plan_args(case))} exited {code}")
-    kv = json.loads(out.getvalue())["kv_cache"]
+        raise RuntimeError(f"case '{record['id']}': layout-studio {' '.join(plan_args(record))} exited {code}")
+    kv: dict[str, Any] = json.loads(out.getvalue())["kv_cache"]
+    return kv
+
+
+def predict(case: Case) -> float:
+    """The plan's KV capacity for ``case``, in the case's metric."""
+    kv = _plan(case.record)
     tokens = float(kv["capacity_tokens"])
     if case.metric == "tokens":
         return tokens
