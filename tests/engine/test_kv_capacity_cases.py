@@ -119,3 +119,16 @@ def test_the_3090_and_4090_presets_carry_the_driver_and_cuda_totals() -> None:
     for g in ("rtx-3090", "rtx-4090", "h100-sxm"):
         spec = gpus[g]
         assert spec.visible_bytes < spec.memory_bytes and "memory_visible_gib" in spec.sources
+
+
+def test_model_runner_v2_profiles_a_lighter_sampler_for_dense_models_only() -> None:
+    """vLLM 0.25.1 runs dense models on Model Runner V2, whose profile holds only the logits
+    (PR #49233, PR #57926); MoE models and older versions keep the full sampler run."""
+    from studio.engine.runtime.reserves import sampler_rate
+
+    rule = resolve("vllm", "0.25.1").profile.memory.reserves
+    assert rule is not None
+    assert sampler_rate(rule, parse_version("0.25.1"), moe=False) == 2
+    assert sampler_rate(rule, parse_version("0.25.0"), moe=False) == 41
+    assert sampler_rate(rule, parse_version("0.25.1"), moe=True) == 41
+    assert sampler_rate(rule, None, moe=False) == 2  # newest release

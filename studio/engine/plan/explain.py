@@ -38,8 +38,11 @@ def _reserve_explanations(ctx: PlanContext, s: int) -> tuple[Explanation, Explan
     src = p.sources
     key = "memory.reserves."
     where = f"{p.file}, profile '{p.id}'"
-    phases = tuple(Term(k, v / GIB, "GiB", src.get(key + ("forward_profiled" if k == "forward" else
-                                                           "sampler_bytes_per_logit"), ""))
+    rule = p.memory.reserves
+    light = rule.light_sampler_from is not None and setup.sampler_bytes_per_logit == rule.light_sampler_bytes_per_logit
+    sampler_key = "light_sampler_bytes_per_logit" if light else "sampler_bytes_per_logit"
+    phases = tuple(Term(k, v / GIB, "GiB", (f"{setup.sampler_bytes_per_logit:g} B per logit; " if k == "sampler" else "")
+                        + src.get(key + ("forward_profiled" if k == "forward" else sampler_key), ""))
                    for k, v in lc.activation_phases.items())
     names = {"non_torch": "non_torch_gib", "tp_communicators": "tp_comm_gib", "cuda_graphs": "graphs_counted_from"}
     return (Explanation(

@@ -253,7 +253,21 @@ def _reserves(r: _Reader, d: Any) -> ReserveRule | None:
         graph_gib=float(r.number(d, p + "graph_gib", 0.0, 100.0) or 0.0),
         graphs_counted_from=None if since is None else _since(r, since, p + "graphs_counted_from"),
         before_start_gib=float(r.number(d, p + "before_start_gib", 0.0, 100.0) or 0.0),
+        **_light_sampler(r, d, mem["reserves"]),
     )
+
+
+def _light_sampler(r: _Reader, d: Any, raw: dict[str, Any]) -> dict[str, Any]:
+    """The optional pair ``light_sampler_from`` / ``light_sampler_bytes_per_logit`` (both or neither)."""
+    keys = ("light_sampler_from", "light_sampler_bytes_per_logit")
+    if not any(k in raw for k in keys):
+        return {}
+    p = "memory.reserves."
+    since = r.value(d, p + keys[0])
+    if not isinstance(since, str):
+        raise r.fail(p + keys[0] + ".value", f"is {since!r}; allowed: a version string")
+    return {"light_sampler_from": _since(r, since, p + keys[0]),
+            "light_sampler_bytes_per_logit": float(r.number(d, p + keys[1], 0.0, 1000.0) or 0.0)}
 
 
 def profiles_from_text(engine: str, text: str, where: str) -> tuple[EngineProfile, ...]:

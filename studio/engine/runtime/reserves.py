@@ -44,6 +44,8 @@ class ReserveRule:
     graph_gib: float
     graphs_counted_from: tuple[int, ...] | None
     before_start_gib: float
+    light_sampler_from: tuple[int, ...] | None = None  # from this version dense models profile a lighter sampler
+    light_sampler_bytes_per_logit: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -65,10 +67,17 @@ def forward_bytes(shape: ReserveShape, tokens: float, bytes_per_element: float =
     return float(tokens) * per_token * bytes_per_element
 
 
-def sampler_bytes(rule: ReserveRule, shape: ReserveShape, seqs: float) -> float:
-    """Bytes of the sampler's profiling run over ``seqs`` dummy requests (whole vocabulary on every
-    TP rank: the logits are gathered before sampling)."""
-    return rule.sampler_bytes_per_logit * float(seqs) * shape.vocab
+def sampler_rate(rule: ReserveRule, version: tuple[int, ...] | None, moe: bool) -> float:
+    """Bytes per (request × vocabulary entry) of the sampler's profiling run at ``version`` (None =
+    the newest release): the lighter rate from ``light_sampler_from`` on for a dense model."""
+    light = rule.light_sampler_from is not None and (version is None or version >= rule.light_sampler_from)
+    return rule.light_sampler_bytes_per_logit if light and not moe else rule.sampler_bytes_per_logit
+
+
+def sampler_bytes(per_logit: float, shape: ReserveShape, seqs: float) -> float:
+    """Bytes of the sampler's profiling run over ``seqs`` dummy requests at ``per_logit`` bytes per
+    logit (whole vocabulary on every TP rank: the logits are gathered before sampling)."""
+    return per_logit * float(seqs) * shape.vocab
 
 
 def graphs_counted(rule: ReserveRule, graphs_in_budget: bool, version: tuple[int, ...] | None) -> bool:
@@ -89,16 +98,17 @@ def sized_total(rule: ReserveRule | None, visible_bytes: np.ndarray) -> np.ndarr
     return visible_bytes - rule.before_start_gib * GIB
 
 
-def reserve_terms(rule: ReserveRule, shape: ReserveShape, budget: float, seqs: float, counted_graphs: bool
-                  ) -> tuple[np.ndarray, dict[str, float], dict[str, float]]:
+def reserve_terms(rule: ReserveRule, shape: ReserveShape, budget: float, seqs: float, counted_graphs: bool,
+                  sampler_per_logit: float) -> tuple[np.ndarray, dict[str, float], dict[str, float]]:
     """Activation peak per stage (bytes), the fixed terms (name → bytes) and the activation
     phases of the last stage (name → bytes, for the explanation). ``before_start_gib`` is not a
     fixed term: it comes off the total before the fraction applies (:func:`sized_total`).
 
     ``budget`` is the token budget of an iteration (the profiling forward's size), ``seqs`` the
-    engine's running-sequence limit (vLLM profiles the sampler over ``min(seqs, budget)``)."""
+    engine's running-sequence limit (vLLM profiles the sampler over ``min(seqs, budget)``),
+    ``sampler_per_logit`` the sampler's bytes per logit at this version (:func:`sampler_rate`)."""
     fwd = forward_bytes(shape, budget) if rule.forward_profiled else 0.0
-    samp = sampler_bytes(rule, shape, min(seqs, budget)) if rule.sampler_bytes_per_logit else 0.0
+    samp = sampler_bytes(sampler_per_logit, shape, min(seqs, budget)) if sampler_per_logit else 0.0
     # the sampler runs on the hidden states of the requests it samples (kept from the forward)
     samp_phase = samp + (min(seqs, budget) * shape.hidden * 2.0 if samp else 0.0)
     act = np.full(shape.stages, fwd)

@@ -179,15 +179,16 @@ def layout_costs(
     rule = engine.profile.memory.reserves if engine is not None else None
     sized = cap.copy()
     phases: dict[str, float] = {}
-    if engine is not None:  # an engine sizes against the CUDA runtime's total, not the driver's
+    if engine is not None and rule is not None:  # the engine's own terms (studio.engine.runtime.reserves)
+        # an engine sizes against the CUDA runtime's total, not the driver's
         sized = sized_total(rule, np.array([min(cluster.gpu_specs[t].visible_bytes for t in {
             topo.gpu_type[g] for d in range(layout.dp) for g in groups[d][s]}) for s in range(pp)]))
-    if engine is not None and rule is not None:  # the engine's own terms (studio.engine.runtime.reserves)
         shape = ReserveShape(hidden=h, width=width, moe_top_k=moe.experts_per_token if moe else 0,
                              vocab=model.vocab_size, tp=tp, stages=pp,
                              nvlink=all(x.scale_up_link is not None for x in specs))
         seqs = float(engine.max_num_seqs or max_batch)
-        act, terms, phases = reserve_terms(rule, shape, t_act, seqs, engine.graphs_in_budget)
+        act, terms, phases = reserve_terms(rule, shape, t_act, seqs, engine.graphs_in_budget,
+                                           engine.sampler_bytes_per_logit)
     else:
         act = np.full(pp, c.activation_factor * t_act * (h + width / tp) * 2.0)
         act[-1] += min(t_act, max_batch) * model.vocab_size / tp * c.logits_bytes_per_token
