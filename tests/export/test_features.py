@@ -126,3 +126,32 @@ def test_explain_says_how_the_features_enter_the_figures(capsys):
     out = capsys.readouterr().out
     assert "engine features = 2 features set" in out and "moe_imbalance_factor 1" in out
     assert "no overlap credited" in out
+
+
+def _offload_project(features, host_gib):
+    from studio.core.settings.reuse import KVTiers
+
+    tiers = KVTiers(prefix_cache=True, host_gib=host_gib) if host_gib else KVTiers()
+    return project(MIXTRAL, 1, MOE_LAYOUT, serving=ServingConfig(kv_dtype="fp8", features=features, kv_tiers=tiers))
+
+
+def test_kv_offloading_size_has_one_source_the_host_tier():
+    """``features.kv_offload_gib`` (issue 30) and ``kv_tiers.host_gib`` (issue 36) both write vLLM's
+    kv-offloading-size: the tier is the source; the same size from both is written once, different
+    sizes are refused naming both fields, the older field alone is written with a note."""
+    from studio.io.export.prefix_cache import apply_prefix_cache
+
+    # 8 GPUs per node, TP 4: 80 GiB per node = 10 GiB per GPU = 40 GiB for one vLLM server
+    same = _offload_project(EngineFeatures(kv_offload_gib=40.0), 80.0)
+    cfg: dict[str, object] = {}
+    notes = apply_features("vllm", "vLLM", "0.33.0", same, cfg, experts_parallel=True, attention_dp=False)
+    notes += apply_prefix_cache("vllm", "vLLM", "0.33.0", same, cfg)
+    assert cfg["kv-offloading-size"] == 40.0 and not [n for n in notes if "kv_offload_gib" in n]
+    clash = _offload_project(EngineFeatures(kv_offload_gib=12.0), 80.0)
+    with pytest.raises(StudioError, match=r"kv_offload_gib \(12 GiB\) and serving.kv_tiers.host_gib \(80 GiB per "
+                       r"node, 40 GiB for this vLLM server\) both set vLLM kv-offloading-size and differ"):
+        export_plan(clash, plan(clash), engine="vllm", fmt="yaml")
+    alone = _offload_project(EngineFeatures(kv_offload_gib=12.0), 0.0)
+    cfg = {}
+    notes = apply_features("vllm", "vLLM", "0.33.0", alone, cfg, experts_parallel=True, attention_dp=False)
+    assert cfg["kv-offloading-size"] == 12.0 and "set the host KV tier (serving.kv_tiers.host_gib" in " ".join(notes)
