@@ -124,8 +124,11 @@ def test_explain_says_how_the_features_enter_the_figures(capsys):
     assert "engine features" not in capsys.readouterr().out
     assert main([*argv, "--eplb", "4", "--dbo"]) == 0
     out = capsys.readouterr().out
-    assert "engine features = 2 features set" in out and "moe_imbalance_factor 1" in out
-    assert "no overlap credited" in out
+    # the step model now costs both: EPLB's redundant experts take weight memory (no skew set, so no
+    # speed-up), and DBO's halves hide the all-to-all at the price of a second weight read
+    assert "EPLB redundant experts: 4 per MoE layer  (+50.0% expert weights per GPU)" in out
+    assert "moe_imbalance_factor used: 1 ×" in out and "no routing skew set" in out
+    assert "exposed all-to-all with DBO: 0 ms" in out and "compute of the two halves − whole" in out
 
 
 def _offload_project(features, host_gib):

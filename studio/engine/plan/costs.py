@@ -80,6 +80,7 @@ def project_costs(
         If two GPUs of a group are not linked, or the project's speculative decoding cannot run
         on this model.
     """
+    from studio.engine.features.effects import feature_constants, with_features
     from studio.engine.runtime.setup import engine_setup
 
     model, sv = project.model, project.serving
@@ -87,13 +88,14 @@ def project_costs(
     engine = engine_setup(project, layout.tp, layout.pp)
     batch_limit = project_batch_limit(project, layout, max_batch)
     free = engine.memory_mode == "free"
-    lc = layout_costs(model, cached_layer_table(model), precision, sv.kv_dtype, layout, placement, topo, c,
+    c_moe = feature_constants(project, layout, c)  # c itself unless a routing skew is set
+    lc = layout_costs(model, cached_layer_table(model), precision, sv.kv_dtype, layout, placement, topo, c_moe,
                       sv.gpu_memory_utilization, batch_limit, replicas=replicas, fraction_of_free=free,
                       token_budget=project_budget(project, layout, c), engine=engine)
-    if sv.speculative is None:
-        return lc
-    return with_drafter(lc, model, sv.speculative, precision, sv.kv_dtype, topo, c,
-                        sv.gpu_memory_utilization, batch_limit, replicas, free)
+    if sv.speculative is not None:
+        lc = with_drafter(lc, model, sv.speculative, precision, sv.kv_dtype, topo, c_moe,
+                          sv.gpu_memory_utilization, batch_limit, replicas, free)
+    return with_features(project, layout, lc, topo, c)  # lc itself with every feature off
 
 
 def prefix_reuse(project: Project, layout: Layout, cap_tokens: int, kv_bytes_per_token: float, batch: int,

@@ -183,7 +183,10 @@ def evaluate(
     tps_replica = float(sv_t.tokens_per_s_replica[0])
     load = None
     if fits:
-        load, figures = _under_load(lc, c, wl, layout, batch, max_seqs, m_load, budget, sv_t, cached)
+        from studio.engine.features.frontend import project_frontend
+
+        load, figures = _under_load(lc, c, wl, layout, batch, max_seqs, m_load, budget, sv_t, cached,
+                                    project_frontend(sv.runtime, sv.features.api_servers))
         if figures is not None:
             ttft, tpot, request, tps_replica = figures
     prefix_summary = None
@@ -343,10 +346,11 @@ _DEFINITIONS = {
 
 
 def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, batch: int, max_seqs: int, m_eff: int,
-                budget: int, sv_t: ServeTimes, cached: float = 0.0,
+                budget: int, sv_t: ServeTimes, cached: float = 0.0, frontend: tuple[int, float] | None = None,
                 ) -> tuple[LoadSummary, tuple[float, float, float, float] | None]:
     """The load summary and, when the load is not simply ``batch`` users, its (TTFT, TPOT, E2E,
-    tok/s per replica)."""
+    tok/s per replica); ``frontend`` (API servers, ms per request) adds their wait and cap
+    (:func:`studio.engine.features.frontend.with_frontend`)."""
     from studio.engine.serving.load import closed_loop, open_loop
     from studio.engine.step.iteration import IterationModel
 
@@ -395,6 +399,12 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
         it, bound = float(state.iteration_ms[0]), bool(state.budget_bound[0])
         rate = float(state.requests_per_s[0]) * dp * busy_share
         saturated = bool(state.saturated[0])
+        if frontend is not None:
+            from studio.engine.features.frontend import with_frontend
+
+            figures, rate, fe_note = with_frontend(figures, rate, None if ld.mode == "rate" else users, frontend)
+            saturated = saturated or (bool(fe_note) and ld.mode == "rate")
+            note = "; ".join(n for n in (note, fe_note) if n)
     else:
         users = running = float(batch)
         dec, pre = float(sv_t.decode_seqs[0]), float(sv_t.prefill_tokens[0])
@@ -407,6 +417,10 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
         # a closed loop issues its next request when one ends: it saturates at users / request time
         # (one user at one request per end-to-end time), whatever more the KV cache could run
         sat_rate = rate
+    if frontend is not None:
+        from studio.engine.features.frontend import capacity_per_s
+
+        sat_rate = min(sat_rate, capacity_per_s(*frontend))
     summary = LoadSummary(
         mode=ld.mode, definition=_DEFINITIONS[ld.mode], users=users, running=running, decode_seqs=dec,
         prefill_tokens_per_iteration=pre, iteration_ms=it, token_budget=budget, budget_bound=bound,

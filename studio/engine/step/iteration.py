@@ -120,6 +120,8 @@ class IterationModel:
         """Stage times of ONE micro-batch holding ``prefill_tokens`` prompt tokens (of prompts of
         ``prompt_len`` tokens) and ``decode_seqs`` decoding sequences of mean context ``decode_ctx``."""
         lc, c = self.lc, self.c
+        if lc.features is not None:  # the engine features' step (it calls this on lc.features' own costs)
+            return lc.features.micro_batch_times(c, prefill_tokens, decode_seqs, decode_ctx, prompt_len)
         x = np.atleast_1d(np.asarray(prefill_tokens, dtype=float))
         d = np.atleast_1d(np.asarray(decode_seqs, dtype=float))
         if x.shape != d.shape:
