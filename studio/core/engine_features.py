@@ -31,7 +31,8 @@ class EngineFeatures(Frozen):
         description="vLLM data-parallel load balancing (internal, hybrid, external) or SGLang "
         "load_balance_method; None = the engine's default",
     )
-    api_servers: int | None = Field(None, ge=1, le=512, description="vLLM api_server_count (API-server processes)")
+    api_servers: int | None = Field(None, ge=1, le=512, description="vLLM api_server_count (API-server processes), "
+                                    "SGLang tokenizer_worker_num (tokenizer-manager processes)")
     kv_offload_gib: float | None = Field(None, gt=0, le=1_000_000, description="vLLM CPU KV offloading, GiB")
     attention_dp_balance: bool = Field(False, description="TensorRT-LLM attention_dp_config.enable_balance")
     routing_skew: float | None = Field(

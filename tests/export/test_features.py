@@ -158,3 +158,12 @@ def test_kv_offloading_size_has_one_source_the_host_tier():
     cfg = {}
     notes = apply_features("vllm", "vLLM", "0.33.0", alone, cfg, experts_parallel=True, attention_dp=False)
     assert cfg["kv-offloading-size"] == 12.0 and "set the host KV tier (serving.kv_tiers.host_gib" in " ".join(notes)
+
+
+def test_front_end_processes_reach_sglang_as_tokenizer_workers_only_where_accepted():
+    cfg = _cfg(_export("sglang", EngineFeatures(api_servers=3)), "sglang-serve.yaml")
+    assert cfg["tokenizer-worker-num"] == 3
+    proj = project(MIXTRAL, 1, MOE_LAYOUT, serving=ServingConfig(features=EngineFeatures(api_servers=3)))
+    out: dict[str, object] = {}
+    notes = apply_features("sglang", "SGLang", "0.5.20", proj, out, experts_parallel=True, attention_dp=False)
+    assert out == {} and "SGLang 0.5.20 does not accept tokenizer-worker-num (versions >=0.5.23)" in notes[0]

@@ -44,7 +44,8 @@ def add_feature_args(parser: argparse.ArgumentParser) -> None:
                    "TensorRT-LLM moe_config.backend)")
     g.add_argument("--load-balance", metavar="MODE",
                    help="data-parallel load balancing: vLLM internal|hybrid|external, SGLang --load-balance-method")
-    g.add_argument("--api-server-count", type=positive_int, metavar="N", help="vLLM API-server processes")
+    g.add_argument("--api-server-count", type=positive_int, metavar="N", help="front-end processes: vLLM --api-server-count, SGLang --tokenizer-worker-num; the plan "
+                   "costs vLLM's wait for one at the request rate")
     g.add_argument("--kv-offload-gib", type=positive_float, metavar="G", help="vLLM KV-cache offloading to CPU, GiB")
     g.add_argument("--attention-dp-balance", action="store_true", default=None,
                    help="TensorRT-LLM attention_dp_config.enable_balance")
