@@ -167,3 +167,15 @@ def test_front_end_processes_reach_sglang_as_tokenizer_workers_only_where_accept
     out: dict[str, object] = {}
     notes = apply_features("sglang", "SGLang", "0.5.20", proj, out, experts_parallel=True, attention_dp=False)
     assert out == {} and "SGLang 0.5.20 does not accept tokenizer-worker-num (versions >=0.5.23)" in notes[0]
+
+
+def test_routing_skew_is_a_plan_knob_the_export_does_not_write(capsys):
+    argv = ["plan", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--tp", "1", "--dp", "8", "--ep", "8"]
+    assert main([*argv, "--routing-skew", "0.5"]) == 2
+    assert "--routing-skew: expected a number from 1 to 1024, got 0.5" in capsys.readouterr().err
+    assert main([*argv, "--routing-skew", "3", "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "routing skew (hottest expert / mean expert): 3 ×" in out
+    assert "most loaded EP rank / mean, experts placed by id: 3 ×" in out  # one expert per rank
+    exp = ["export", *argv[1:], "--routing-skew", "3", "--engine", "vllm"]
+    assert main(exp) == 0 and "skew" not in capsys.readouterr().out
