@@ -102,3 +102,21 @@ def test_tier_load_adds_or_hides_as_the_runtime_does() -> None:
     load = prefix_load(e, 1e6, (1.0, 1.0), overlaps=False)  # 750 tokens × 1 MB at 1 GB/s = 750 ms
     assert load.cached_tokens == 750 and load.link_ms_per_token == pytest.approx(750.0 / 250.0)
     assert prefill_ms(e, 1.0, 1e6, (1.0, 1.0), overlaps=False) == pytest.approx(250.0 + 750.0)
+
+
+def test_prefix_aware_routing_gives_each_replica_its_share_of_documents() -> None:
+    docs = Reuse(document_share=0.9, documents=400)
+    spread = estimate(docs, 8000, 100, rate_per_s=2, latency_s=2, capacity_tokens=(2e5, 0, 0))
+    routed = estimate(docs, 8000, 100, rate_per_s=2, latency_s=2, capacity_tokens=(2e5, 0, 0), documents=400 / 8)
+    assert routed.hit_rate > spread.hit_rate
+
+
+def test_prefix_routing_flag_sets_the_tiers() -> None:
+    import argparse
+
+    from studio.commands.options.reuse_args import add_reuse_args, apply_tier_args
+
+    parser = argparse.ArgumentParser()
+    add_reuse_args(parser)
+    assert apply_tier_args(parser.parse_args(["--prefix-routing", "on"]), KVTiers()).prefix_routing is True
+    assert KVTiers().prefix_routing is False

@@ -78,11 +78,18 @@ class KVTiers(Frozen):
     ``prefix_cache``: True / False turns automatic prefix caching on or off; None = the engine's
     default (its profile). ``host_gib`` / ``disk_gib``: KV capacity per node in host memory and on
     local NVMe (0 = no such tier), checked against the node's own memory and disk.
+    ``prefix_routing``: a router sends the requests that share a document to the replica that holds
+    it (llm-d's prefix-cache scorer, SGLang router's cache-aware policy), so each replica re-reads
+    its share of the documents; False = requests spread over the replicas regardless of their
+    prompt, every replica seeing every document. A conversation's turns return to its replica either way.
     """
 
     prefix_cache: bool | None = Field(None, description="automatic prefix caching; None = the engine's default")
     host_gib: float = Field(0.0, ge=0.0, le=MAX_TIER_GIB, description="KV cache in host DRAM per node, GiB")
     disk_gib: float = Field(0.0, ge=0.0, le=MAX_TIER_GIB, description="KV cache on local NVMe per node, GiB")
+    prefix_routing: bool = Field(
+        False, description="requests that share a document go to the replica holding it (prefix-aware routing)"
+    )
     host_link_gbps: float | None = Field(
         None, gt=0, le=100_000,
         description="host-to-GPU bandwidth per GPU, GB/s one way; None = PCIe 5.0 x16 (the node template's when drawn from one)",

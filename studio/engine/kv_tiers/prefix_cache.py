@@ -73,6 +73,7 @@ def estimate(
     latency_s: float,
     capacity_tokens: tuple[float, float, float],
     block_tokens: int = 1,
+    documents: float | None = None,
 ) -> PrefixCacheEstimate:
     """Expected hits of ``reuse`` for one replica.
 
@@ -89,6 +90,9 @@ def estimate(
     block_tokens
         Tokens per KV block: the expected hit is rounded down to whole blocks and leaves at least
         the prompt's last token to compute (1 = counted per token, the last token still computed).
+    documents
+        Documents this replica re-reads (``reuse.documents`` when None); a prefix-aware router
+        gives each replica its share of them, each re-read more often there.
     """
     sys_t = float(reuse.system_prompt_tokens)
     hist = reuse.mean_history_tokens()
@@ -103,6 +107,7 @@ def estimate(
     # Tokens each request inserts: its new prompt tokens and its output (the next turn's history).
     inserted = max(rest - doc, 0.0) + osl
     rate = max(rate_per_s, 1e-12)
+    n_docs = max(float(documents if documents is not None else reuse.documents), 1.0)
     cumulative: list[float] = []
     total = 0.0
     for cap in capacity_tokens:
@@ -114,7 +119,7 @@ def estimate(
         cap = cumulative[k]
         h_sys = sys_t if cap >= sys_t else 0.0
         h_hist = hist * _reuse_probability(latency_s, reuse.think_time_s, windows[k]) if cap > sys_t else 0.0
-        h_doc = doc * (1.0 - math.exp(-rate * windows[k] / reuse.documents)) if cap > sys_t else 0.0
+        h_doc = doc * (1.0 - math.exp(-rate * windows[k] / n_docs)) if cap > sys_t else 0.0
         return h_sys + h_hist + h_doc
 
     cum_hits = [hits(k) for k in range(3)]

@@ -102,7 +102,8 @@ def prefix_reuse(project: Project, layout: Layout, cap_tokens: int, kv_bytes_per
     repeats, so the plan's figures stay exactly those without it): the LRU's hits over the HBM left
     by ``batch`` running requests and the host / NVMe tiers, at the rate ``batch`` users reach when
     each request takes ``request_ms`` plus the think time between turns. Hits are counted in the
-    runtime's whole KV blocks."""
+    runtime's whole KV blocks; with prefix-aware routing each replica re-reads its share of the
+    documents."""
     from studio.engine.kv_tiers.prefix_cache import estimate
     from studio.engine.kv_tiers.tiers import block_tokens, prefix_cache_on, tier_tokens
 
@@ -119,7 +120,9 @@ def prefix_reuse(project: Project, layout: Layout, cap_tokens: int, kv_bytes_per
         rate = batch / max(latency_s + wl.reuse.think_time_s, 1e-9)
     return estimate(wl.reuse, float(wl.isl), float(wl.osl), rate_per_s=rate, latency_s=latency_s,
                     capacity_tokens=(max(cap_tokens - running, 0.0), host, disk),
-                    block_tokens=block_tokens(project.serving.runtime))
+                    block_tokens=block_tokens(project.serving.runtime),
+                    documents=wl.reuse.documents / max(layout.replicas, 1) if project.serving.kv_tiers.prefix_routing
+                    else None)
 
 
 def with_prefix_load(project: Project, layout: Layout, lc: LayoutCosts, prefix: PrefixCacheEstimate) -> LayoutCosts:
