@@ -17,14 +17,15 @@ from studio.core.workload import Workload
 from studio.engine.fabric.comm import Collective
 from studio.engine.fabric.slow_hops import slow_tp_hops
 from studio.engine.fabric.topology import topology_of
-from studio.engine.kv_tiers.prefix_cache import batch_with_shared_prefix, prefill_ms
-from studio.engine.kv_tiers.tiers import link_gbps, prefix_cache_on, tier_tokens
+from studio.engine.kv_tiers.prefix_cache import batch_with_shared_prefix, tier_load_ms
+from studio.engine.kv_tiers.tiers import load_gbps, prefix_cache_on, tier_tokens
 from studio.engine.plan.context import PlanContext, tp_message_bytes
 from studio.engine.plan.costs import (
     prefix_reuse,
     project_batch_limit,
     project_budget,
     project_costs,
+    with_prefix_load,
 )
 from studio.engine.plan.fits import fits as layout_fits
 from studio.engine.plan.fits import heads_split, memory_fit
@@ -172,9 +173,10 @@ def evaluate(
     cached = 0.0
     prefix = prefix_reuse(project, layout, cap_tokens, model.kv_bytes_per_token(sv.kv_dtype), batch,
                           float(sv_t.request_ms[0]))
-    if prefix is not None:  # only the missed prompt tokens are prefilled
+    if prefix is not None:  # only the missed prompt tokens are prefilled, after their tier loads
         wl = wl.model_copy(update={"isl": max(1, round(prefix.computed_tokens))})
         cached = float(project.workload.isl - wl.isl)
+        lc = with_prefix_load(project, layout, lc, prefix)
         sv_t = serve_times(lc, np.array([float(batch)]), np.array([float(m_load)]), wl.isl, wl.osl, c, budget,
                            cached)
     st = _column(sv_t.steps, int(sv_t.index[0]))
@@ -191,12 +193,11 @@ def evaluate(
             ttft, tpot, request, tps_replica = figures
     prefix_summary = None
     if prefix is not None:
-        # hits in host memory / on NVMe are loaded over the node's links while the missed tokens'
-        # prefill runs: only a load longer than that prefill adds to TTFT
+        # hits in host memory / on NVMe are loaded over the node's links: the iteration model
+        # (lc.prefix) hides the load behind the prefill or adds it, as the runtime does
         gpus = layout.tp * layout.pp
         kv_model = model.kv_bytes_per_token(sv.kv_dtype)
-        load_ms = prefill_ms(prefix, 0.0, kv_model, link_gbps(gpus, sv.kv_tiers.host_link_gbps))
-        ttft += max(0.0, load_ms - ttft)
+        load_ms = tier_load_ms(prefix, kv_model, load_gbps(gpus, sv.kv_tiers.host_link_gbps))
         host, disk = tier_tokens(project, gpus, kv_model)
         prefix_summary = {
             "hit_rate": prefix.hit_rate, "hit_rate_hbm": prefix.hit_by_tier[0],

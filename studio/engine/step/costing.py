@@ -29,6 +29,7 @@ from studio.engine.step.records import Record
 from studio.engine.step.shapes import LayerTable, StageShape, stage_shapes
 
 if TYPE_CHECKING:
+    from studio.engine.kv_tiers.prefix_cache import PrefixLoad
     from studio.engine.runtime.setup import EngineSetup
     from studio.engine.runtime.step import RuntimeStep
 
@@ -93,6 +94,7 @@ class LayoutCosts(Record):
     runtime: RuntimeStep | None = None  # the serving engine's scheduler time and graph padding
     kernel_engine: tuple[str, str | None] = (DEFAULT_ENGINE, None)  # (engine, version) of the kernel tables
     features: StepFeatures | None = None  # dual-batch overlap, DP balancing (studio.engine.features)
+    prefix: PrefixLoad | None = None  # prefix-cache hits: the suffix's attention to them, their tier loads
 
     @property
     def weights(self) -> np.ndarray:
