@@ -123,12 +123,15 @@ def test_the_3090_and_4090_presets_carry_the_driver_and_cuda_totals() -> None:
 
 def test_model_runner_v2_profiles_a_lighter_sampler_for_dense_models_only() -> None:
     """vLLM 0.25.1 runs dense models on Model Runner V2, whose profile holds only the logits
-    (PR #49233, PR #57926); MoE models and older versions keep the full sampler run."""
+    (PR #49233, PR #57926); MoE models and older versions keep the sampler run of their version
+    (41 B per logit in 0.9.2's log, 16 B in 0.14.0's)."""
     from studio.engine.runtime.reserves import sampler_rate
 
     rule = resolve("vllm", "0.25.1").profile.memory.reserves
     assert rule is not None
     assert sampler_rate(rule, parse_version("0.25.1"), moe=False) == 2
-    assert sampler_rate(rule, parse_version("0.25.0"), moe=False) == 41
-    assert sampler_rate(rule, parse_version("0.25.1"), moe=True) == 41
+    assert sampler_rate(rule, parse_version("0.25.0"), moe=False) == 16  # the 0.14 log's (llm-d guide)
+    assert sampler_rate(rule, parse_version("0.25.1"), moe=True) == 16
     assert sampler_rate(rule, None, moe=False) == 2  # newest release
+    old = resolve("vllm", "0.9.2").profile.memory.reserves
+    assert old is not None and sampler_rate(old, parse_version("0.9.2"), moe=True) == 41
