@@ -36,6 +36,7 @@ import numpy as np
 
 from studio.core.errors import StudioError
 from studio.core.workload import LengthDistribution, Load
+from studio.engine.kv_tiers.draws import MISS, PrefixDraws, draw
 from studio.engine.step.iteration import IterationModel
 
 PERCENTILES = (50.0, 90.0, 99.0)
@@ -82,6 +83,22 @@ class SimulationResult:
     requests_per_s: float
     mean_running: float  # sequences running per replica, time-averaged
     peak_waiting: int  # most requests waiting for admission at once (per replica)
+    prefix: PrefixOutcome | None = None  # each request's prefix-cache hit (None: caching off)
+
+
+@dataclass(frozen=True)
+class PrefixOutcome:
+    """The prefix-cache outcomes of the measured requests (one replica's, scaled to the deployment).
+
+    ``requests``: how many found their reusable prefix in HBM, host memory, on NVMe, or missed it;
+    ``hit_rate``: share of their prompt tokens served from the cache; ``ttft_hit`` / ``ttft_miss``:
+    TTFT of the requests with a hit of the reusable part and of those without (ms).
+    """
+
+    requests: tuple[int, int, int, int]
+    hit_rate: float
+    ttft_hit: Distribution
+    ttft_miss: Distribution
 
 
 def sample_lengths(dist: LengthDistribution, nominal: int, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -145,6 +162,7 @@ def simulate(
     micro_batches: int,
     replicas: int = 1,
     default_concurrency: int = 1,
+    prefix: PrefixDraws | None = None,
 ) -> SimulationResult:
     """Simulate ``load.num_requests`` requests served by ``replicas`` identical replicas.
 
@@ -158,6 +176,12 @@ def simulate(
         KV-cache capacity of one replica in tokens (each admitted request reserves prompt + output).
     default_concurrency:
         Users of a closed loop whose ``load.concurrency`` is unset (the workload's batch).
+    prefix:
+        Prefix caching: each request draws a hit (HBM, host, NVMe) or a miss of its reusable prompt
+        (:mod:`studio.engine.kv_tiers.draws`); only its missed tokens are prefilled, a host / NVMe
+        hit's load runs beside that prefill, and the shared system prompt's KV is held once.
+        None = every prompt is prefilled whole (the draws come after the lengths, so the lengths
+        are the same either way).
 
     Raises
     ------
@@ -172,6 +196,8 @@ def simulate(
     n = max(1, math.ceil(n_total / replicas))
     lens_in = sample_lengths(load.isl_dist, isl, n, rng)
     lens_out = sample_lengths(load.osl_dist, osl, n, rng)
+    hits = draw(prefix, lens_in, rng) if prefix is not None else None
+    shared = float(prefix.shared_tokens) if prefix is not None else 0.0
     need = lens_in + lens_out
     if float(need.max()) > kv_tokens:
         raise StudioError(
@@ -182,7 +208,9 @@ def simulate(
     per_step, w = im.tokens_per_step, im.budget_per_seq
     mean_in = float(lens_in.mean())
     mean_out = float(lens_out.mean())
-    grid = _Grid(im, float(budget), float(cap), mean_in + mean_out / 2.0, mean_in, float(micro_batches))
+    computed = hits.computed if hits is not None else lens_in
+    grid = _Grid(im, float(budget), float(cap), mean_in + mean_out / 2.0, float(computed.mean()), float(micro_batches))
+    ready = (hits.load_ms if hits is not None else np.zeros(n)).tolist()  # load of a host / NVMe hit
 
     # arrivals (ms); a closed loop issues its next request when one ends
     closed = load.mode == "concurrency"
@@ -198,7 +226,10 @@ def simulate(
     users = max(1, math.ceil((load.concurrency or default_concurrency * replicas) / replicas)) if closed else n
     issued = min(users, n) if closed else n
     arr = arrival.tolist()
-    li, lo = lens_in.tolist(), lens_out.tolist()
+    li, lo, lc = lens_in.tolist(), lens_out.tolist(), computed.tolist()
+    # KV each request reserves: the system prompt's blocks are shared (held once for the replica)
+    held = [float(a + b) - shared for a, b in zip(li, lo, strict=True)]
+    kv_room = kv_tokens - shared
     first = [0.0] * n
     end = [0.0] * n
     if closed:
@@ -215,6 +246,7 @@ def simulate(
     waiting: deque[int] = deque()
     prefilling: deque[list[int]] = deque()  # [request, prompt tokens left]
     decoding: list[tuple[int, int]] = []  # (iteration count at which it ends, request)
+    loading: list[tuple[float, int]] = []  # (time its cached KV is loaded, request) once prefilled
     kv_used = 0.0
     t = 0.0
     g = 0  # iterations run
@@ -227,26 +259,41 @@ def simulate(
     def finish(i: int) -> None:
         nonlocal kv_used, done, issued
         end[i] = t
-        kv_used -= li[i] + lo[i]
+        kv_used -= held[i]
         done += 1
         if closed and issued < n:
             arr[issued] = t
             waiting.append(issued)
             issued += 1
 
+    def decode(i: int, at: float) -> None:
+        first[i] = at
+        if lo[i] <= 1:
+            finish(i)
+        else:
+            heapq.heappush(decoding, (g + max(1, math.ceil((lo[i] - 1) / per_step - 1e-9)), i))
+
     while done < n:
         while next_arrival < n_open and arr[next_arrival] <= t:
             waiting.append(next_arrival)
             next_arrival += 1
-        while waiting and len(prefilling) + len(decoding) < cap and kv_used + li[waiting[0]] + lo[waiting[0]] <= kv_tokens:
+        while loading and loading[0][0] <= t:
+            at, i = heapq.heappop(loading)
+            decode(i, at)
+        while (waiting and len(prefilling) + len(decoding) + len(loading) < cap
+               and kv_used + held[waiting[0]] <= kv_room):
             i = waiting.popleft()
-            kv_used += li[i] + lo[i]
-            prefilling.append([i, li[i]])
+            kv_used += held[i]
+            ready[i] += t  # its cached KV arrives this long after admission
+            prefilling.append([i, lc[i]])
         peak_wait = max(peak_wait, len(waiting))
         d = len(decoding)
         if not prefilling and d == 0:
-            if next_arrival < n_open:
-                t = max(t, arr[next_arrival])
+            upcoming = [arr[next_arrival]] if next_arrival < n_open else []
+            if loading:
+                upcoming.append(loading[0][0])
+            if upcoming:
+                t = max(t, min(upcoming))
                 continue
             if waiting:
                 raise StudioError("a waiting request cannot be admitted (internal limit)")
@@ -264,18 +311,17 @@ def simulate(
                 if entry[1] == 0:
                     started.append(entry[0])
             dt = grid(float(p), float(d))
-            running_area += dt * (d + len(prefilling) + len(started))
+            running_area += dt * (d + len(prefilling) + len(started) + len(loading))
             t += dt
             g += 1
             if d:
                 itl_t.append(dt)
                 itl_w.append(float(d))
             for i in started:
-                first[i] = t
-                if lo[i] <= 1:
-                    finish(i)
+                if ready[i] > t:  # prefilled before its cached part is loaded
+                    heapq.heappush(loading, (ready[i], i))
                 else:
-                    heapq.heappush(decoding, (g + max(1, math.ceil((lo[i] - 1) / per_step - 1e-9)), i))
+                    decode(i, t)
             if started:
                 prefilling = deque(e for e in prefilling if e[1] > 0)
         else:
@@ -283,8 +329,10 @@ def simulate(
             k = decoding[0][0] - g
             if next_arrival < n_open:
                 k = min(k, max(1, math.ceil((arr[next_arrival] - t) / dt)))
+            if loading:
+                k = min(k, max(1, math.ceil((loading[0][0] - t) / dt)))
             k = max(1, k)
-            running_area += dt * k * d
+            running_area += dt * k * (d + len(loading))
             t += dt * k
             g += k
             itl_t.append(dt)
@@ -306,6 +354,14 @@ def simulate(
     # a served request also spends the front end's time before its first token reaches the client
     front = im.c.request_overhead_ms if load.mode != "offline" else 0.0
     ttft = first_np - arr_np + front
+    outcome = None
+    if hits is not None:
+        tier = hits.tier[warm:]
+        counts = tuple(int((tier == k).sum()) * replicas for k in range(MISS + 1))
+        hit_rate = float(hits.hit_tokens[warm:].sum() / max(lens_in[warm:].sum(), 1))
+        outcome = PrefixOutcome(requests=(counts[0], counts[1], counts[2], counts[3]), hit_rate=hit_rate,
+                                ttft_hit=Distribution.of(ttft[tier < MISS]),
+                                ttft_miss=Distribution.of(ttft[tier == MISS]))
     multi = out_np > 1
     tpot = (end_np[multi] - first_np[multi]) / (out_np[multi] - 1)
     tps = tokens / duration * 1e3 * replicas if duration > 0 else 0.0
@@ -314,5 +370,5 @@ def simulate(
         ttft=Distribution.of(ttft), tpot=Distribution.of(tpot),
         itl=Distribution.of(np.array(itl_t), np.array(itl_w)), e2e=Distribution.of(end_np - arr_np + front),
         output_tokens_per_s=tps, requests_per_s=n * replicas / duration * 1e3 if duration > 0 else 0.0,
-        mean_running=running_area / duration if duration > 0 else 0.0, peak_waiting=peak_wait,
+        mean_running=running_area / duration if duration > 0 else 0.0, peak_waiting=peak_wait, prefix=outcome,
     )
