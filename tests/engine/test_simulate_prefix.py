@@ -7,13 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from studio.cli import build_parser
+from studio.commands.options.project_args import project_from_args
 from studio.core.settings.reuse import KVTiers, Reuse
 from studio.core.workload import Load
 from studio.engine import evaluate
 from studio.engine.kv_tiers.draws import MISS, PrefixDraws, draw
 from studio.engine.serving.under_load import serving_setup, simulate_plan
-from studio.cli import build_parser
-from studio.commands.options.project_args import project_from_args
 
 CHAT = Reuse(system_prompt_tokens=2000, turns=8, history_tokens_per_turn=1000, think_time_s=20)
 

@@ -19,8 +19,8 @@ from studio.core.project import CalibrationProfile, Project
 from studio.core.workload import Load
 from studio.engine.fabric.topology import topology_of
 from studio.engine.kv_tiers.draws import PrefixDraws
-from studio.engine.plan.costs import project_batch_limit, project_budget, project_costs
 from studio.engine.kv_tiers.prefix_cache import batch_with_shared_prefix
+from studio.engine.plan.costs import project_batch_limit, project_budget, project_costs
 from studio.engine.plan.evaluate import constants_for, evaluate, resolve_calibration
 from studio.engine.plan.fits import memory_fit
 from studio.engine.plan.validate import check_layout
