@@ -40,6 +40,7 @@ from studio.gui.canvas.mime import DragItem, from_mime
 from studio.gui.canvas.pools import KvTransferArrow
 from studio.gui.canvas.style import SLOW_LINK_COLOR, stage_color
 from studio.gui.document import ProjectDocument
+from studio.service.kv_tiers import node_tier_limits
 from studio.service.placement_overlay import (
     EMPTY,
     Placement,
@@ -113,7 +114,9 @@ class ClusterScene(QGraphicsScene):
     def _on_project(self, project: Project, kind: str) -> None:
         if kind in ("cluster", "file"):
             self.sync(project)
-        elif kind in ("layout", "serving"):
+        elif kind == "serving":
+            self._sync_tiers(project)
+        if kind in ("layout", "serving"):
             self._placement = self._placement_of(project, self._current_plan(project))
             self._paint_overlay()
         if not project.serving_mode.disaggregated:
@@ -131,6 +134,7 @@ class ClusterScene(QGraphicsScene):
         finally:
             self._syncing_selection = False
         self._cluster = cluster
+        self._sync_tiers(project)
         placement = self._placement_of(project, self._current_plan(project))
         if placement == self._placement and not rebuilt:
             self._paint_links(placement)  # the tiles show it already; new link items need it
@@ -139,6 +143,14 @@ class ClusterScene(QGraphicsScene):
             self._paint_overlay(every_tile=bool(rebuilt))
         if self.kv_arrow is not None:
             self._place_arrow()  # its tiles may have moved or gone
+
+    def _sync_tiers(self, project: Project) -> None:
+        """Each node's KV-tier band: the project's host / NVMe KV per node against the node's own."""
+        t = project.serving.kv_tiers
+        limits = node_tier_limits(project) if (t.host_gib or t.disk_gib) else {}
+        for nid, item in self.nodes.items():
+            host, nvme = limits.get(nid, (None, None))
+            item.kv_badge.set_tiers(t.host_gib, t.disk_gib, host, nvme)
 
     def _sync_nodes(self, cluster: Cluster) -> set[str]:
         old = self._cluster

@@ -21,14 +21,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from studio.core.project import Project
 from studio.core.units import MIB
 from studio.engine.disagg.results import DisaggResult
 from studio.engine.plan.results import PlanResult, PlanStatus
 from studio.engine.plan.views import Explanation
 from studio.gui.panels.fit_label import FitLabel
 from studio.gui.panels.value_label import ValueLabel
+from studio.gui.views.kv_tier_bar import KvTierBar
 from studio.gui.views.memory_bars import Bar, MemoryBarsWidget
 from studio.service import plan_summary, units
+from studio.service.kv_tiers import tier_use
 from studio.service.messages import one_line
 
 
@@ -54,9 +57,10 @@ FIGURES: tuple[Figure, ...] = (
     Figure("memory", "Peak memory", ("peak_memory", "memory", "weights")),
     Figure("alltoall", "All-to-all (EP) / layer", ("alltoall_us_per_layer_decode", "alltoall")),
     Figure("cp", "Context parallel / layer", ("cp_us_per_layer_decode", "comm.cp")),
+    Figure("prefix", "Prefix cache", ("prefix_cache",)),
 )
-#: Cards shown only when the plan has the collective (the others are always shown).
-OPTIONAL_CARDS = ("alltoall", "cp")
+#: Cards shown only when the plan has the collective or the prefix cache (the others are always shown).
+OPTIONAL_CARDS = ("alltoall", "cp", "prefix")
 #: Cards a disaggregated plan fills, with the explanation of :class:`DisaggResult` each shows;
 #: the other cards describe the aggregated layout and say so in their title.
 DISAGG_WHY = {
@@ -140,6 +144,12 @@ def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
         if r.layout.cp <= 1:
             return "—", "no context parallelism"
         return units.duration_us(r.cp_us_per_layer_decode), f"prefill {units.duration_us(r.cp_us_per_layer_prefill)}"
+    if key == "prefix":
+        pc = r.prefix_cache
+        if pc is None:
+            return "—", "prefix cache off"
+        return (f"{pc['hit_rate']:.0%} hit",
+                f"saves {units.si(pc['saved_prefill_tokens'], 'tok')} of {units.si(pc['prompt_tokens'], 'tok')} prefill")
     if key == "memory":
         m = r.peak_memory
         return units.size_bytes(m.total), f"of {units.size_bytes(m.capacity)} ({m.gpu_id})"
@@ -335,6 +345,10 @@ class MetricsPanel(QWidget):
             self.cards[fig.key] = card
             grid.addWidget(card, i // 2, i % 2)
         self.memory = MemoryBarsWidget()
+        #: HBM / host DRAM / NVMe KV of one replica, shown when the plan has a prefix cache.
+        self.tiers = KvTierBar()
+        self.tiers.setVisible(False)
+        self.project: Project | None = None
         #: What the bars are when they are not the aggregated layout's GPUs: the pools' first workers.
         self.memory_title = QLabel("")
         self.memory_title.setObjectName("memoryTitle")
@@ -347,6 +361,7 @@ class MetricsPanel(QWidget):
         ml.setSpacing(0)
         ml.addWidget(self.memory_title)
         ml.addWidget(self.memory, 1)
+        ml.addWidget(self.tiers)
         self.why = QTextBrowser()
         self.why.setObjectName("why")
         self.why.setPlaceholderText("Click a figure to see how it was computed.")
@@ -375,10 +390,11 @@ class MetricsPanel(QWidget):
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addWidget(split)
 
-    def set_result(self, r: PlanResult) -> None:
+    def set_result(self, r: PlanResult, project: Project | None = None) -> None:
         """The project's aggregated plan (under a costed disaggregated plan: the cards marked
-        aggregated and the note's comparison)."""
+        aggregated and the note's comparison); ``project``, the plan's, for the KV tiers' use."""
         self.result = r
+        self.project = project
         self._render()
 
     def set_disagg(self, disaggregated: bool, label: str = "", res: DisaggResult | None = None) -> None:
@@ -432,6 +448,8 @@ class MetricsPanel(QWidget):
                 else:
                     if fig.key == "cp":
                         card.setVisible(r.layout.cp > 1)
+                    if fig.key == "prefix":
+                        card.setVisible(r.prefix_cache is not None)
                     tip = f"<pre>{_html(e.as_text())}</pre>" if e else f"{fig.title}: no breakdown from the engine"
                     if note := assumption(r, fig.key):
                         tip = f"<p>{_html(note)}</p>{tip}"
@@ -458,6 +476,9 @@ class MetricsPanel(QWidget):
         else:
             self.memory.set_memory(r.memory)
             title = ""
+        tiers = tier_use(self.project, r) if self.project is not None and d is None else []
+        self.tiers.set_tiers(tiers)
+        self.tiers.setVisible(bool(tiers))
         if self.memory_title.text() != title:
             self.memory_title.setText(title)
         self.memory_title.setVisible(bool(title))

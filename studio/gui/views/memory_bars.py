@@ -49,7 +49,11 @@ def paint_memory_bars(p: QPainter, rect: QRectF, bars: Sequence[Bar], font: QFon
     line = fm.height()
     entries = [*MEMORY_PARTS, ("free", "Free", FREE_COLOR)]
     widths = [13 + fm.horizontalAdvance(label) + 12 for _k, label, _c in entries]
-    rows_needed = 1 if sum(widths) <= rect.width() - 8 else 2
+    rows_needed, x = 1, 0.0  # the legend wraps as drawn below (three rows in a narrow dock)
+    for w in widths:
+        if x + w > rect.width() - 4 and x > 0:
+            rows_needed, x = rows_needed + 1, 0.0
+        x += w
     legend_h = rows_needed * (line + 2) + 4
     axis_w = fm.horizontalAdvance("000 GiB") + 6
     plot = QRectF(rect.left() + axis_w, rect.top() + legend_h + 4, rect.width() - axis_w - 4, rect.height() - legend_h - line - 10)
@@ -71,6 +75,8 @@ def paint_memory_bars(p: QPainter, rect: QRectF, bars: Sequence[Bar], font: QFon
     # axis
     p.setPen(QPen(QColor("#adb5bd"), 1))
     step = _nice_step(top)
+    while step * scale < line and step < top:  # a short plot: fewer ticks, their labels apart
+        step *= 2
     v = 0.0
     while v <= top + 1e-9:
         y = plot.bottom() - v * scale

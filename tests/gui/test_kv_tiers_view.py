@@ -1,0 +1,63 @@
+"""Prompt reuse seen in the window: the Prefix cache card (hit rate, saved prefill), the KV tier
+bars under the memory bars (HBM / host DRAM / NVMe: capacity and what the working set fills) and
+the KV-tier band on each node of the canvas, all following the reuse editor's typed values."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+
+
+@pytest.fixture
+def window(editable_window):
+    assert editable_window.doc.result_is_current, editable_window.doc.error
+    editable_window.model_panel.load_section.set_expanded(True)
+    return editable_window
+
+
+def _type(spin, text: str) -> None:
+    spin.setFocus()
+    spin.selectAll()
+    QTest.keyClicks(spin, text)
+    QTest.keyClick(spin, Qt.Key.Key_Return)
+
+
+def _badges(win) -> list[str]:
+    return [item.kv_badge.text() for item in win.scene.nodes.values()]
+
+
+def test_reuse_shows_card_tier_bars_and_node_bands(window):
+    doc, metrics, editor = window.doc, window.metrics, window.model_panel.reuse_editor
+    card = metrics.cards["prefix"]
+    assert not card.isVisible() and not metrics.tiers.isVisible()  # nothing repeats yet
+    assert _badges(window) == ["", ""]
+    _type(editor.system, "300")
+    _type(editor.turns, "4")
+    _type(editor.history, "200")
+    doc.recompute_now()
+    assert card.isVisible() and metrics.tiers.isVisible()
+    pc = doc.result.prefix_cache
+    assert card.value.text() == f"{pc['hit_rate']:.0%} hit"
+    assert card.caption.text() == f"saves {pc['saved_prefill_tokens']:.0f} tok of 1.02k tok prefill"
+    hbm, host, nvme = metrics.tiers.lines()
+    assert hbm.startswith("HBM: ") and "GiB" in hbm and host == "host DRAM: none" and nvme == "NVMe: none"
+    assert "serves" in metrics.tiers.toolTip()
+
+    _type(editor.host, "512")
+    doc.recompute_now()
+    host = metrics.tiers.lines()[1]
+    assert host.startswith("host DRAM: ") and "(node 1,907)" in host, host
+    # the TP8×PP2 replica spans both nodes: 2 × 512 GiB of host KV
+    assert " of 1,024 GiB" in host, host
+    assert _badges(window) == ["KV host 512 GiB / 1.9 TiB · NVMe —"] * 2
+    assert f"{doc.result.prefix_cache['hit_rate']:.0%} hit" == card.value.text()
+
+    _type(editor.host, "0")
+    doc.recompute_now()
+    assert _badges(window) == ["", ""] and metrics.tiers.lines()[1] == "host DRAM: none"
+    editor.cache.setFocus()
+    QTest.keyClick(editor.cache, Qt.Key.Key_End)  # "Off"
+    doc.recompute_now()
+    assert doc.project.serving.kv_tiers.prefix_cache is False
+    assert not card.isVisible() and not metrics.tiers.isVisible()
