@@ -7,6 +7,7 @@ is then evaluated as numpy arrays with the same step-time model :func:`evaluate`
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import field
@@ -263,11 +264,16 @@ def sweep(
     reasons = _reasons(columns, reasons_unfit, ex, kinds, order, rec, objective, model.num_layers)
     if progress is not None and not cancelled:
         progress(1.0)
-    return SweepResult(
+    result = SweepResult(
         project=project, objective=objective, candidates=len(columns["tp"]), columns=columns,
         reasons_unfit=tuple(reasons_unfit), order=order, pareto=pareto, recommended=rec, reasons=tuple(reasons),
         cancelled=cancelled, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
     )
+    from studio.engine.search.reuse_reason import reuse_reason
+
+    if (line := reuse_reason(result)) is not None:
+        result = dataclasses.replace(result, reasons=(*result.reasons, line))
+    return result
 
 
 def _append_unfit(cols, reasons, extra, tp, pp, dp, ep, why, cp=1, mode="decode", idle=0) -> None:
