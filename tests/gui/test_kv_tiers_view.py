@@ -13,7 +13,8 @@ from PySide6.QtTest import QTest
 def window(editable_window):
     assert editable_window.doc.result_is_current, editable_window.doc.error
     editable_window.model_panel.load_section.set_expanded(True)
-    return editable_window
+    yield editable_window
+    editable_window.model_panel.load_section.set_expanded(False)  # as a fresh window has it
 
 
 def _type(spin, text: str) -> None:
@@ -61,3 +62,18 @@ def test_reuse_shows_card_tier_bars_and_node_bands(window):
     doc.recompute_now()
     assert doc.project.serving.kv_tiers.prefix_cache is False
     assert not card.isVisible() and not metrics.tiers.isVisible()
+
+
+def test_an_engine_version_without_the_host_tier_is_refused(window):
+    doc, editor = window.doc, window.model_panel.reuse_editor
+    _type(editor.system, "300")
+    _type(editor.host, "512")
+    doc.recompute_now()
+    assert doc.project.serving.kv_tiers.host_gib == 512.0
+    version = window.model_panel.engine.version
+    before = doc.project.serving.runtime_version
+    _type(version.lineEdit(), "0.20.0")
+    assert doc.project.serving.runtime_version == before  # refused, nothing changed
+    message = window.statusBar().currentMessage()
+    assert "kv_tiers.host_gib: vLLM 0.20.0 has no kv-offloading-size" in message, message
+    assert version.currentText() != "0.20.0"  # the selector shows the project's version again
