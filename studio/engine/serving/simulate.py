@@ -12,7 +12,10 @@ The scheduler follows what vLLM, TensorRT-LLM and SGLang do at iteration level:
   sequences (interpolated on a grid computed once, so a 2,000-request run stays well under
   200 ms); spans with only decoding sequences and no arrival are advanced in one step;
 * with speculative decoding a sequence gains ``E`` tokens per iteration on average (it decodes for
-  ``⌈(O − 1) / E⌉`` iterations) and takes ``k + 1`` tokens of the budget.
+  ``⌈(O − 1) / E⌉`` iterations) and takes ``k + 1`` tokens of the budget;
+* with prefix caching each request draws whether its reused prompt is found in HBM, host memory or
+  on NVMe, or missed (:mod:`studio.engine.kv_tiers.draws`); it prefills only its missed tokens, its
+  first token waits for a host / NVMe hit's load too, and the shared system prompt's KV is held once.
 
 Requests are spread evenly over the ``dp`` replicas, so one replica is simulated with its share
 of the requests and of the rate. A closed loop's users join one after another over one request's
