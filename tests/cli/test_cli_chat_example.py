@@ -31,3 +31,17 @@ def test_plan_explain_shows_the_hits(cli):
     r = cli("plan", EXAMPLE, "--explain")
     assert r.code == 0, r.err
     assert "prefix_cache.hit_rate = " in r.out and "hits in host memory" in r.out
+
+
+def test_simulate_json_reports_each_requests_hit(cli):
+    flags = ("--rate", "1", "--num-requests", "300", "--json")
+    on = cli("simulate", EXAMPLE, *flags)
+    off = cli("simulate", EXAMPLE, "--prefix-cache", "off", "--kv-host-gib", "0", *flags)
+    assert on.code == off.code == 0, on.err + off.err
+    pc = on.json()["prefix_cache"]
+    assert sum(pc["requests"].values()) == on.json()["run"]["requests"]
+    assert pc["requests"]["host"] > pc["requests"]["hbm"] >= 0 and 0.5 < pc["hit_rate"] <= 1.0
+    assert "prefix_cache" not in off.json()
+    ttft_on, ttft_off = on.json()["latency_ms"]["ttft"], off.json()["latency_ms"]["ttft"]
+    assert ttft_on["p50"] < ttft_off["p50"] / 2 and ttft_on["p99"] < ttft_off["p99"]
+    assert "prefix_cache" in on.json()["definitions"]
