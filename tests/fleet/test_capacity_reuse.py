@@ -18,5 +18,8 @@ def test_reuse_raises_the_replica_rate_and_lowers_the_fleet(example):
              for t in (KVTiers(prefix_cache=False), KVTiers(), KVTiers(host_gib=1024, host_link_gbps=63.0))]
     rates = [p.capacity.rate_per_s for p in plans]
     assert rates[0] < rates[1] < rates[2], rates
+    assert plans[0].prefix_hit_rate is None and "prefix_cache_hit_rate" not in plans[0].to_json()["replica"]
+    assert 0 < plans[1].prefix_hit_rate < plans[2].prefix_hit_rate <= 1
+    assert plans[2].to_json()["replica"]["prefix_cache_hit_rate"] == plans[2].prefix_hit_rate
     peaks = [int(p.plan.replicas.max()) for p in plans]
     assert peaks[2] < peaks[0], peaks
