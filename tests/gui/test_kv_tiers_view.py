@@ -40,7 +40,7 @@ def test_reuse_shows_card_tier_bars_and_node_bands(window):
     assert card.isVisible() and metrics.tiers.isVisible()
     pc = doc.result.prefix_cache
     assert card.value.text() == f"{pc['hit_rate']:.0%} hit"
-    assert card.caption.text() == f"saves {pc['saved_prefill_tokens']:.0f} tok of 1.02k tok prefill"
+    assert card.caption.text() == f"−{pc['saved_prefill_tokens']:.0f} tok prefill"  # saved per request
     hbm, host, nvme = metrics.tiers.lines()
     assert hbm.startswith("HBM: ") and "GiB" in hbm and host == "host DRAM: none" and nvme == "NVMe: none"
     assert "serves" in metrics.tiers.toolTip()

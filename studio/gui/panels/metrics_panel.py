@@ -149,7 +149,7 @@ def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
         if pc is None:
             return "—", "prefix cache off"
         return (f"{pc['hit_rate']:.0%} hit",
-                f"saves {units.si(pc['saved_prefill_tokens'], 'tok')} of {units.si(pc['prompt_tokens'], 'tok')} prefill")
+                f"−{units.si(pc['saved_prefill_tokens'], 'tok')} prefill")  # per request; the tooltip has the rest
     if key == "memory":
         m = r.peak_memory
         return units.size_bytes(m.total), f"of {units.size_bytes(m.capacity)} ({m.gpu_id})"
@@ -344,6 +344,8 @@ class MetricsPanel(QWidget):
             card.clicked.connect(self.show_why)
             self.cards[fig.key] = card
             grid.addWidget(card, i // 2, i % 2)
+        for column in (0, 1):  # two equal columns whatever one card's text asks for
+            grid.setColumnStretch(column, 1)
         self.memory = MemoryBarsWidget()
         #: HBM / host DRAM / NVMe KV of one replica, shown when the plan has a prefix cache.
         self.tiers = KvTierBar()
