@@ -327,6 +327,9 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
         meets &= tpot <= tpot_lim
     bubble = bubble_fraction(pp, M)
     mem_peak = (lc.weights + lc.activations + lc.overhead)[None, :] + B[:, None] * seq_bytes[None, :]
+    if reuse_on and wl.reuse.system_prompt_tokens:  # the shared prompt's KV blocks held once, as in the plan
+        shared = min(float(wl.reuse.system_prompt_tokens), seq_len - 1.0)
+        mem_peak = mem_peak - np.maximum(B - 1.0, 0.0)[:, None] * (shared * seq_bytes / seq_len)[None, :]
     # warnings that the rules would raise, counted cheaply
     spans = any(len(topo.islands_of(grp)) > 1 for rep in lc.groups[:1] for grp in rep)
     wcount = np.zeros(n, dtype=np.int64) + int(spans) + int(not heads_ok)
