@@ -28,7 +28,7 @@ from studio.engine.plan.results import PlanResult, PlanStatus
 from studio.engine.plan.views import Explanation
 from studio.gui.panels.fit_label import FitLabel
 from studio.gui.panels.value_label import ValueLabel
-from studio.gui.views.kv_tier_bar import KvTierBar
+from studio.gui.views.kv_tier_bar import TIER_ROOM, KvTierBar
 from studio.gui.views.memory_bars import Bar, MemoryBarsWidget
 from studio.service import plan_summary, units
 from studio.service.kv_tiers import tier_use
@@ -57,10 +57,12 @@ FIGURES: tuple[Figure, ...] = (
     Figure("memory", "Peak memory", ("peak_memory", "memory", "weights")),
     Figure("alltoall", "All-to-all (EP) / layer", ("alltoall_us_per_layer_decode", "alltoall")),
     Figure("cp", "Context parallel / layer", ("cp_us_per_layer_decode", "comm.cp")),
-    Figure("prefix", "Prefix cache", ("prefix_cache",)),
 )
-#: Cards shown only when the plan has the collective or the prefix cache (the others are always shown).
-OPTIONAL_CARDS = ("alltoall", "cp", "prefix")
+#: Cards shown only when the plan has the collective (the others are always shown).
+OPTIONAL_CARDS = ("alltoall", "cp")
+#: Figures shown outside the cards: the prefix cache's, on the first line of the KV tier bars (a
+#: card row more would make the window taller than a 1366×768 screen).
+PREFIX = Figure("prefix", "Prefix cache", ("prefix_cache",))
 #: Cards a disaggregated plan fills, with the explanation of :class:`DisaggResult` each shows;
 #: the other cards describe the aggregated layout and say so in their title.
 DISAGG_WHY = {
@@ -144,12 +146,6 @@ def figure_value(r: PlanResult, key: str) -> tuple[str, str]:
         if r.layout.cp <= 1:
             return "—", "no context parallelism"
         return units.duration_us(r.cp_us_per_layer_decode), f"prefill {units.duration_us(r.cp_us_per_layer_prefill)}"
-    if key == "prefix":
-        pc = r.prefix_cache
-        if pc is None:
-            return "—", "prefix cache off"
-        return (f"{pc['hit_rate']:.0%} hit",
-                f"−{units.si(pc['saved_prefill_tokens'], 'tok')} prefill")  # per request; the tooltip has the rest
     if key == "memory":
         m = r.peak_memory
         return units.size_bytes(m.total), f"of {units.size_bytes(m.capacity)} ({m.gpu_id})"
@@ -350,6 +346,7 @@ class MetricsPanel(QWidget):
         #: HBM / host DRAM / NVMe KV of one replica, shown when the plan has a prefix cache.
         self.tiers = KvTierBar()
         self.tiers.setVisible(False)
+        self.tiers.clicked.connect(lambda: self.show_why(PREFIX.key))
         self.project: Project | None = None
         #: What the bars are when they are not the aggregated layout's GPUs: the pools' first workers.
         self.memory_title = QLabel("")
@@ -450,8 +447,6 @@ class MetricsPanel(QWidget):
                 else:
                     if fig.key == "cp":
                         card.setVisible(r.layout.cp > 1)
-                    if fig.key == "prefix":
-                        card.setVisible(r.prefix_cache is not None)
                     tip = f"<pre>{_html(e.as_text())}</pre>" if e else f"{fig.title}: no breakdown from the engine"
                     if note := assumption(r, fig.key):
                         tip = f"<p>{_html(note)}</p>{tip}"
@@ -479,8 +474,12 @@ class MetricsPanel(QWidget):
             self.memory.set_memory(r.memory)
             title = ""
         tiers = tier_use(self.project, r) if self.project is not None and d is None else []
-        self.tiers.set_tiers(tiers)
+        self.tiers.set_tiers(tiers, r.prefix_cache)
         self.tiers.setVisible(bool(tiers))
+        # the tier bars take their height from the memory bars' minimum: the window still fits 1366×768
+        low = MemoryBarsWidget.MIN_HEIGHT - (self.tiers.height() - TIER_ROOM if tiers else 0)
+        if self.memory.minimumHeight() != low:
+            self.memory.setMinimumHeight(low)
         if self.memory_title.text() != title:
             self.memory_title.setText(title)
         self.memory_title.setVisible(bool(title))
@@ -551,7 +550,9 @@ class MetricsPanel(QWidget):
             if text != self.why.toPlainText():
                 self.why.setPlainText(text)
             return
-        fig = next(f for f in FIGURES if f.key == key)
+        if key == PREFIX.key and r.prefix_cache is None:  # the plan no longer caches prefixes
+            key = self._why_key = "ttft"
+        fig = next(f for f in (*FIGURES, PREFIX) if f.key == key)
         voided = STATUS_FIGURE.get(key)
         if voided is not None and not r.status.shows(voided):  # no number the plan cannot meet
             text = f"{fig.title}: {r.status.headline}.\n\n{r.status.reason}"
