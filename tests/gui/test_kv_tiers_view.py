@@ -26,7 +26,7 @@ def _type(spin, text: str) -> None:
 
 
 def _badges(win) -> list[str]:
-    return [item.kv_badge.text() for item in win.scene.nodes.values()]
+    return [win.scene.kv_badges[nid].text() for nid in win.scene.nodes]
 
 
 def test_reuse_shows_hit_rate_tier_bars_and_node_bands(window):

@@ -27,7 +27,6 @@ from PySide6.QtWidgets import (
 
 from studio.core.hardware import NVLINK_SWITCH_KINDS, GpuSpec, LinkKind, Node, Switch
 from studio.gui.canvas.geometry import NodeGeometry, node_geometry
-from studio.gui.canvas.kv_badge import KvTierBadge
 from studio.gui.canvas.style import (
     HEADER_H,
     SELECT_COLOR,
@@ -455,8 +454,6 @@ class NodeItem(QGraphicsObject):
         mid = [self.endpoints[sw.id] for sw in node.switches if sw.kind in ("pcie-switch", "cpu", "fabric")]
         nics = [self.endpoints[nic.id] for nic in node.nics]
         self.port_rows = [PortRow(ports, forms, self) for ports, forms in ((mid, mid_forms), (nics, nic_forms)) if ports]
-        #: The KV tiers beyond HBM kept on this node (hidden when none).
-        self.kv_badge = KvTierBadge(self.geometry.size.width(), self.geometry.size.bottom(), self)
         self.setToolTip(f"{node.name} ({node.id}): {len(node.gpus)} of {node.slots} slots used")
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API

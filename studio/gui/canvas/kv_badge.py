@@ -2,14 +2,18 @@
 KV cache the engine keeps there, against the node's own memory and disk (from its template).
 
 It is a child of the :class:`~studio.gui.canvas.items.NodeItem`, so it moves with the node; the
-scene sets its tiers on every project change and hides it when the project keeps no KV off HBM.
+scene makes one per node and sets its tiers on every project change, and it hides itself when the
+project keeps no KV off HBM. Zoomed out it grows with its text, which stays legible as the canvas's
+other labels do (:func:`~studio.gui.canvas.items.legible`), up to the same largest scale.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QPainter, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
+
+from studio.gui.canvas.items import MAX_LABEL_SCALE, legible
 
 #: Height of the band (scene units) and its gap below the node box.
 BAND_H = 17.0
@@ -40,6 +44,8 @@ class KvTierBadge(QGraphicsItem):
 
     def __init__(self, width: float, top: float, parent: QGraphicsItem) -> None:
         super().__init__(parent)
+        #: The node item it belongs to (the scene makes a new band for a rebuilt node).
+        self.owner = parent
         self._rect = QRectF(0.0, top + BAND_GAP, width, BAND_H)
         self.host_text = ""
         self.disk_text = ""
@@ -64,10 +70,16 @@ class KvTierBadge(QGraphicsItem):
         return f"{self.host_text} · {self.disk_text}" if self.isVisible() else ""
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API
-        return self._rect.adjusted(-1, -1, 1, 1)
+        r = self._rect
+        return QRectF(r.left(), r.top(), r.width(), BAND_H * MAX_LABEL_SCALE).adjusted(-1, -1, 1, 1)
 
     def paint(self, p: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
-        r = self._rect
+        font = legible(FONT, p)
+        readable = font.pointSizeF() <= FONT.pointSizeF() * MAX_LABEL_SCALE  # else too far out to read at all
+        if not readable:
+            font = FONT
+        height = min(max(BAND_H, QFontMetricsF(font).height() + 4), BAND_H * MAX_LABEL_SCALE)
+        r = QRectF(self._rect.left(), self._rect.top(), self._rect.width(), height)
         half = r.width() / 2
         p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
         p.setPen(QPen(QColor("#868e96"), 0.8))
@@ -75,7 +87,9 @@ class KvTierBadge(QGraphicsItem):
             box = QRectF(r.left() + k * half, r.top(), half, r.height())
             p.setBrush(QColor(color))
             p.drawRoundedRect(box.adjusted(0.5, 0, -0.5, 0), 4, 4)
-            p.setFont(FONT)
+            if not readable:  # the colours only; the tooltip says it
+                continue
+            p.setFont(font)
             p.setPen(QColor("#343a40"))
             shown = p.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, int(box.width() - 8))
             p.drawText(box.adjusted(4, 0, -4, 0), Qt.AlignmentFlag.AlignCenter, shown)

@@ -36,6 +36,7 @@ from studio.gui.canvas.items import (
     NodeItem,
 )
 from studio.gui.canvas.kinds import applicable_kinds, refusal
+from studio.gui.canvas.kv_badge import KvTierBadge
 from studio.gui.canvas.mime import DragItem, from_mime
 from studio.gui.canvas.pools import KvTransferArrow
 from studio.gui.canvas.style import SLOW_LINK_COLOR, stage_color
@@ -100,6 +101,7 @@ class ClusterScene(QGraphicsScene):
         self._link_line: QGraphicsLineItem | None = None
         #: The KV-transfer arrow of a costed disaggregated plan (None when aggregated).
         self.kv_arrow: KvTransferArrow | None = None
+        self.kv_badges: dict[str, KvTierBadge] = {}  # each node's KV-tier band (see _sync_tiers)
         self._disagg = None  # the DisaggResult the arrow shows
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
         self.setBackgroundBrush(QColor("#f8f9fa"))
@@ -148,9 +150,15 @@ class ClusterScene(QGraphicsScene):
         """Each node's KV-tier band: the project's host / NVMe KV per node against the node's own."""
         t = project.serving.kv_tiers
         limits = node_tier_limits(project) if (t.host_gib or t.disk_gib) else {}
+        badges: dict[str, KvTierBadge] = {}
         for nid, item in self.nodes.items():
+            badge = self.kv_badges.get(nid)
+            if badge is None or badge.owner is not item:  # a new or rebuilt node: its band went with it
+                badge = KvTierBadge(item.geometry.size.width(), item.geometry.size.bottom(), item)
             host, nvme = limits.get(nid, (None, None))
-            item.kv_badge.set_tiers(t.host_gib, t.disk_gib, host, nvme)
+            badge.set_tiers(t.host_gib, t.disk_gib, host, nvme)
+            badges[nid] = badge
+        self.kv_badges = badges
 
     def _sync_nodes(self, cluster: Cluster) -> set[str]:
         old = self._cluster
