@@ -24,7 +24,8 @@ DEFINITIONS = {
                   "the KV cache and max_batch let run (closed form)",
     "prefix_cache": "each request draws a hit of its reusable prompt (history, documents) in HBM, host "
                     "memory or NVMe, or a miss, from the plan's hit rate per tier; the system prompt is a "
-                    "hit for all; only missed tokens are prefilled, a host/NVMe hit loads beside that prefill",
+                    "hit for all; only missed tokens are prefilled, a host/NVMe hit's load added to (vLLM, TensorRT-LLM) "
+                    "or hidden behind (SGLang) the iterations that prefill them",
 }
 
 FIGURES = (("TTFT", "ttft"), ("TPOT", "tpot"), ("ITL", "itl"), ("E2E", "e2e"))

@@ -10,8 +10,10 @@ with the same mean:
   that either comes back from one tier or is missed: request ``i`` finds it in tier ``k`` with
   probability ``h_k / r`` (``h_k`` that tier's share of prompt tokens beyond the system prompt,
   ``r`` the reusable share), so the expected hits equal the plan's;
-* a hit outside HBM is loaded over the node's link while the missed tokens are prefilled: the first
-  token comes at the later of the two (as in the plan).
+* a hit outside HBM is loaded over the node's link with the missed tokens' prefill: the simulation
+  spreads the load over the iterations that compute them, hidden behind their compute (SGLang's
+  layer-by-layer loads) or added to it (vLLM's connectors, TensorRT-LLM), as the plan's iteration
+  model does (:class:`studio.engine.kv_tiers.prefix_cache.PrefixLoad`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ class PrefixDraws:
     ``tier_share``: share of prompt tokens each tier serves beyond the system prompt (HBM, host,
     NVMe), ``sum ≤ reusable_share``; ``load_ms_per_token``: transfer time of one token's KV from
     host memory and from NVMe to the replica's GPUs; ``shared_tokens``: KV tokens the running
-    requests share (held once).
+    requests share (held once); ``overlaps``: the runtime hides a load behind the prefill's
+    compute (else the load adds to it); ``block_tokens``: a hit counts whole KV blocks of this many
+    tokens.
     """
 
     shared_share: float
@@ -41,6 +45,8 @@ class PrefixDraws:
     tier_share: tuple[float, float, float]
     load_ms_per_token: tuple[float, float]
     shared_tokens: int
+    overlaps: bool = True
+    block_tokens: int = 1
 
     @property
     def tier_probability(self) -> np.ndarray:
@@ -66,16 +72,18 @@ def draw(p: PrefixDraws, prompt: np.ndarray, rng: np.random.Generator) -> Reques
     engines recompute the last prompt token to get its logits)."""
     lens = np.asarray(prompt, dtype=np.int64)
     n = lens.size
-    shared = np.minimum(np.rint(p.shared_share * lens).astype(np.int64), lens - 1)
-    reusable = np.minimum(np.rint(p.reusable_share * lens).astype(np.int64), lens - 1 - shared)
+    bs = max(int(p.block_tokens), 1)
+    most = (lens - 1) // bs * bs  # whole blocks, below the prompt's last token
+    shared = np.minimum(np.rint(p.shared_share * lens).astype(np.int64), most) // bs * bs
+    reusable = np.minimum(np.rint(p.reusable_share * lens).astype(np.int64), most - shared)
     reusable = np.maximum(reusable, 0)
     probs = p.tier_probability
     u = rng.random(n)
     edges = np.cumsum(probs)
     tier = np.searchsorted(edges, u, side="right").astype(np.int64)
     tier = np.minimum(tier, MISS)
-    hit_rest = np.where(tier < MISS, reusable, 0)
-    hit = shared + hit_rest
+    hit = np.where(tier < MISS, shared + reusable, shared) // bs * bs
+    hit_rest = hit - shared
     per_token = np.array([0.0, p.load_ms_per_token[0], p.load_ms_per_token[1], 0.0])
     load_ms = hit_rest * per_token[tier]
     return RequestHits(tier=tier, computed=np.maximum(lens - hit, 1), load_ms=load_ms, hit_tokens=hit)

@@ -14,8 +14,10 @@ The scheduler follows what vLLM, TensorRT-LLM and SGLang do at iteration level:
 * with speculative decoding a sequence gains ``E`` tokens per iteration on average (it decodes for
   ``⌈(O − 1) / E⌉`` iterations) and takes ``k + 1`` tokens of the budget;
 * with prefix caching each request draws whether its reused prompt is found in HBM, host memory or
-  on NVMe, or missed (:mod:`studio.engine.kv_tiers.draws`); it prefills only its missed tokens, its
-  first token waits for a host / NVMe hit's load too, and the shared system prompt's KV is held once.
+  on NVMe, or missed (:mod:`studio.engine.kv_tiers.draws`); it prefills only its missed tokens, and
+  a host / NVMe hit's load rides on the iterations that compute them, hidden behind their compute or
+  added to it as the runtime loads (:data:`studio.engine.kv_tiers.tiers.LOAD_OVERLAPS`); the shared
+  system prompt's KV is held once.
 
 Requests are spread evenly over the ``dp`` replicas, so one replica is simulated with its share
 of the requests and of the rate. A closed loop's users join one after another over one request's
@@ -29,6 +31,7 @@ the last completion (trtllm-bench, vLLM ``bench serve``).
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 from bisect import bisect_right
@@ -182,7 +185,8 @@ def simulate(
     prefix:
         Prefix caching: each request draws a hit (HBM, host, NVMe) or a miss of its reusable prompt
         (:mod:`studio.engine.kv_tiers.draws`); only its missed tokens are prefilled, a host / NVMe
-        hit's load runs beside that prefill, and the shared system prompt's KV is held once.
+        hit's load is spread over the iterations that compute them (hidden behind each iteration's
+        compute or added to it, ``prefix.overlaps``), and the shared system prompt's KV is held once.
         None = every prompt is prefilled whole (the draws come after the lengths, so the lengths
         are the same either way).
 
@@ -212,8 +216,13 @@ def simulate(
     mean_in = float(lens_in.mean())
     mean_out = float(lens_out.mean())
     computed = hits.computed if hits is not None else lens_in
+    if hits is not None and im.lc.prefix is not None and im.lc.prefix.link_ms_per_token:
+        # the mean request's loads leave the iteration model: each request brings its own below
+        im = IterationModel(im.lc.replace(prefix=dataclasses.replace(im.lc.prefix, link_ms_per_token=0.0)), im.c)
     grid = _Grid(im, float(budget), float(cap), mean_in + mean_out / 2.0, float(computed.mean()), float(micro_batches))
-    ready = (hits.load_ms if hits is not None else np.zeros(n)).tolist()  # load of a host / NVMe hit
+    # host / NVMe load of each computed prompt token of a request (its hit's load over its chunks)
+    load_per_token = (hits.load_ms / hits.computed).tolist() if hits is not None else [0.0] * n
+    overlaps = prefix.overlaps if prefix is not None else True
 
     # arrivals (ms); a closed loop issues its next request when one ends
     closed = load.mode == "concurrency"
@@ -249,7 +258,6 @@ def simulate(
     waiting: deque[int] = deque()
     prefilling: deque[list[int]] = deque()  # [request, prompt tokens left]
     decoding: list[tuple[int, int]] = []  # (iteration count at which it ends, request)
-    loading: list[tuple[float, int]] = []  # (time its cached KV is loaded, request) once prefilled
     kv_used = 0.0
     t = 0.0
     g = 0  # iterations run
@@ -269,34 +277,19 @@ def simulate(
             waiting.append(issued)
             issued += 1
 
-    def decode(i: int, at: float) -> None:
-        first[i] = at
-        if lo[i] <= 1:
-            finish(i)
-        else:
-            heapq.heappush(decoding, (g + max(1, math.ceil((lo[i] - 1) / per_step - 1e-9)), i))
-
     while done < n:
         while next_arrival < n_open and arr[next_arrival] <= t:
             waiting.append(next_arrival)
             next_arrival += 1
-        while loading and loading[0][0] <= t:
-            at, i = heapq.heappop(loading)
-            decode(i, at)
-        while (waiting and len(prefilling) + len(decoding) + len(loading) < cap
-               and kv_used + held[waiting[0]] <= kv_room):
+        while waiting and len(prefilling) + len(decoding) < cap and kv_used + held[waiting[0]] <= kv_room:
             i = waiting.popleft()
             kv_used += held[i]
-            ready[i] += t  # its cached KV arrives this long after admission
             prefilling.append([i, lc[i]])
         peak_wait = max(peak_wait, len(waiting))
         d = len(decoding)
         if not prefilling and d == 0:
-            upcoming = [arr[next_arrival]] if next_arrival < n_open else []
-            if loading:
-                upcoming.append(loading[0][0])
-            if upcoming:
-                t = max(t, min(upcoming))
+            if next_arrival < n_open:
+                t = max(t, arr[next_arrival])
                 continue
             if waiting:
                 raise StudioError("a waiting request cannot be admitted (internal limit)")
@@ -304,6 +297,7 @@ def simulate(
         if prefilling:
             room = max(budget - w * d, 1)
             p = 0
+            link = 0.0  # the host / NVMe loads of the prompt tokens this iteration computes
             started: list[int] = []
             for entry in prefilling:
                 take = min(entry[1], room - p)
@@ -311,20 +305,24 @@ def simulate(
                     break
                 entry[1] -= take
                 p += take
+                link += take * load_per_token[entry[0]]
                 if entry[1] == 0:
                     started.append(entry[0])
             dt = grid(float(p), float(d))
-            running_area += dt * (d + len(prefilling) + len(started) + len(loading))
+            if link:  # hidden behind the iteration's compute, or added to it, as the runtime loads
+                dt = max(dt, link) if overlaps else dt + link
+            running_area += dt * (d + len(prefilling) + len(started))
             t += dt
             g += 1
             if d:
                 itl_t.append(dt)
                 itl_w.append(float(d))
             for i in started:
-                if ready[i] > t:  # prefilled before its cached part is loaded
-                    heapq.heappush(loading, (ready[i], i))
+                first[i] = t
+                if lo[i] <= 1:
+                    finish(i)
                 else:
-                    decode(i, t)
+                    heapq.heappush(decoding, (g + max(1, math.ceil((lo[i] - 1) / per_step - 1e-9)), i))
             if started:
                 prefilling = deque(e for e in prefilling if e[1] > 0)
         else:
@@ -332,10 +330,8 @@ def simulate(
             k = decoding[0][0] - g
             if next_arrival < n_open:
                 k = min(k, max(1, math.ceil((arr[next_arrival] - t) / dt)))
-            if loading:
-                k = min(k, max(1, math.ceil((loading[0][0] - t) / dt)))
             k = max(1, k)
-            running_area += dt * k * (d + len(loading))
+            running_area += dt * k * d
             t += dt * k
             g += k
             itl_t.append(dt)

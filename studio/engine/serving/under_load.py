@@ -9,6 +9,7 @@ for percentiles). Both use the same iteration model, token budget, KV capacity a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,8 +20,13 @@ from studio.core.project import CalibrationProfile, Project
 from studio.core.workload import Load
 from studio.engine.fabric.topology import topology_of
 from studio.engine.kv_tiers.draws import PrefixDraws
-from studio.engine.kv_tiers.prefix_cache import batch_with_shared_prefix
-from studio.engine.plan.costs import project_batch_limit, project_budget, project_costs
+from studio.engine.kv_tiers.prefix_cache import PrefixCacheEstimate, batch_with_shared_prefix
+from studio.engine.plan.costs import (
+    project_batch_limit,
+    project_budget,
+    project_costs,
+    with_prefix_load,
+)
 from studio.engine.plan.evaluate import constants_for, evaluate, resolve_calibration
 from studio.engine.plan.fits import memory_fit
 from studio.engine.plan.validate import check_layout
@@ -77,7 +83,10 @@ def serving_setup(
     budget = project_budget(project, layout, c)
     lc = project_costs(project, layout, placement, topo, c)
     _, _, max_seqs, cap_tokens, _ = memory_fit(lc, wl.isl + wl.osl)
-    prefix = prefix_draws(project, layout, calibration=cal, constants=constants)
+    planned = planned_prefix(project, layout, calibration=cal, constants=constants)
+    prefix = planned[0] if planned is not None else None
+    if planned is not None:  # the plan's iteration model: the suffix attends to the hits, their mean loads
+        lc = with_prefix_load(project, layout, lc, planned[1])
     if prefix is not None and prefix.shared_tokens and max_seqs >= 1:  # the system prompt is held once
         max_seqs = batch_with_shared_prefix(cap_tokens, wl.isl + wl.osl, prefix.shared_tokens)
     if max_seqs < 1:
@@ -102,18 +111,19 @@ def _cached_tokens(prefix: PrefixDraws | None, isl: int) -> float:
     return isl * (prefix.shared_share + sum(prefix.tier_share))
 
 
-def prefix_draws(
+def planned_prefix(
     project: Project,
     layout: Layout,
     *,
     calibration: CalibrationProfile | None = None,
     constants: Constants | None = None,
-) -> PrefixDraws | None:
+) -> tuple[PrefixDraws, PrefixCacheEstimate] | None:
     """What the simulation draws each request's prefix hit from: the plan's hit rate per tier
     (:func:`studio.engine.evaluate`'s ``prefix_cache``) split into the system prompt every request
     finds and the rest of the reusable prompt, and the node's links a host / NVMe hit is loaded
-    over. None when prefix caching is off or nothing repeats (the figures are then those without)."""
-    from studio.engine.kv_tiers.tiers import link_gbps, prefix_cache_on
+    over; with the plan's mean estimate (for the closed-form models). None when prefix caching is
+    off or nothing repeats (the figures are then those without)."""
+    from studio.engine.kv_tiers.tiers import block_tokens, load_gbps, load_overlaps, prefix_cache_on
 
     if not prefix_cache_on(project):
         return None
@@ -136,12 +146,18 @@ def prefix_draws(
     reusable = history_and_docs / isl if r.hit_rate is None else 1.0
     gpus = layout.tp * layout.pp
     kv = project.model.kv_bytes_per_token(sv.kv_dtype)
-    host_gbps, disk_gbps = link_gbps(gpus, sv.kv_tiers.host_link_gbps)
+    host_gbps, disk_gbps = load_gbps(gpus, sv.kv_tiers.host_link_gbps)
+    est = PrefixCacheEstimate(
+        hit_rate=pc["hit_rate"], hit_by_tier=(pc["hit_rate_hbm"], pc["hit_rate_host"], pc["hit_rate_disk"]),
+        prompt_tokens=pc["prompt_tokens"], computed_tokens=pc["prefilled_tokens"],
+        shared_tokens=int(pc["shared_tokens"]), window_s=(math.inf, math.inf, math.inf),
+    )
     return PrefixDraws(
         shared_share=shared, reusable_share=max(reusable, sum(tiers)), tier_share=(tiers[0], tiers[1], tiers[2]),
         load_ms_per_token=(kv / (host_gbps * 1e9) * 1e3, kv / (disk_gbps * 1e9) * 1e3),
         shared_tokens=int(pc["shared_tokens"]) if shared > 0 else 0,
-    )
+        overlaps=load_overlaps(sv.runtime), block_tokens=block_tokens(sv.runtime),
+    ), est
 
 
 def simulate_plan(
