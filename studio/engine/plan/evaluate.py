@@ -245,7 +245,7 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None, 
                     gpu_id=g, rank=layout.rank(d, s, t), stage=s, tp_rank=t, dp_index=d, capacity=cap,
                     usable=float(lc.usable[s]) + (cap - float(lc.capacity[s])) * project.serving.gpu_memory_utilization,
                     weights=float(lc.weights[s]),
-                    kv_cache=ctx.batch * float(ctx.seq_bytes[s]), activations=float(lc.activations[s]),
+                    kv_cache=float(ctx.kv_batch_bytes[s]), activations=float(lc.activations[s]),
                     overhead=float(lc.overhead[s]), weights_by_module=_modules(lc, s),
                 ))
     memory.sort(key=lambda m: m.rank)

@@ -10,7 +10,7 @@ from studio.engine.step.speculative import METHOD_NAMES, Drafting
 
 def _peak_stage(ctx: PlanContext) -> int:
     lc = ctx.lc
-    return int((lc.weights + lc.activations + lc.overhead + ctx.batch * ctx.seq_bytes).argmax())
+    return int((lc.weights + lc.activations + lc.overhead + ctx.kv_batch_bytes).argmax())
 
 
 def _reserve_explanations(ctx: PlanContext, s: int) -> tuple[Explanation, Explanation]:
@@ -80,11 +80,14 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
         + ((Term("draft", draft_w / GIB, "GiB", "speculative drafter, on the last stage"),) if draft_w else ()),
         (f"precision: {ctx.precision.describe()}",),
     )
+    shared = ctx.prefix_cache["shared_tokens"] if ctx.prefix_cache and ctx.batch > 1 else 0.0
     out["memory.kv_cache"] = Explanation(
-        "memory.kv_cache", ctx.batch * float(ctx.seq_bytes[s]) / GIB, "GiB",
-        "batch × KV bytes per GPU of one sequence of isl+osl tokens",
+        "memory.kv_cache", float(ctx.kv_batch_bytes[s]) / GIB, "GiB",
+        "batch × KV bytes per GPU of one sequence of isl+osl tokens"
+        + (", less (batch − 1) × the shared system prompt's (its blocks are held once)" if shared else ""),
         (Term("batch", ctx.batch, "sequences"), Term("sequence", ctx.seq_len, "tokens"),
-         Term("per sequence per GPU", float(ctx.seq_bytes[s]) / MIB, "MiB")),
+         Term("per sequence per GPU", float(ctx.seq_bytes[s]) / MIB, "MiB"))
+        + ((Term("shared system prompt", shared, "tokens", "prefix caching holds it once"),) if shared else ()),
     )
     out["memory.activations"], out["memory.overhead"] = _reserve_explanations(ctx, s)
     kvl = (sh.kv_full + sh.kv_sliding) / max(sh.layers, 1)
