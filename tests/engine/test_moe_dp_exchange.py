@@ -109,3 +109,17 @@ def test_trtllm_1_0_times_fp4_experts_on_blackwell_with_its_default_cutlass_back
     s2 = silicon_for(h100, "trtllm", "1.0.0")
     a2 = (s2, Target.of(h100), "fp8", 2048.0, 768.0, 8, 128, 1)
     assert np.allclose(moe_curve(*a2)(toks), moe_curve(*a2, backend="cutlass")(toks))
+
+
+def test_a_named_moe_backend_replaces_the_profile_default():
+    from studio.core.engine_features import EngineFeatures
+    from studio.engine.runtime import engine_setup
+
+    def backend(version: str, named: str | None, runtime: str = "trtllm") -> str:
+        sv = ServingConfig(runtime=runtime, runtime_version=version, features=EngineFeatures(all2all_backend=named))
+        return engine_setup(project(cluster(), MIXTRAL, Layout(tp=8), serving=sv)).moe_backend
+
+    assert backend("1.0.0", None) == "cutlass"
+    assert backend("1.0.0", "TRTLLM") == ""  # TRTLLM-gen kernels: the fastest measured table
+    assert backend("1.2.0", "CUTLASS") == "cutlass"
+    assert backend("0.10.0", "naive", runtime="vllm") == ""

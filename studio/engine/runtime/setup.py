@@ -36,6 +36,7 @@ class EngineSetup(Record, frozen=True):
     graph_sizes: tuple[int, ...]
     step: RuntimeStep
     sampler_bytes_per_logit: float = 0.0  # the sampler profile run's bytes per logit (by version and model)
+    moe_backend: str = ""  # the fused-MoE backend whose own kernel table times the experts ("" = fastest measured)
 
     @property
     def profile(self) -> EngineProfile:
@@ -112,8 +113,18 @@ def _engine_setup(project: Project, tp: int | None = None, pp: int | None = None
     return EngineSetup(
         resolved=res, token_budget=budget, max_num_seqs=int(seqs) if seqs else None, default_fraction=float(frac),
         memory_mode=p.memory.mode, graphs_in_budget=graphs, graph_sizes=sizes, step=step,
-        sampler_bytes_per_logit=sampler,
+        sampler_bytes_per_logit=sampler, moe_backend=_moe_backend(project, p),
     )
+
+
+def _moe_backend(project: Project, profile: EngineProfile) -> str:
+    """The fused-MoE backend the experts are timed as: the profile's default (``moe.backend``), unless
+    the project names TensorRT-LLM's ``moe_config.backend`` itself (``serving.features.all2all_backend``):
+    ``CUTLASS`` keeps the CUTLASS table, any other backend the fastest measured."""
+    named = project.serving.features.all2all_backend
+    if profile.engine != "trtllm" or not named:
+        return profile.moe.backend
+    return "cutlass" if named.upper() == "CUTLASS" else ""
 
 
 def batch_limit(max_batch: int, setup: EngineSetup) -> int:

@@ -254,7 +254,7 @@ def layout_costs(
         a2a_bytes_per_token=a2a_bytes,
         cp=cp_costs(model, kv_dtype, layout, groups, topo, c, reps),
         ops=[cached_stage_ops(model, table, sh, precision, kv_dtype, x, c, tp, ep, has_fp8, has_fp4, *kernel_engine,
-                              moe_backend=engine.profile.moe.backend if engine is not None else "")
+                              moe_backend=engine.moe_backend if engine is not None else "")
              for sh, x in zip(shapes, specs, strict=True)],
         runtime=engine.step if engine is not None else None,
         kernel_engine=kernel_engine,
