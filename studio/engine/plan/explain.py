@@ -121,7 +121,10 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
         "latency.ttft", ctx.ttft_ms, "ms",
         "waiting for token budget (and, under a request rate, for a free sequence slot) + the scheduler "
         "iterations that carry the new prompt's chunks beside the running sequences' decode tokens "
-        "(+ the front end's request overhead when requests are served at a rate or concurrency)",
+        "(under a request rate: an idle engine starts the request at once and alone, a busy one first ends "
+        "the iteration in progress — the length-biased one, E[T²]/2E[T] — and prefills the prompts that "
+        "arrived during it together) (+ the front end's request overhead when requests are served at a "
+        "rate or concurrency)",
         (Term("prompt", wl.isl, "tokens"),) + load_terms
         + ((Term("request overhead", ctx.constants.request_overhead_ms, "ms",
                  "HTTP, tokenising, streaming; request_overhead_ms " + (

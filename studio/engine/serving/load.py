@@ -19,7 +19,10 @@ With speculative decoding an iteration emits ``E`` tokens per decoding sequence 
 ``w = k + 1`` tokens of the budget: a request needs ``(O − 1) / E`` decode iterations, the budget
 holds ``w · D + P ≤ K``, and TPOT = the iteration time / ``E``.
 
-TTFT counts queueing + the prefill iterations (+ half an iteration for a random arrival);
+TTFT counts queueing + the prefill iterations; in an open loop a request finds the engine idle with
+probability ``exp(−λ · E2E)`` and starts alone, else waits for the length-biased iteration in
+progress and shares its first iteration with the prompts that arrived during it
+(:func:`first_token_ms`);
 with one output token per request TPOT is the iteration time (no second token follows);
 TPOT = the iteration time (first token excluded, as vLLM ``bench serve`` defines it); throughput
 counts every output token (trtllm-bench / ``bench serve`` ``output_throughput``).
