@@ -420,7 +420,9 @@ def _assumptions(ctx: PlanContext) -> tuple[str, ...]:
     out = [
         "iteration-level continuous batching: each iteration carries the decode token of every running sequence plus "
         "prompt chunks within the token budget; stages overlap successive micro-batches",
-        "TTFT = waiting for token budget + the iterations that carry the new prompt",
+        "TTFT = waiting for token budget + the iterations that carry the new prompt (under a request rate: "
+        "+ the end of the iteration in progress unless the engine is idle, sharing the first iteration with "
+        "the prompts that arrived during it)",
         "TPOT = the mean iteration under the load (prefill interference included): max(Σ stages, M × slowest stage)",
         f"decode context averaged at isl + osl/2 = {ctx.project.workload.isl + ctx.project.workload.osl / 2:,.0f} tokens",
         "two TP all-reduces per layer; PP hands full hidden states from each TP rank to the next stage",
