@@ -107,3 +107,22 @@ def test_open_loop_at_a_vanishing_rate_is_the_prompt_alone():
     # the plan adds the front end's time on top, and nothing else
     plan = evaluate(p.replace(workload=p.workload.replace(load=Load(mode="rate", rate_per_s=1e-6))))
     assert plan.ttft_ms - alone == pytest.approx(s.model.c.request_overhead_ms, rel=1e-6)
+
+
+def test_the_plan_explains_how_a_request_under_a_rate_meets_the_iterations():
+    p = project(cluster(), LLAMA_8B, Layout(tp=1, dp=8), Workload(isl=467, osl=16, max_batch=256), FP8)
+    sat = evaluate(p).load.saturation_rate_per_s
+    light, busy = (evaluate(p.replace(workload=p.workload.replace(load=Load(mode="rate", rate_per_s=f * sat))))
+                   for f in (0.02, 0.6))
+    # more load: fewer arrivals find the engine idle, they wait longer and share their first iteration more
+    assert 1.0 >= light.load.arrival_idle_share > busy.load.arrival_idle_share >= 0.0
+    assert light.load.arrival_wait_ms < busy.load.arrival_wait_ms
+    assert 1.0 <= light.load.arrival_prompts < busy.load.arrival_prompts
+    terms = {t.name: t.value for t in busy.explanations["latency.ttft"].terms}
+    assert terms["arrivals finding the engine idle"] == pytest.approx(busy.load.arrival_idle_share)
+    assert terms["wait for the iteration in progress"] == pytest.approx(busy.load.arrival_wait_ms)
+    assert terms["prompts in its first iteration"] == pytest.approx(busy.load.arrival_prompts)
+    # a closed loop has no arrivals at random times: no such terms
+    users = evaluate(p.replace(workload=p.workload.replace(load=Load(mode="concurrency", concurrency=64))))
+    assert users.load.arrival_idle_share is None
+    assert "arrivals finding the engine idle" not in {t.name for t in users.explanations["latency.ttft"].terms}

@@ -395,12 +395,14 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
         it, bound = float(state.iteration_ms[0]), bool(state.budget_bound[0])
         rate = float(state.requests_per_s[0]) * dp * busy_share
         saturated = bool(state.saturated[0])
+        arrival = state.arrival if not saturated else None
     else:
         users = running = float(batch)
         dec, pre = float(sv_t.decode_seqs[0]), float(sv_t.prefill_tokens[0])
         it, bound = float(sv_t.iteration_ms[0]), bool(sv_t.budget_bound[0])
         rate = float(sv_t.tokens_per_s_replica[0]) / wl.osl * dp
         saturated = False
+        arrival = None
         if ld.mode == "offline":
             note = f"{ld.num_requests:,} requests queued at t = 0, {batch} running per replica"
     if ld.mode != "rate":
@@ -412,6 +414,9 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
         prefill_tokens_per_iteration=pre, iteration_ms=it, token_budget=budget, budget_bound=bound,
         request_rate_per_s=rate, saturation_rate_per_s=sat_rate, saturated=saturated, note=note,
         asked_rate_per_s=float(ld.rate_per_s) if ld.mode == "rate" and ld.rate_per_s is not None else None,
+        arrival_idle_share=arrival.idle_share if arrival else None,
+        arrival_wait_ms=arrival.wait_ms if arrival else None,
+        arrival_prompts=arrival.prompts if arrival else None,
     )
     return summary, figures
 

@@ -38,6 +38,15 @@ from studio.engine.step.iteration import IterationModel
 from studio.engine.step.records import Record
 
 
+class FirstToken(Record, frozen=True):
+    """How an open-loop request meets the iterations before its first token (:func:`first_token`)."""
+
+    ms: float  # mean arrival → first token, queueing for a sequence slot excluded
+    idle_share: float  # share of arrivals that find the engine idle
+    wait_ms: float  # mean wait for the iteration in progress, over all arrivals
+    prompts: float  # prompts in a busy arrival's first iteration, its own included (within the budget)
+
+
 class SteadyState(Record):
     """Mean figures of one replica in steady state; arrays shaped (N,)."""
 
@@ -52,6 +61,7 @@ class SteadyState(Record):
     requests_per_s: np.ndarray  # per replica
     budget_bound: np.ndarray  # bool: the token budget limits how many sequences decode
     saturated: np.ndarray  # bool: open loop at or above the saturation rate
+    arrival: FirstToken | None = None  # open loop: how a new request meets the iterations
 
 
 def _decode_iters(osl: float) -> float:
@@ -131,8 +141,14 @@ class Iterations:
 
 def first_token_ms(im: IterationModel, it: Iterations, lam_ms: float, isl: float, ctx: float, m: np.ndarray,
                    budget: float, o1: float, poisson: bool) -> float:
+    """Mean time from a request's arrival to its first token in an open loop (:func:`first_token`'s ``ms``)."""
+    return first_token(im, it, lam_ms, isl, ctx, m, budget, o1, poisson).ms
+
+
+def first_token(im: IterationModel, it: Iterations, lam_ms: float, isl: float, ctx: float, m: np.ndarray,
+                budget: float, o1: float, poisson: bool) -> FirstToken:
     """Mean time from a request's arrival to its first token in an open loop, queueing for a
-    sequence slot excluded.
+    sequence slot excluded, and its parts.
 
     Three parts of arrival at iteration level (the schedulers of vLLM, SGLang and TensorRT-LLM
     admit new requests only between iterations; :mod:`studio.engine.serving.simulate` does the same
@@ -169,7 +185,8 @@ def first_token_ms(im: IterationModel, it: Iterations, lam_ms: float, isl: float
     idle = alone_chunks * float(t[1])
     e2e = busy + o1 * it.mean
     p_idle = float(np.exp(-lam_ms * e2e)) if poisson else (1.0 if lam_ms * e2e < 1.0 else 0.0)
-    return p_idle * idle + (1.0 - p_idle) * busy
+    return FirstToken(ms=p_idle * idle + (1.0 - p_idle) * busy, idle_share=p_idle,
+                      wait_ms=(1.0 - p_idle) * 0.5 * landed, prompts=tagged / max(own, 1e-12))
 
 
 def closed_loop(
@@ -301,13 +318,14 @@ def open_loop(
     queue_ms = mdc_wait_ms(rho, running_cap, service_ms) if poisson else 0.0
     iters = Iterations(mean=t, prompt=t_pf, plain=float(dec[k]), share=float(shr[k]), decode_seqs=d,
                        room=max(budget - w * d, 1.0), chunks=n_pf)
-    ttft = first_token_ms(im, iters, lam_ms, L, ctx, m, budget, o1, poisson) + queue_ms
+    arrival = first_token(im, iters, lam_ms, L, ctx, m, budget, o1, poisson)
+    ttft = arrival.ms + queue_ms
     e2e = ttft + o1 * t
     conc = lam_ms * e2e
     state = SteadyState(
         concurrency=np.array([conc]), decode_seqs=np.array([d]), prefill_tokens=np.array([p]),
         iteration_ms=np.array([t]), ttft_ms=np.array([ttft]), tpot_ms=np.array([t / E]), e2e_ms=np.array([e2e]),
         output_tokens_per_s=np.array([lam * osl]), requests_per_s=np.array([lam]),
-        budget_bound=np.array([w * d + p > budget]), saturated=np.array([False]),
+        budget_bound=np.array([w * d + p > budget]), saturated=np.array([False]), arrival=arrival,
     )
     return state, lam_max
