@@ -67,7 +67,7 @@ def test_prompts_that_arrive_during_the_same_iteration_share_its_first_iteration
     # 0.02 and 1 other request on average in a 20 ms iteration: 0.98 more prompts of 500 tokens
     assert busy - slow == pytest.approx(im.b * 500 * (5e-2 - 1e-3) * 20.0, rel=1e-6)
     # but never beyond the token budget left beside the decode tokens
-    capped = first_token_ms(im, it.__class__(**{**it.__dict__, "room": 600.0}), 5e-2, 500, 600,
+    capped = first_token_ms(im, it.replace(room=600.0), 5e-2, 500, 600,
                             np.array([1.0]), 8192, 1e6, poisson=True)
     assert capped == pytest.approx(0.5 * 20.0 + im.a + im.b * 600 + im.c * it.decode_seqs, rel=1e-6)
 

@@ -22,15 +22,13 @@ holds ``w · D + P ≤ K``, and TPOT = the iteration time / ``E``.
 TTFT counts queueing + the prefill iterations; in an open loop a request finds the engine idle with
 probability ``exp(−λ · E2E)`` and starts alone, else waits for the length-biased iteration in
 progress and shares its first iteration with the prompts that arrived during it
-(:func:`first_token_ms`);
+(:func:`first_token`);
 with one output token per request TPOT is the iteration time (no second token follows);
 TPOT = the iteration time (first token excluded, as vLLM ``bench serve`` defines it); throughput
 counts every output token (trtllm-bench / ``bench serve`` ``output_throughput``).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -126,8 +124,7 @@ def iteration_mix(
     return mean, t_pf, t_dec, share
 
 
-@dataclass(frozen=True)
-class Iterations:
+class Iterations(Record, frozen=True):
     """The iterations of an open-loop steady state, as a new request meets them (times in ms)."""
 
     mean: float  # the mean iteration
