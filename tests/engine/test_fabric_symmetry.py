@@ -68,3 +68,25 @@ def test_transfers_costed_once_per_pattern_equal_the_transfers_costed_pair_by_pa
             moved = [[[shift[g.split("/")[0]] + "/" + g.split("/")[1] for g in st] for st in w] for w in (*pg, *dg)]
             args = (topo, LLAMA_70B, "bf16", 2048.0, moved[:2], moved[2:], layers, layers)
             assert kv_transfer(*args, cache=memo) == kv_transfer(*args)
+
+
+def test_a_worker_pairs_key_from_its_two_workers_parts_is_the_key_of_their_gpus():
+    cl = cluster(DGX_H100, 5)
+    sym = Symmetry(Topology(cl))
+    gpus = [g.id for g in cl.gpus]
+    rng = random.Random(3)
+    pairs = []
+    for _ in range(300):
+        a, b = rng.sample(gpus, 4), rng.sample(gpus, 2)
+        a = tuple(a)
+        b = tuple(g for g in b if g not in a) or (next(g for g in gpus if g not in a),)
+        pairs.append((a, b))
+    for a, b in pairs:
+        key, blocks = sym.pair(a, b)
+        assert blocks == sym.blocks(a + b)
+    for (a, b), (c, d) in zip(pairs, pairs[1:] + pairs[:1], strict=True):
+        assert (sym.pair(a, b)[0] == sym.pair(c, d)[0]) == (sym.key(a + b) == sym.key(c + d))
+    # the same pattern moved to other nodes: equal keys from both
+    a, b = ("n0/gpu1", "n0/gpu2"), ("n1/gpu0", "n0/gpu3")
+    c, d = ("n4/gpu1", "n4/gpu2"), ("n2/gpu0", "n4/gpu3")
+    assert sym.pair(a, b)[0] == sym.pair(c, d)[0] and sym.key(a + b) == sym.key(c + d)

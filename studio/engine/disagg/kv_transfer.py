@@ -225,9 +225,10 @@ def _pair_cost(
     sym = cache.get(_SYMMETRY)
     if sym is None:
         sym = cache[_SYMMETRY] = symmetry_of(topo)
-    gpus = [g for stage in prefill for g in stage] + [g for stage in decode for g in stage]
-    key = (_PATTERN, plan_key, sym.key(gpus))
-    blocks = sym.blocks(gpus)
+    pattern, blocks = sym.pair(
+        tuple(g for stage in prefill for g in stage), tuple(g for stage in decode for g in stage)
+    )
+    key = (_PATTERN, plan_key, pattern)
     hit = cache.get(key)
     if hit is None:
         flows = _flows_on(plan, prefill, decode)

@@ -119,6 +119,7 @@ class Symmetry:
                 tuple(tuple(v < h for h in hub_names) for v in verts),
             )
             self.block_class.append(classes.setdefault(sig, len(classes)))
+        self._parts: dict[tuple[str, ...], tuple[tuple[int, ...], tuple]] = {}
 
     def key(self, gpus: Iterable[str]) -> tuple[tuple[int, int, int], ...]:
         """The pattern of ``gpus`` (in order): each GPU's (block class, ordinal of its block in
@@ -132,6 +133,30 @@ class Symmetry:
             o = seen.setdefault(b, len(seen))
             out.append((bc[b], o, gl[g]))
         return tuple(out)
+
+    def part(self, gpus: tuple[str, ...]) -> tuple[tuple[int, ...], tuple]:
+        """(blocks in order of first appearance, pattern) of one worker's ``gpus``, kept: the
+        pattern is each GPU's (ordinal of its block, local index) and the blocks' classes."""
+        hit = self._parts.get(gpus)
+        if hit is None:
+            gb, gl = self.gpu_block, self.gpu_local
+            seen: dict[int, int] = {}
+            pat = tuple((seen.setdefault(gb[g], len(seen)), gl[g]) for g in gpus)
+            blocks = tuple(seen)
+            hit = self._parts[gpus] = (blocks, (pat, tuple(self.block_class[b] for b in blocks)))
+        return hit
+
+    def pair(self, a: tuple[str, ...], b: tuple[str, ...]) -> tuple[tuple, list[int]]:
+        """(key, blocks) of the GPUs ``a`` then ``b`` (two workers): the key is one-to-one with
+        :meth:`key` of ``a + b`` and the blocks are :meth:`blocks` of it, built from the two
+        workers' kept parts."""
+        ba, pa = self.part(a)
+        bb, pb = self.part(b)
+        blocks = list(ba)
+        where = {blk: k for k, blk in enumerate(ba)}
+        shared = tuple(where.get(blk, -1) for blk in bb)
+        blocks += [blk for blk, w in zip(bb, shared, strict=True) if w < 0]
+        return (pa, pb, shared), blocks
 
     def blocks(self, gpus: Iterable[str]) -> list[int]:
         """Blocks of ``gpus`` in order of first appearance (the ordinals of :meth:`key`)."""
