@@ -35,7 +35,8 @@ def checked_tiers(project: Project, tiers: KVTiers) -> KVTiers:
     Raises
     ------
     StudioError
-        A tier is larger than the node's host memory or NVMe (the message names the field).
+        A tier is larger than the node's host memory or NVMe, or the measured hits are placed in a
+        tier of size 0 (the message names the field).
     """
     host, nvme, link = node_limits(project)
     if host is not None and tiers.host_gib > host:
@@ -44,6 +45,11 @@ def checked_tiers(project: Project, tiers: KVTiers) -> KVTiers:
     if nvme is not None and tiers.disk_gib > nvme:
         raise StudioError(f"kv_tiers.disk_gib {tiers.disk_gib:g} GiB is more than the node's local NVMe "
                           f"({nvme:g} GiB per node)")
+    hit_tier = project.workload.reuse.hit_tier
+    if (hit_tier == "host" and not tiers.host_gib) or (hit_tier == "disk" and not tiers.disk_gib):
+        field = "host_gib" if hit_tier == "host" else "disk_gib"
+        raise StudioError(f"reuse.hit_tier '{hit_tier}' serves the measured hits from a tier the project has not: "
+                          f"kv_tiers.{field} is 0")
     _check_engine(project, tiers)
     if link is not None and tiers.host_link_gbps is None and (tiers.host_gib or tiers.disk_gib):
         return tiers.replace(host_link_gbps=link)

@@ -178,37 +178,11 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
 
 
 def _features(ctx: PlanContext) -> Explanation:
-    """How the engine features of the project (``serving.features``) enter the figures: what the step
-    model already assumes for each, so the user sees what a feature is not credited with."""
-    f = ctx.project.serving.features
-    moe = ctx.lc.num_experts > 0
-    terms: list[Term] = []
-    notes: list[str] = []
-    if f.eplb:
-        terms.append(Term("expert load balancing, redundant experts", f.redundant_experts, "per MoE layer"))
-        notes.append(
-            f"EPLB: the routed experts are costed at their balanced mean load (moe_imbalance_factor "
-            f"{ctx.constants.moe_imbalance_factor:g}), so balancing adds no speed-up, and the redundant experts' "
-            "weights are not counted" if moe else "EPLB: a dense model has no experts to balance")
-    if f.dual_batch_overlap:
-        terms.append(Term("dual-batch overlap", 1, "on"))
-        notes.append("dual-batch overlap: the all-to-all is costed after the compute, as without it (no overlap credited)")
-    for name, value, what in (("all-to-all backend", f.all2all_backend, "the all-to-all keeps the fitted NCCL cost"),
-                              ("load balancing", f.load_balance, "requests are spread evenly over the replicas"),
-                              ("KV offload", f.kv_offload_gib, "the CPU tier adds no KV capacity to the plan"),
-                              ("API servers", f.api_servers, "the front end is not costed")):
-        if value is not None:
-            terms.append(Term(name, value if isinstance(value, (int, float)) else 1, "", str(value)))
-            notes.append(f"{name} {value}: {what}")
-    if f.attention_dp_balance:
-        terms.append(Term("attention-DP balance", 1, "on"))
-        notes.append("attention-DP balance: the ranks are costed at equal batches already")
-    return Explanation(
-        "engine features", len(terms), "features set",
-        "written into the export for the engines and versions that accept them; the step model credits none "
-        "of them beyond what it already assumes",
-        tuple(terms), tuple(notes),
-    )
+    """How the engine features of the project (``serving.features``) enter the figures
+    (:func:`studio.engine.features.explain.features_explanation`)."""
+    from studio.engine.features.explain import features_explanation
+
+    return features_explanation(ctx)
 
 
 def _kernel_terms(ctx: PlanContext, stage: int, decode_seqs: float, prompt_tokens: float) -> tuple[Term, ...]:

@@ -19,13 +19,14 @@ from studio.core.layout import Layout
 from studio.core.project import Objective, Project
 from studio.core.units import GIB
 from studio.engine.fabric.topology import Topology, topology_of
-from studio.engine.kv_tiers.prefix_cache import batch_with_shared_prefix, prefill_ms
-from studio.engine.kv_tiers.tiers import link_gbps, prefix_cache_on
+from studio.engine.kv_tiers.prefix_cache import batch_with_shared_prefix
+from studio.engine.kv_tiers.tiers import prefix_cache_on
 from studio.engine.plan.costs import (
     prefix_reuse,
     project_batch_limit,
     project_budget,
     project_costs,
+    with_prefix_load,
 )
 from studio.engine.plan.evaluate import constants_for, evaluate, resolve_calibration
 from studio.engine.plan.fits import fits as layout_fits
@@ -299,16 +300,15 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
     M = np.asarray([m for _, m in pairs], dtype=float)
     budget = project_budget(project, lc.layout, c)
     sv_t = serve_times(lc, B, M, wl.isl, wl.osl, c, budget)
-    load_ms = 0.0
     if reuse_on:  # the hits at the layout's own batch (auto), applied to every batch of the grid
         at = int(np.argmax(B == auto))
         kv_model = project.model.kv_bytes_per_token(project.serving.kv_dtype)
         prefix = prefix_reuse(project, lay, cap_tokens, kv_model, auto, float(sv_t.request_ms[at]))
-        if prefix is not None:
+        if prefix is not None:  # the missed tokens prefilled after (or behind) their tier loads
             isl_eff = max(1, round(prefix.computed_tokens))
-            sv_t = serve_times(lc, B, M, isl_eff, wl.osl, c, budget, float(wl.isl - isl_eff))
-            load_ms = prefill_ms(prefix, 0.0, kv_model, link_gbps(tp * pp, project.serving.kv_tiers.host_link_gbps))
-    ttft, tpot = np.maximum(sv_t.ttft_ms, load_ms), sv_t.tpot_ms
+            lc_hit = with_prefix_load(project, lay, lc, prefix)
+            sv_t = serve_times(lc_hit, B, M, isl_eff, wl.osl, c, budget, float(wl.isl - isl_eff))
+    ttft, tpot = sv_t.ttft_ms, sv_t.tpot_ms
     heads_ok = heads_split(project.model, tp)
     fits = layout_fits(pool, max_seqs, B, project.model, tp, seq_len)
     tps = np.where(fits, lay.replicas * sv_t.tokens_per_s_replica, 0.0)

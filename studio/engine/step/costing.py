@@ -10,7 +10,7 @@ prefill and decode times, so :func:`evaluate` and :func:`sweep` share one model.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from studio.engine.step.records import Record
 from studio.engine.step.shapes import LayerTable, StageShape, stage_shapes
 
 if TYPE_CHECKING:
+    from studio.engine.kv_tiers.prefix_cache import PrefixLoad
     from studio.engine.runtime.setup import EngineSetup
     from studio.engine.runtime.step import RuntimeStep
 
@@ -57,6 +58,15 @@ class Drafter(Protocol):
                  ctx: np.ndarray, prompt_len: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 
 
+class StepFeatures(Protocol):
+    """What the engine features of a project change in a step (built by
+    :func:`studio.engine.features.effects.with_features`; this is its interface, so that the step
+    model need not know the features)."""
+
+    def micro_batch_times(self, c: Constants, prefill_tokens: np.ndarray | float, decode_seqs: np.ndarray | float,
+                          decode_ctx: np.ndarray | float, prompt_len: np.ndarray | float) -> Any: ...
+
+
 class LayoutCosts(Record):
     """Per-stage, batch-independent figures of one layout (worst GPU / worst replica per stage)."""
 
@@ -83,6 +93,8 @@ class LayoutCosts(Record):
     ops: list[StageOps] | None = None  # measured kernel curves of every stage (studio.engine.step.ops)
     runtime: RuntimeStep | None = None  # the serving engine's scheduler time and graph padding
     kernel_engine: tuple[str, str | None] = (DEFAULT_ENGINE, None)  # (engine, version) of the kernel tables
+    features: StepFeatures | None = None  # dual-batch overlap, DP balancing (studio.engine.features)
+    prefix: PrefixLoad | None = None  # prefix-cache hits: the suffix's attention to them, their tier loads
 
     @property
     def weights(self) -> np.ndarray:
