@@ -10,9 +10,12 @@ CHAT = ("--gpu", "h100-sxm", "--model", "llama-3.1-70b", "--tp", "4", "--isl", "
 
 
 def test_plan_json_reports_hit_rate_and_tiers(cli):
-    off = cli("plan", *CHAT, "--prefix-cache", "off", "--json")
-    hbm = cli("plan", *CHAT, "--json")
-    host = cli("plan", *CHAT, "--kv-host-gib", "512", "--json")
+    # a batch below what the KV cache holds, so HBM keeps room for the shared prefix whatever the
+    # remainder the auto batch would leave (less than one sequence, by chance above or below 2,000 tokens)
+    chat = (*CHAT, "--max-batch", "64")
+    off = cli("plan", *chat, "--prefix-cache", "off", "--json")
+    hbm = cli("plan", *chat, "--json")
+    host = cli("plan", *chat, "--kv-host-gib", "512", "--json")
     assert off.code == hbm.code == host.code == 0, off.err + hbm.err + host.err
     assert "prefix_cache" not in off.json()
     pc, pch = hbm.json()["prefix_cache"], host.json()["prefix_cache"]

@@ -26,8 +26,14 @@ def _with(project: Project, reuse: Reuse, tiers: KVTiers) -> Project:
                            serving=project.serving.replace(kv_tiers=tiers))
 
 
+def _no_reuse(project: Project) -> Project:
+    return project.replace(workload=project.workload.replace(reuse=Reuse()),
+                           serving=project.serving.replace(kv_tiers=KVTiers()))
+
+
 def _cases() -> list[tuple[str, Project, object]]:
-    cases = [(i, load_example(n, i), None) for i, n in sorted(example_paths().items())]
+    # every example without its reuse (the multi-turn chat example has some): the figures as before
+    cases = [(i, _no_reuse(load_example(n, i)), None) for i, n in sorted(example_paths().items())]
     points = load_points()
     cases += [(p.id, *project_for(p)) for p in points[:: max(1, len(points) // 12)]]
     return cases

@@ -10,7 +10,57 @@ from studio.engine.step.speculative import METHOD_NAMES, Drafting
 
 def _peak_stage(ctx: PlanContext) -> int:
     lc = ctx.lc
-    return int((lc.weights + lc.activations + lc.overhead + ctx.batch * ctx.seq_bytes).argmax())
+    return int((lc.weights + lc.activations + lc.overhead + ctx.kv_batch_bytes).argmax())
+
+
+def _reserve_explanations(ctx: PlanContext, s: int) -> tuple[Explanation, Explanation]:
+    """The activation peak and the fixed terms the engine keeps out of its KV cache, each with the
+    engine profile's source (``memory.reserves`` of presets/engines), or the cost constants'
+    generic terms where the profile has none."""
+    from studio.engine.runtime.setup import engine_setup
+
+    lc, c = ctx.lc, ctx.constants
+    act, over = float(lc.activations[s]) / GIB, float(lc.overhead[s]) / GIB
+    setup = engine_setup(ctx.project, lc.layout.tp, lc.layout.pp)
+    p = setup.profile
+    if p.memory.reserves is None:
+        return (Explanation(
+            "memory.activations", act, "GiB",
+            "activation_factor × max_num_batched_tokens × (hidden + MLP width / TP) × 2 B (+ fp32 logits on the last stage)",
+            (Term("activation_factor", c.activation_factor, "", "fitted to vLLM V1 profiling (memory.md M13)"),
+             Term("max_num_batched_tokens", c.max_num_batched_tokens, "tokens")),
+        ), Explanation(
+            "memory.overhead", over, "GiB",
+            "CUDA context + CUDA graphs + NCCL buffers (when the GPU is in a group)",
+            tuple(Term(k, v / GIB, "GiB") for k, v in lc.overhead_terms.items()),
+            ("figures from reference/memory.md M4, M5, M13",),
+        ))
+    src = p.sources
+    key = "memory.reserves."
+    where = f"{p.file}, profile '{p.id}'"
+    rule = p.memory.reserves
+    light = rule.light_sampler_from is not None and setup.sampler_bytes_per_logit == rule.light_sampler_bytes_per_logit
+    sampler_key = "light_sampler_bytes_per_logit" if light else "sampler_bytes_per_logit"
+    phases = tuple(Term(k, v / GIB, "GiB", (f"{setup.sampler_bytes_per_logit:g} B per logit; " if k == "sampler" else "")
+                        + src.get(key + ("forward_profiled" if k == "forward" else sampler_key), ""))
+                   for k, v in lc.activation_phases.items())
+    names = {"non_torch": "non_torch_gib", "tp_communicators": "tp_comm_gib", "cuda_graphs": "graphs_counted_from"}
+    return (Explanation(
+        "memory.activations", act, "GiB",
+        f"{setup.engine_name}'s profiled activation peak: the larger of a forward of the token budget "
+        "(tokens × (2·hidden + 3·MLP width / TP + top_k·hidden) × 2 B) and, on the last stage, its sampler run "
+        "(sampler_bytes_per_logit × min(max_num_seqs, budget) × vocabulary); 0 where the engine keeps "
+        "activations in the reserve its memory fraction leaves",
+        phases, (f"reserve terms from {where}",),
+    ), Explanation(
+        "memory.overhead", over, "GiB",
+        f"what {setup.engine_name} counts outside its tensors before sizing the KV cache: non-torch memory, the TP "
+        "group's communicators (TP > 1 on NVLink) and CUDA graphs where the version counts them first",
+        tuple(Term(k, v / GIB, "GiB", src.get(key + names.get(k, k), "")) for k, v in lc.overhead_terms.items()),
+        (f"reserve terms from {where}",
+         f"the memory fraction applies to {float(lc.sized_bytes[s]) / GIB:.2f} GiB per GPU, the CUDA runtime's "
+         "total (GPU preset memory_visible_gib), not the driver's"),
+    ))
 
 
 def explanations(ctx: PlanContext) -> dict[str, Explanation]:
@@ -30,24 +80,16 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
         + ((Term("draft", draft_w / GIB, "GiB", "speculative drafter, on the last stage"),) if draft_w else ()),
         (f"precision: {ctx.precision.describe()}",),
     )
+    shared = ctx.prefix_cache["shared_tokens"] if ctx.prefix_cache and ctx.batch > 1 else 0.0
     out["memory.kv_cache"] = Explanation(
-        "memory.kv_cache", ctx.batch * float(ctx.seq_bytes[s]) / GIB, "GiB",
-        "batch × KV bytes per GPU of one sequence of isl+osl tokens",
+        "memory.kv_cache", float(ctx.kv_batch_bytes[s]) / GIB, "GiB",
+        "batch × KV bytes per GPU of one sequence of isl+osl tokens"
+        + (", less (batch − 1) × the shared system prompt's (its blocks are held once)" if shared else ""),
         (Term("batch", ctx.batch, "sequences"), Term("sequence", ctx.seq_len, "tokens"),
-         Term("per sequence per GPU", float(ctx.seq_bytes[s]) / MIB, "MiB")),
+         Term("per sequence per GPU", float(ctx.seq_bytes[s]) / MIB, "MiB"))
+        + ((Term("shared system prompt", shared, "tokens", "prefix caching holds it once"),) if shared else ()),
     )
-    out["memory.activations"] = Explanation(
-        "memory.activations", float(lc.activations[s]) / GIB, "GiB",
-        "activation_factor × max_num_batched_tokens × (hidden + MLP width / TP) × 2 B (+ fp32 logits on the last stage)",
-        (Term("activation_factor", c.activation_factor, "", "fitted to vLLM V1 profiling (memory.md M13)"),
-         Term("max_num_batched_tokens", c.max_num_batched_tokens, "tokens")),
-    )
-    out["memory.overhead"] = Explanation(
-        "memory.overhead", float(lc.overhead[s]) / GIB, "GiB",
-        "CUDA context + CUDA graphs + NCCL buffers (when the GPU is in a group)",
-        tuple(Term(k, v / GIB, "GiB") for k, v in lc.overhead_terms.items()),
-        ("figures from reference/memory.md M4, M5, M13",),
-    )
+    out["memory.activations"], out["memory.overhead"] = _reserve_explanations(ctx, s)
     kvl = (sh.kv_full + sh.kv_sliding) / max(sh.layers, 1)
     cp_note = (f" / CP {lay.cp} (every {lay.cp}-th token on each GPU of the "
                f"{'TP group' if lay.cp_mode == 'decode' else 'replica group'})") if lay.cp > 1 else ""
@@ -67,7 +109,8 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
     out["kv_cache.capacity_tokens"] = Explanation(
         "kv_cache.capacity_tokens", ctx.capacity_tokens, "tokens",
         "min over stages of (usable − weights − activations − overhead) / KV bytes per token per GPU",
-        (Term("usable", float(lc.usable[s]) / GIB, "GiB", f"{ctx.project.serving.gpu_memory_utilization:.0%} of capacity"),
+        (Term("usable", float(lc.usable[s]) / GIB, "GiB", f"{ctx.project.serving.gpu_memory_utilization:.0%} of "
+              f"{float(lc.sized_bytes[s]) / GIB:.2f} GiB the engine sizes against"),
          Term("KV pool (tightest stage)", float(ctx.pool.min()) / GIB, "GiB"),
          Term("sequences of isl+osl", ctx.max_seqs, ""))
         + ((Term("context parallelism", lay.cp, "ways",
@@ -115,13 +158,26 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
             Term("prompt tokens per iteration", ld.prefill_tokens_per_iteration, "tokens"),
             Term("token budget", ld.token_budget, "tokens", "bound" if ld.budget_bound else "not binding"),
         )
+        if ld.arrival_idle_share is not None:
+            load_terms += (
+                Term("arrivals finding the engine idle", ld.arrival_idle_share, "fraction",
+                     "exp(−λ · E2E): no request in the system, so the prompt runs at once and alone"),
+                Term("wait for the iteration in progress", ld.arrival_wait_ms or 0.0, "ms",
+                     "E[T²] / 2E[T] of the iterations (prompt-carrying ones are the long ones), averaged over all arrivals "
+                     "(an idle engine has none)"),
+                Term("prompts in its first iteration", ld.arrival_prompts or 1.0, "prompts",
+                     "its own + those that arrived during the same iteration, within the token budget"),
+            )
         load_notes = (ld.definition,) + ((ld.note,) if ld.note else ())
     dc = st.decode_stage[:, 0] + st.decode_p2p[:, 0]
     out["latency.ttft"] = Explanation(
         "latency.ttft", ctx.ttft_ms, "ms",
         "waiting for token budget (and, under a request rate, for a free sequence slot) + the scheduler "
         "iterations that carry the new prompt's chunks beside the running sequences' decode tokens "
-        "(+ the front end's request overhead when requests are served at a rate or concurrency)",
+        "(under a request rate: an idle engine starts the request at once and alone, a busy one first ends "
+        "the iteration in progress — the length-biased one, E[T²]/2E[T] — and prefills the prompts that "
+        "arrived during it together) (+ the front end's request overhead when requests are served at a "
+        "rate or concurrency)",
         (Term("prompt", wl.isl, "tokens"),) + load_terms
         + ((Term("request overhead", ctx.constants.request_overhead_ms, "ms",
                  "HTTP, tokenising, streaming; request_overhead_ms " + (

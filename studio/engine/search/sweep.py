@@ -7,6 +7,7 @@ is then evaluated as numpy arrays with the same step-time model :func:`evaluate`
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import field
@@ -264,11 +265,16 @@ def sweep(
     reasons = _reasons(columns, reasons_unfit, ex, kinds, order, rec, objective, model.num_layers)
     if progress is not None and not cancelled:
         progress(1.0)
-    return SweepResult(
+    result = SweepResult(
         project=project, objective=objective, candidates=len(columns["tp"]), columns=columns,
         reasons_unfit=tuple(reasons_unfit), order=order, pareto=pareto, recommended=rec, reasons=tuple(reasons),
         cancelled=cancelled, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
     )
+    from studio.engine.search.reuse_reason import reuse_reason
+
+    if (line := reuse_reason(result)) is not None:
+        result = dataclasses.replace(result, reasons=(*result.reasons, line))
+    return result
 
 
 def _append_unfit(cols, reasons, extra, tp, pp, dp, ep, why, cp=1, mode="decode", idle=0) -> None:
@@ -321,6 +327,9 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
         meets &= tpot <= tpot_lim
     bubble = bubble_fraction(pp, M)
     mem_peak = (lc.weights + lc.activations + lc.overhead)[None, :] + B[:, None] * seq_bytes[None, :]
+    if reuse_on and wl.reuse.system_prompt_tokens:  # the shared prompt's KV blocks held once, as in the plan
+        shared = min(float(wl.reuse.system_prompt_tokens), seq_len - 1.0)
+        mem_peak = mem_peak - np.maximum(B - 1.0, 0.0)[:, None] * (shared * seq_bytes / seq_len)[None, :]
     # warnings that the rules would raise, counted cheaply
     spans = any(len(topo.islands_of(grp)) > 1 for rep in lc.groups[:1] for grp in rep)
     wcount = np.zeros(n, dtype=np.int64) + int(spans) + int(not heads_ok)
