@@ -39,17 +39,32 @@ settings.register_profile("ci-long", max_examples=1000, **_NO_TIMING)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
 
 
-@pytest.fixture(autouse=True)
-def _fresh_settings():
-    """Every test starts from default window settings: the throw-away settings file
-    (``LAYOUT_STUDIO_NO_SETTINGS=1``) is shared by the whole run, so a test that saved a dock
-    layout (closing a window does) would otherwise narrow the docks of every later window."""
+def _clear_settings() -> None:
+    """Empty the throw-away settings file (``LAYOUT_STUDIO_NO_SETTINGS=1``), shared by the whole run."""
     if "studio.gui.window.settings" in sys.modules:
         from studio.gui.window.settings import make_settings
 
         s = make_settings()
         s.clear()
         s.sync()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_settings():
+    """Every test starts from default window settings: the throw-away settings file
+    (``LAYOUT_STUDIO_NO_SETTINGS=1``) is shared by the whole run, so a test that saved a dock
+    layout (closing a window does) would otherwise narrow the docks of every later window."""
+    _clear_settings()
+    yield
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fresh_settings_per_module():
+    """The same before a module's shared windows are built (module fixtures are set up before a
+    test's own): the previous module's shared editable window, closed with its Explorer and Load
+    docks closed, saved that dock layout on its way out, and a window of the next module restored
+    it, so its Explorer never swept (tests/gui/test_window.py after test_honest_figures.py)."""
+    _clear_settings()
     yield
 
 

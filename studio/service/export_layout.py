@@ -30,7 +30,7 @@ def verdict_for(project: Project, layout: Layout) -> ExportedLayoutVerdict:
     from studio.engine import evaluate
 
     try:
-        plan = evaluate(project, layout.replace(placement=None))
+        plan = evaluate(project, layout.replace(placement=None), details=False)
         fits, reason = plan.fits, plan.fit_reason
     except StudioError as exc:
         fits, reason = False, str(exc)

@@ -283,7 +283,7 @@ def _check_one(
         verdict="",
     )
     try:
-        plan = evaluate(p, layout)
+        plan = evaluate(p, layout, details=False)  # its figures only: no explanations or timelines
     except StudioError as exc:
         return replace(entry, verdict=exc.message), 0
     s = plan.load

@@ -221,3 +221,20 @@ def test_allreduce_is_costed_once_per_group_link_graph_and_constants():
         assert allreduce(Topology(c), list(group), base) is first
         other = allreduce(topo, group, slower)
         assert other == _allreduce(topo, group, slower) and other != first
+
+
+def test_clusters_of_other_gpus_on_the_same_links_do_not_answer_each_others_all_reduces():
+    """H100 and H200 boxes drawn alike share one path store (the same links), but an all-reduce
+    inside a box is timed from its GPU's measured tables: the H200's is its own, not the H100's
+    kept from an earlier plan (a sweep of 70B on 2× H100 moved the next H200 sweep's best figure)."""
+    from studio.engine import default_constants
+    from studio.engine.fabric.comm import _allreduce, allreduce
+    from studio.engine.fabric.topology import Topology
+    from tests.engine.fixtures import H100, H200, HGX_H200
+
+    c = default_constants()
+    h100 = Topology(cluster(DGX_H100, 2, H100))
+    h200 = Topology(cluster(HGX_H200, 2, H200))
+    group = [f"n0/gpu{i}" for i in range(8)]
+    first = allreduce(h100, group, c)
+    assert allreduce(h200, group, c) == _allreduce(h200, group, c) != first

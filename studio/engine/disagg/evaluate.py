@@ -19,7 +19,7 @@ The result (:class:`DisaggResult`) is frozen, with explanations and "why" lines 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import groupby
 
 import numpy as np
@@ -78,6 +78,8 @@ class ClusterIndex:
     gpus: list[tuple[str, str]]  # (id, type) in cluster order
     known: frozenset[str]
     node_of: dict[str, str]
+    #: The candidates of each GPU type (None: every GPU) grouped by node, in cluster order.
+    _by_node: dict[str | None, dict[str, list[str]]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, project: Project) -> ClusterIndex:
@@ -87,6 +89,24 @@ class ClusterIndex:
             known=frozenset(g for g, _ in gpus),
             node_of={g.id: n.id for n in project.cluster.nodes for g in n.gpus},
         )
+
+    def by_node(self, pool: PoolLayout, field: str) -> dict[str, list[str]]:
+        """:func:`pool_candidates` grouped by node (the cluster lists a node's GPUs together),
+        kept for the next pool of the same GPU type; read-only."""
+        hit = self._by_node.get(pool.gpu_type)
+        if hit is None:
+            hit = self._by_node[pool.gpu_type] = _group(
+                pool_candidates(self.gpus, pool, field), self.node_of
+            )
+        return hit
+
+
+def _group(free: list[str], node_of: dict[str, str]) -> dict[str, list[str]]:
+    """GPUs by node, nodes in order of first appearance (a node seen again appends)."""
+    by_node: dict[str, list[str]] = {}
+    for n, run in groupby(free, key=node_of.__getitem__):
+        by_node.setdefault(n, []).extend(run)
+    return by_node
 
 
 def place_pools(
@@ -129,17 +149,21 @@ def place_pools(
                     )
             placement = pool.placement
         else:
-            cand = pool_candidates(gpus, pool, field)
-            free = [g for g in cand if g not in taken] if taken else cand
-            if pool.gpus > len(free):
+            cand = index.by_node(pool, field)
+            if taken:  # only the nodes holding a taken GPU lose some
+                hit = {index.node_of[g] for g in taken}
+                cand = {n: [g for g in gs if g not in taken] if n in hit else gs
+                        for n, gs in cand.items()}
+            free = sum(map(len, cand.values()))
+            if pool.gpus > free:
                 other = " after the prefill pool" if role == "decode" else ""
                 where = f" of type {pool.gpu_type}" if pool.gpu_type else ""
                 raise StudioError(
                     f"{field}: {pool.workers} workers × TP{pool.tp} × PP{pool.pp} = {pool.gpus} GPUs, but "
-                    f"{len(free)} GPUs{where} are free{other} (the cluster has {len(gpus)}); use fewer workers "
+                    f"{free} GPUs{where} are free{other} (the cluster has {len(gpus)}); use fewer workers "
                     "or smaller workers"
                 )
-            placement = _aligned(free, pool, index.node_of)
+            placement = _aligned_nodes(dict(cand), pool)
         taken.update(placement)
         out.append(placement)
     return out[0], out[1]
@@ -148,10 +172,11 @@ def place_pools(
 def _aligned(free: list[str], pool: PoolLayout, node_of: dict[str, str]) -> tuple[str, ...]:
     """Worker by worker, the first free GPUs of the first node that holds a whole worker; a
     worker larger than any node's free GPUs takes the next free GPUs in cluster order."""
-    by_node: dict[str, list[str]] = {}
-    # free GPUs come in cluster order, a node's together: group the runs (a node seen again appends)
-    for n, run in groupby(free, key=node_of.__getitem__):
-        by_node.setdefault(n, []).extend(run)
+    return _aligned_nodes(_group(free, node_of), pool)
+
+
+def _aligned_nodes(by_node: dict[str, list[str]], pool: PoolLayout) -> tuple[str, ...]:
+    """:func:`_aligned` of free GPUs grouped by node (``by_node`` is changed)."""
     out: list[str] = []
     per = pool.gpus_per_worker
     left = pool.workers

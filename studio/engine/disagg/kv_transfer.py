@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from studio.core.architecture import LLMArchitecture
 from studio.core.precision import DType
+from studio.engine.fabric.symmetry import symmetry_of
 from studio.engine.fabric.topology import Topology
 
 #: Most (prefill worker, decode worker) pairs whose transfer is costed; larger pools are sampled.
@@ -195,6 +196,63 @@ def _flow_times(
 _PATHS = ("paths",)
 #: The key prefix under which it keeps the flow plans of pool-layout pairs.
 _PLAN = "plan"
+#: The key prefix under which it keeps the cost of a worker pair's pattern of GPUs.
+_PATTERN = "pattern"
+#: The key under which it keeps the topology's :class:`~studio.engine.fabric.symmetry.Symmetry`.
+_SYMMETRY = ("symmetry",)
+#: A flow's (time ms, bandwidth GB/s, latency µs, bottleneck link index, src, dst).
+_Slow = tuple[float, float, float, int | None, str, str]
+
+
+def _pair_cost(
+    topo: Topology,
+    plan: _Plan,
+    plan_key: tuple,
+    prefill: list[list[str]],
+    decode: list[list[str]],
+    cache: dict | None,
+) -> tuple[tuple[float, int, float], _Slow]:
+    """((bytes, flows, largest flow), slowest flow) of one worker pair's request.
+
+    With a ``cache``, worker pairs whose GPUs form the same pattern on alike blocks of the link
+    graph (:mod:`studio.engine.fabric.symmetry`: the nodes of one template behind the same
+    switches, at the same relative positions) are costed once: the slowest flow is found on the
+    first such pair and renamed onto the others, link and GPUs, which is what costing each would
+    find (the renaming maps the graph onto itself and keeps every tie-break)."""
+    if cache is None:
+        flows = _flows_on(plan, prefill, decode)
+        return _stats(flows), max(_flow_times(topo, flows), key=lambda f: f[0])
+    sym = cache.get(_SYMMETRY)
+    if sym is None:
+        sym = cache[_SYMMETRY] = symmetry_of(topo)
+    pattern, blocks = sym.pair(
+        tuple(g for stage in prefill for g in stage), tuple(g for stage in decode for g in stage)
+    )
+    key = (_PATTERN, plan_key, pattern)
+    hit = cache.get(key)
+    if hit is None:
+        flows = _flows_on(plan, prefill, decode)
+        slow = max(_flow_times(topo, flows, cache.setdefault(_PATHS, {})), key=lambda f: f[0])
+        li = slow[3]
+        hit = cache[key] = (
+            _stats(flows),
+            slow[:3],
+            None if li is None else sym.link_place(blocks, li),
+            sym.gpu_place(blocks, slow[4]),
+            sym.gpu_place(blocks, slow[5]),
+        )
+    stats, head, link, src, dst = hit
+    return stats, (
+        *head,
+        None if link is None else sym.link_at(blocks, link),
+        sym.gpu_at(blocks, src),
+        sym.gpu_at(blocks, dst),
+    )
+
+
+def _stats(flows: dict[tuple[str, str], float]) -> tuple[float, int, float]:
+    values = flows.values()
+    return sum(values), len(flows), max(values)
 
 
 def _pairs(x: int, y: int) -> list[tuple[int, int]]:
@@ -223,29 +281,21 @@ def kv_transfer(
     for one model, KV format and ISL) holds the flows and times of worker pairs already costed.
     """
     times: list[float] = []
-    worst: tuple[float, float, float, int | None, str, str] | None = None
-    first: dict[tuple[str, str], float] = {}
+    worst: _Slow | None = None
+    first: tuple[float, int, float] | None = None
     pairs = _pairs(len(prefill_groups), len(decode_groups))
+    plan_key = (_PLAN, len(prefill_groups[0][0]), len(decode_groups[0][0]), prefill_layers,
+                decode_layers)
+    plan = cache.get(plan_key) if cache is not None else None
+    if plan is None:
+        plan = _flow_plan(model, kv_dtype, isl, plan_key[1], plan_key[2], prefill_layers,
+                          decode_layers)
+        if cache is not None:
+            cache[plan_key] = plan
     for i, j in pairs:
-        key = (tuple(map(tuple, prefill_groups[i])), tuple(map(tuple, decode_groups[j])))
-        hit = cache.get(key) if cache is not None else None
-        if hit is None:
-            shape = (_PLAN, len(prefill_groups[i][0]), len(decode_groups[j][0]), prefill_layers,
-                     decode_layers)
-            plan = cache.get(shape) if cache is not None else None
-            if plan is None:
-                plan = _flow_plan(model, kv_dtype, isl, shape[1], shape[2], prefill_layers,
-                                  decode_layers)
-                if cache is not None:
-                    cache[shape] = plan
-            flows = _flows_on(plan, prefill_groups[i], decode_groups[j])
-            known = cache.setdefault(_PATHS, {}) if cache is not None else None
-            hit = (flows, max(_flow_times(topo, flows, known), key=lambda f: f[0]))
-            if cache is not None:
-                cache[key] = hit
-        flows, slow = hit
-        if not first:
-            first = flows
+        stats, slow = _pair_cost(topo, plan, plan_key, prefill_groups[i], decode_groups[j], cache)
+        if first is None:
+            first = stats
         times.append(slow[0])
         if worst is None or slow[0] > worst[0]:
             worst = slow
@@ -254,10 +304,11 @@ def kv_transfer(
     link = topo.link_ids[li] if li is not None else None
     kind = topo.link_kind[li] if li is not None else None
     name = topo.cluster.link_kinds[kind].name if kind in topo.cluster.link_kinds else (kind or "")
+    assert first is not None
     return KvTransfer(
-        bytes_per_request=sum(first.values()),
-        flows=len(first),
-        bytes_per_flow=max(first.values()),
+        bytes_per_request=first[0],
+        flows=first[1],
+        bytes_per_flow=first[2],
         time_ms=sum(times) / len(times),
         worst_ms=worst[0],
         bandwidth_gbps=worst[1],

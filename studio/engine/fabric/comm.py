@@ -199,8 +199,20 @@ def allreduce(topo: Topology, group: list[str], c: Constants,
     constants and kernel tables (:meth:`Topology.costed`). Inside one island of at most 8 GPUs of a
     measured silicon it is timed from the measured tables of ``kernel_engine`` (serving engine,
     version), scaled by the drawn links (:mod:`studio.engine.step.collectives`)."""
-    return topo.costed(("allreduce", tuple(group), kernel_engine), c,
+    return topo.costed(("allreduce", tuple(group), kernel_engine, _silicon_key(topo, group)), c,
                        lambda: _allreduce(topo, group, c, kernel_engine))
+
+
+def _silicon_key(topo: Topology, group: list[str]) -> tuple:
+    """What the measured tables of ``group``'s GPUs are chosen by (each type's id, HBM bandwidth and
+    BF16 peak, as :func:`studio.engine.step.kernels.silicon_for` reads them). The memo of
+    :meth:`Topology.costed` is shared by every cluster with the same links, so two clusters of
+    different GPUs (H100 and H200 in the same boxes) must not answer each other's all-reduces."""
+    specs = topo.cluster.gpu_specs
+    return tuple(
+        (t, specs[t].hbm_bandwidth_gbps, specs[t].tflops_bf16) if t in specs else (t,)
+        for t in sorted({topo.gpu_type[g] for g in group})
+    )
 
 
 def _allreduce(topo: Topology, group: list[str], c: Constants,

@@ -498,6 +498,8 @@ class Topology:
         self.gpu_type = sk.gpu_type
         self.gpu_node = sk.gpu_node
         self.switch_kind = sk.switch_kind
+        #: The cluster-level switches (network fabrics, rack NVLink switches).
+        self.hubs = sk.hubs
         self._store = _store_for(sk, figures, self)
         self._paths = self._store.paths
         self._sharing = self._store.sharing

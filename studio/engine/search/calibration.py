@@ -275,7 +275,7 @@ def _predict(p, constants) -> dict[str, float]:
     """:func:`predict_serving` of a project already set up by :func:`serving_project`."""
     from studio.engine.plan.evaluate import evaluate
 
-    r = evaluate(p, calibration=None, constants=constants)
+    r = evaluate(p, calibration=None, constants=constants, details=False)  # figures only
     return {
         "output_tok_s": r.output_tokens_per_s / r.layout.dp,
         "ttft_ms": r.ttft_ms,
