@@ -171,3 +171,18 @@ def test_real_vllm_accepts_the_recipe_and_refuses_eplb_without_ep():
     eplb = replace(recipe, config=recipe.config | {"enable-eplb": True})
     (f,) = [x for x in check(eplb).findings if x.source.startswith("installed")]
     assert "enable_expert_parallel must be True to use EPLB" in f.message
+
+
+def test_the_reports_launch_commands_carry_the_engines_verdict(engines):
+    """The report's appendix starts each engine's commands with the check's lines, the engine's own
+    validation included where it is installed (here the vLLM stand-in only)."""
+    from studio.service.report.report_content import _exports
+
+    engines(fake_engines.VLLM)
+    proj = project(LLAMA_70B, 1, Layout(tp=8))
+    out = dict(_exports(proj, plan(proj)))
+    vllm_head = [ln for ln in out["vLLM"].splitlines() if ln.startswith("# ")]
+    assert any(ln.startswith("# checked with the engine itself: vllm 0.33.0") for ln in vllm_head)
+    assert not any("start-up rules only" in ln for ln in vllm_head)
+    sglang_head = out["SGLang"].splitlines()[:4]
+    assert any("the engine's own validation was not run: sglang is not installed" in ln for ln in sglang_head)
