@@ -104,7 +104,7 @@ def request(recipe: EngineRecipe) -> dict[str, object]:
         "gpus_per_node": recipe.gpus_per_node, "nodes": recipe.nodes,
     }
     if recipe.engine == "vllm":
-        front = frontend_keys("vllm")  # parsed by vllm serve's API server, not by EngineArgs
+        front = frontend_keys("vllm") | {"host", "port"}  # parsed by vllm serve's API server, not by EngineArgs
         engine_only = replace(recipe, config={k: v for k, v in recipe.config.items() if k not in front})
         req["argv"] = ["--model", recipe.model, *_words(recipe.config, bool_negation=True)]
         req["engine_argv"] = ["--model", recipe.model, *_words(engine_only.config, bool_negation=True)]
