@@ -171,6 +171,14 @@ def test_real_vllm_accepts_the_recipe_and_refuses_eplb_without_ep():
     eplb = replace(recipe, config=recipe.config | {"enable-eplb": True})
     (f,) = [x for x in check(eplb).findings if x.source.startswith("installed")]
     assert "enable_expert_parallel must be True to use EPLB" in f.message
+    # issue 30, family 4: decode CP 2 next to prefill CP 2 with TP4 on Llama-3.1-70B (8 KV heads)
+    pcp = _recipe("vllm", Layout(tp=4, dp=2))
+    assert pcp.hf_config is not None  # the preset's config.json: vLLM builds its ModelConfig too
+    one_group = pcp.config | {"data-parallel-size": 1, "prefill-context-parallel-size": 2}  # TP4 × PCP2 = 8 GPUs
+    dcp = replace(pcp, config=one_group | {"decode-context-parallel-size": 2})
+    (f,) = [x for x in check(dcp).findings if x.source.startswith("installed")]
+    assert "Decode context parallelism for GQA/MQA requires `--tensor-parallel-size` (4)" in f.message
+    assert check(replace(dcp, config=one_group)).ok  # the recipe the export writes now: PCP alone
 
 
 def test_the_reports_launch_commands_carry_the_engines_verdict(engines):

@@ -101,7 +101,7 @@ def request(recipe: EngineRecipe) -> dict[str, object]:
     req: dict[str, object] = {
         "engine": recipe.engine, "model": recipe.model, "config": recipe.config,
         "parser_module": rules.parser_module, "parser_class": rules.parser_class,
-        "gpus_per_node": recipe.gpus_per_node, "nodes": recipe.nodes,
+        "gpus_per_node": recipe.gpus_per_node, "nodes": recipe.nodes, "hf_config": recipe.hf_config,
     }
     if recipe.engine == "vllm":
         front = frontend_keys("vllm") | {"host", "port"}  # parsed by vllm serve's API server, not by EngineArgs
@@ -127,6 +127,10 @@ def engine_verdict(recipe: EngineRecipe, *, python: str | None = None,
         return EngineVerdict("not_run", f"{ENGINE_PACKAGES[recipe.engine]} is not installed in this Python "
                              "environment, and no engine interpreter was named")
     env = {**os.environ, "VLLM_CONFIGURE_LOGGING": "0", "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
+    if recipe.engine == "vllm":
+        # no GPU is visible, as in a worker before its GPUs are assigned: vLLM then keeps Triton (and
+        # the model runner it picks with it) as on a GPU host instead of falling back for want of a driver
+        env["CUDA_VISIBLE_DEVICES"] = ""
     with tempfile.TemporaryDirectory(prefix="studio-engine-check-") as tmp:
         out = Path(tmp) / "verdict.json"
         try:

@@ -97,10 +97,12 @@ def _engine_class(req: dict[str, Any]) -> Any:
 
 # ----------------------------------------------------------------------------------------- vLLM
 def vllm_platform(gpus_per_node: int) -> str:
-    """Where vLLM finds no GPU platform, put in a CUDA platform stand-in that reports the recipe's
-    GPUs per node (start-up rule ``vllm.check.no_device``): vLLM's parser builds ``VllmConfig``
-    defaults, whose ``DeviceConfig('auto')`` raises 'Failed to infer device type' without one. No
-    device is created. Returns the platform the check ran under."""
+    """Where vLLM finds no GPU platform, put in a platform stand-in that reports the recipe's GPUs
+    per node (start-up rule ``vllm.check.no_device``): vLLM's parser builds ``VllmConfig``
+    defaults, whose ``DeviceConfig('auto')`` raises 'Failed to infer device type' without one. The
+    stand-in has device type ``cuda`` but is an out-of-tree platform, so vLLM imports none of its
+    CUDA kernels (which fail to load without a GPU driver) and creates no device. Returns the
+    platform the check ran under."""
     platforms = _optional("vllm.platforms")
     interface = _optional("vllm.platforms.interface")
     if platforms is None or interface is None:
@@ -147,8 +149,10 @@ def _build(klass: Any, args: Any, more: dict[str, Any]) -> bool:
 
 
 def run_vllm(req: dict[str, Any]) -> list[str]:
-    """vLLM's ``vllm serve`` parser (engine and API-server arguments), ``from_cli_args``, then the
-    parallel, cache, scheduler and KV-transfer config classes built from the arguments."""
+    """vLLM's ``vllm serve`` parser (engine and API-server arguments) and ``from_cli_args``; then,
+    with the model's ``config.json``, ``create_engine_config`` (every config class, the model's
+    included, and ``VllmConfig``'s cross-checks), else the parallel, cache, scheduler and
+    KV-transfer config classes built from the arguments."""
     ran = [vllm_platform(int(req.get("gpus_per_node", 1)))]
     cls = _engine_class(req)
     parser_cls: Any = argparse.ArgumentParser
@@ -168,11 +172,24 @@ def run_vllm(req: dict[str, Any]) -> list[str]:
     else:
         ns = parse(cls.add_cli_args(parser_cls()), req["engine_argv"])
         ran.append(f"{req['parser_class']}.add_cli_args")
+    nodes = int(req.get("nodes", 1))
+    if nodes > 1 and hasattr(ns, "nnodes"):
+        ns.nnodes = nodes  # the recipe's other nodes start the same server (--nnodes on every node)
+    model_dir = _model_folder(req) if hasattr(cls, "create_engine_config") else None
+    if model_dir is not None:
+        ns.model = model_dir
+        if hasattr(ns, "model_tag"):
+            ns.model_tag = None
     args = cls.from_cli_args(ns)
     ran.append(f"{req['parser_class']}.from_cli_args")
+    if model_dir is not None and hasattr(args, "create_engine_config"):
+        _no_modelinfo_cache()
+        args.create_engine_config()
+        ran.append("create_engine_config (every config class and VllmConfig's cross-checks, with the model's "
+                   "config.json and no weights)")
+        return ran
     config = _optional("vllm.config")
     if config is not None:
-        nodes = int(req.get("nodes", 1))
         for name in ("ParallelConfig", "CacheConfig", "SchedulerConfig", "KVTransferConfig"):
             more: dict[str, Any] = {}
             if name == "ParallelConfig" and nodes > 1:
@@ -187,6 +204,28 @@ def run_vllm(req: dict[str, Any]) -> list[str]:
             if built:
                 ran.append(name)
     return ran
+
+
+def _no_modelinfo_cache() -> None:
+    """Keep vLLM from writing its model-info cache: the model registry inspects the architecture in
+    a child process (which succeeds without a GPU), but the cache writer imports the model loader,
+    whose CUDA kernels do not load without a GPU driver. Nothing the check validates depends on it."""
+    registry = _optional("vllm.model_executor.models.registry")
+    lazy = getattr(registry, "_LazyRegisteredModel", None)
+    if lazy is not None and hasattr(lazy, "_save_modelinfo_to_cache"):
+        lazy._save_modelinfo_to_cache = lambda self, info, module_hash: None
+
+
+def _model_folder(req: dict[str, Any]) -> str | None:
+    """A folder holding only the model's ``config.json`` (no weights), when the request has it."""
+    cfg = req.get("hf_config")
+    if not isinstance(cfg, dict):
+        return None
+    folder = Path.cwd() / "model-config"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
+    req["_model_dir"] = str(folder)
+    return str(folder)
 
 
 # --------------------------------------------------------------------------------------- SGLang
@@ -230,7 +269,10 @@ def validate(req: dict[str, Any]) -> dict[str, Any]:
     except BaseException as exc:  # whatever the engine's own classes raise (SystemExit too) is its refusal
         if isinstance(exc, KeyboardInterrupt):
             raise
-        return {"status": "refused", "message": engine_message(exc), "version": _version(engine),
+        message = engine_message(exc)
+        if req.get("_model_dir"):
+            message = message.replace(str(req["_model_dir"]), str(req["model"]))
+        return {"status": "refused", "message": message, "version": _version(engine),
                 "checked": f"{req['parser_module']}.{req['parser_class']}"}
     return {"status": "accepted", "message": "", "version": _version(engine), "checked": "; ".join(ran)}
 
