@@ -122,26 +122,12 @@ def engine_project(project, engine: str | None):
                    f"{memory}.")
 
 
-ENABLE_HINT = ("to run it: install the engine in this Python environment, or pass --engine-python PATH "
-               "(or set LAYOUT_STUDIO_ENGINE_PYTHON) naming the Python of an environment that has it")
-
-
-def print_check(lines: list[str], replanned: str | None = None) -> None:
-    """Print a check report's lines, the re-planning sentence after the verdict, and how to run the
-    engine's own validation when it did not run."""
-    from studio.io.export.checks.safety import escape_for_terminal
-
-    for line in lines[:1] + ([replanned] if replanned else []) + lines[1:]:
-        print(escape_for_terminal(line))
-    if lines and lines[-1].startswith("the engine's own validation was not run"):
-        print(escape_for_terminal(ENABLE_HINT))
-
-
 def _check(bundle, config_file: str | None, replanned: str | None = None, *, python: str | None = None,
            timeout_s: float | None = None) -> int:
     """Print the check report of the bundle's recipe (or of ``config_file``), the verdict first and
     the re-planning sentence after it; 0 when the rules and (where it ran) the engine accept it, 2
     when either refuses it, or when the engine named by ``python`` gave no verdict."""
+    from studio.commands.options.check_output import print_check
     from studio.io.export.checks.check import check, recipe_with_config_file
 
     recipe = bundle.recipe

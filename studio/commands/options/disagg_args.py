@@ -244,7 +244,7 @@ def run_export(args: argparse.Namespace, project: Project, hosts: list[str] | No
         project, res, engine=args.engine, model_path=args.model_path, hosts=hosts
     )
     if args.check is not None:
-        from studio.commands.export import print_check
+        from studio.commands.options.check_output import print_check
         from studio.io.export.checks.disagg_check import check_disaggregated
 
         python = getattr(args, "engine_python", None)
