@@ -131,6 +131,8 @@ def engine_verdict(recipe: EngineRecipe, *, python: str | None = None,
         # no GPU is visible, as in a worker before its GPUs are assigned: vLLM then keeps Triton (and
         # the model runner it picks with it) as on a GPU host instead of falling back for want of a driver
         env["CUDA_VISIBLE_DEVICES"] = ""
+        if recipe.hf_config is not None:  # the model is a local folder then: look nothing up on the Hub
+            env["HF_HUB_OFFLINE"] = "1"
     with tempfile.TemporaryDirectory(prefix="studio-engine-check-") as tmp:
         out = Path(tmp) / "verdict.json"
         try:

@@ -189,6 +189,12 @@ def run_vllm(req: dict[str, Any]) -> list[str]:
         except ImportError as exc:  # a GPU kernel module that does not load without a driver: not a refusal
             ran.append(f"create_engine_config stopped at an import of GPU kernels ({str(exc)[:160]}), so "
                        "only the config classes below ran")
+        except Exception as exc:
+            if not _needs_download(exc):
+                raise
+            ran.append("create_engine_config stopped where it reads another model from the Hugging Face Hub "
+                       f"(the check downloads nothing: {engine_message(exc)[:160]}), so only the config classes "
+                       "below ran")
         else:
             ran.append("create_engine_config (every config class and VllmConfig's cross-checks, with the "
                        "model's config.json and no weights)")
@@ -209,6 +215,19 @@ def run_vllm(req: dict[str, Any]) -> list[str]:
             if built:
                 ran.append(name)
     return ran
+
+
+def _needs_download(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from looking up a model on the Hugging Face Hub (a draft model named by
+    its id): the check has no network and downloads nothing, so that is not the engine's verdict."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if type(seen).__module__.startswith(("huggingface_hub", "requests", "urllib3", "httpx")):
+            return True
+        if "Invalid repository ID or local directory" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _no_modelinfo_cache() -> None:
