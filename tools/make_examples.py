@@ -20,6 +20,7 @@ from studio.core.building.builders import build_cluster
 from studio.core.layout import Layout
 from studio.core.precision import DType
 from studio.core.project import Project
+from studio.core.settings.reuse import KVTiers, Reuse
 from studio.core.workload import ServingConfig, Workload
 from studio.io.presets import Catalog, load_catalog
 from studio.io.project_file import save_project
@@ -95,6 +96,26 @@ EXAMPLES = (
         nodes=1,
         model="deepseek-v3",
         layout=Layout(tp=8, dp=9, ep=8),
+    ),
+    Example(
+        stem="dgx-h100-llama-70b-multiturn-chat",
+        title="Multi-turn chat: Llama-3.1-70B on one DGX H100 with a host-DRAM KV tier",
+        description=(
+            "A chat service whose every request shares a 4,000-token system prompt and resends its "
+            "conversation (12 turns, the history growing 1,800 tokens a turn, 60 s between turns). With "
+            "prefix caching and 1 TiB of the node's 2 TB host memory as a KV tier, most of each "
+            "16,000-token prompt is loaded instead of prefilled, and the best layout for throughput "
+            "becomes TP4xPP2; with caching off it is TP2xPP4, with caching in HBM only TP1xPP8 "
+            "(`layout-studio sweep dgx-h100-llama-70b-multiturn-chat` says why, `plan ... --explain` "
+            "shows the hits; docs/cli.md)."
+        ),
+        template="dgx-h100",
+        nodes=1,
+        model="llama-3.1-70b",
+        layout=Layout(tp=4, pp=2, micro_batches=2),
+        workload=Workload(isl=16000, osl=500, batch="auto", reuse=Reuse(
+            system_prompt_tokens=4000, turns=12, history_tokens_per_turn=1800, think_time_s=60.0)),
+        serving=ServingConfig(kv_tiers=KVTiers(host_gib=1024.0)),
     ),
 )
 

@@ -170,7 +170,9 @@ def format_capacity(doc: dict, ranked=None, compared=None) -> str:
         ("SLO", f"p99 TTFT ≤ {fmt(doc['slo']['ttft_p99_ms'])} ms, p99 TPOT ≤ {fmt(doc['slo']['tpot_p99_ms'])} ms"),
         ("replica", f"{r['layout']} on {r['gpus']} × {r['gpu']}: {fmt(r['max_rate_per_s'])} req/s within the SLO "
                     f"(simulated p99 TTFT {fmt(r['ttft_p99_ms'])} ms, TPOT {fmt(r['tpot_p99_ms'])} ms; "
-                    f"saturation {fmt(r['saturation_rate_per_s'])} req/s)"),
+                    f"saturation {fmt(r['saturation_rate_per_s'])} req/s"
+                    + (f"; prefix cache serves {r['prefix_cache_hit_rate']:.0%} of prompt tokens)"
+                       if "prefix_cache_hit_rate" in r else ")")),
         ("ready time", f"{fmt(f['ready_s'])} s = {fmt(f['ready']['weights_gb'])} GB at {fmt(f['ready']['storage_gbps'])} "
                        f"GB/s + {fmt(f['ready']['engine_start_s'])} s start-up + {fmt(f['ready']['graph_capture_s'])} s "
                        "CUDA graphs"),

@@ -22,6 +22,10 @@ DEFINITIONS = {
                   "(trtllm-bench throughput, vLLM bench serve output_throughput)",
     "saturation": "highest request rate with a steady state: the closed loop at the most sequences "
                   "the KV cache and max_batch let run (closed form)",
+    "prefix_cache": "each request draws a hit of its reusable prompt (history, documents) in HBM, host "
+                    "memory or NVMe, or a miss, from the plan's hit rate per tier; the system prompt is a "
+                    "hit for all; only missed tokens are prefilled, a host/NVMe hit's load added to (vLLM, TensorRT-LLM) "
+                    "or hidden behind (SGLang) the iterations that prefill them",
 }
 
 FIGURES = (("TTFT", "ttft"), ("TPOT", "tpot"), ("ITL", "itl"), ("E2E", "e2e"))
@@ -126,7 +130,35 @@ def simulation_json(sim, plan) -> dict:
             "peak_waiting_per_replica": sim.peak_waiting,
         },
         "closed_form_ms": {"ttft": plan.ttft_ms, "tpot": plan.tpot_ms, "e2e": plan.request_latency_ms},
+    } | ({"prefix_cache": prefix_json(sim.prefix)} if sim.prefix is not None else {})
+
+
+def prefix_json(p) -> dict:
+    """``simulate --json``'s ``prefix_cache``: requests by where their reusable prompt was found, the
+    share of prompt tokens served from the cache, and TTFT of the hits and of the misses."""
+    hbm, host, disk, miss = p.requests
+    return {
+        "requests": {"hbm": hbm, "host": host, "disk": disk, "miss": miss},
+        "hit_rate": p.hit_rate,
+        "ttft_ms_hit": _dist(p.ttft_hit),
+        "ttft_ms_miss": _dist(p.ttft_miss),
     }
+
+
+def _prefix_pairs(p) -> list[tuple[str, str]]:
+    hbm, host, disk, miss = p.requests
+    total = max(hbm + host + disk + miss, 1)
+    def ttft(d, count: int) -> str:
+        return f"p50 {fmt(d.p50)} ms, p99 {fmt(d.p99)} ms" if count else "no such request"
+
+    return [
+        ("reused part", f"found in HBM by {hbm:,}, in host memory by {host:,}, on NVMe by {disk:,}; missed by "
+                        f"{miss:,} ({(hbm + host + disk) / total:.0%} of {total:,} requests hit; the system "
+                        "prompt is a hit for all)"),
+        ("hit rate", f"{p.hit_rate:.1%} of prompt tokens served from the cache"),
+        ("TTFT hit", ttft(p.ttft_hit, hbm + host + disk)),
+        ("TTFT miss", ttft(p.ttft_miss, miss)),
+    ]
 
 
 def _head_pairs(head: dict):
@@ -157,6 +189,7 @@ def format_simulation(head: dict, sim, plan) -> str:
             ("batch", f"{fmt(sim.mean_running)} sequences running per replica on average, "
                       f"at most {sim.peak_waiting:,} waiting"),
         ]),
+        *(["Prefix cache (per request)\n" + format_pairs(_prefix_pairs(sim.prefix))] if sim.prefix is not None else []),
         "Closed form (the plan's means)\n" + format_pairs([
             ("TTFT", f"{fmt(plan.ttft_ms)} ms"),
             ("TPOT", f"{fmt(plan.tpot_ms)} ms"),

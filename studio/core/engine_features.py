@@ -31,9 +31,16 @@ class EngineFeatures(Frozen):
         description="vLLM data-parallel load balancing (internal, hybrid, external) or SGLang "
         "load_balance_method; None = the engine's default",
     )
-    api_servers: int | None = Field(None, ge=1, le=512, description="vLLM api_server_count (API-server processes)")
+    api_servers: int | None = Field(None, ge=1, le=512, description="vLLM api_server_count (API-server processes), "
+                                    "SGLang tokenizer_worker_num (tokenizer-manager processes)")
     kv_offload_gib: float | None = Field(None, gt=0, le=1_000_000, description="vLLM CPU KV offloading, GiB")
     attention_dp_balance: bool = Field(False, description="TensorRT-LLM attention_dp_config.enable_balance")
+    routing_skew: float | None = Field(
+        None, ge=1.0, le=1024.0,
+        description="MoE routing skew: the hottest expert's token-expert pairs over the mean expert's in a MoE "
+        "layer (a property of the model and the traffic); None = evenly loaded experts. The plan costs the most "
+        "loaded EP rank from it, with or without EPLB; nothing is exported",
+    )
     ib_device: str | None = Field(
         None, max_length=200, pattern=r"^[A-Za-z0-9_]+(,[A-Za-z0-9_]+)*$",
         description="SGLang disaggregation_ib_device: HCA names such as mlx5_0,mlx5_1",

@@ -84,6 +84,11 @@ class GpuSpec(Frozen):
         description="device memory the driver reports (nvidia-smi / rocm-smi total), GiB (2^30 B); "
         "None = memory_gb",
     )
+    memory_visible_gib: float | None = Field(
+        None, ge=1e-3, le=100_000,
+        description="device memory the CUDA runtime reports as total (cudaMemGetInfo, torch.cuda.mem_get_info; "
+        "the driver keeps the rest), GiB: what vLLM and SGLang apply their memory fraction to; None = memory_gib",
+    )
     hbm_bandwidth_gbps: float = Field(ge=1e-3, le=1_000_000, description="memory bandwidth, GB/s")
     tflops_bf16: float = Field(ge=1e-3, le=1_000_000)
     tflops_fp16: float = Field(ge=1e-3, le=1_000_000)
@@ -102,6 +107,13 @@ class GpuSpec(Frozen):
         if self.memory_gib is not None:
             return self.memory_gib * GIB
         return self.memory_gb * 1e9
+
+    @property
+    def visible_bytes(self) -> float:
+        """The total a serving engine sizes its KV cache against: the CUDA runtime's, when known."""
+        if self.memory_visible_gib is not None:
+            return self.memory_visible_gib * GIB
+        return self.memory_bytes
 
     def peak_tflops(self, compute_class: str) -> float:
         """Peak dense TFLOPS for 'bf16', 'fp8' or 'fp4' math; falls back to the next wider

@@ -74,6 +74,9 @@ class FleetResult:
     capacity: ReplicaCapacity
     plan: FleetPlan
     at_capacity: PowerPoint  # one replica at its highest rate within the SLO
+    #: Share of prompt tokens the prefix cache serves in the simulation (None: caching off or
+    #: nothing repeats); the replica rate above is found with it.
+    prefix_hit_rate: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         c = self.capacity
@@ -84,7 +87,7 @@ class FleetResult:
             "tpot_p99_ms": c.tpot_p99_ms, "simulated_requests": c.requests, "seed": c.seed,
             "watts_at_max_rate": self.at_capacity.watts,
             "j_per_output_token_at_max_rate": self.at_capacity.j_per_output_token,
-        }
+        } | ({"prefix_cache_hit_rate": self.prefix_hit_rate} if self.prefix_hit_rate is not None else {})
         return {"replica": replica, **self.plan.to_json()}
 
 
@@ -140,7 +143,8 @@ def capacity_plan(project: Project, traffic: Traffic, options: FleetOptions, lay
                         else facility_d["grid_g_co2e_per_kwh"])
     plan = plan_fleet(traffic, cap.rate_per_s, shape.gpus, replica_watts, float(setup.osl), headroom=options.headroom,
                       ready=ready, pricing=pricing, facility=facility, min_replicas=options.min_replicas)
-    return FleetResult(layout, gpu_id, cap, plan, power_at_rate(setup, shape, params, cap.rate_per_s))
+    hit = setup.cached / setup.isl if setup.prefix is not None else None
+    return FleetResult(layout, gpu_id, cap, plan, power_at_rate(setup, shape, params, cap.rate_per_s), hit)
 
 
 @dataclass(frozen=True)

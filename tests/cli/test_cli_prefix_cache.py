@@ -10,9 +10,12 @@ CHAT = ("--gpu", "h100-sxm", "--model", "llama-3.1-70b", "--tp", "4", "--isl", "
 
 
 def test_plan_json_reports_hit_rate_and_tiers(cli):
-    off = cli("plan", *CHAT, "--prefix-cache", "off", "--json")
-    hbm = cli("plan", *CHAT, "--json")
-    host = cli("plan", *CHAT, "--kv-host-gib", "512", "--json")
+    # a batch below what the KV cache holds, so HBM keeps room for the shared prefix whatever the
+    # remainder the auto batch would leave (less than one sequence, by chance above or below 2,000 tokens)
+    chat = (*CHAT, "--max-batch", "64")
+    off = cli("plan", *chat, "--prefix-cache", "off", "--json")
+    hbm = cli("plan", *chat, "--json")
+    host = cli("plan", *chat, "--kv-host-gib", "512", "--json")
     assert off.code == hbm.code == host.code == 0, off.err + hbm.err + host.err
     assert "prefix_cache" not in off.json()
     pc, pch = hbm.json()["prefix_cache"], host.json()["prefix_cache"]
@@ -76,3 +79,18 @@ def test_host_tier_changes_the_recommended_layout(cli):
     assert shape[0] != shape[1], shape
     assert best[1]["throughput"]["output_tokens_per_s"] > 2 * best[0]["throughput"]["output_tokens_per_s"]
     assert "prefix_cache" not in best[0] and best[1]["prefix_cache"]["hit_rate_host"] > 0
+
+
+def test_measured_hits_in_a_missing_tier_are_refused(cli, tmp_path: Path):
+    from studio.commands.options.project_args import load_base_project
+    from studio.core.settings.reuse import Reuse
+    from studio.io.project_file import save_project
+
+    base = load_base_project(None)
+    p = base.replace(workload=base.workload.replace(reuse=Reuse(hit_rate=0.8, hit_tier="host")))
+    path = save_project(p, tmp_path / "hits.json")
+    r = cli("plan", str(path))
+    assert r.code != 0 and "reuse.hit_tier 'host'" in r.err and "kv_tiers.host_gib is 0" in r.err
+    ok = cli("plan", str(path), "--kv-host-gib", "100", "--json")
+    assert ok.code == 0, ok.err
+    assert ok.json()["prefix_cache"]["hit_rate_host"] > 0.7

@@ -68,3 +68,55 @@ def test_bad_reuse_settings_name_the_field() -> None:
         KVTiers(host_gib=-1)
     with pytest.raises(ValidationError, match="need prefix_cache on"):
         KVTiers(prefix_cache=False, host_gib=10)
+
+
+def test_hits_count_whole_blocks_and_leave_the_last_token() -> None:
+    sys_only = Reuse(system_prompt_tokens=500)
+    e = estimate(sys_only, 1024, 10, rate_per_s=1, latency_s=1, capacity_tokens=(1e6, 0, 0), block_tokens=16)
+    assert e.saved_tokens == 496  # 31 whole 16-token blocks of the 500-token system prompt
+    per_token = estimate(sys_only, 1024, 10, rate_per_s=1, latency_s=1, capacity_tokens=(1e6, 0, 0))
+    assert per_token.saved_tokens == 500
+    full = estimate(Reuse(hit_rate=1.0), 512, 1, rate_per_s=1, latency_s=1, capacity_tokens=(0, 0, 0), block_tokens=16)
+    assert full.computed_tokens == 16  # the last block holds the last token: computed, never reused
+    assert estimate(Reuse(hit_rate=1.0), 512, 1, rate_per_s=1, latency_s=1,
+                    capacity_tokens=(0, 0, 0)).computed_tokens == 1
+
+
+def test_measured_hits_served_from_the_named_tier() -> None:
+    e = estimate(Reuse(hit_rate=0.5, hit_tier="host"), 1000, 1, rate_per_s=1, latency_s=1, capacity_tokens=(0, 0, 0))
+    assert e.hit_by_tier == (0.0, 0.5, 0.0)
+    with pytest.raises(ValidationError, match="hit_tier 'disk' places a measured hit_rate"):
+        Reuse(hit_tier="disk")
+
+
+def test_tier_load_adds_or_hides_as_the_runtime_does() -> None:
+    import numpy as np
+
+    from studio.engine.kv_tiers.prefix_cache import PrefixLoad, prefix_load
+
+    gpu = np.array([10.0, 10.0])
+    tokens = np.array([100.0, 1000.0])  # 1 ms and 10 ms... of link time at 0.01 ms per token
+    assert PrefixLoad(0.0, 0.01, overlaps=True).iteration_ms(gpu, tokens).tolist() == [10.0, 10.0]
+    assert PrefixLoad(0.0, 0.01, overlaps=False).iteration_ms(gpu, tokens).tolist() == pytest.approx([11.0, 20.0])
+    e = estimate(Reuse(hit_rate=0.75, hit_tier="host"), 1000, 1, rate_per_s=1, latency_s=1, capacity_tokens=(0, 0, 0))
+    load = prefix_load(e, 1e6, (1.0, 1.0), overlaps=False)  # 750 tokens × 1 MB at 1 GB/s = 750 ms
+    assert load.cached_tokens == 750 and load.link_ms_per_token == pytest.approx(750.0 / 250.0)
+    assert prefill_ms(e, 1.0, 1e6, (1.0, 1.0), overlaps=False) == pytest.approx(250.0 + 750.0)
+
+
+def test_prefix_aware_routing_gives_each_replica_its_share_of_documents() -> None:
+    docs = Reuse(document_share=0.9, documents=400)
+    spread = estimate(docs, 8000, 100, rate_per_s=2, latency_s=2, capacity_tokens=(2e5, 0, 0))
+    routed = estimate(docs, 8000, 100, rate_per_s=2, latency_s=2, capacity_tokens=(2e5, 0, 0), documents=400 / 8)
+    assert routed.hit_rate > spread.hit_rate
+
+
+def test_prefix_routing_flag_sets_the_tiers() -> None:
+    import argparse
+
+    from studio.commands.options.reuse_args import add_reuse_args, apply_tier_args
+
+    parser = argparse.ArgumentParser()
+    add_reuse_args(parser)
+    assert apply_tier_args(parser.parse_args(["--prefix-routing", "on"]), KVTiers()).prefix_routing is True
+    assert KVTiers().prefix_routing is False

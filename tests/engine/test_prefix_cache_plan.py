@@ -26,8 +26,14 @@ def _with(project: Project, reuse: Reuse, tiers: KVTiers) -> Project:
                            serving=project.serving.replace(kv_tiers=tiers))
 
 
+def _no_reuse(project: Project) -> Project:
+    return project.replace(workload=project.workload.replace(reuse=Reuse()),
+                           serving=project.serving.replace(kv_tiers=KVTiers()))
+
+
 def _cases() -> list[tuple[str, Project, object]]:
-    cases = [(i, load_example(n, i), None) for i, n in sorted(example_paths().items())]
+    # every example without its reuse (the multi-turn chat example has some): the figures as before
+    cases = [(i, _no_reuse(load_example(n, i)), None) for i, n in sorted(example_paths().items())]
     points = load_points()
     cases += [(p.id, *project_for(p)) for p in points[:: max(1, len(points) // 12)]]
     return cases
@@ -73,3 +79,44 @@ def test_old_files_load_without_reuse_and_v4_keeps_it() -> None:
     assert p.workload.reuse.turns == 6 and p.serving.kv_tiers.host_gib == 1024.0
     pc = evaluate(p).prefix_cache
     assert pc is not None and pc["hit_rate_host"] >= 0 and pc["hit_rate"] > 0.25
+
+
+def _single(isl: int, reuse: Reuse, tiers: KVTiers, runtime: str = "vllm") -> Project:
+    from benchmarks.validation.corpus import _cluster
+    from studio.core.layout import Layout
+    from studio.core.workload import Load, ServingConfig, Workload
+    from studio.io.presets import load_catalog
+
+    wl = Workload(isl=isl, osl=1, batch=1, max_batch=1, load=Load(mode="concurrency", concurrency=1), reuse=reuse)
+    sv = ServingConfig(runtime=runtime, kv_tiers=tiers)
+    return Project(cluster=_cluster("h100-sxm", 1, 8), model=load_catalog().model("llama-3.1-8b").architecture,
+                   workload=wl, serving=sv, layout=Layout(tp=1, pp=1, dp=1))
+
+
+def test_a_chunked_prompts_last_chunk_costs_what_it_holds() -> None:
+    off = KVTiers(prefix_cache=False)
+    budget = 8192  # vLLM V1's token budget on an 80 GB GPU (presets/engines/vllm.json)
+    one_chunk = evaluate(_single(budget, Reuse(), off)).ttft_ms
+    a_token_more = evaluate(_single(budget + 16, Reuse(), off)).ttft_ms
+    assert one_chunk < a_token_more < 1.2 * one_chunk  # not a second full chunk
+
+
+def test_host_hits_cost_their_load_and_the_suffix_attends_to_the_prefix() -> None:
+    hbm = evaluate(_single(50_000, Reuse(hit_rate=0.9), KVTiers())).ttft_ms
+    host = evaluate(_single(50_000, Reuse(hit_rate=0.9, hit_tier="host"), KVTiers(host_gib=100))).ttft_ms
+    off = evaluate(_single(50_000, Reuse(), KVTiers(prefix_cache=False))).ttft_ms
+    fresh = evaluate(_single(5_000, Reuse(), KVTiers(prefix_cache=False))).ttft_ms  # the same 5,000 tokens, no prefix
+    assert fresh < hbm < host < off
+    # SGLang hides the host load behind the suffix's prefill layer by layer; vLLM loads before it
+    sgl = evaluate(_single(50_000, Reuse(hit_rate=0.9, hit_tier="host"), KVTiers(host_gib=100), "sglang"))
+    sgl_hbm = evaluate(_single(50_000, Reuse(hit_rate=0.9), KVTiers(), "sglang"))
+    assert sgl.ttft_ms - sgl_hbm.ttft_ms < host - hbm
+
+
+def test_measured_hits_need_the_tier_they_name() -> None:
+    from studio.core.errors import StudioError
+    from studio.service.kv_tiers import checked_tiers
+
+    p = _single(4000, Reuse(hit_rate=0.5, hit_tier="host"), KVTiers())
+    with pytest.raises(StudioError, match="reuse.hit_tier 'host'.*kv_tiers.host_gib is 0"):
+        checked_tiers(p, p.serving.kv_tiers)

@@ -124,8 +124,61 @@ def test_explain_says_how_the_features_enter_the_figures(capsys):
     assert "engine features" not in capsys.readouterr().out
     assert main([*argv, "--eplb", "4", "--dbo"]) == 0
     out = capsys.readouterr().out
-    assert "engine features = 2 features set" in out and "moe_imbalance_factor 1" in out
-    assert "no overlap credited" in out
+    # the step model now costs both: EPLB's redundant experts take weight memory (no skew set, so no
+    # speed-up), and DBO's halves hide the all-to-all at the price of a second weight read
+    assert "EPLB redundant experts: 4 per MoE layer  (+50.0% expert weights per GPU)" in out
+    assert "moe_imbalance_factor used: 1 ×" in out and "no routing skew set" in out
+    assert "exposed all-to-all with DBO: 0 ms" in out and "compute of the two halves − whole" in out
+
+
+def _offload_project(features, host_gib):
+    from studio.core.settings.reuse import KVTiers
+
+    tiers = KVTiers(prefix_cache=True, host_gib=host_gib) if host_gib else KVTiers()
+    return project(MIXTRAL, 1, MOE_LAYOUT, serving=ServingConfig(kv_dtype="fp8", features=features, kv_tiers=tiers))
+
+
+def test_kv_offloading_size_has_one_source_the_host_tier():
+    """``features.kv_offload_gib`` (issue 30) and ``kv_tiers.host_gib`` (issue 36) both write vLLM's
+    kv-offloading-size: the tier is the source; the same size from both is written once, different
+    sizes are refused naming both fields, the older field alone is written with a note."""
+    from studio.io.export.prefix_cache import apply_prefix_cache
+
+    # 8 GPUs per node, TP 4: 80 GiB per node = 10 GiB per GPU = 40 GiB for one vLLM server
+    same = _offload_project(EngineFeatures(kv_offload_gib=40.0), 80.0)
+    cfg: dict[str, object] = {}
+    notes = apply_features("vllm", "vLLM", "0.33.0", same, cfg, experts_parallel=True, attention_dp=False)
+    notes += apply_prefix_cache("vllm", "vLLM", "0.33.0", same, cfg)
+    assert cfg["kv-offloading-size"] == 40.0 and not [n for n in notes if "kv_offload_gib" in n]
+    clash = _offload_project(EngineFeatures(kv_offload_gib=12.0), 80.0)
+    with pytest.raises(StudioError, match=r"kv_offload_gib \(12 GiB\) and serving.kv_tiers.host_gib \(80 GiB per "
+                       r"node, 40 GiB for this vLLM server\) both set vLLM kv-offloading-size and differ"):
+        export_plan(clash, plan(clash), engine="vllm", fmt="yaml")
+    alone = _offload_project(EngineFeatures(kv_offload_gib=12.0), 0.0)
+    cfg = {}
+    notes = apply_features("vllm", "vLLM", "0.33.0", alone, cfg, experts_parallel=True, attention_dp=False)
+    assert cfg["kv-offloading-size"] == 12.0 and "set the host KV tier (serving.kv_tiers.host_gib" in " ".join(notes)
+
+
+def test_front_end_processes_reach_sglang_as_tokenizer_workers_only_where_accepted():
+    cfg = _cfg(_export("sglang", EngineFeatures(api_servers=3)), "sglang-serve.yaml")
+    assert cfg["tokenizer-worker-num"] == 3
+    proj = project(MIXTRAL, 1, MOE_LAYOUT, serving=ServingConfig(features=EngineFeatures(api_servers=3)))
+    out: dict[str, object] = {}
+    notes = apply_features("sglang", "SGLang", "0.5.20", proj, out, experts_parallel=True, attention_dp=False)
+    assert out == {} and "SGLang 0.5.20 does not accept tokenizer-worker-num (versions >=0.5.23)" in notes[0]
+
+
+def test_routing_skew_is_a_plan_knob_the_export_does_not_write(capsys):
+    argv = ["plan", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--tp", "1", "--dp", "8", "--ep", "8"]
+    assert main([*argv, "--routing-skew", "0.5"]) == 2
+    assert "--routing-skew: expected a number from 1 to 1024, got 0.5" in capsys.readouterr().err
+    assert main([*argv, "--routing-skew", "3", "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "routing skew (hottest expert / mean expert): 3 ×" in out
+    assert "most loaded EP rank / mean, experts placed by id: 3 ×" in out  # one expert per rank
+    exp = ["export", *argv[1:], "--routing-skew", "3", "--engine", "vllm"]
+    assert main(exp) == 0 and "skew" not in capsys.readouterr().out
 
 
 def test_hybrid_load_balancing_is_left_out_of_a_one_node_server():

@@ -83,6 +83,22 @@ def test_layout_edit_replans_live(qtbot, view, live_doc):
     assert view.result.plan.gpus_per_replica == 4 != before
 
 
+def test_reuse_edit_replans_with_the_reuse_adjusted_replica_rate(qtbot, view, live_doc):
+    """Prompt reuse (a shared system prompt, conversations resent each turn) lets each replica hold
+    more requests within the SLO, so the same traffic needs no more replicas and often fewer."""
+    from studio.core.settings.reuse import Reuse
+
+    before = view.result.plan
+    reuse = Reuse(system_prompt_tokens=400, turns=4, history_tokens_per_turn=200)
+    with qtbot.waitSignal(view.planReady, timeout=60_000):
+        live_doc.edit("Reuse", "workload", lambda p: p.replace(workload=p.workload.replace(reuse=reuse)))
+        live_doc.recompute_now()
+    after = view.result.plan
+    assert live_doc.result.prefix_cache is not None
+    assert after.replica_rate_per_s > 1.2 * before.replica_rate_per_s
+    assert np.all(after.replicas <= before.replicas)
+
+
 def test_typed_peak_replans(qtbot, view):
     peak = view.result.plan.traffic.peak_per_s
     with qtbot.waitSignal(view.planReady, timeout=60_000):

@@ -31,7 +31,8 @@ def test_system_prompt_and_host_tier_show_hit_rate(window):
     _type(editor.system, "500")
     doc.recompute_now()
     assert doc.project.workload.reuse.system_prompt_tokens == 500
-    assert "hit rate" in editor.result.text() and "saved prefill 500" in editor.result.text()
+    # vLLM counts a hit in whole 16-token blocks: 31 blocks of the 500-token prompt are reused
+    assert "hit rate" in editor.result.text() and "saved prefill 496" in editor.result.text()
     assert doc.result.ttft_ms < ttft_before
     assert doc.undo_stack.count() == depth + 1  # one undo step for the edit
     _type(editor.host, "999999")

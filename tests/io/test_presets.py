@@ -38,7 +38,7 @@ REQUIRED_MODELS = {
 }
 REQUIRED_EXAMPLES = {
     "dgx-h100-2node-llama-405b", "l40s-8x-llama-70b-fp8", "h100-pcie-bridge-llama-70b",
-    "gb200-nvl72-deepseek-v3",
+    "gb200-nvl72-deepseek-v3", "dgx-h100-llama-70b-multiturn-chat",
 }
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,6 +1,6 @@
 """Engine-feature flags (``serving.features`` of the project; docs/export.md "Engine features"):
 ``--eplb [N]``, ``--dbo``, ``--all2all-backend``, ``--load-balance``, ``--api-server-count``,
-``--kv-offload-gib``, ``--attention-dp-balance``, ``--ib-device``."""
+``--kv-offload-gib``, ``--attention-dp-balance``, ``--ib-device``, and ``--routing-skew`` (costed, not exported)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,17 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def _skew(text: str) -> float:
+    """argparse type: a number ≥ 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number ≥ 1, got {text!r}") from None
+    if not 1.0 <= value <= 1024.0:
+        raise argparse.ArgumentTypeError(f"expected a number from 1 to 1024, got {value:g}")
+    return value
+
+
 def add_feature_args(parser: argparse.ArgumentParser) -> None:
     """Add the engine-feature flags (applied by :func:`apply_feature_args`)."""
     g = parser.add_argument_group("engine features (written to the engines and versions that accept them)")
@@ -33,11 +44,15 @@ def add_feature_args(parser: argparse.ArgumentParser) -> None:
                    "TensorRT-LLM moe_config.backend)")
     g.add_argument("--load-balance", metavar="MODE",
                    help="data-parallel load balancing: vLLM internal|hybrid|external, SGLang --load-balance-method")
-    g.add_argument("--api-server-count", type=positive_int, metavar="N", help="vLLM API-server processes")
+    g.add_argument("--api-server-count", type=positive_int, metavar="N", help="front-end processes: vLLM --api-server-count, SGLang --tokenizer-worker-num; the plan "
+                   "costs vLLM's wait for one at the request rate")
     g.add_argument("--kv-offload-gib", type=positive_float, metavar="G", help="vLLM KV-cache offloading to CPU, GiB")
     g.add_argument("--attention-dp-balance", action="store_true", default=None,
                    help="TensorRT-LLM attention_dp_config.enable_balance")
     g.add_argument("--ib-device", metavar="HCAS", help="SGLang --disaggregation-ib-device, e.g. mlx5_0,mlx5_1")
+    g.add_argument("--routing-skew", type=_skew, metavar="S",
+                   help="MoE routing skew: the hottest expert's tokens over the mean expert's (>= 1); the plan costs "
+                   "the most loaded expert-parallel rank from it, with or without --eplb (not exported)")
 
 
 def apply_feature_args(args: argparse.Namespace, features: EngineFeatures) -> EngineFeatures:
@@ -49,7 +64,7 @@ def apply_feature_args(args: argparse.Namespace, features: EngineFeatures) -> En
         changes["dual_batch_overlap"] = True
     for flag, name in (("all2all_backend", "all2all_backend"), ("load_balance", "load_balance"),
                        ("api_server_count", "api_servers"), ("kv_offload_gib", "kv_offload_gib"),
-                       ("ib_device", "ib_device")):
+                       ("ib_device", "ib_device"), ("routing_skew", "routing_skew")):
         value = getattr(args, flag, None)
         if value is not None:
             changes[name] = value

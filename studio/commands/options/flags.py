@@ -29,6 +29,7 @@ FLAGS: dict[str, str] = {
     "all2all_backend": "--all2all-backend",
     "load_balance": "--load-balance",
     "spec_acceptance": "--spec-acceptance",
+    "kv_offload_gib": "--kv-offload-gib",
     # the fleet planner (layout-studio capacity; docs/fleet.md)
     "traffic": "--traffic",
     "ttft_p99_ms": "--ttft-p99-ms",

@@ -289,7 +289,7 @@ def _checked_tiers(args: argparse.Namespace, project: Project) -> Project:
     """``project`` with its KV tiers checked against the nodes' host memory, NVMe and engine version,
     and the nodes' host link filled in (the message names the flag)."""
     tiers = project.serving.kv_tiers
-    if not (tiers.host_gib or tiers.disk_gib):
+    if not (tiers.host_gib or tiers.disk_gib or project.workload.reuse.hit_tier != "hbm"):
         return project
     from studio.service.kv_tiers import checked_tiers
 

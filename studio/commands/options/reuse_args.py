@@ -1,5 +1,5 @@
 """Prompt-reuse and KV-tier flags: ``--system-prompt-tokens``, ``--turns``, ``--history-tokens``,
-``--think-time-s``, ``--prefix-cache on|off``, ``--kv-host-gib``, ``--kv-disk-gib``
+``--think-time-s``, ``--prefix-cache on|off``, ``--prefix-routing on|off``, ``--kv-host-gib``, ``--kv-disk-gib``
 (``workload.reuse`` and ``serving.kv_tiers`` of the project; docs/cli.md "Prefix caching")."""
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ def add_reuse_args(parser: argparse.ArgumentParser) -> None:
                    help="tokens a conversation's history grows by per turn (message + answer)")
     g.add_argument("--think-time-s", type=non_negative_float, metavar="S", help="mean seconds between a user's turns")
     g.add_argument("--prefix-cache", choices=("on", "off"), help="automatic prefix caching (default: the engine's)")
+    g.add_argument("--prefix-routing", choices=("on", "off"),
+                   help="a router sends requests sharing a document to the replica holding it (default off)")
     g.add_argument("--kv-host-gib", type=non_negative_float, metavar="G", help="KV cache in host DRAM per node, GiB")
     g.add_argument("--kv-disk-gib", type=non_negative_float, metavar="G", help="KV cache on local NVMe per node, GiB")
 
@@ -59,7 +61,7 @@ def apply_reuse_args(args: argparse.Namespace, reuse: Reuse) -> Reuse:
 
 
 def apply_tier_args(args: argparse.Namespace, tiers: KVTiers) -> KVTiers:
-    """``tiers`` with ``--prefix-cache`` / ``--kv-host-gib`` / ``--kv-disk-gib`` (the same object when
+    """``tiers`` with ``--prefix-cache`` / ``--prefix-routing`` / ``--kv-host-gib`` / ``--kv-disk-gib`` (the same object when
     none is given)."""
     changes: dict[str, object] = {
         field: getattr(args, flag) for flag, field in _TIER_FLAGS if getattr(args, flag, None) is not None
@@ -67,7 +69,11 @@ def apply_tier_args(args: argparse.Namespace, tiers: KVTiers) -> KVTiers:
     pc = getattr(args, "prefix_cache", None)
     if pc is not None:
         changes["prefix_cache"] = pc == "on"
+    routing = getattr(args, "prefix_routing", None)
+    if routing is not None:
+        changes["prefix_routing"] = routing == "on"
     if not changes:
         return tiers
-    flags = {field: _flag(flag) for flag, field in _TIER_FLAGS} | {"prefix_cache": "--prefix-cache"}
+    flags = {field: _flag(flag) for flag, field in _TIER_FLAGS} | {"prefix_cache": "--prefix-cache",
+                                                                      "prefix_routing": "--prefix-routing"}
     return _replace(tiers, changes, flags)

@@ -3,6 +3,8 @@ KV-cache tiers beyond HBM an engine may keep reused prefixes in (host DRAM, loca
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from studio.core.base import Frozen
@@ -22,6 +24,8 @@ class Reuse(Frozen):
       history) that is one of ``documents`` equally popular documents re-read by many requests.
     * ``hit_rate``: a measured prefix-cache hit rate (share of prompt tokens served from the cache)
       that replaces the LRU estimate; None = estimate it.
+    * ``hit_tier``: where a measured ``hit_rate`` is served from: ``hbm`` (the GPU's own prefix
+      cache), ``host`` (host DRAM, loaded over the host link) or ``disk`` (local NVMe).
     """
 
     system_prompt_tokens: int = Field(0, ge=0, le=10_000_000, description="tokens every prompt shares")
@@ -35,6 +39,16 @@ class Reuse(Frozen):
     hit_rate: float | None = Field(
         None, ge=0.0, le=1.0, description="measured prefix-cache hit rate in [0, 1]; None = the LRU estimate"
     )
+    hit_tier: Literal["hbm", "host", "disk"] = Field(
+        "hbm", description="tier a measured hit_rate is served from: hbm, host or disk"
+    )
+
+    @model_validator(mode="after")
+    def _check_tier(self) -> Reuse:
+        if self.hit_tier != "hbm" and self.hit_rate is None:
+            raise ValueError(f"reuse: hit_tier '{self.hit_tier}' places a measured hit_rate; give hit_rate too "
+                             "(the LRU estimate places its hits itself)")
+        return self
 
     @property
     def active(self) -> bool:
@@ -64,11 +78,18 @@ class KVTiers(Frozen):
     ``prefix_cache``: True / False turns automatic prefix caching on or off; None = the engine's
     default (its profile). ``host_gib`` / ``disk_gib``: KV capacity per node in host memory and on
     local NVMe (0 = no such tier), checked against the node's own memory and disk.
+    ``prefix_routing``: a router sends the requests that share a document to the replica that holds
+    it (llm-d's prefix-cache scorer, SGLang router's cache-aware policy), so each replica re-reads
+    its share of the documents; False = requests spread over the replicas regardless of their
+    prompt, every replica seeing every document. A conversation's turns return to its replica either way.
     """
 
     prefix_cache: bool | None = Field(None, description="automatic prefix caching; None = the engine's default")
     host_gib: float = Field(0.0, ge=0.0, le=MAX_TIER_GIB, description="KV cache in host DRAM per node, GiB")
     disk_gib: float = Field(0.0, ge=0.0, le=MAX_TIER_GIB, description="KV cache on local NVMe per node, GiB")
+    prefix_routing: bool = Field(
+        False, description="requests that share a document go to the replica holding it (prefix-aware routing)"
+    )
     host_link_gbps: float | None = Field(
         None, gt=0, le=100_000,
         description="host-to-GPU bandwidth per GPU, GB/s one way; None = PCIe 5.0 x16 (the node template's when drawn from one)",

@@ -93,7 +93,7 @@ class PowerPoint:
 def _comm_share(s: ServingSetup, st: SteadyState) -> float:
     """Share of the iteration in collectives and hand-offs, from the iteration model's stage times."""
     m = float(s.micro_batches)
-    it = s.model.micro_batch_times(st.prefill_tokens / m, st.decode_seqs / m, s.isl + s.osl / 2.0, s.isl)
+    it = s.model.micro_batch_times(st.prefill_tokens / m, st.decode_seqs / m, s.isl + s.osl / 2.0, s.prefill_isl)
     comm = float((it.allreduce + it.alltoall + it.cp + it.p2p).sum())
     total = float((it.stage + it.p2p).sum())
     return comm / total if total > 0 else 0.0
@@ -104,7 +104,7 @@ def _busy_watts(s: ServingSetup, shape: ReplicaShape, params: PowerParams, st: S
     d, p = float(st.decode_seqs[0]), float(st.prefill_tokens[0])
     ctx = s.isl + s.osl / 2.0
     tokens = p + d * s.model.budget_per_seq
-    flops = 2.0 * shape.active_params * tokens + shape.attn_flops_per_ctx_token * (d * ctx + p * s.isl / 2.0)
+    flops = 2.0 * shape.active_params * tokens + shape.attn_flops_per_ctx_token * (d * ctx + p * (s.cached + s.prefill_isl / 2.0))
     peak = shape.gpus * shape.spec.peak_tflops(shape.compute_class) * 1e12
     u_c = flops / (peak * t_s) if t_s > 0 else 0.0
     read = shape.weight_bytes + d * ctx * shape.kv_bytes_per_token
@@ -126,9 +126,10 @@ def power_at_rate(s: ServingSetup, shape: ReplicaShape, params: PowerParams, rat
     idle = idle_watts(shape, params)
     if rate_per_s <= 0:
         return PowerPoint(idle, 0.0, 0.0, 0.0, 0.0, 0.0)
-    st, _ = open_loop(s.model, rate_per_s, s.micro_batches, s.isl, s.osl, s.budget, s.running_cap)
+    st, _ = open_loop(s.model, rate_per_s, s.micro_batches, s.prefill_isl, s.osl, s.budget, s.running_cap,
+                      cached=s.cached)
     busy_w, u_c, u_m, f_x = _busy_watts(s, shape, params, st)
-    alone_ms = float(s.model.round_ms(float(s.isl), 0.0, s.isl, s.isl)[0]) \
+    alone_ms = float(s.model.round_ms(float(s.prefill_isl), 0.0, s.isl, s.prefill_isl)[0]) \
         + max(s.osl - 1, 0) / s.model.tokens_per_step * float(s.model.round_ms(0.0, 1.0, s.isl + s.osl / 2.0, s.isl)[0])
     share = min(1.0, rate_per_s * alone_ms / 1e3)
     watts = share * busy_w + (1.0 - share) * idle
@@ -138,8 +139,8 @@ def power_at_rate(s: ServingSetup, shape: ReplicaShape, params: PowerParams, rat
 def power_at_batch(s: ServingSetup, shape: ReplicaShape, params: PowerParams, batch: int) -> PowerPoint:
     """Power of one replica kept full with ``batch`` sequences (a closed loop, always busy): the
     setting of energy benchmarks that run a server at ``max_num_seqs``."""
-    st = closed_loop(s.model, np.array([float(batch)]), np.array([float(s.micro_batches)]), s.isl, s.osl,
-                     s.budget, np.array([float(s.running_cap)]))
+    st = closed_loop(s.model, np.array([float(batch)]), np.array([float(s.micro_batches)]), s.prefill_isl, s.osl,
+                     s.budget, np.array([float(s.running_cap)]), cached=s.cached)
     busy_w, u_c, u_m, f_x = _busy_watts(s, shape, params, st)
     return PowerPoint(busy_w, 1.0, u_c, u_m, f_x, float(st.output_tokens_per_s[0]))
 

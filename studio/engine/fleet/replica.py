@@ -93,7 +93,7 @@ def simulate_rate(s: ServingSetup, project: Project, rate_per_s: float, replicas
     load = Load(mode="rate", rate_per_s=rate_per_s, arrival="poisson", num_requests=requests * replicas,
                 isl_dist=ld.isl_dist, osl_dist=ld.osl_dist, seed=seed)
     return simulate(s.model, load, s.isl, s.osl, budget=s.budget, running_cap=s.running_cap,
-                    kv_tokens=s.kv_tokens, micro_batches=s.micro_batches, replicas=replicas)
+                    kv_tokens=s.kv_tokens, micro_batches=s.micro_batches, replicas=replicas, prefix=s.prefix)
 
 
 def max_rate_within_slo(s: ServingSetup, project: Project, slo: Slo, *, requests: int = 400,
@@ -105,7 +105,8 @@ def max_rate_within_slo(s: ServingSetup, project: Project, slo: Slo, *, requests
     StudioError
         When even a light load misses the SLO (one request alone is slower than the target).
     """
-    _, sat = open_loop(s.model, 1e-9, s.micro_batches, s.isl, s.osl, s.budget, s.running_cap)
+    _, sat = open_loop(s.model, 1e-9, s.micro_batches, s.prefill_isl, s.osl, s.budget, s.running_cap,
+                       cached=s.cached)
     lo, hi = 0.0, sat
     floor = sat * 2.0 ** -STEPS
     first = simulate_rate(s, project, floor, 1, requests, seed)

@@ -9,6 +9,20 @@ Defaults, with their sources:
 * TensorRT-LLM: ``KvCacheConfig.enable_block_reuse`` defaults to True (TensorRT-LLM LLM API
   reference, ``KvCacheConfig``).
 
+Granularity of a hit and how a hit's load meets the prefill, per runtime:
+
+* A hit is counted in whole KV blocks and never covers the last prompt token (the engine must
+  compute at least one token to produce logits): vLLM's blocks hold 16 tokens by default (vLLM
+  ``CacheConfig.block_size``; the vLLM blog "Inside vLLM's New KV Offloading Connector", Jan 2026:
+  "by default 16 tokens per block"), SGLang's radix cache matches single tokens (``--page-size``
+  default 1, SGLang server arguments), TensorRT-LLM's blocks hold 32 (``KvCacheConfig.tokens_per_block``
+  default 32, TensorRT-LLM ``llmapi/llm_args.py``).
+* vLLM's offloading / LMCache connectors load a request's hit before the scheduler computes it (the
+  request waits in ``WAITING_FOR_REMOTE_KVS``), and TensorRT-LLM onboards host blocks into the GPU
+  pool before the context step that reuses them: the load adds to the iteration. SGLang's HiCache
+  loads host blocks layer by layer while the forward pass runs (LMSYS blog "SGLang HiCache", Sep
+  2025: compute-transfer overlap), so only a load longer than the compute shows.
+
 Link figures: PCIe 5.0 x16 carries 32 GT/s × 16 lanes ≈ 63 GB/s per direction (PCI-SIG PCIe 5.0
 specification); one PCIe Gen4 x4 data-centre NVMe drive reads ~7 GB/s sequentially (e.g. Samsung
 PM1733 data sheet: 7,000 MB/s). Each GPU of a replica loads its own KV shard over its own host link.
@@ -20,6 +34,15 @@ from studio.core.project import Project
 
 GIB = 1024**3
 
+#: Tokens per KV block, the unit a prefix-cache hit is counted in (sources above).
+BLOCK_TOKENS: dict[str, int] = {"vllm": 16, "sglang": 1, "trtllm": 32}
+#: Whether the runtime hides a host / NVMe load behind the prefill layer by layer (sources above).
+LOAD_OVERLAPS: dict[str, bool] = {"vllm": False, "trtllm": False, "sglang": True}
+#: Share of a host link's line rate a DMA copy of KV blocks reaches: PCIe's packet and flow-control
+#: overhead, the 0.80 this project uses for PCIe Gen5 DMA under one switch (presets/links.json,
+#: pcie-gen5-switch); the vLLM offloading post measures ~50 GB/s one way on H100's 63 GB/s link.
+HOST_DMA_EFFICIENCY = 0.80
+
 #: Automatic prefix caching on by default, per runtime (sources above).
 DEFAULT_ON: dict[str, bool] = {"vllm": True, "sglang": True, "trtllm": True}
 
@@ -27,6 +50,16 @@ DEFAULT_ON: dict[str, bool] = {"vllm": True, "sglang": True, "trtllm": True}
 PCIE5_X16_GBPS = 63.0
 #: Sequential read of one data-centre NVMe drive, GB/s (Samsung PM1733 data sheet, 7,000 MB/s).
 NVME_READ_GBPS = 7.0
+
+
+def block_tokens(runtime: str) -> int:
+    """Tokens per KV block of ``runtime`` (1 for an unknown one: hits counted per token)."""
+    return BLOCK_TOKENS.get(runtime, 1)
+
+
+def load_overlaps(runtime: str) -> bool:
+    """Whether ``runtime`` hides a host / NVMe hit's load behind the prefill (False: it adds)."""
+    return LOAD_OVERLAPS.get(runtime, False)
 
 
 def prefix_cache_on(project: Project) -> bool:
@@ -52,3 +85,10 @@ def link_gbps(gpus: int, host_gbps: float | None = None) -> tuple[float, float]:
     own link (``host_gbps`` each, PCIe 5.0 x16 when not given), from one NVMe drive per GPU (a DGX H100 holds eight 3.84 TB U.2 data drives for eight
     GPUs, NVIDIA DGX H100 user guide)."""
     return (host_gbps or PCIE5_X16_GBPS) * gpus, NVME_READ_GBPS * gpus
+
+
+def load_gbps(gpus: int, host_gbps: float | None = None) -> tuple[float, float]:
+    """What a KV load reaches over :func:`link_gbps`: the host link at :data:`HOST_DMA_EFFICIENCY`
+    of its line rate, NVMe at its data sheet's sequential read (already a measured rate)."""
+    host, disk = link_gbps(gpus, host_gbps)
+    return host * HOST_DMA_EFFICIENCY, disk

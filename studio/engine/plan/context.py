@@ -44,6 +44,16 @@ class PlanContext(Record):
     load: LoadSummary | None = None
     prefix_cache: dict[str, float] | None = None
 
+    @property
+    def kv_batch_bytes(self) -> np.ndarray:
+        """KV bytes per GPU of the running batch, per stage: ``batch`` sequences of isl+osl, the
+        system prompt's blocks held once when prefix caching shares them (as the batch was sized)."""
+        kv = self.batch * self.seq_bytes
+        shared = min(self.prefix_cache["shared_tokens"], self.seq_len - 1.0) if self.prefix_cache else 0.0
+        if shared > 0 and self.batch > 1:
+            kv = kv - (self.batch - 1) * shared * self.seq_bytes / self.seq_len
+        return kv
+
 
 def tp_message_bytes(ctx: PlanContext) -> float:
     """Bytes of one decode TP all-reduce of the plan's micro-batch (hidden × activation bytes per

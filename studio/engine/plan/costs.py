@@ -80,6 +80,7 @@ def project_costs(
         If two GPUs of a group are not linked, or the project's speculative decoding cannot run
         on this model.
     """
+    from studio.engine.features.effects import feature_constants, with_features
     from studio.engine.runtime.setup import engine_setup
 
     model, sv = project.model, project.serving
@@ -87,13 +88,14 @@ def project_costs(
     engine = engine_setup(project, layout.tp, layout.pp)
     batch_limit = project_batch_limit(project, layout, max_batch)
     free = engine.memory_mode == "free"
-    lc = layout_costs(model, cached_layer_table(model), precision, sv.kv_dtype, layout, placement, topo, c,
+    c_moe = feature_constants(project, layout, c)  # c itself unless a routing skew is set
+    lc = layout_costs(model, cached_layer_table(model), precision, sv.kv_dtype, layout, placement, topo, c_moe,
                       sv.gpu_memory_utilization, batch_limit, replicas=replicas, fraction_of_free=free,
                       token_budget=project_budget(project, layout, c), engine=engine)
-    if sv.speculative is None:
-        return lc
-    return with_drafter(lc, model, sv.speculative, precision, sv.kv_dtype, topo, c,
-                        sv.gpu_memory_utilization, batch_limit, replicas, free)
+    if sv.speculative is not None:
+        lc = with_drafter(lc, model, sv.speculative, precision, sv.kv_dtype, topo, c_moe,
+                          sv.gpu_memory_utilization, batch_limit, replicas, free)
+    return with_features(project, layout, lc, topo, c)  # lc itself with every feature off
 
 
 def prefix_reuse(project: Project, layout: Layout, cap_tokens: int, kv_bytes_per_token: float, batch: int,
@@ -101,9 +103,11 @@ def prefix_reuse(project: Project, layout: Layout, cap_tokens: int, kv_bytes_per
     """What prefix caching does to one replica of ``layout`` (None when caching is off or nothing
     repeats, so the plan's figures stay exactly those without it): the LRU's hits over the HBM left
     by ``batch`` running requests and the host / NVMe tiers, at the rate ``batch`` users reach when
-    each request takes ``request_ms`` plus the think time between turns."""
+    each request takes ``request_ms`` plus the think time between turns. Hits are counted in the
+    runtime's whole KV blocks; with prefix-aware routing each replica re-reads its share of the
+    documents."""
     from studio.engine.kv_tiers.prefix_cache import estimate
-    from studio.engine.kv_tiers.tiers import prefix_cache_on, tier_tokens
+    from studio.engine.kv_tiers.tiers import block_tokens, prefix_cache_on, tier_tokens
 
     if not prefix_cache_on(project):
         return None
@@ -117,4 +121,21 @@ def prefix_reuse(project: Project, layout: Layout, cap_tokens: int, kv_bytes_per
     else:
         rate = batch / max(latency_s + wl.reuse.think_time_s, 1e-9)
     return estimate(wl.reuse, float(wl.isl), float(wl.osl), rate_per_s=rate, latency_s=latency_s,
-                    capacity_tokens=(max(cap_tokens - running, 0.0), host, disk))
+                    capacity_tokens=(max(cap_tokens - running, 0.0), host, disk),
+                    block_tokens=block_tokens(project.serving.runtime),
+                    documents=wl.reuse.documents / max(layout.replicas, 1) if project.serving.kv_tiers.prefix_routing
+                    else None)
+
+
+def with_prefix_load(project: Project, layout: Layout, lc: LayoutCosts, prefix: PrefixCacheEstimate) -> LayoutCosts:
+    """``lc`` carrying what ``prefix``'s hits do to every iteration of one replica of ``layout``: the
+    computed suffix attends to the cached prefix, and the hits held in host memory / on NVMe are
+    loaded over the replica's links, behind the prefill or before it as the runtime does
+    (:func:`studio.engine.kv_tiers.tiers.load_overlaps`)."""
+    from studio.engine.kv_tiers.prefix_cache import prefix_load
+    from studio.engine.kv_tiers.tiers import load_gbps, load_overlaps
+
+    sv = project.serving
+    kv = project.model.kv_bytes_per_token(sv.kv_dtype)
+    gbps = load_gbps(layout.tp * layout.pp, sv.kv_tiers.host_link_gbps)
+    return lc.replace(prefix=prefix_load(prefix, kv, gbps, load_overlaps(sv.runtime)))

@@ -17,14 +17,15 @@ from studio.core.workload import Workload
 from studio.engine.fabric.comm import Collective
 from studio.engine.fabric.slow_hops import slow_tp_hops
 from studio.engine.fabric.topology import topology_of
-from studio.engine.kv_tiers.prefix_cache import batch_with_shared_prefix, prefill_ms
-from studio.engine.kv_tiers.tiers import link_gbps, prefix_cache_on, tier_tokens
+from studio.engine.kv_tiers.prefix_cache import batch_with_shared_prefix, tier_load_ms
+from studio.engine.kv_tiers.tiers import load_gbps, prefix_cache_on, tier_tokens
 from studio.engine.plan.context import PlanContext, tp_message_bytes
 from studio.engine.plan.costs import (
     prefix_reuse,
     project_batch_limit,
     project_budget,
     project_costs,
+    with_prefix_load,
 )
 from studio.engine.plan.fits import fits as layout_fits
 from studio.engine.plan.fits import heads_split, memory_fit
@@ -172,9 +173,10 @@ def evaluate(
     cached = 0.0
     prefix = prefix_reuse(project, layout, cap_tokens, model.kv_bytes_per_token(sv.kv_dtype), batch,
                           float(sv_t.request_ms[0]))
-    if prefix is not None:  # only the missed prompt tokens are prefilled
+    if prefix is not None:  # only the missed prompt tokens are prefilled, after their tier loads
         wl = wl.model_copy(update={"isl": max(1, round(prefix.computed_tokens))})
         cached = float(project.workload.isl - wl.isl)
+        lc = with_prefix_load(project, layout, lc, prefix)
         sv_t = serve_times(lc, np.array([float(batch)]), np.array([float(m_load)]), wl.isl, wl.osl, c, budget,
                            cached)
     st = _column(sv_t.steps, int(sv_t.index[0]))
@@ -183,17 +185,19 @@ def evaluate(
     tps_replica = float(sv_t.tokens_per_s_replica[0])
     load = None
     if fits:
-        load, figures = _under_load(lc, c, wl, layout, batch, max_seqs, m_load, budget, sv_t, cached)
+        from studio.engine.features.frontend import project_frontend
+
+        load, figures = _under_load(lc, c, wl, layout, batch, max_seqs, m_load, budget, sv_t, cached,
+                                    project_frontend(sv.runtime, sv.features.api_servers))
         if figures is not None:
             ttft, tpot, request, tps_replica = figures
     prefix_summary = None
     if prefix is not None:
-        # hits in host memory / on NVMe are loaded over the node's links while the missed tokens'
-        # prefill runs: only a load longer than that prefill adds to TTFT
+        # hits in host memory / on NVMe are loaded over the node's links: the iteration model
+        # (lc.prefix) hides the load behind the prefill or adds it, as the runtime does
         gpus = layout.tp * layout.pp
         kv_model = model.kv_bytes_per_token(sv.kv_dtype)
-        load_ms = prefill_ms(prefix, 0.0, kv_model, link_gbps(gpus, sv.kv_tiers.host_link_gbps))
-        ttft += max(0.0, load_ms - ttft)
+        load_ms = tier_load_ms(prefix, kv_model, load_gbps(gpus, sv.kv_tiers.host_link_gbps))
         host, disk = tier_tokens(project, gpus, kv_model)
         prefix_summary = {
             "hit_rate": prefix.hit_rate, "hit_rate_hbm": prefix.hit_by_tier[0],
@@ -241,7 +245,7 @@ def _assemble(ctx: PlanContext, layout: Layout, cal: CalibrationProfile | None, 
                     gpu_id=g, rank=layout.rank(d, s, t), stage=s, tp_rank=t, dp_index=d, capacity=cap,
                     usable=float(lc.usable[s]) + (cap - float(lc.capacity[s])) * project.serving.gpu_memory_utilization,
                     weights=float(lc.weights[s]),
-                    kv_cache=ctx.batch * float(ctx.seq_bytes[s]), activations=float(lc.activations[s]),
+                    kv_cache=float(ctx.kv_batch_bytes[s]), activations=float(lc.activations[s]),
                     overhead=float(lc.overhead[s]), weights_by_module=_modules(lc, s),
                 ))
     memory.sort(key=lambda m: m.rank)
@@ -343,10 +347,11 @@ _DEFINITIONS = {
 
 
 def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, batch: int, max_seqs: int, m_eff: int,
-                budget: int, sv_t: ServeTimes, cached: float = 0.0,
+                budget: int, sv_t: ServeTimes, cached: float = 0.0, frontend: tuple[int, float] | None = None,
                 ) -> tuple[LoadSummary, tuple[float, float, float, float] | None]:
     """The load summary and, when the load is not simply ``batch`` users, its (TTFT, TPOT, E2E,
-    tok/s per replica)."""
+    tok/s per replica); ``frontend`` (API servers, ms per request) adds their wait and cap
+    (:func:`studio.engine.features.frontend.with_frontend`)."""
     from studio.engine.serving.load import closed_loop, open_loop
     from studio.engine.step.iteration import IterationModel
 
@@ -395,6 +400,12 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
         it, bound = float(state.iteration_ms[0]), bool(state.budget_bound[0])
         rate = float(state.requests_per_s[0]) * dp * busy_share
         saturated = bool(state.saturated[0])
+        if frontend is not None:
+            from studio.engine.features.frontend import with_frontend
+
+            figures, rate, fe_note = with_frontend(figures, rate, None if ld.mode == "rate" else users, frontend)
+            saturated = saturated or (bool(fe_note) and ld.mode == "rate")
+            note = "; ".join(n for n in (note, fe_note) if n)
     else:
         users = running = float(batch)
         dec, pre = float(sv_t.decode_seqs[0]), float(sv_t.prefill_tokens[0])
@@ -407,6 +418,10 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
         # a closed loop issues its next request when one ends: it saturates at users / request time
         # (one user at one request per end-to-end time), whatever more the KV cache could run
         sat_rate = rate
+    if frontend is not None:
+        from studio.engine.features.frontend import capacity_per_s
+
+        sat_rate = min(sat_rate, capacity_per_s(*frontend))
     summary = LoadSummary(
         mode=ld.mode, definition=_DEFINITIONS[ld.mode], users=users, running=running, decode_seqs=dec,
         prefill_tokens_per_iteration=pre, iteration_ms=it, token_budget=budget, budget_bound=bound,

@@ -10,7 +10,57 @@ from studio.engine.step.speculative import METHOD_NAMES, Drafting
 
 def _peak_stage(ctx: PlanContext) -> int:
     lc = ctx.lc
-    return int((lc.weights + lc.activations + lc.overhead + ctx.batch * ctx.seq_bytes).argmax())
+    return int((lc.weights + lc.activations + lc.overhead + ctx.kv_batch_bytes).argmax())
+
+
+def _reserve_explanations(ctx: PlanContext, s: int) -> tuple[Explanation, Explanation]:
+    """The activation peak and the fixed terms the engine keeps out of its KV cache, each with the
+    engine profile's source (``memory.reserves`` of presets/engines), or the cost constants'
+    generic terms where the profile has none."""
+    from studio.engine.runtime.setup import engine_setup
+
+    lc, c = ctx.lc, ctx.constants
+    act, over = float(lc.activations[s]) / GIB, float(lc.overhead[s]) / GIB
+    setup = engine_setup(ctx.project, lc.layout.tp, lc.layout.pp)
+    p = setup.profile
+    if p.memory.reserves is None:
+        return (Explanation(
+            "memory.activations", act, "GiB",
+            "activation_factor × max_num_batched_tokens × (hidden + MLP width / TP) × 2 B (+ fp32 logits on the last stage)",
+            (Term("activation_factor", c.activation_factor, "", "fitted to vLLM V1 profiling (memory.md M13)"),
+             Term("max_num_batched_tokens", c.max_num_batched_tokens, "tokens")),
+        ), Explanation(
+            "memory.overhead", over, "GiB",
+            "CUDA context + CUDA graphs + NCCL buffers (when the GPU is in a group)",
+            tuple(Term(k, v / GIB, "GiB") for k, v in lc.overhead_terms.items()),
+            ("figures from reference/memory.md M4, M5, M13",),
+        ))
+    src = p.sources
+    key = "memory.reserves."
+    where = f"{p.file}, profile '{p.id}'"
+    rule = p.memory.reserves
+    light = rule.light_sampler_from is not None and setup.sampler_bytes_per_logit == rule.light_sampler_bytes_per_logit
+    sampler_key = "light_sampler_bytes_per_logit" if light else "sampler_bytes_per_logit"
+    phases = tuple(Term(k, v / GIB, "GiB", (f"{setup.sampler_bytes_per_logit:g} B per logit; " if k == "sampler" else "")
+                        + src.get(key + ("forward_profiled" if k == "forward" else sampler_key), ""))
+                   for k, v in lc.activation_phases.items())
+    names = {"non_torch": "non_torch_gib", "tp_communicators": "tp_comm_gib", "cuda_graphs": "graphs_counted_from"}
+    return (Explanation(
+        "memory.activations", act, "GiB",
+        f"{setup.engine_name}'s profiled activation peak: the larger of a forward of the token budget "
+        "(tokens × (2·hidden + 3·MLP width / TP + top_k·hidden) × 2 B) and, on the last stage, its sampler run "
+        "(sampler_bytes_per_logit × min(max_num_seqs, budget) × vocabulary); 0 where the engine keeps "
+        "activations in the reserve its memory fraction leaves",
+        phases, (f"reserve terms from {where}",),
+    ), Explanation(
+        "memory.overhead", over, "GiB",
+        f"what {setup.engine_name} counts outside its tensors before sizing the KV cache: non-torch memory, the TP "
+        "group's communicators (TP > 1 on NVLink) and CUDA graphs where the version counts them first",
+        tuple(Term(k, v / GIB, "GiB", src.get(key + names.get(k, k), "")) for k, v in lc.overhead_terms.items()),
+        (f"reserve terms from {where}",
+         f"the memory fraction applies to {float(lc.sized_bytes[s]) / GIB:.2f} GiB per GPU, the CUDA runtime's "
+         "total (GPU preset memory_visible_gib), not the driver's"),
+    ))
 
 
 def explanations(ctx: PlanContext) -> dict[str, Explanation]:
@@ -30,24 +80,16 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
         + ((Term("draft", draft_w / GIB, "GiB", "speculative drafter, on the last stage"),) if draft_w else ()),
         (f"precision: {ctx.precision.describe()}",),
     )
+    shared = ctx.prefix_cache["shared_tokens"] if ctx.prefix_cache and ctx.batch > 1 else 0.0
     out["memory.kv_cache"] = Explanation(
-        "memory.kv_cache", ctx.batch * float(ctx.seq_bytes[s]) / GIB, "GiB",
-        "batch × KV bytes per GPU of one sequence of isl+osl tokens",
+        "memory.kv_cache", float(ctx.kv_batch_bytes[s]) / GIB, "GiB",
+        "batch × KV bytes per GPU of one sequence of isl+osl tokens"
+        + (", less (batch − 1) × the shared system prompt's (its blocks are held once)" if shared else ""),
         (Term("batch", ctx.batch, "sequences"), Term("sequence", ctx.seq_len, "tokens"),
-         Term("per sequence per GPU", float(ctx.seq_bytes[s]) / MIB, "MiB")),
+         Term("per sequence per GPU", float(ctx.seq_bytes[s]) / MIB, "MiB"))
+        + ((Term("shared system prompt", shared, "tokens", "prefix caching holds it once"),) if shared else ()),
     )
-    out["memory.activations"] = Explanation(
-        "memory.activations", float(lc.activations[s]) / GIB, "GiB",
-        "activation_factor × max_num_batched_tokens × (hidden + MLP width / TP) × 2 B (+ fp32 logits on the last stage)",
-        (Term("activation_factor", c.activation_factor, "", "fitted to vLLM V1 profiling (memory.md M13)"),
-         Term("max_num_batched_tokens", c.max_num_batched_tokens, "tokens")),
-    )
-    out["memory.overhead"] = Explanation(
-        "memory.overhead", float(lc.overhead[s]) / GIB, "GiB",
-        "CUDA context + CUDA graphs + NCCL buffers (when the GPU is in a group)",
-        tuple(Term(k, v / GIB, "GiB") for k, v in lc.overhead_terms.items()),
-        ("figures from reference/memory.md M4, M5, M13",),
-    )
+    out["memory.activations"], out["memory.overhead"] = _reserve_explanations(ctx, s)
     kvl = (sh.kv_full + sh.kv_sliding) / max(sh.layers, 1)
     cp_note = (f" / CP {lay.cp} (every {lay.cp}-th token on each GPU of the "
                f"{'TP group' if lay.cp_mode == 'decode' else 'replica group'})") if lay.cp > 1 else ""
@@ -67,7 +109,8 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
     out["kv_cache.capacity_tokens"] = Explanation(
         "kv_cache.capacity_tokens", ctx.capacity_tokens, "tokens",
         "min over stages of (usable − weights − activations − overhead) / KV bytes per token per GPU",
-        (Term("usable", float(lc.usable[s]) / GIB, "GiB", f"{ctx.project.serving.gpu_memory_utilization:.0%} of capacity"),
+        (Term("usable", float(lc.usable[s]) / GIB, "GiB", f"{ctx.project.serving.gpu_memory_utilization:.0%} of "
+              f"{float(lc.sized_bytes[s]) / GIB:.2f} GiB the engine sizes against"),
          Term("KV pool (tightest stage)", float(ctx.pool.min()) / GIB, "GiB"),
          Term("sequences of isl+osl", ctx.max_seqs, ""))
         + ((Term("context parallelism", lay.cp, "ways",
@@ -178,37 +221,11 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
 
 
 def _features(ctx: PlanContext) -> Explanation:
-    """How the engine features of the project (``serving.features``) enter the figures: what the step
-    model already assumes for each, so the user sees what a feature is not credited with."""
-    f = ctx.project.serving.features
-    moe = ctx.lc.num_experts > 0
-    terms: list[Term] = []
-    notes: list[str] = []
-    if f.eplb:
-        terms.append(Term("expert load balancing, redundant experts", f.redundant_experts, "per MoE layer"))
-        notes.append(
-            f"EPLB: the routed experts are costed at their balanced mean load (moe_imbalance_factor "
-            f"{ctx.constants.moe_imbalance_factor:g}), so balancing adds no speed-up, and the redundant experts' "
-            "weights are not counted" if moe else "EPLB: a dense model has no experts to balance")
-    if f.dual_batch_overlap:
-        terms.append(Term("dual-batch overlap", 1, "on"))
-        notes.append("dual-batch overlap: the all-to-all is costed after the compute, as without it (no overlap credited)")
-    for name, value, what in (("all-to-all backend", f.all2all_backend, "the all-to-all keeps the fitted NCCL cost"),
-                              ("load balancing", f.load_balance, "requests are spread evenly over the replicas"),
-                              ("KV offload", f.kv_offload_gib, "the CPU tier adds no KV capacity to the plan"),
-                              ("API servers", f.api_servers, "the front end is not costed")):
-        if value is not None:
-            terms.append(Term(name, value if isinstance(value, (int, float)) else 1, "", str(value)))
-            notes.append(f"{name} {value}: {what}")
-    if f.attention_dp_balance:
-        terms.append(Term("attention-DP balance", 1, "on"))
-        notes.append("attention-DP balance: the ranks are costed at equal batches already")
-    return Explanation(
-        "engine features", len(terms), "features set",
-        "written into the export for the engines and versions that accept them; the step model credits none "
-        "of them beyond what it already assumes",
-        tuple(terms), tuple(notes),
-    )
+    """How the engine features of the project (``serving.features``) enter the figures
+    (:func:`studio.engine.features.explain.features_explanation`)."""
+    from studio.engine.features.explain import features_explanation
+
+    return features_explanation(ctx)
 
 
 def _kernel_terms(ctx: PlanContext, stage: int, decode_seqs: float, prompt_tokens: float) -> tuple[Term, ...]:

@@ -207,7 +207,8 @@ def _fits_one_gpu(ctx: PlanContext) -> list[PlanWarning]:
     one = stage_shapes(ctx.project.model, _table(ctx), ctx.precision, ctx.project.serving.kv_dtype, 1, 1,
                        (ctx.project.model.num_layers,))[0]
     kv = float(one.kv_bytes_for(ctx.seq_len, lc.window))
-    need = one.weights + float(lc.activations.max()) * lay.tp + lc.overhead_terms["cuda_context"] + lc.overhead_terms.get("cuda_graphs", 0.0)
+    fixed = sum(v for k, v in lc.overhead_terms.items() if k not in ("nccl_buffers", "tp_communicators"))
+    need = one.weights + float(lc.activations.max()) * lay.tp + fixed  # one GPU has no TP communicators
     if need + kv > float(lc.usable.min()):
         return []
     return [PlanWarning(

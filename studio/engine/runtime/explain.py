@@ -21,9 +21,10 @@ if TYPE_CHECKING:
     from studio.engine.plan.context import PlanContext
 
 _MODES = {
-    "total": "fraction × device memory − weights − activation peak − runtime (vLLM gpu_memory_utilization)",
-    "free": "fraction × (device − weights − activations − runtime) (TensorRT-LLM free_gpu_memory_fraction)",
-    "static": "fraction × device memory − weights − runtime; activations and CUDA graphs in the reserve "
+    "total": "fraction × CUDA total − weights − activation peak − non-torch (− CUDA graphs where the version "
+             "counts them) (vLLM gpu_memory_utilization)",
+    "free": "fraction × (CUDA total − weights − activations − runtime) (TensorRT-LLM free_gpu_memory_fraction)",
+    "static": "fraction × CUDA total − weights − TP communicators; activations and CUDA graphs in the reserve "
               "(SGLang mem_fraction_static)",
 }
 
@@ -81,6 +82,28 @@ def _iteration_parts(ctx: PlanContext) -> tuple[float, float, float]:
     return plain, padded, full
 
 
+def _reserve_terms(ctx: PlanContext) -> tuple[Term, ...]:
+    """What the engine keeps out of its KV cache on the tightest stage, each term with the source
+    its profile cites (``memory.reserves``; none for a profile without them)."""
+    p = engine_setup(ctx.project, ctx.lc.layout.tp, ctx.lc.layout.pp).profile
+    if p.memory.reserves is None:
+        return ()
+    lc = ctx.lc
+    s = int(ctx.pool.argmin())
+    names = {"forward": "forward_profiled", "sampler": "sampler_bytes_per_logit", "non_torch": "non_torch_gib",
+             "tp_communicators": "tp_comm_gib", "cuda_graphs": "graph_gib"}
+    rows = [Term("reserve: activation peak", float(lc.activations[s]) / GIB, "GiB",
+                 "; ".join(f"{k} {v / GIB:.2f} GiB" for k, v in lc.activation_phases.items())
+                 + "; " + _short(p.source("memory.reserves.sampler_bytes_per_logit"
+                                           if "sampler" in lc.activation_phases else "memory.reserves.forward_profiled")))]
+    rows += [Term(f"reserve: {k}", v / GIB, "GiB", _short(p.source("memory.reserves." + names.get(k, k))))
+             for k, v in lc.overhead_terms.items()]
+    rows.append(Term("total the fraction applies to", float(lc.sized_bytes[s]) / GIB, "GiB",
+                     "the CUDA runtime's total (GPU preset memory_visible_gib), less what is in use before the "
+                     "engine reads it; " + _short(p.source("memory.reserves.before_start_gib"))))
+    return tuple(rows)
+
+
 def engine_explanation(ctx: PlanContext) -> Explanation:
     """The engine's share of one plan (value: the engine's ms per decode iteration: padding +
     exposed scheduler time)."""
@@ -108,7 +131,9 @@ def engine_explanation(ctx: PlanContext) -> Explanation:
              f"the engine's default here {setup.default_fraction:g}; {_short(p.source('memory.fraction'))}"),
         Term("KV pool (tightest stage)", float(ctx.pool.min()) / GIB, "GiB", _MODES[setup.memory_mode]),
         Term("CUDA-graph memory before the KV cache", 1.0 if setup.graphs_in_budget else 0.0, "",
-             _short(p.source("memory.graphs_in_budget"))),
+             _short(p.source("memory.reserves.graphs_counted_from" if p.memory.reserves is not None
+                             and p.memory.reserves.graphs_counted_from else "memory.graphs_in_budget"))),
+        *_reserve_terms(ctx),
         Term("CUDA-graph sizes captured", float(len(setup.graph_sizes)), "sizes",
              f"up to {setup.graph_sizes[-1] if setup.graph_sizes else 0}, "
              f"padding {'on' if p.defaults.graphs.padding else 'off'}; {pad_note}"),

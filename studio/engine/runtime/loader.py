@@ -27,6 +27,7 @@ from studio.engine.runtime.profile import (
     Tiered,
     parse_version,
 )
+from studio.engine.runtime.reserves import ReserveRule
 from studio.engine.step.records import Record
 
 #: The engines a project may name (``serving.runtime``), each with its file under presets/engines/.
@@ -216,7 +217,7 @@ def profile_from_dict(engine: str, d: Any, where: str, index: int) -> EngineProf
     if fraction is None and reserve is None:
         raise r.fail("memory.fraction.value", "is null but memory.reserve is null too: give one of them")
     memory = MemoryRule(mode=mode, fraction=fraction, graphs_in_budget=r.flag(d, "memory.graphs_in_budget"),
-                        reserve=reserve)
+                        reserve=reserve, reserves=_reserves(r, d))
     raw_label = d.get("label")
     label = raw_label if isinstance(raw_label, str) else pid
     return EngineProfile(
@@ -224,6 +225,49 @@ def profile_from_dict(engine: str, d: Any, where: str, index: int) -> EngineProf
         kernel_engine=kt["engine"], kernel_version=kt["version"], scheduler=sched, defaults=defaults,
         memory=memory, file=where, sources=sources,
     )
+
+
+def _since(r: _Reader, raw: str, path: str) -> tuple[int, ...]:
+    try:
+        return parse_version(raw)
+    except ValueError as exc:
+        raise r.fail(path + ".value", str(exc)) from None
+
+
+def _reserves(r: _Reader, d: Any) -> ReserveRule | None:
+    """``memory.reserves`` (optional: without it the cost constants' generic terms apply)."""
+    mem = d.get("memory") if isinstance(d, dict) else None
+    if not isinstance(mem, dict) or "reserves" not in mem:
+        return None
+    if not isinstance(mem["reserves"], dict):
+        raise r.fail("memory.reserves", "must be an object of {value, source} entries")
+    p = "memory.reserves."
+    since = r.value(d, p + "graphs_counted_from")
+    if since is not None and not isinstance(since, str):
+        raise r.fail(p + "graphs_counted_from.value", f"is {since!r}; allowed: a version string or null")
+    return ReserveRule(
+        forward_profiled=r.flag(d, p + "forward_profiled"),
+        sampler_bytes_per_logit=float(r.number(d, p + "sampler_bytes_per_logit", 0.0, 1000.0) or 0.0),
+        non_torch_gib=float(r.number(d, p + "non_torch_gib", 0.0, 100.0) or 0.0),
+        tp_comm_gib=float(r.number(d, p + "tp_comm_gib", 0.0, 100.0) or 0.0),
+        graph_gib=float(r.number(d, p + "graph_gib", 0.0, 100.0) or 0.0),
+        graphs_counted_from=None if since is None else _since(r, since, p + "graphs_counted_from"),
+        before_start_gib=float(r.number(d, p + "before_start_gib", 0.0, 100.0) or 0.0),
+        **_light_sampler(r, d, mem["reserves"]),
+    )
+
+
+def _light_sampler(r: _Reader, d: Any, raw: dict[str, Any]) -> dict[str, Any]:
+    """The optional pair ``light_sampler_from`` / ``light_sampler_bytes_per_logit`` (both or neither)."""
+    keys = ("light_sampler_from", "light_sampler_bytes_per_logit")
+    if not any(k in raw for k in keys):
+        return {}
+    p = "memory.reserves."
+    since = r.value(d, p + keys[0])
+    if not isinstance(since, str):
+        raise r.fail(p + keys[0] + ".value", f"is {since!r}; allowed: a version string")
+    return {"light_sampler_from": _since(r, since, p + keys[0]),
+            "light_sampler_bytes_per_logit": float(r.number(d, p + keys[1], 0.0, 1000.0) or 0.0)}
 
 
 def profiles_from_text(engine: str, text: str, where: str) -> tuple[EngineProfile, ...]:

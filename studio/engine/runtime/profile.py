@@ -24,6 +24,8 @@ from typing import Literal
 
 import numpy as np
 
+from studio.engine.runtime.reserves import ReserveRule
+
 MemoryMode = Literal["total", "free", "static"]
 
 
@@ -204,6 +206,7 @@ class MemoryRule:
     fraction: float | None  # None: computed from ``reserve``
     graphs_in_budget: bool
     reserve: SglangReserve | None
+    reserves: ReserveRule | None = None  # the terms kept out of the KV cache (None: the cost constants')
 
 
 @dataclass(frozen=True)

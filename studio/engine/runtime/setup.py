@@ -17,7 +17,8 @@ from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.core.units import GIB
 from studio.engine.runtime.loader import ENGINE_NAMES, Resolved, resolve
-from studio.engine.runtime.profile import EngineProfile, MemoryMode
+from studio.engine.runtime.profile import EngineProfile, MemoryMode, parse_version
+from studio.engine.runtime.reserves import graphs_counted, sampler_rate
 from studio.engine.runtime.step import RuntimeStep
 from studio.engine.step.identity_cache import cached_by_identity
 from studio.engine.step.records import Record
@@ -31,9 +32,10 @@ class EngineSetup(Record, frozen=True):
     max_num_seqs: int | None  # running sequences per replica (None: the KV cache decides)
     default_fraction: float  # the engine's own default memory fraction for this GPU and layout
     memory_mode: MemoryMode
-    graphs_in_budget: bool
+    graphs_in_budget: bool  # CUDA-graph memory taken out before the KV cache (by profile and version)
     graph_sizes: tuple[int, ...]
     step: RuntimeStep
+    sampler_bytes_per_logit: float = 0.0  # the sampler profile run's bytes per logit (by version and model)
 
     @property
     def profile(self) -> EngineProfile:
@@ -101,9 +103,16 @@ def _engine_setup(project: Project, tp: int | None = None, pp: int | None = None
         reserve = p.memory.reserve.reserve_mib(budget, graph_max, tp, pp, gib)
         frac = round((gpu_mib - reserve) / gpu_mib, 3)
     step = RuntimeStep(scheduler=p.scheduler, graph_sizes=sizes, padding=d.graphs.padding)
+    graphs = p.memory.graphs_in_budget
+    sampler = 0.0
+    if p.memory.reserves is not None:
+        asked = parse_version(res.asked) if res.asked else None
+        graphs = graphs_counted(p.memory.reserves, graphs, asked)
+        sampler = sampler_rate(p.memory.reserves, asked, project.model.moe is not None)
     return EngineSetup(
         resolved=res, token_budget=budget, max_num_seqs=int(seqs) if seqs else None, default_fraction=float(frac),
-        memory_mode=p.memory.mode, graphs_in_budget=p.memory.graphs_in_budget, graph_sizes=sizes, step=step,
+        memory_mode=p.memory.mode, graphs_in_budget=graphs, graph_sizes=sizes, step=step,
+        sampler_bytes_per_logit=sampler,
     )
 
 

@@ -7,6 +7,7 @@ is then evaluated as numpy arrays with the same step-time model :func:`evaluate`
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import field
@@ -19,13 +20,14 @@ from studio.core.layout import Layout
 from studio.core.project import Objective, Project
 from studio.core.units import GIB
 from studio.engine.fabric.topology import Topology, topology_of
-from studio.engine.kv_tiers.prefix_cache import batch_with_shared_prefix, prefill_ms
-from studio.engine.kv_tiers.tiers import link_gbps, prefix_cache_on
+from studio.engine.kv_tiers.prefix_cache import batch_with_shared_prefix
+from studio.engine.kv_tiers.tiers import prefix_cache_on
 from studio.engine.plan.costs import (
     prefix_reuse,
     project_batch_limit,
     project_budget,
     project_costs,
+    with_prefix_load,
 )
 from studio.engine.plan.evaluate import constants_for, evaluate, resolve_calibration
 from studio.engine.plan.fits import fits as layout_fits
@@ -263,11 +265,16 @@ def sweep(
     reasons = _reasons(columns, reasons_unfit, ex, kinds, order, rec, objective, model.num_layers)
     if progress is not None and not cancelled:
         progress(1.0)
-    return SweepResult(
+    result = SweepResult(
         project=project, objective=objective, candidates=len(columns["tp"]), columns=columns,
         reasons_unfit=tuple(reasons_unfit), order=order, pareto=pareto, recommended=rec, reasons=tuple(reasons),
         cancelled=cancelled, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
     )
+    from studio.engine.search.reuse_reason import reuse_reason
+
+    if (line := reuse_reason(result)) is not None:
+        result = dataclasses.replace(result, reasons=(*result.reasons, line))
+    return result
 
 
 def _append_unfit(cols, reasons, extra, tp, pp, dp, ep, why, cp=1, mode="decode", idle=0) -> None:
@@ -299,16 +306,15 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
     M = np.asarray([m for _, m in pairs], dtype=float)
     budget = project_budget(project, lc.layout, c)
     sv_t = serve_times(lc, B, M, wl.isl, wl.osl, c, budget)
-    load_ms = 0.0
     if reuse_on:  # the hits at the layout's own batch (auto), applied to every batch of the grid
         at = int(np.argmax(B == auto))
         kv_model = project.model.kv_bytes_per_token(project.serving.kv_dtype)
         prefix = prefix_reuse(project, lay, cap_tokens, kv_model, auto, float(sv_t.request_ms[at]))
-        if prefix is not None:
+        if prefix is not None:  # the missed tokens prefilled after (or behind) their tier loads
             isl_eff = max(1, round(prefix.computed_tokens))
-            sv_t = serve_times(lc, B, M, isl_eff, wl.osl, c, budget, float(wl.isl - isl_eff))
-            load_ms = prefill_ms(prefix, 0.0, kv_model, link_gbps(tp * pp, project.serving.kv_tiers.host_link_gbps))
-    ttft, tpot = np.maximum(sv_t.ttft_ms, load_ms), sv_t.tpot_ms
+            lc_hit = with_prefix_load(project, lay, lc, prefix)
+            sv_t = serve_times(lc_hit, B, M, isl_eff, wl.osl, c, budget, float(wl.isl - isl_eff))
+    ttft, tpot = sv_t.ttft_ms, sv_t.tpot_ms
     heads_ok = heads_split(project.model, tp)
     fits = layout_fits(pool, max_seqs, B, project.model, tp, seq_len)
     tps = np.where(fits, lay.replicas * sv_t.tokens_per_s_replica, 0.0)
@@ -321,6 +327,9 @@ def _rows(lc: LayoutCosts, grid: list[int], seq_len: int, wl, c, usd_per_hour: f
         meets &= tpot <= tpot_lim
     bubble = bubble_fraction(pp, M)
     mem_peak = (lc.weights + lc.activations + lc.overhead)[None, :] + B[:, None] * seq_bytes[None, :]
+    if reuse_on and wl.reuse.system_prompt_tokens:  # the shared prompt's KV blocks held once, as in the plan
+        shared = min(float(wl.reuse.system_prompt_tokens), seq_len - 1.0)
+        mem_peak = mem_peak - np.maximum(B - 1.0, 0.0)[:, None] * (shared * seq_bytes / seq_len)[None, :]
     # warnings that the rules would raise, counted cheaply
     spans = any(len(topo.islands_of(grp)) > 1 for rep in lc.groups[:1] for grp in rep)
     wcount = np.zeros(n, dtype=np.int64) + int(spans) + int(not heads_ok)

@@ -127,7 +127,11 @@ def closed_loop(
         p = np.minimum(b * L, budget)
         t = im.round_ms(p, 0.0, ctx, L, m)
         n_pf = np.ceil(b * L / budget)
-        ttft = n_pf * t
+        # full iterations, then the last one carries only the prompt tokens left (a chunked prompt's
+        # last chunk is not a full budget's worth of compute)
+        left = b * L - (n_pf - 1.0) * budget
+        t_last = np.where(n_pf > 1.0, im.round_ms(np.minimum(left, budget), 0.0, ctx, L, m), t)
+        ttft = (n_pf - 1.0) * t + t_last
         e2e = ttft
         rps = b / e2e * 1e3
         wait = np.maximum(c_users - b, 0.0) / np.maximum(rps, 1e-12) * 1e3

@@ -12,7 +12,12 @@ The scheduler follows what vLLM, TensorRT-LLM and SGLang do at iteration level:
   sequences (interpolated on a grid computed once, so a 2,000-request run stays well under
   200 ms); spans with only decoding sequences and no arrival are advanced in one step;
 * with speculative decoding a sequence gains ``E`` tokens per iteration on average (it decodes for
-  ``⌈(O − 1) / E⌉`` iterations) and takes ``k + 1`` tokens of the budget.
+  ``⌈(O − 1) / E⌉`` iterations) and takes ``k + 1`` tokens of the budget;
+* with prefix caching each request draws whether its reused prompt is found in HBM, host memory or
+  on NVMe, or missed (:mod:`studio.engine.kv_tiers.draws`); it prefills only its missed tokens, and
+  a host / NVMe hit's load rides on the iterations that compute them, hidden behind their compute or
+  added to it as the runtime loads (:data:`studio.engine.kv_tiers.tiers.LOAD_OVERLAPS`); the shared
+  system prompt's KV is held once.
 
 Requests are spread evenly over the ``dp`` replicas, so one replica is simulated with its share
 of the requests and of the rate. A closed loop's users join one after another over one request's
@@ -26,6 +31,7 @@ the last completion (trtllm-bench, vLLM ``bench serve``).
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 from bisect import bisect_right
@@ -36,6 +42,7 @@ import numpy as np
 
 from studio.core.errors import StudioError
 from studio.core.workload import LengthDistribution, Load
+from studio.engine.kv_tiers.draws import MISS, PrefixDraws, draw
 from studio.engine.step.iteration import IterationModel
 
 PERCENTILES = (50.0, 90.0, 99.0)
@@ -82,6 +89,22 @@ class SimulationResult:
     requests_per_s: float
     mean_running: float  # sequences running per replica, time-averaged
     peak_waiting: int  # most requests waiting for admission at once (per replica)
+    prefix: PrefixOutcome | None = None  # each request's prefix-cache hit (None: caching off)
+
+
+@dataclass(frozen=True)
+class PrefixOutcome:
+    """The prefix-cache outcomes of the measured requests (one replica's, scaled to the deployment).
+
+    ``requests``: how many found their reusable prefix in HBM, host memory, on NVMe, or missed it;
+    ``hit_rate``: share of their prompt tokens served from the cache; ``ttft_hit`` / ``ttft_miss``:
+    TTFT of the requests with a hit of the reusable part and of those without (ms).
+    """
+
+    requests: tuple[int, int, int, int]
+    hit_rate: float
+    ttft_hit: Distribution
+    ttft_miss: Distribution
 
 
 def sample_lengths(dist: LengthDistribution, nominal: int, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -145,6 +168,7 @@ def simulate(
     micro_batches: int,
     replicas: int = 1,
     default_concurrency: int = 1,
+    prefix: PrefixDraws | None = None,
 ) -> SimulationResult:
     """Simulate ``load.num_requests`` requests served by ``replicas`` identical replicas.
 
@@ -158,6 +182,13 @@ def simulate(
         KV-cache capacity of one replica in tokens (each admitted request reserves prompt + output).
     default_concurrency:
         Users of a closed loop whose ``load.concurrency`` is unset (the workload's batch).
+    prefix:
+        Prefix caching: each request draws a hit (HBM, host, NVMe) or a miss of its reusable prompt
+        (:mod:`studio.engine.kv_tiers.draws`); only its missed tokens are prefilled, a host / NVMe
+        hit's load is spread over the iterations that compute them (hidden behind each iteration's
+        compute or added to it, ``prefix.overlaps``), and the shared system prompt's KV is held once.
+        None = every prompt is prefilled whole (the draws come after the lengths, so the lengths
+        are the same either way).
 
     Raises
     ------
@@ -172,6 +203,8 @@ def simulate(
     n = max(1, math.ceil(n_total / replicas))
     lens_in = sample_lengths(load.isl_dist, isl, n, rng)
     lens_out = sample_lengths(load.osl_dist, osl, n, rng)
+    hits = draw(prefix, lens_in, rng) if prefix is not None else None
+    shared = float(prefix.shared_tokens) if prefix is not None else 0.0
     need = lens_in + lens_out
     if float(need.max()) > kv_tokens:
         raise StudioError(
@@ -182,7 +215,14 @@ def simulate(
     per_step, w = im.tokens_per_step, im.budget_per_seq
     mean_in = float(lens_in.mean())
     mean_out = float(lens_out.mean())
-    grid = _Grid(im, float(budget), float(cap), mean_in + mean_out / 2.0, mean_in, float(micro_batches))
+    computed = hits.computed if hits is not None else lens_in
+    if hits is not None and im.lc.prefix is not None and im.lc.prefix.link_ms_per_token:
+        # the mean request's loads leave the iteration model: each request brings its own below
+        im = IterationModel(im.lc.replace(prefix=dataclasses.replace(im.lc.prefix, link_ms_per_token=0.0)), im.c)
+    grid = _Grid(im, float(budget), float(cap), mean_in + mean_out / 2.0, float(computed.mean()), float(micro_batches))
+    # host / NVMe load of each computed prompt token of a request (its hit's load over its chunks)
+    load_per_token = (hits.load_ms / hits.computed).tolist() if hits is not None else [0.0] * n
+    overlaps = prefix.overlaps if prefix is not None else True
 
     # arrivals (ms); a closed loop issues its next request when one ends
     closed = load.mode == "concurrency"
@@ -198,7 +238,10 @@ def simulate(
     users = max(1, math.ceil((load.concurrency or default_concurrency * replicas) / replicas)) if closed else n
     issued = min(users, n) if closed else n
     arr = arrival.tolist()
-    li, lo = lens_in.tolist(), lens_out.tolist()
+    li, lo, lc = lens_in.tolist(), lens_out.tolist(), computed.tolist()
+    # KV each request reserves: the system prompt's blocks are shared (held once for the replica)
+    held = [float(a + b) - shared for a, b in zip(li, lo, strict=True)]
+    kv_room = kv_tokens - shared
     first = [0.0] * n
     end = [0.0] * n
     if closed:
@@ -227,7 +270,7 @@ def simulate(
     def finish(i: int) -> None:
         nonlocal kv_used, done, issued
         end[i] = t
-        kv_used -= li[i] + lo[i]
+        kv_used -= held[i]
         done += 1
         if closed and issued < n:
             arr[issued] = t
@@ -238,10 +281,10 @@ def simulate(
         while next_arrival < n_open and arr[next_arrival] <= t:
             waiting.append(next_arrival)
             next_arrival += 1
-        while waiting and len(prefilling) + len(decoding) < cap and kv_used + li[waiting[0]] + lo[waiting[0]] <= kv_tokens:
+        while waiting and len(prefilling) + len(decoding) < cap and kv_used + held[waiting[0]] <= kv_room:
             i = waiting.popleft()
-            kv_used += li[i] + lo[i]
-            prefilling.append([i, li[i]])
+            kv_used += held[i]
+            prefilling.append([i, lc[i]])
         peak_wait = max(peak_wait, len(waiting))
         d = len(decoding)
         if not prefilling and d == 0:
@@ -254,6 +297,7 @@ def simulate(
         if prefilling:
             room = max(budget - w * d, 1)
             p = 0
+            link = 0.0  # the host / NVMe loads of the prompt tokens this iteration computes
             started: list[int] = []
             for entry in prefilling:
                 take = min(entry[1], room - p)
@@ -261,9 +305,12 @@ def simulate(
                     break
                 entry[1] -= take
                 p += take
+                link += take * load_per_token[entry[0]]
                 if entry[1] == 0:
                     started.append(entry[0])
             dt = grid(float(p), float(d))
+            if link:  # hidden behind the iteration's compute, or added to it, as the runtime loads
+                dt = max(dt, link) if overlaps else dt + link
             running_area += dt * (d + len(prefilling) + len(started))
             t += dt
             g += 1
@@ -306,6 +353,14 @@ def simulate(
     # a served request also spends the front end's time before its first token reaches the client
     front = im.c.request_overhead_ms if load.mode != "offline" else 0.0
     ttft = first_np - arr_np + front
+    outcome = None
+    if hits is not None:
+        tier = hits.tier[warm:]
+        counts = tuple(int((tier == k).sum()) * replicas for k in range(MISS + 1))
+        hit_rate = float(hits.hit_tokens[warm:].sum() / max(lens_in[warm:].sum(), 1))
+        outcome = PrefixOutcome(requests=(counts[0], counts[1], counts[2], counts[3]), hit_rate=hit_rate,
+                                ttft_hit=Distribution.of(ttft[tier < MISS]),
+                                ttft_miss=Distribution.of(ttft[tier == MISS]))
     multi = out_np > 1
     tpot = (end_np[multi] - first_np[multi]) / (out_np[multi] - 1)
     tps = tokens / duration * 1e3 * replicas if duration > 0 else 0.0
@@ -314,5 +369,5 @@ def simulate(
         ttft=Distribution.of(ttft), tpot=Distribution.of(tpot),
         itl=Distribution.of(np.array(itl_t), np.array(itl_w)), e2e=Distribution.of(end_np - arr_np + front),
         output_tokens_per_s=tps, requests_per_s=n * replicas / duration * 1e3 if duration > 0 else 0.0,
-        mean_running=running_area / duration if duration > 0 else 0.0, peak_waiting=peak_wait,
+        mean_running=running_area / duration if duration > 0 else 0.0, peak_waiting=peak_wait, prefix=outcome,
     )

@@ -9,6 +9,7 @@ for percentiles). Both use the same iteration model, token budget, KV capacity a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,8 +19,15 @@ from studio.core.layout import Layout
 from studio.core.project import CalibrationProfile, Project
 from studio.core.workload import Load
 from studio.engine.fabric.topology import topology_of
-from studio.engine.plan.costs import project_batch_limit, project_budget, project_costs
-from studio.engine.plan.evaluate import constants_for, resolve_calibration
+from studio.engine.kv_tiers.draws import PrefixDraws
+from studio.engine.kv_tiers.prefix_cache import PrefixCacheEstimate, batch_with_shared_prefix
+from studio.engine.plan.costs import (
+    project_batch_limit,
+    project_budget,
+    project_costs,
+    with_prefix_load,
+)
+from studio.engine.plan.evaluate import constants_for, evaluate, resolve_calibration
 from studio.engine.plan.fits import memory_fit
 from studio.engine.plan.validate import check_layout
 from studio.engine.serving.load import open_loop
@@ -42,6 +50,14 @@ class ServingSetup:
     osl: int
     batch: int  # the plan's batch per replica
     gpus: int
+    prefix: PrefixDraws | None = None  # prefix caching's per-request hits (None: off, or nothing repeats)
+    cached: float = 0.0  # mean prompt tokens per request served from the prefix cache
+
+    @property
+    def prefill_isl(self) -> int:
+        """Prompt tokens the mean request prefills (``isl`` less what the prefix cache serves), for
+        the closed-form load models; the simulation draws each request's own."""
+        return max(1, round(self.isl - self.cached))
 
 
 def serving_setup(
@@ -67,6 +83,12 @@ def serving_setup(
     budget = project_budget(project, layout, c)
     lc = project_costs(project, layout, placement, topo, c)
     _, _, max_seqs, cap_tokens, _ = memory_fit(lc, wl.isl + wl.osl)
+    planned = planned_prefix(project, layout, calibration=cal, constants=constants)
+    prefix = planned[0] if planned is not None else None
+    if planned is not None:  # the plan's iteration model: the suffix attends to the hits, their mean loads
+        lc = with_prefix_load(project, layout, lc, planned[1])
+    if prefix is not None and prefix.shared_tokens and max_seqs >= 1:  # the system prompt is held once
+        max_seqs = batch_with_shared_prefix(cap_tokens, wl.isl + wl.osl, prefix.shared_tokens)
     if max_seqs < 1:
         raise StudioError(
             f"the KV cache of layout TP{layout.tp}×PP{layout.pp} holds {cap_tokens:,} tokens, less than one "
@@ -79,7 +101,63 @@ def serving_setup(
         model=im, replicas=layout.replicas, micro_batches=max(1, layout.micro_batches),
         budget=budget, running_cap=cap,
         kv_tokens=float(cap_tokens), isl=wl.isl, osl=wl.osl, batch=batch, gpus=layout.world_size,
+        prefix=prefix, cached=_cached_tokens(prefix, wl.isl),
     )
+
+
+def _cached_tokens(prefix: PrefixDraws | None, isl: int) -> float:
+    if prefix is None:
+        return 0.0
+    return isl * (prefix.shared_share + sum(prefix.tier_share))
+
+
+def planned_prefix(
+    project: Project,
+    layout: Layout,
+    *,
+    calibration: CalibrationProfile | None = None,
+    constants: Constants | None = None,
+) -> tuple[PrefixDraws, PrefixCacheEstimate] | None:
+    """What the simulation draws each request's prefix hit from: the plan's hit rate per tier
+    (:func:`studio.engine.evaluate`'s ``prefix_cache``) split into the system prompt every request
+    finds and the rest of the reusable prompt, and the node's links a host / NVMe hit is loaded
+    over; with the plan's mean estimate (for the closed-form models). None when prefix caching is
+    off or nothing repeats (the figures are then those without)."""
+    from studio.engine.kv_tiers.tiers import block_tokens, load_gbps, load_overlaps, prefix_cache_on
+
+    if not prefix_cache_on(project):
+        return None
+    plan = evaluate(project.replace(layout=layout), calibration=calibration, constants=constants, details=False)
+    pc = plan.prefix_cache
+    if pc is None:
+        return None
+    wl, sv = project.workload, project.serving
+    isl = float(wl.isl)
+    r = wl.reuse
+    tiers = [pc["hit_rate_hbm"], pc["hit_rate_host"], pc["hit_rate_disk"]]
+    # the system prompt is found by every request once a tier holds it: take it from the first tiers
+    shared = min(r.system_prompt_tokens / isl, sum(tiers)) if r.hit_rate is None else 0.0
+    left = shared
+    for k in range(3):
+        take = min(left, tiers[k])
+        tiers[k] -= take
+        left -= take
+    history_and_docs = r.mean_history_tokens() + r.document_share * max(isl - r.system_prompt_tokens - r.mean_history_tokens(), 0.0)
+    reusable = history_and_docs / isl if r.hit_rate is None else 1.0
+    gpus = layout.tp * layout.pp
+    kv = project.model.kv_bytes_per_token(sv.kv_dtype)
+    host_gbps, disk_gbps = load_gbps(gpus, sv.kv_tiers.host_link_gbps)
+    est = PrefixCacheEstimate(
+        hit_rate=pc["hit_rate"], hit_by_tier=(pc["hit_rate_hbm"], pc["hit_rate_host"], pc["hit_rate_disk"]),
+        prompt_tokens=pc["prompt_tokens"], computed_tokens=pc["prefilled_tokens"],
+        shared_tokens=int(pc["shared_tokens"]), window_s=(math.inf, math.inf, math.inf),
+    )
+    return PrefixDraws(
+        shared_share=shared, reusable_share=max(reusable, sum(tiers)), tier_share=(tiers[0], tiers[1], tiers[2]),
+        load_ms_per_token=(kv / (host_gbps * 1e9) * 1e3, kv / (disk_gbps * 1e9) * 1e3),
+        shared_tokens=int(pc["shared_tokens"]) if shared > 0 else 0,
+        overlaps=load_overlaps(sv.runtime), block_tokens=block_tokens(sv.runtime),
+    ), est
 
 
 def simulate_plan(
@@ -98,7 +176,7 @@ def simulate_plan(
     ld = load or project.workload.load
     return simulate(
         s.model, ld, s.isl, s.osl, budget=s.budget, running_cap=s.running_cap, kv_tokens=s.kv_tokens,
-        micro_batches=s.micro_batches, replicas=s.replicas, default_concurrency=s.batch,
+        micro_batches=s.micro_batches, replicas=s.replicas, default_concurrency=s.batch, prefix=s.prefix,
     )
 
 
@@ -135,14 +213,16 @@ def load_curve(
         Also simulate ``requests`` requests at each rate for p99 TTFT/TPOT (slower: ~tens of ms each).
     """
     s = serving_setup(project, layout, calibration=calibration, constants=constants)
-    _, lam_max = open_loop(s.model, 1e-9, s.micro_batches, s.isl, s.osl, s.budget, s.running_cap)
+    _, lam_max = open_loop(s.model, 1e-9, s.micro_batches, s.prefill_isl, s.osl, s.budget, s.running_cap,
+                           cached=s.cached)
     fracs = np.linspace(0.05, 0.97, max(2, points))
     rates = fracs * lam_max * s.replicas
     cols: dict[str, list[float]] = {k: [] for k in ("ttft", "tpot", "e2e", "tps")}
     p99_ttft: list[float] = []
     p99_tpot: list[float] = []
     for r in rates:
-        st, _ = open_loop(s.model, r / s.replicas, s.micro_batches, s.isl, s.osl, s.budget, s.running_cap)
+        st, _ = open_loop(s.model, r / s.replicas, s.micro_batches, s.prefill_isl, s.osl, s.budget, s.running_cap,
+                          cached=s.cached)
         cols["ttft"].append(float(st.ttft_ms[0]))
         cols["tpot"].append(float(st.tpot_ms[0]))
         cols["e2e"].append(float(st.e2e_ms[0]))
@@ -150,7 +230,7 @@ def load_curve(
         if percentiles:
             sim = simulate(s.model, Load(mode="rate", rate_per_s=float(r), num_requests=requests), s.isl, s.osl,
                            budget=s.budget, running_cap=s.running_cap, kv_tokens=s.kv_tokens,
-                           micro_batches=s.micro_batches, replicas=s.replicas)
+                           micro_batches=s.micro_batches, replicas=s.replicas, prefix=s.prefix)
             p99_ttft.append(sim.ttft.p99)
             p99_tpot.append(sim.tpot.p99)
     tpot = np.array(cols["tpot"])

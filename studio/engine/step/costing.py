@@ -10,7 +10,7 @@ prefill and decode times, so :func:`evaluate` and :func:`sweep` share one model.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from studio.core.precision import DType
 from studio.core.units import GIB
 from studio.engine.fabric.comm import Collective, allreduce, alltoall, p2p
 from studio.engine.fabric.topology import Topology
+from studio.engine.runtime.reserves import ReserveShape, reserve_terms, sized_total
 from studio.engine.step.constants import Constants
 from studio.engine.step.context_parallel import CpCosts, cp_costs
 from studio.engine.step.kernels import DEFAULT_ENGINE
@@ -29,6 +30,7 @@ from studio.engine.step.records import Record
 from studio.engine.step.shapes import LayerTable, StageShape, stage_shapes
 
 if TYPE_CHECKING:
+    from studio.engine.kv_tiers.prefix_cache import PrefixLoad
     from studio.engine.runtime.setup import EngineSetup
     from studio.engine.runtime.step import RuntimeStep
 
@@ -57,6 +59,15 @@ class Drafter(Protocol):
                  ctx: np.ndarray, prompt_len: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 
 
+class StepFeatures(Protocol):
+    """What the engine features of a project change in a step (built by
+    :func:`studio.engine.features.effects.with_features`; this is its interface, so that the step
+    model need not know the features)."""
+
+    def micro_batch_times(self, c: Constants, prefill_tokens: np.ndarray | float, decode_seqs: np.ndarray | float,
+                          decode_ctx: np.ndarray | float, prompt_len: np.ndarray | float) -> Any: ...
+
+
 class LayoutCosts(Record):
     """Per-stage, batch-independent figures of one layout (worst GPU / worst replica per stage)."""
 
@@ -69,6 +80,8 @@ class LayoutCosts(Record):
     activations: np.ndarray
     overhead: np.ndarray
     overhead_terms: dict[str, float]
+    activation_phases: dict[str, float]  # the engine's profiled phases of the last stage (empty: constants)
+    sized_bytes: np.ndarray  # per GPU: the total the engine applies its memory fraction to
     hbm_bps: np.ndarray  # achievable memory bandwidth, bytes/s
     allreduce: list[list[Collective]]  # [stage][replica]
     p2p: list[list[Collective]]  # [boundary][replica]
@@ -83,6 +96,8 @@ class LayoutCosts(Record):
     ops: list[StageOps] | None = None  # measured kernel curves of every stage (studio.engine.step.ops)
     runtime: RuntimeStep | None = None  # the serving engine's scheduler time and graph padding
     kernel_engine: tuple[str, str | None] = (DEFAULT_ENGINE, None)  # (engine, version) of the kernel tables
+    features: StepFeatures | None = None  # dual-batch overlap, DP balancing (studio.engine.features)
+    prefix: PrefixLoad | None = None  # prefix-cache hits: the suffix's attention to them, their tier loads
 
     @property
     def weights(self) -> np.ndarray:
@@ -173,15 +188,27 @@ def layout_costs(
                     moe.expert_intermediate_size * moe.experts_per_token
                     + (moe.shared_intermediate_size or moe.expert_intermediate_size) * moe.num_shared_experts)
     t_act = float(token_budget or c.max_num_batched_tokens)
-    act = np.full(pp, c.activation_factor * t_act * (h + width / tp) * 2.0)
-    act[-1] += min(t_act, max_batch) * model.vocab_size / tp * c.logits_bytes_per_token
-    terms = {"cuda_context": c.cuda_context_gib * GIB, "cuda_graphs": c.cuda_graphs_gib * GIB,
-             "nccl_buffers": c.nccl_buffers_gib * GIB if layout.world_size > 1 else 0.0}
-    mode = "free" if fraction_of_free else "total"
-    if engine is not None:
-        mode = engine.memory_mode
-        if not engine.graphs_in_budget:
+    rule = engine.profile.memory.reserves if engine is not None else None
+    sized = cap.copy()
+    phases: dict[str, float] = {}
+    if engine is not None and rule is not None:  # the engine's own terms (studio.engine.runtime.reserves)
+        # an engine sizes against the CUDA runtime's total, not the driver's
+        sized = sized_total(rule, np.array([min(cluster.gpu_specs[t].visible_bytes for t in {
+            topo.gpu_type[g] for d in range(layout.dp) for g in groups[d][s]}) for s in range(pp)]))
+        shape = ReserveShape(hidden=h, width=width, moe_top_k=moe.experts_per_token if moe else 0,
+                             vocab=model.vocab_size, tp=tp, stages=pp,
+                             nvlink=all(x.scale_up_link is not None for x in specs))
+        seqs = float(engine.max_num_seqs or max_batch)
+        act, terms, phases = reserve_terms(rule, shape, t_act, seqs, engine.graphs_in_budget,
+                                           engine.sampler_bytes_per_logit)
+    else:
+        act = np.full(pp, c.activation_factor * t_act * (h + width / tp) * 2.0)
+        act[-1] += min(t_act, max_batch) * model.vocab_size / tp * c.logits_bytes_per_token
+        terms = {"cuda_context": c.cuda_context_gib * GIB, "cuda_graphs": c.cuda_graphs_gib * GIB,
+                 "nccl_buffers": c.nccl_buffers_gib * GIB if layout.world_size > 1 else 0.0}
+        if engine is not None and not engine.graphs_in_budget:
             del terms["cuda_graphs"]  # captured after the KV cache, or inside SGLang's reserve
+    mode = engine.memory_mode if engine is not None else ("free" if fraction_of_free else "total")
     overhead = np.full(pp, sum(terms.values()))
     hbm = np.array([x.hbm_bandwidth_gbps * 1e9 * c.per_gpu(c.hbm_efficiency, x.id) for x in specs])
     ar = [[allreduce(topo, groups[d][s], c, kernel_engine) for d in reps] for s in range(pp)]
@@ -197,11 +224,11 @@ def layout_costs(
                 a2a[s].append(alltoall(topo, members, c))
     if mode == "free":
         fixed = np.array([sh.weights for sh in shapes]) + act + overhead
-        usable = fixed + (cap - fixed) * gpu_memory_utilization
+        usable = fixed + (sized - fixed) * gpu_memory_utilization
     elif mode == "static":  # the activations sit in the reserve (1 - fraction) the KV pool leaves
-        usable = cap * gpu_memory_utilization + act
+        usable = sized * gpu_memory_utilization + act
     else:
-        usable = cap * gpu_memory_utilization
+        usable = sized * gpu_memory_utilization
     a2a_bytes = 0.0
     if moe is not None and ep > tp:
         # each token goes to the distinct EP ranks that hold its k experts (not k copies), minus the
@@ -214,7 +241,8 @@ def layout_costs(
         a2a_bytes = remote * h * elem / tp
     out = LayoutCosts(
         layout=layout, shapes=shapes, groups=groups, specs=specs, capacity=cap, usable=usable,
-        activations=act, overhead=overhead, overhead_terms=terms, hbm_bps=hbm, allreduce=ar, p2p=pt,
+        activations=act, overhead=overhead, overhead_terms=terms, activation_phases=phases, sized_bytes=sized,
+        hbm_bps=hbm, allreduce=ar, p2p=pt,
         alltoall=a2a, window=model.sliding_window, hidden=h,
         experts_per_token=moe.experts_per_token if moe else 0, num_experts=moe.num_experts if moe else 0,
         a2a_bytes_per_token=a2a_bytes,

@@ -120,6 +120,8 @@ class IterationModel:
         """Stage times of ONE micro-batch holding ``prefill_tokens`` prompt tokens (of prompts of
         ``prompt_len`` tokens) and ``decode_seqs`` decoding sequences of mean context ``decode_ctx``."""
         lc, c = self.lc, self.c
+        if lc.features is not None:  # the engine features' step (it calls this on lc.features' own costs)
+            return lc.features.micro_batch_times(c, prefill_tokens, decode_seqs, decode_ctx, prompt_len)
         x = np.atleast_1d(np.asarray(prefill_tokens, dtype=float))
         d = np.atleast_1d(np.asarray(decode_seqs, dtype=float))
         if x.shape != d.shape:
@@ -151,8 +153,12 @@ class IterationModel:
         cpt = np.zeros((pp, n))
         cp_worst = np.zeros(n)
         # what every stage shares, computed once (a pass costs ~0.1 ms of numpy calls, mostly per stage)
-        attended = sliding_avg(plen, None)  # per prompt token, full-attention layers
+        # per prompt token, full-attention layers; a suffix after a cached prefix attends to it too
+        cached = lc.prefix.cached_tokens if lc.prefix is not None else 0.0
+        attended = sliding_avg(plen, None) + cached
         attended_sliding = sliding_avg(plen, lc.window)
+        if cached and lc.window:
+            attended_sliding = np.minimum(attended_sliding + cached, float(lc.window))
         ctx_sliding = np.minimum(ctx_full, lc.window) if lc.window else ctx_full
         pf_eff, dec_eff = c.prefill_efficiency, c.decode_efficiency
         has_d, has_x, has_l = d > 0, x > 0, logit_seqs > 0
@@ -235,7 +241,8 @@ class IterationModel:
         if rt is None:
             it = self.micro_batch_times(x / m, d / m, decode_ctx, prompt_len)
             per = it.stage + it.p2p
-            return np.maximum(per.sum(axis=0), m * per.max(axis=0))
+            gpu = np.maximum(per.sum(axis=0), m * per.max(axis=0))
+            return gpu if self.lc.prefix is None else self.lc.prefix.iteration_ms(gpu, x)
         # the engine: a pure-decode micro-batch runs padded to its CUDA graph's size (the padded
         # rows read no KV cache: the context per row shrinks so the real rows' reads stay), then
         # the iteration waits for the scheduler CPU work the GPU step does not hide
@@ -246,6 +253,8 @@ class IterationModel:
         it = self.micro_batch_times(xm, rows, ctx_rows, prompt_len)
         per = it.stage + it.p2p
         gpu = np.maximum(per.sum(axis=0), m * per.max(axis=0))
+        if self.lc.prefix is not None:  # the prompt tokens' host / NVMe loads (hidden or added)
+            gpu = self.lc.prefix.iteration_ms(gpu, x)
         plen = np.maximum(np.asarray(prompt_len, dtype=float), 1.0)
         running = d + np.ceil(x / plen)  # decoding sequences + the prompts being prefilled
         return gpu + rt.exposed_ms(running, gpu)

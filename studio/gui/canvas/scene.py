@@ -36,10 +36,12 @@ from studio.gui.canvas.items import (
     NodeItem,
 )
 from studio.gui.canvas.kinds import applicable_kinds, refusal
+from studio.gui.canvas.kv_badge import KvTierBadge
 from studio.gui.canvas.mime import DragItem, from_mime
 from studio.gui.canvas.pools import KvTransferArrow
 from studio.gui.canvas.style import SLOW_LINK_COLOR, stage_color
 from studio.gui.document import ProjectDocument
+from studio.service.kv_tiers import node_tier_limits
 from studio.service.placement_overlay import (
     EMPTY,
     Placement,
@@ -99,6 +101,7 @@ class ClusterScene(QGraphicsScene):
         self._link_line: QGraphicsLineItem | None = None
         #: The KV-transfer arrow of a costed disaggregated plan (None when aggregated).
         self.kv_arrow: KvTransferArrow | None = None
+        self.kv_badges: dict[str, KvTierBadge] = {}  # each node's KV-tier band (see _sync_tiers)
         self._disagg = None  # the DisaggResult the arrow shows
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
         self.setBackgroundBrush(QColor("#f8f9fa"))
@@ -113,7 +116,9 @@ class ClusterScene(QGraphicsScene):
     def _on_project(self, project: Project, kind: str) -> None:
         if kind in ("cluster", "file"):
             self.sync(project)
-        elif kind in ("layout", "serving"):
+        elif kind == "serving":
+            self._sync_tiers(project)
+        if kind in ("layout", "serving"):
             self._placement = self._placement_of(project, self._current_plan(project))
             self._paint_overlay()
         if not project.serving_mode.disaggregated:
@@ -131,6 +136,7 @@ class ClusterScene(QGraphicsScene):
         finally:
             self._syncing_selection = False
         self._cluster = cluster
+        self._sync_tiers(project)
         placement = self._placement_of(project, self._current_plan(project))
         if placement == self._placement and not rebuilt:
             self._paint_links(placement)  # the tiles show it already; new link items need it
@@ -139,6 +145,20 @@ class ClusterScene(QGraphicsScene):
             self._paint_overlay(every_tile=bool(rebuilt))
         if self.kv_arrow is not None:
             self._place_arrow()  # its tiles may have moved or gone
+
+    def _sync_tiers(self, project: Project) -> None:
+        """Each node's KV-tier band: the project's host / NVMe KV per node against the node's own."""
+        t = project.serving.kv_tiers
+        limits = node_tier_limits(project) if (t.host_gib or t.disk_gib) else {}
+        badges: dict[str, KvTierBadge] = {}
+        for nid, item in self.nodes.items():
+            badge = self.kv_badges.get(nid)
+            if badge is None or badge.owner is not item:  # a new or rebuilt node: its band went with it
+                badge = KvTierBadge(item.geometry.size.width(), item.geometry.size.bottom(), item)
+            host, nvme = limits.get(nid, (None, None))
+            badge.set_tiers(t.host_gib, t.disk_gib, host, nvme)
+            badges[nid] = badge
+        self.kv_badges = badges
 
     def _sync_nodes(self, cluster: Cluster) -> set[str]:
         old = self._cluster

@@ -94,4 +94,19 @@ class EngineSelector(QWidget):
             return False
         name = ENGINE_NAMES.get(runtime, runtime)
         text = f"Engine {name}" + (f" {version}" if version else "")
-        return self.doc.edit(text, "serving", lambda p: with_engine(p, runtime, version))
+        done = self.doc.edit(text, "serving", lambda p: engine_keeping_tiers(p, runtime, version))
+        if not done:  # refused (a KV tier the engine version has no setting for): show the project's
+            self.refresh(self.doc.project)
+        return done
+
+
+def engine_keeping_tiers(p: Project, runtime: str, version: str | None) -> Project:
+    """:func:`with_engine`, refused (``StudioError`` naming the field) when the project keeps a host
+    or NVMe KV tier that engine version has no setting for."""
+    from studio.service.kv_tiers import checked_tiers
+
+    new = with_engine(p, runtime, version)
+    tiers = new.serving.kv_tiers
+    if tiers.host_gib or tiers.disk_gib:
+        checked_tiers(new, tiers)
+    return new

@@ -21,14 +21,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from studio.core.project import Project
 from studio.core.units import MIB
 from studio.engine.disagg.results import DisaggResult
 from studio.engine.plan.results import PlanResult, PlanStatus
 from studio.engine.plan.views import Explanation
 from studio.gui.panels.fit_label import FitLabel
 from studio.gui.panels.value_label import ValueLabel
+from studio.gui.views.kv_tier_bar import TIER_ROOM, KvTierBar
 from studio.gui.views.memory_bars import Bar, MemoryBarsWidget
 from studio.service import plan_summary, units
+from studio.service.kv_tiers import tier_use
 from studio.service.messages import one_line
 
 
@@ -57,6 +60,9 @@ FIGURES: tuple[Figure, ...] = (
 )
 #: Cards shown only when the plan has the collective (the others are always shown).
 OPTIONAL_CARDS = ("alltoall", "cp")
+#: Figures shown outside the cards: the prefix cache's, on the first line of the KV tier bars (a
+#: card row more would make the window taller than a 1366×768 screen).
+PREFIX = Figure("prefix", "Prefix cache", ("prefix_cache",))
 #: Cards a disaggregated plan fills, with the explanation of :class:`DisaggResult` each shows;
 #: the other cards describe the aggregated layout and say so in their title.
 DISAGG_WHY = {
@@ -334,7 +340,14 @@ class MetricsPanel(QWidget):
             card.clicked.connect(self.show_why)
             self.cards[fig.key] = card
             grid.addWidget(card, i // 2, i % 2)
+        for column in (0, 1):  # two equal columns whatever one card's text asks for
+            grid.setColumnStretch(column, 1)
         self.memory = MemoryBarsWidget()
+        #: HBM / host DRAM / NVMe KV of one replica, shown when the plan has a prefix cache.
+        self.tiers = KvTierBar()
+        self.tiers.setVisible(False)
+        self.tiers.clicked.connect(lambda: self.show_why(PREFIX.key))
+        self.project: Project | None = None
         #: What the bars are when they are not the aggregated layout's GPUs: the pools' first workers.
         self.memory_title = QLabel("")
         self.memory_title.setObjectName("memoryTitle")
@@ -347,6 +360,7 @@ class MetricsPanel(QWidget):
         ml.setSpacing(0)
         ml.addWidget(self.memory_title)
         ml.addWidget(self.memory, 1)
+        ml.addWidget(self.tiers)
         self.why = QTextBrowser()
         self.why.setObjectName("why")
         self.why.setPlaceholderText("Click a figure to see how it was computed.")
@@ -375,10 +389,11 @@ class MetricsPanel(QWidget):
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addWidget(split)
 
-    def set_result(self, r: PlanResult) -> None:
+    def set_result(self, r: PlanResult, project: Project | None = None) -> None:
         """The project's aggregated plan (under a costed disaggregated plan: the cards marked
-        aggregated and the note's comparison)."""
+        aggregated and the note's comparison); ``project``, the plan's, for the KV tiers' use."""
         self.result = r
+        self.project = project
         self._render()
 
     def set_disagg(self, disaggregated: bool, label: str = "", res: DisaggResult | None = None) -> None:
@@ -458,6 +473,13 @@ class MetricsPanel(QWidget):
         else:
             self.memory.set_memory(r.memory)
             title = ""
+        tiers = tier_use(self.project, r) if self.project is not None and d is None else []
+        self.tiers.set_tiers(tiers, r.prefix_cache)
+        self.tiers.setVisible(bool(tiers))
+        # the tier bars take their height from the memory bars' minimum: the window still fits 1366×768
+        low = MemoryBarsWidget.MIN_HEIGHT - (self.tiers.height() - TIER_ROOM if tiers else 0)
+        if self.memory.minimumHeight() != low:
+            self.memory.setMinimumHeight(low)
         if self.memory_title.text() != title:
             self.memory_title.setText(title)
         self.memory_title.setVisible(bool(title))
@@ -528,7 +550,9 @@ class MetricsPanel(QWidget):
             if text != self.why.toPlainText():
                 self.why.setPlainText(text)
             return
-        fig = next(f for f in FIGURES if f.key == key)
+        if key == PREFIX.key and r.prefix_cache is None:  # the plan no longer caches prefixes
+            key = self._why_key = "ttft"
+        fig = next(f for f in (*FIGURES, PREFIX) if f.key == key)
         voided = STATUS_FIGURE.get(key)
         if voided is not None and not r.status.shows(voided):  # no number the plan cannot meet
             text = f"{fig.title}: {r.status.headline}.\n\n{r.status.reason}"

@@ -7,8 +7,41 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QSizePolicy, QToolButton, QVBoxLayout, QWidget
+
+
+class SectionHeader(QToolButton):
+    """The header button: asks only for the width of the section's name, and shortens a longer
+    summary with "…" to the width it gets (the whole text in its tooltip), so a long summary (a
+    workload with prompt reuse) never widens the panel and narrows the docks beside it."""
+
+    def __init__(self, title: str) -> None:
+        super().__init__()
+        self.title = title
+        self.full_text = title
+
+    def set_full_text(self, text: str) -> None:
+        self.full_text = text
+        self._fit()
+
+    def _fit(self) -> None:
+        room = self.width() - self.iconSize().width() - 16
+        shown = self.fontMetrics().elidedText(self.full_text, Qt.TextElideMode.ElideRight, max(room, 10))
+        if shown != self.text():
+            self.setText(shown)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._fit()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        hint = super().sizeHint()
+        width = self.fontMetrics().horizontalAdvance(self.title) + self.iconSize().width() + 24
+        return QSize(min(hint.width(), width), hint.height())
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        return self.sizeHint()
 
 
 class Section(QWidget):
@@ -21,7 +54,7 @@ class Section(QWidget):
         self.title = title
         self.body = body
         self._summary = summary
-        self.header = QToolButton()
+        self.header = SectionHeader(title)
         self.header.setObjectName(f"section-{title.lower().replace(' ', '-')}")
         self.header.setCheckable(True)
         self.header.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
@@ -56,5 +89,6 @@ class Section(QWidget):
             summary = self._summary()
             if summary:
                 text = f"{self.title}: {summary}"
-        self.header.setText(text)
-        self.header.setToolTip("" if self.expanded else "click to show the section's settings")
+        self.header.set_full_text(text)
+        click = "click to show the section's settings"
+        self.header.setToolTip("" if self.expanded else click if text == self.title else f"{text}\n{click}")

@@ -14,6 +14,7 @@ from html import escape as _html_escape
 
 from studio.core.units import GIB
 from studio.gui.report.fleet_section import fleet_section
+from studio.gui.report.reuse_section import reuse_section
 from studio.service import units
 from studio.service.report.report_content import ReportData
 from studio.service.report.report_nodes import (
@@ -334,6 +335,7 @@ def build_html(data: ReportData, images: Images, page_breaks: bool = False) -> s
         f"<h2{brk}>Model and workload</h2>",
         _pairs(_model_rows(data)),
         *_load_section(data),
+        *reuse_section(data),
         *fleet_section(data),
         "<h2>Chosen layout and alternatives</h2>",
         "<p>Alternatives: "

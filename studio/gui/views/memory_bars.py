@@ -49,8 +49,17 @@ def paint_memory_bars(p: QPainter, rect: QRectF, bars: Sequence[Bar], font: QFon
     line = fm.height()
     entries = [*MEMORY_PARTS, ("free", "Free", FREE_COLOR)]
     widths = [13 + fm.horizontalAdvance(label) + 12 for _k, label, _c in entries]
-    rows_needed = 1 if sum(widths) <= rect.width() - 8 else 2
+    rows_needed, x = 1, 0.0  # the legend wraps as drawn below (three rows in a narrow dock)
+    for w in widths:
+        if x + w > rect.width() - 4 and x > 0:
+            rows_needed, x = rows_needed + 1, 0.0
+        x += w
     legend_h = rows_needed * (line + 2) + 4
+    # too short for the legend and a plot of at least 3 lines (the dock shares its height with the KV
+    # tier bars): the bars alone, their parts named in each bar's tooltip
+    show_legend = rect.height() - legend_h - line - 10 >= 3 * line
+    if not show_legend:
+        legend_h = 0
     axis_w = fm.horizontalAdvance("000 GiB") + 6
     plot = QRectF(rect.left() + axis_w, rect.top() + legend_h + 4, rect.width() - axis_w - 4, rect.height() - legend_h - line - 10)
     out: list[QRectF] = []
@@ -61,7 +70,7 @@ def paint_memory_bars(p: QPainter, rect: QRectF, bars: Sequence[Bar], font: QFon
     scale = plot.height() / top if top > 0 else 1.0
     # legend
     x, y0 = rect.left() + 4, rect.top() + 4
-    for (_key, label, color), w in zip(entries, widths, strict=True):
+    for (_key, label, color), w in zip(entries, widths, strict=True) if show_legend else ():
         if x + w > rect.right() and x > rect.left() + 4:
             x, y0 = rect.left() + 4, y0 + line + 2
         p.fillRect(QRectF(x, y0 + (line - 10) / 2, 10, 10), QColor(color))
@@ -71,6 +80,8 @@ def paint_memory_bars(p: QPainter, rect: QRectF, bars: Sequence[Bar], font: QFon
     # axis
     p.setPen(QPen(QColor("#adb5bd"), 1))
     step = _nice_step(top)
+    while step * scale < line and step < top:  # a short plot: fewer ticks, their labels apart
+        step *= 2
     v = 0.0
     while v <= top + 1e-9:
         y = plot.bottom() - v * scale
@@ -128,11 +139,14 @@ def _nice_step(top: float) -> float:
 class MemoryBarsWidget(QWidget):
     """Widget showing :func:`paint_memory_bars`; hovering a bar shows its breakdown."""
 
+    #: Least height, px: the window must fit a 1366×768 screen.
+    MIN_HEIGHT = 110
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.bars: list[Bar] = []
         self._rects: list[QRectF] = []
-        self.setMinimumHeight(110)  # the window must fit a 1366×768 screen
+        self.setMinimumHeight(self.MIN_HEIGHT)  # the window must fit a 1366×768 screen
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setMouseTracking(True)
         self._font = QFont()

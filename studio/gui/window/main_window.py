@@ -586,7 +586,7 @@ class MainWindow(QMainWindow):
         self.engine_label.setText("computing…")
 
     def _on_result(self, r: PlanResult, revision: int) -> None:
-        self.metrics.set_result(r)
+        self.metrics.set_result(r, self.doc.project)
         self.warnings.set_warnings(r.warnings)
         self.timeline.set_result(r)
         self._show_plan_status()

@@ -113,9 +113,15 @@ def apply_features(engine: str, label: str, version: str | None, project: Projec
             _put(cfg, str(e["key"]), value)
     if f.api_servers and (e := _entry("api_servers", engine, version, label, notes)):
         _put(cfg, str(e["key"]), f.api_servers)
-    if f.kv_offload_gib and (e := _entry("kv_offload_gib", engine, version, label, notes)):
+    if f.kv_offload_gib and not project.serving.kv_tiers.host_gib and (
+            e := _entry("kv_offload_gib", engine, version, label, notes)):
+        # the host KV tier is the one source of kv-offloading-size (studio.io.export.prefix_cache);
+        # the older field is written only while no tier is set, and the plan's figures do not count it
         _put(cfg, str(e["key"]), f.kv_offload_gib)
         _put(cfg, str(e["backend_key"]), str(e["backend"]))
+        notes.append(f"serving.features.kv_offload_gib writes {e['key']} {f.kv_offload_gib:g}, but the plan's figures "
+                     "do not count it; set the host KV tier (serving.kv_tiers.host_gib, GiB per node) instead, which "
+                     "writes the same setting and adds its capacity to the prefix cache.")
     if f.attention_dp_balance and (e := _entry("attention_dp_balance", engine, version, label, notes)):
         if attention_dp:
             _put(cfg, str(e["key"]), {"enable_balance": True})

@@ -9,6 +9,7 @@ rank. The project's tier is GiB per node, split over the node's GPUs.
 
 from __future__ import annotations
 
+from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.io.export.features import _entry, _put
 
@@ -18,6 +19,18 @@ GIB = 1024**3
 def _per_gpu_gib(project: Project, gib: float) -> float:
     per_node = max((len(n.gpus) for n in project.cluster.nodes), default=1)
     return gib / max(per_node, 1)
+
+
+def _check_offload(project: Project, host_gib: float, size: float, key: str) -> None:
+    """Refuse a project whose older ``features.kv_offload_gib`` asks vLLM for another offloading size
+    than its host KV tier (both write ``key``; the tier is the one the plan's figures count)."""
+    old = project.serving.features.kv_offload_gib
+    if old is not None and abs(old - size) > 1e-3 * max(size, 1.0):
+        raise StudioError(
+            f"serving.features.kv_offload_gib ({old:g} GiB) and serving.kv_tiers.host_gib ({host_gib:g} GiB per "
+            f"node, {size:g} GiB for this vLLM server) both set vLLM {key} and differ; the host KV tier is the one "
+            "the plan counts: clear serving.features.kv_offload_gib, or set the tier to the size you want",
+            field="kv_offload_gib")
 
 
 def apply_prefix_cache(engine: str, label: str, version: str | None, project: Project,
@@ -32,7 +45,9 @@ def apply_prefix_cache(engine: str, label: str, version: str | None, project: Pr
     if t.host_gib and (e := _entry("kv_host_tier", engine, version, label, notes)):
         per_gpu = _per_gpu_gib(project, t.host_gib)
         if engine == "vllm":
-            _put(cfg, str(e["key"]), round(per_gpu * ranks, 3))
+            size = round(per_gpu * ranks, 3)
+            _check_offload(project, t.host_gib, size, str(e["key"]))
+            _put(cfg, str(e["key"]), size)
             _put(cfg, str(e["backend_key"]), str(e["backend"]))
         elif engine == "trtllm":
             _put(cfg, str(e["key"]), int(per_gpu * GIB))

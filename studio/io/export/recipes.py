@@ -38,7 +38,7 @@ def node_label(dep: Deployment, index: int) -> str:
         host = f", host {n.host}"
     else:
         host = ""
-    return f"node {index}: {n.name}{host} ({n.gpus} GPUs)"
+    return f"node {index} ({n.gpus} GPUs): {n.name}{host}"
 
 
 def render_commands(head: Sequence[str], dep: Deployment, recipes: Sequence[Recipe]) -> str:
@@ -122,7 +122,7 @@ def host_variables(dep: Deployment) -> str:
     ]
     for n in dep.nodes:
         value = n.host if dep.hosts_given else ""
-        out.append(f'HOST_{n.index}="${{HOST_{n.index}:-{value}}}"  # {one_line(n.name)} ({n.gpus} GPUs)\n')
+        out.append(f'HOST_{n.index}="${{HOST_{n.index}:-{value}}}"  # {one_line(n.name)}, {n.gpus} GPUs\n')
     out.append(
         f"for var in {names}; do\n"
         '    value="${!var}"\n'

@@ -67,6 +67,9 @@ class ReportData:
     simulation_note: str = ""  # why there is no simulation, or how it was sized
     #: The fleet a day of traffic needs (studio.service.fleet.FleetResult), when one was planned.
     fleet: object | None = None
+    #: The chosen layout with prefix caching off and no KV tier beyond HBM, when the plan caches
+    #: prefixes (what reuse changes, for the report's "Prompt reuse and KV tiers").
+    without_reuse: PlanResult | None = None
 
     @property
     def options(self) -> tuple[Option, ...]:
@@ -229,7 +232,15 @@ def gather(project: Project, objective: str | None = None, now: _dt.datetime | N
         created=now or _dt.datetime.now(),
         simulation=simulation,
         simulation_note=note,
+        without_reuse=_without_reuse(project) if plan.prefix_cache is not None else None,
     )
+
+
+def _without_reuse(project: Project) -> PlanResult:
+    """The project's layout planned with prefix caching off and no host / NVMe KV tier."""
+    from studio.core.settings.reuse import KVTiers
+
+    return evaluate(project.replace(serving=project.serving.replace(kv_tiers=KVTiers(prefix_cache=False))))
 
 
 #: Most requests the report simulates (the percentiles settle well before; keeps the report quick).

@@ -20,8 +20,8 @@
 # Usage: launch.sh NODE_INDEX [RECIPE]
 #   NODE_INDEX: 0..1 (the node this script runs on)
 #   RECIPE: native (default native)
-#   node 0: DGX/HGX H100 (8× H100 SXM) #0, address $HOST_0 (8 GPUs)
-#   node 1: DGX/HGX H100 (8× H100 SXM) #1, address $HOST_1 (8 GPUs)
+#   node 0 (8 GPUs): DGX/HGX H100 (8× H100 SXM) #0, address $HOST_0
+#   node 1 (8 GPUs): DGX/HGX H100 (8× H100 SXM) #1, address $HOST_1
 set -euo pipefail
 
 NODE_INDEX="${1:?usage: launch.sh NODE_INDEX [RECIPE]}"
@@ -29,8 +29,8 @@ RECIPE="${2:-native}"
 
 # Addresses of the nodes (host names or IPs): set them here, or in the environment
 # (e.g. HOST_0=10.0.0.1 HOST_1=10.0.0.2 ./launch.sh 0).
-HOST_0="${HOST_0:-}"  # DGX/HGX H100 (8× H100 SXM) #0 (8 GPUs)
-HOST_1="${HOST_1:-}"  # DGX/HGX H100 (8× H100 SXM) #1 (8 GPUs)
+HOST_0="${HOST_0:-}"  # DGX/HGX H100 (8× H100 SXM) #0, 8 GPUs
+HOST_1="${HOST_1:-}"  # DGX/HGX H100 (8× H100 SXM) #1, 8 GPUs
 for var in HOST_0 HOST_1; do
     value="${!var}"
     if [ -z "$value" ]; then

@@ -17,7 +17,7 @@
 #   - Node addresses: replace <HOST_0>..<HOST_1> with the host names or IPs of the nodes (listed below), or export again with the host names given.
 
 # === One command per node (the same server on every node) ===
-# on node 0: DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0> (8 GPUs)
+# on node 0 (8 GPUs): DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0>
 python -m sglang.launch_server \
     --model-path meta-llama/Llama-3.1-405B-Instruct \
     --config sglang-serve.yaml \
@@ -25,7 +25,7 @@ python -m sglang.launch_server \
     --dist-init-addr '<HOST_0>:20000' \
     --nnodes 2 \
     --node-rank 0
-# on node 1: DGX/HGX H100 (8× H100 SXM) #1, host <HOST_1> (8 GPUs)
+# on node 1 (8 GPUs): DGX/HGX H100 (8× H100 SXM) #1, host <HOST_1>
 python -m sglang.launch_server \
     --model-path meta-llama/Llama-3.1-405B-Instruct \
     --config sglang-serve.yaml \

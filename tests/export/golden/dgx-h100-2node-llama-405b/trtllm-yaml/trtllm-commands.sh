@@ -18,7 +18,7 @@
 #   - Node addresses: replace <HOST_0>..<HOST_1> with the host names or IPs of the nodes (listed below), or export again with the host names given.
 
 # === MPI launch ===
-# on node 0: DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0> (8 GPUs)
+# on node 0 (8 GPUs): DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0>
 # writes trtllm-serve.yaml on this node (every node of the server reads it)
 cat > trtllm-serve.yaml <<'TRTLLM_YAML_END'
 tensor_parallel_size: 8
@@ -33,7 +33,7 @@ kv_cache_config:
 cuda_graph_config:
   max_batch_size: 128
 TRTLLM_YAML_END
-# on node 1: DGX/HGX H100 (8× H100 SXM) #1, host <HOST_1> (8 GPUs)
+# on node 1 (8 GPUs): DGX/HGX H100 (8× H100 SXM) #1, host <HOST_1>
 # writes trtllm-serve.yaml on this node (every node of the server reads it)
 cat > trtllm-serve.yaml <<'TRTLLM_YAML_END'
 tensor_parallel_size: 8
@@ -48,7 +48,7 @@ kv_cache_config:
 cuda_graph_config:
   max_batch_size: 128
 TRTLLM_YAML_END
-# on node 0: DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0> (8 GPUs)
+# on node 0 (8 GPUs): DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0>
 # starts the ranks on every node of this server over MPI (ssh between the nodes)
 mpirun -H '<HOST_0>:8,<HOST_1>:8' -np 16 --allow-run-as-root \
     trtllm-llmapi-launch trtllm-serve meta-llama/Llama-3.1-405B-Instruct \
@@ -56,7 +56,7 @@ mpirun -H '<HOST_0>:8,<HOST_1>:8' -np 16 --allow-run-as-root \
     --host 0.0.0.0
 
 # === Slurm launch ===
-# on node 0: DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0> (8 GPUs)
+# on node 0 (8 GPUs): DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0>
 # writes trtllm-serve.yaml on this node (every node of the server reads it)
 cat > trtllm-serve.yaml <<'TRTLLM_YAML_END'
 tensor_parallel_size: 8
@@ -71,7 +71,7 @@ kv_cache_config:
 cuda_graph_config:
   max_batch_size: 128
 TRTLLM_YAML_END
-# on node 1: DGX/HGX H100 (8× H100 SXM) #1, host <HOST_1> (8 GPUs)
+# on node 1 (8 GPUs): DGX/HGX H100 (8× H100 SXM) #1, host <HOST_1>
 # writes trtllm-serve.yaml on this node (every node of the server reads it)
 cat > trtllm-serve.yaml <<'TRTLLM_YAML_END'
 tensor_parallel_size: 8
@@ -86,7 +86,7 @@ kv_cache_config:
 cuda_graph_config:
   max_batch_size: 128
 TRTLLM_YAML_END
-# on node 0: DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0> (8 GPUs)
+# on node 0 (8 GPUs): DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0>
 # inside a Slurm allocation of exactly these nodes (give their Slurm names to export to pin them with srun -w)
 srun -N 2 --ntasks-per-node 8 --mpi=pmix \
     trtllm-llmapi-launch trtllm-serve meta-llama/Llama-3.1-405B-Instruct \

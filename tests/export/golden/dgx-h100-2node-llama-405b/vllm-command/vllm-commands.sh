@@ -17,7 +17,7 @@
 #   - Node addresses: replace <HOST_0>..<HOST_1> with the host names or IPs of the nodes (listed below), or export again with the host names given.
 
 # === Multiprocessing backend: one command per node ===
-# on node 0: DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0> (8 GPUs)
+# on node 0 (8 GPUs): DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0>
 vllm serve meta-llama/Llama-3.1-405B-Instruct \
     --tensor-parallel-size 8 \
     --pipeline-parallel-size 2 \
@@ -32,7 +32,7 @@ vllm serve meta-llama/Llama-3.1-405B-Instruct \
     --node-rank 0 \
     --master-addr '<HOST_0>' \
     --master-port 29501
-# on node 1: DGX/HGX H100 (8× H100 SXM) #1, host <HOST_1> (8 GPUs)
+# on node 1 (8 GPUs): DGX/HGX H100 (8× H100 SXM) #1, host <HOST_1>
 vllm serve meta-llama/Llama-3.1-405B-Instruct \
     --tensor-parallel-size 8 \
     --pipeline-parallel-size 2 \
@@ -50,11 +50,11 @@ vllm serve meta-llama/Llama-3.1-405B-Instruct \
     --headless
 
 # === Ray backend: join the Ray cluster, then one serve command ===
-# on node 0: DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0> (8 GPUs)
+# on node 0 (8 GPUs): DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0>
 ray start --head --port 6379
-# on node 1: DGX/HGX H100 (8× H100 SXM) #1, host <HOST_1> (8 GPUs)
+# on node 1 (8 GPUs): DGX/HGX H100 (8× H100 SXM) #1, host <HOST_1>
 ray start --address '<HOST_0>:6379'
-# on node 0: DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0> (8 GPUs)
+# on node 0 (8 GPUs): DGX/HGX H100 (8× H100 SXM) #0, host <HOST_0>
 # after every node of this group has joined the Ray cluster
 vllm serve meta-llama/Llama-3.1-405B-Instruct \
     --tensor-parallel-size 8 \

@@ -15,7 +15,7 @@
 # Warnings (plan figures)
 
 # === One command ===
-# on node 0: 8× H100 PCIe with NVLink bridge pairs (8 GPUs)
+# on node 0 (8 GPUs): 8× H100 PCIe with NVLink bridge pairs
 python -m sglang.launch_server \
     --model-path meta-llama/Llama-3.1-70B \
     --tp-size 2 \

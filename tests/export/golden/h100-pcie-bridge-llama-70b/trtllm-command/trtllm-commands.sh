@@ -32,7 +32,7 @@ kv_cache_config:
 cuda_graph_config:
   max_batch_size: 128
 TRTLLM_YAML_END
-# on node 0: 8× H100 PCIe with NVLink bridge pairs (8 GPUs)
+# on node 0 (8 GPUs): 8× H100 PCIe with NVLink bridge pairs
 trtllm-serve meta-llama/Llama-3.1-70B \
     --config trtllm-serve.yaml \
     --host 0.0.0.0

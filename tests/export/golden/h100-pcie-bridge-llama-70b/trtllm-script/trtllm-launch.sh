@@ -20,7 +20,7 @@
 # Usage: launch.sh NODE_INDEX [RECIPE]
 #   NODE_INDEX: 0..0 (the node this script runs on)
 #   RECIPE: mpirun (default mpirun)
-#   node 0: 8× H100 PCIe with NVLink bridge pairs (8 GPUs)
+#   node 0 (8 GPUs): 8× H100 PCIe with NVLink bridge pairs
 set -euo pipefail
 
 NODE_INDEX="${1:?usage: launch.sh NODE_INDEX [RECIPE]}"

@@ -17,7 +17,7 @@
 #   - max_num_tokens 2111 (one prompt of 2048 tokens next to a decode token of every other sequence) is below max_seq_len 131072: enable_chunked_prefill is on, so longer prompts are prefilled in chunks instead of refused.
 
 # === One command ===
-# on node 0: 8× H100 PCIe with NVLink bridge pairs (8 GPUs)
+# on node 0 (8 GPUs): 8× H100 PCIe with NVLink bridge pairs
 trtllm-serve meta-llama/Llama-3.1-70B \
     --config trtllm-serve.yaml \
     --host 0.0.0.0

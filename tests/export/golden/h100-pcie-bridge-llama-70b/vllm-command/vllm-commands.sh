@@ -15,7 +15,7 @@
 # Warnings (plan figures)
 
 # === One command ===
-# on node 0: 8× H100 PCIe with NVLink bridge pairs (8 GPUs)
+# on node 0 (8 GPUs): 8× H100 PCIe with NVLink bridge pairs
 vllm serve meta-llama/Llama-3.1-70B \
     --tensor-parallel-size 2 \
     --pipeline-parallel-size 4 \

@@ -15,6 +15,6 @@
 # Warnings (plan figures)
 
 # === One command ===
-# on node 0: 8× H100 PCIe with NVLink bridge pairs (8 GPUs)
+# on node 0 (8 GPUs): 8× H100 PCIe with NVLink bridge pairs
 vllm serve meta-llama/Llama-3.1-70B \
     --config vllm-serve.yaml

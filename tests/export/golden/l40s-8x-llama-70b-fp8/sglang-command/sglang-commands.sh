@@ -15,7 +15,7 @@
 # Warnings (plan figures)
 
 # === One command ===
-# on node 0: 8× L40S PCIe server (8 GPUs)
+# on node 0 (8 GPUs): 8× L40S PCIe server
 python -m sglang.launch_server \
     --model-path meta-llama/Llama-3.1-70B \
     --tp-size 8 \

@@ -33,7 +33,7 @@ kv_cache_config:
 cuda_graph_config:
   max_batch_size: 128
 TRTLLM_YAML_END
-# on node 0: 8× L40S PCIe server (8 GPUs)
+# on node 0 (8 GPUs): 8× L40S PCIe server
 trtllm-serve meta-llama/Llama-3.1-70B \
     --config trtllm-serve.yaml \
     --host 0.0.0.0

@@ -18,7 +18,7 @@
 #   - TensorRT-LLM takes the weight format from the checkpoint: point MODEL at a fp8 checkpoint (e.g. quantised with NVIDIA ModelOpt).
 
 # === One command ===
-# on node 0: 8× L40S PCIe server (8 GPUs)
+# on node 0 (8 GPUs): 8× L40S PCIe server
 trtllm-serve meta-llama/Llama-3.1-70B \
     --config trtllm-serve.yaml \
     --host 0.0.0.0

@@ -15,7 +15,7 @@
 # Warnings (plan figures)
 
 # === One command ===
-# on node 0: 8× L40S PCIe server (8 GPUs)
+# on node 0 (8 GPUs): 8× L40S PCIe server
 vllm serve meta-llama/Llama-3.1-70B \
     --tensor-parallel-size 8 \
     --pipeline-parallel-size 1 \

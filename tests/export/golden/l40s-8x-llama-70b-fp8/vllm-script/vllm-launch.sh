@@ -18,7 +18,7 @@
 # Usage: launch.sh NODE_INDEX [RECIPE]
 #   NODE_INDEX: 0..0 (the node this script runs on)
 #   RECIPE: mp (default mp)
-#   node 0: 8× L40S PCIe server (8 GPUs)
+#   node 0 (8 GPUs): 8× L40S PCIe server
 set -euo pipefail
 
 NODE_INDEX="${1:?usage: launch.sh NODE_INDEX [RECIPE]}"

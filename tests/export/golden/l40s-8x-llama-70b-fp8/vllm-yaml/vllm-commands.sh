@@ -15,6 +15,6 @@
 # Warnings (plan figures)
 
 # === One command ===
-# on node 0: 8× L40S PCIe server (8 GPUs)
+# on node 0 (8 GPUs): 8× L40S PCIe server
 vllm serve meta-llama/Llama-3.1-70B \
     --config vllm-serve.yaml
