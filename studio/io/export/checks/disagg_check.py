@@ -47,6 +47,7 @@ def server_recipe(recipe: DisaggRecipe, server) -> EngineRecipe:
         engine=recipe.engine, model=recipe.model, config=config, env=dict(server.env),
         host=None if host is None else str(host), model_dtype="bfloat16", mla=False, num_layers=0, pp=1,
         sequences_per_rank=1, version=recipe.version, role=server.role, gpus_per_node=len(server.slots),
+        hf_config=recipe.hf_config,
     )
 
 

@@ -95,6 +95,7 @@ class DisaggRecipe:
     max_seq_len: int = 0  # longest sequence a server admits (isl + osl)
     blackwell: bool = False  # the pools run on NVIDIA Blackwell GPUs
     model: str = ""  # the model argument of every server (for the engine's own validation)
+    hf_config: dict | None = None  # the model's config.json when a bundled preset's (engine validation)
 
 
 def _servers(
@@ -233,7 +234,9 @@ def export_disaggregated(
     part = disagg_part(engine)
     model, notes = c.model_path(project, model_path)
     notes += part.notes(project, result)
-    recipe = replace(build_recipe(project, result, engine, hosts), model=model)
+    from studio.io.export.serving import preset_config_json
+
+    recipe = replace(build_recipe(project, result, engine, hosts), model=model, hf_config=preset_config_json(project))
     lines = _header(project, result, engine, model, notes)
     files: dict[str, str] = {}
     if recipe.configs:
