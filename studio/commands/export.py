@@ -49,7 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="with --check: the Python interpreter of an environment that has the engine "
                    "installed, which runs the engine's own argument parser and config validators "
                    "(default: $LAYOUT_STUDIO_ENGINE_PYTHON, else this Python when the engine is installed here)")
-    g.add_argument("--engine-timeout", metavar="SECONDS", type=float, default=None,
+    from studio.commands.options.arg_types import positive_float
+
+    g.add_argument("--engine-timeout", metavar="SECONDS", type=positive_float, default=None,
                    help="with --check: seconds the engine's own validation may take (default 180)")
     from studio.commands.options.disagg_args import add_disagg_args
 

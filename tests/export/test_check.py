@@ -46,7 +46,8 @@ def test_bad_config_files_are_one_line_errors(tmp_path, text, match):
 
 
 # ---------------------------------------------------------------- command line
-def test_cli_check_passes_for_the_generated_recipe(capsys):
+def test_cli_check_passes_for_the_generated_recipe(capsys, monkeypatch):
+    monkeypatch.delenv("LAYOUT_STUDIO_ENGINE_PYTHON", raising=False)  # no engine interpreter named
     assert main(["export", "--engine", "trtllm", "--check"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith("the recipe passes the engine's run-time rules")
