@@ -217,7 +217,7 @@ def test_check_button_shows_the_rules_verdict(qtbot, dialog, monkeypatch):
     from PySide6.QtCore import Qt
 
     monkeypatch.delenv("LAYOUT_STUDIO_ENGINE_PYTHON", raising=False)
-
+    dialog.engine_python.clear()  # no engine interpreter named (the field starts from the variable)
     dialog.set_choice("trtllm", "yaml")
     assert dialog.check_result.isHidden()
     qtbot.mouseClick(dialog.check_button, Qt.MouseButton.LeftButton)
@@ -262,6 +262,7 @@ def test_check_button_reports_what_the_installed_engine_refuses(qtbot, dialog, m
             """,
     })
     monkeypatch.setenv("PYTHONPATH", str(site))
+    dialog.engine_python.clear()
     dialog.set_choice("sglang", "command")
     qtbot.mouseClick(dialog.check_button, Qt.MouseButton.LeftButton)
     assert "was not run: sglang is not installed" in dialog.check_result.text()  # this Python lacks it
