@@ -148,3 +148,37 @@ def write_package(root: Path, files: dict[str, str]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text).lstrip("\n"))
     return root
+
+
+#: vLLM whose EngineArgs also has ``create_engine_config``: it reads the model's config.json from the
+#: folder the check passes as ``--model`` and refuses decode CP on a GQA model as vLLM's ModelConfig
+#: does; with FAKE_KERNELS_MISSING set it stops at a kernel import, as vLLM does without a driver.
+VLLM_FULL = dict(VLLM)
+VLLM_FULL["vllm/engine/arg_utils.py"] = textwrap.dedent(VLLM["vllm/engine/arg_utils.py"]) + textwrap.dedent("""
+
+    _add = EngineArgs.add_cli_args
+
+
+    def _add_with_dcp(parser):
+        _add(parser)
+        parser.add_argument("--decode-context-parallel-size", type=int, default=1)
+        return parser
+
+
+    def _create_engine_config(self):
+        import pathlib
+
+        if os.environ.get("FAKE_KERNELS_MISSING"):
+            raise ImportError("vllm.vllm_flash_attn requires the CUDA flash attention extensions")
+        cfg = json.loads((pathlib.Path(self.model) / "config.json").read_text())
+        kv = cfg["num_key_value_heads"]
+        if self.decode_context_parallel_size > 1 and self.tensor_parallel_size <= kv:
+            raise ValueError(f"Decode context parallelism for GQA/MQA requires `--tensor-parallel-size` "
+                             f"({self.tensor_parallel_size}) to be greater than the model's total number of "
+                             f"KV heads ({kv}).")
+        return cfg
+
+
+    EngineArgs.add_cli_args = staticmethod(_add_with_dcp)
+    EngineArgs.create_engine_config = _create_engine_config
+    """)

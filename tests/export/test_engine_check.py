@@ -194,3 +194,21 @@ def test_the_reports_launch_commands_carry_the_engines_verdict(engines):
     assert not any("start-up rules only" in ln for ln in vllm_head)
     sglang_head = out["SGLang"].splitlines()[:4]
     assert any("the engine's own validation was not run: sglang is not installed" in ln for ln in sglang_head)
+
+
+def test_vllm_builds_its_whole_config_from_the_models_config_json(engines, monkeypatch):
+    """With the preset's config.json the check runs create_engine_config on a folder holding only
+    that file (no weights): what only the model config knows — decode CP on a GQA model, issue 30
+    family 4 — is refused with the engine's message, which names the model, not the folder."""
+    engines(fake_engines.VLLM_FULL)
+    recipe = _recipe("vllm", Layout(tp=4, dp=2))
+    assert recipe.hf_config is not None and recipe.hf_config["num_key_value_heads"] == 8
+    ok = check(recipe)
+    assert ok.ok and "create_engine_config (every config class" in (ok.engine_checked or "")
+    dcp = replace(recipe, config=recipe.config | {"decode-context-parallel-size": 2})
+    (f,) = [x for x in check(dcp).findings if x.source.startswith("installed")]
+    assert "requires `--tensor-parallel-size` (4) to be greater than the model's total number of KV heads (8)" in f.message
+    monkeypatch.setenv("FAKE_KERNELS_MISSING", "1")  # a kernel that does not load here is not a refusal
+    report = check(recipe)
+    assert report.ok and "create_engine_config stopped at an import of GPU kernels" in (report.engine_checked or "")
+    assert "ParallelConfig" in (report.engine_checked or "")
