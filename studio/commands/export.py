@@ -45,6 +45,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "rules (and its own argument classes when the engine is installed); with CONFIG, "
                    "check that engine config file (e.g. an edited vllm-serve.yaml). Exit 0 when it "
                    "passes, 2 when the engine would refuse it")
+    g.add_argument("--engine-python", metavar="PATH",
+                   help="with --check: the Python interpreter of an environment that has the engine "
+                   "installed, which runs the engine's own argument parser and config validators "
+                   "(default: $LAYOUT_STUDIO_ENGINE_PYTHON, else this Python when the engine is installed here)")
+    from studio.commands.options.arg_types import positive_float
+
+    g.add_argument("--engine-timeout", metavar="SECONDS", type=positive_float, default=None,
+                   help="with --check: seconds the engine's own validation may take (default 180)")
     from studio.commands.options.disagg_args import add_disagg_args
 
     add_disagg_args(p)
@@ -77,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
                          model_path=args.model_path, hosts=hosts, slurm_nodes=slurm,
                          notes=[replanned] if replanned else [])
     if args.check is not None:
-        return _check(bundle, None if args.check is True else args.check, replanned)
+        return _check(bundle, None if args.check is True else args.check, replanned,
+                      python=args.engine_python, timeout_s=args.engine_timeout)
     if args.output:
         for path in write_files(bundle.files, Path(args.output)):
             print(escape_for_terminal(str(path)))
@@ -115,17 +124,19 @@ def engine_project(project, engine: str | None):
                    f"{memory}.")
 
 
-def _check(bundle, config_file: str | None, replanned: str | None = None) -> int:
+def _check(bundle, config_file: str | None, replanned: str | None = None, *, python: str | None = None,
+           timeout_s: float | None = None) -> int:
     """Print the check report of the bundle's recipe (or of ``config_file``), the verdict first and
-    the re-planning sentence after it; 0 ok, 2 refused."""
+    the re-planning sentence after it; 0 when the rules and (where it ran) the engine accept it, 2
+    when either refuses it, or when the engine named by ``python`` gave no verdict."""
+    from studio.commands.options.check_output import print_check
     from studio.io.export.checks.check import check, recipe_with_config_file
-    from studio.io.export.checks.safety import escape_for_terminal
 
     recipe = bundle.recipe
     if config_file is not None:
         recipe = recipe_with_config_file(recipe, config_file)
-    report = check(recipe)
-    lines = report.lines()
-    for line in lines[:1] + ([replanned] if replanned else []) + lines[1:]:
-        print(escape_for_terminal(line))
+    report = check(recipe, python=python, timeout_s=timeout_s)
+    print_check(report.lines(), replanned)
+    if python is not None and report.engine_checked is None:
+        return 2  # the engine's validation was asked for and gave no verdict: not a pass
     return 0 if report.ok else 2

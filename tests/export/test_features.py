@@ -179,3 +179,22 @@ def test_routing_skew_is_a_plan_knob_the_export_does_not_write(capsys):
     assert "most loaded EP rank / mean, experts placed by id: 3 ×" in out  # one expert per rank
     exp = ["export", *argv[1:], "--routing-skew", "3", "--engine", "vllm"]
     assert main(exp) == 0 and "skew" not in capsys.readouterr().out
+
+
+def test_hybrid_load_balancing_is_left_out_of_a_one_node_server():
+    """vLLM 0.33 refuses --data-parallel-hybrid-lb without --data-parallel-size-local (found by its
+    own create_engine_config on the exported DP4 × TP2 recipe); a one-node server does not take it."""
+    from dataclasses import replace
+
+    bundle = _export("vllm", EngineFeatures(load_balance="hybrid"))
+    cfg = _cfg(bundle, "vllm-serve.yaml")
+    assert "data-parallel-hybrid-lb" not in cfg
+    assert any("load_balance 'hybrid' is not exported" in n and "vllm.dp.hybrid_lb_local" in n for n in bundle.notes)
+    before = replace(bundle.recipe, config=bundle.recipe.config | {"data-parallel-hybrid-lb": True})
+    (f,) = [f for f in check_recipe(before) if f.key == "data-parallel-hybrid-lb"]
+    assert f.severity == "error" and "needs data-parallel-size-local" in f.message
+    external = _export("vllm", EngineFeatures(load_balance="external"))
+    assert "data-parallel-external-lb" not in _cfg(external, "vllm-serve.yaml")
+    assert any("'external' is not exported" in n and "vllm.dp.external_lb_rank" in n for n in external.notes)
+    before = replace(external.recipe, config=external.recipe.config | {"data-parallel-external-lb": True})
+    assert [f.key for f in check_recipe(before)] == ["data-parallel-external-lb"]

@@ -213,52 +213,65 @@ def test_model_box_names_the_model_the_project_holds(qtbot, doc, catalog):
     assert panel.model.currentText() != catalog.models[other].name
 
 
-def test_check_button_shows_the_rules_verdict(qtbot, dialog):
+def test_check_button_shows_the_rules_verdict(qtbot, dialog, monkeypatch):
     from PySide6.QtCore import Qt
 
+    monkeypatch.delenv("LAYOUT_STUDIO_ENGINE_PYTHON", raising=False)
+    dialog.engine_python.clear()  # no engine interpreter named (the field starts from the variable)
     dialog.set_choice("trtllm", "yaml")
     assert dialog.check_result.isHidden()
     qtbot.mouseClick(dialog.check_button, Qt.MouseButton.LeftButton)
     assert not dialog.check_result.isHidden()
     text = dialog.check_result.text()
     assert "passes the engine's run-time rules" in text
-    assert "not checked with the engine itself" in text  # TensorRT-LLM is not installed here
+    # TensorRT-LLM is not installed here: the dialog says its own validation did not run
+    assert "the engine's own validation was not run: tensorrt_llm is not installed" in text
     dialog.set_choice("sglang", "command")  # a new recipe hides the old verdict
     assert dialog.check_result.isHidden()
 
 
-def test_check_button_reports_what_the_installed_engine_refuses(qtbot, dialog, monkeypatch):
-    """A stand-in SGLang whose ServerArgs refuses the recipe: the dialog shows the engine's words."""
-    import argparse
+def test_check_button_reports_what_the_installed_engine_refuses(qtbot, dialog, monkeypatch, tmp_path):
+    """A stand-in SGLang package whose ServerArgs refuses the recipe, installed in the environment of
+    the interpreter typed into the Engine Python field: the dialog shows the engine's own words and
+    which engine checked it."""
     import sys
-    import types
 
     from PySide6.QtCore import Qt
 
-    class ServerArgs:
-        @staticmethod
-        def add_cli_args(parser: argparse.ArgumentParser) -> None:
-            parser.add_argument("--model-path")
-            parser.add_argument("--host")
-            for flag in ("--tp-size", "--pp-size", "--dp-size", "--mem-fraction-static", "--context-length",
-                         "--kv-cache-dtype", "--max-running-requests", "--chunked-prefill-size",
-                         "--cuda-graph-max-bs-decode"):
-                parser.add_argument(flag)
+    from tests.export.fake_engines import write_package
 
-        @classmethod
-        def from_cli_args(cls, ns: argparse.Namespace) -> ServerArgs:
-            raise ValueError(f"tp_size {ns.tp_size} needs more GPUs than this node has")
+    monkeypatch.delenv("LAYOUT_STUDIO_ENGINE_PYTHON", raising=False)
+    site = write_package(tmp_path / "site", {
+        "sglang/__init__.py": "",
+        "sglang/srt/__init__.py": "",
+        "sglang-0.5.23.dist-info/METADATA": "Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.23\n",
+        "sglang/srt/server_args.py": """
+            class ServerArgs:
+                @staticmethod
+                def add_cli_args(parser):
+                    parser.add_argument("--model-path")
+                    parser.add_argument("--host")
+                    for flag in ("--tp-size", "--pp-size", "--dp-size", "--mem-fraction-static", "--context-length",
+                                 "--kv-cache-dtype", "--max-running-requests", "--chunked-prefill-size",
+                                 "--cuda-graph-max-bs-decode"):
+                        parser.add_argument(flag)
 
-    fake = types.ModuleType("sglang.srt.server_args")
-    fake.ServerArgs = ServerArgs
-    for name in ("sglang", "sglang.srt"):
-        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
-    monkeypatch.setitem(sys.modules, "sglang.srt.server_args", fake)
+                @classmethod
+                def from_cli_args(cls, ns):
+                    raise ValueError(f"tp_size {ns.tp_size} needs more GPUs than this node has")
+            """,
+    })
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    dialog.engine_python.clear()
     dialog.set_choice("sglang", "command")
+    qtbot.mouseClick(dialog.check_button, Qt.MouseButton.LeftButton)
+    assert "was not run: sglang is not installed" in dialog.check_result.text()  # this Python lacks it
+    qtbot.keyClicks(dialog.engine_python, sys.executable)  # the environment that has it
+    assert dialog.check_result.isHidden()  # the verdict shown was another interpreter's
     qtbot.mouseClick(dialog.check_button, Qt.MouseButton.LeftButton)
     text = dialog.check_result.text()
     assert "needs more GPUs than this node has" in text
-    assert "checked with the installed engine: sglang.srt.server_args.ServerArgs" in text
+    assert "checked with the engine itself: sglang 0.5.23: sglang.srt.server_args.ServerArgs" in text
     assert dialog.status.text() == "Check found problems"
 
 
@@ -307,7 +320,7 @@ def test_save_shows_the_check_first_and_asks_before_writing_a_refused_recipe(qtb
     import studio.gui.editors.export_dialog as module
 
     real = module.check
-    monkeypatch.setattr(module, "check", lambda recipe: real(recipe).__class__(
+    monkeypatch.setattr(module, "check", lambda recipe, **kw: real(recipe).__class__(
         engine=recipe.engine, findings=tuple(refused), engine_checked=None, engine_missing="not here"))
     dialog.set_choice("sglang", "yaml")
     other = tmp_path / "other"

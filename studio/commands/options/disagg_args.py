@@ -244,11 +244,14 @@ def run_export(args: argparse.Namespace, project: Project, hosts: list[str] | No
         project, res, engine=args.engine, model_path=args.model_path, hosts=hosts
     )
     if args.check is not None:
+        from studio.commands.options.check_output import print_check
         from studio.io.export.checks.disagg_check import check_disaggregated
 
-        report = check_disaggregated(recipe)
-        for line in report.lines():
-            print(escape_for_terminal(line))
+        python = getattr(args, "engine_python", None)
+        report = check_disaggregated(recipe, python=python, timeout_s=getattr(args, "engine_timeout", None))
+        print_check(report.lines())
+        if python is not None and report.engine_checked is None:
+            return 2  # the engine's validation was asked for and gave no verdict: not a pass
         return 0 if report.ok else 2
     if args.output:
         from studio.io.export.write import write_files

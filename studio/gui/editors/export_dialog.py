@@ -4,6 +4,7 @@ saved. The files come from :func:`studio.io.export.export_plan`; this module onl
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import cast
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QFontDatabase, QGuiApplication, QStandardItemModel
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QDialog,
     QFileDialog,
@@ -116,6 +118,14 @@ class ExportDialog(QDialog):
             "Host name or IP address of each node the plan uses, in rank order; empty: commands show "
             "<HOST_i> placeholders and scripts read HOST_i variables"
         )
+        from studio.io.export.checks.engine_run import ENGINE_PYTHON_ENV
+
+        self.engine_python = QLineEdit(os.environ.get(ENGINE_PYTHON_ENV, ""))
+        self.engine_python.setPlaceholderText("this Python (when the engine is installed here)")
+        self.engine_python.setToolTip(
+            "Python interpreter of an environment that has the engine installed: Check runs the engine's own "
+            f"argument parser and config validators with it (default: ${ENGINE_PYTHON_ENV}, else this Python)"
+        )
         facts = plan_summary(plan)
         head = QLabel(
             f"<b>{_esc(facts.layout)}</b> · {facts.gpus} GPUs · "
@@ -143,6 +153,7 @@ class ExportDialog(QDialog):
         form.addRow("Format", self.format)
         form.addRow("Model", self.model_path)
         form.addRow("Hosts", self.hosts)
+        form.addRow("Engine Python", self.engine_python)
         self.copy_button = QPushButton("Copy")
         self.copy_button.setToolTip("Copy the file shown to the clipboard")
         self.save_button = QPushButton("Save to folder…")
@@ -152,8 +163,9 @@ class ExportDialog(QDialog):
         )
         self.check_button = QPushButton("Check")
         self.check_button.setToolTip(
-            "Check the recipe against the engine's run-time rules (and its own argument classes when "
-            "the engine is installed here) without starting a server"
+            "Check the recipe against the engine's run-time rules, then with the engine's own argument parser "
+            "and config validators when the engine is installed (here or in the Engine Python's environment), "
+            "without starting a server or needing a GPU"
         )
         self.check_result = QLabel()
         self.check_result.setWordWrap(True)
@@ -183,6 +195,7 @@ class ExportDialog(QDialog):
         self.format.currentIndexChanged.connect(lambda _i: self.refresh())
         self.model_path.textChanged.connect(lambda _t: self._timer.start())
         self.hosts.textChanged.connect(lambda _t: self._timer.start())
+        self.engine_python.textChanged.connect(lambda _t: self._forget_check())
         self.copy_button.clicked.connect(self.copy_current)
         self.check_button.clicked.connect(self.check_current)
         self.save_button.clicked.connect(lambda: self.save_to())
@@ -286,19 +299,31 @@ class ExportDialog(QDialog):
         self.notes.setText("<b>Notes: what the engine cannot express, and what to check</b><br>" + "<br>".join(lines) if lines else "")
         self.notes.setVisible(bool(lines))
 
+    def _forget_check(self) -> None:
+        """Another engine interpreter: the verdict shown is no longer this check's."""
+        self.report = None
+        self.check_result.hide()
+
     def check_current(self) -> CheckReport | None:
         """Check the previewed recipe (the Check button): the engine's run-time rules, then its own
-        argument classes when it is installed; the verdict and every finding are shown above the
-        files. Returns the report (``None`` without a recipe)."""
+        parser and config validators when it is installed (run by the Engine Python field's
+        interpreter, else this one); the verdict, every finding and whether the engine's own
+        validation ran are shown above the files. Returns the report (``None`` without a recipe)."""
         if self.bundle is None or self.bundle.recipe is None:
             return None
+        python = self.engine_python.text().strip() or None
+        self.status.setText("Checking (the engine's own validation takes a few seconds)…")
+        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+        QApplication.processEvents()
         try:
-            report = check(self.bundle.recipe)
+            report = check(self.bundle.recipe, python=python)
         except StudioError as exc:
             self.check_result.setStyleSheet(ERROR_STYLE)
             self.check_result.setText(_esc(str(exc)))
             self.check_result.show()
             return None
+        finally:
+            QApplication.restoreOverrideCursor()
         self.report = report
         lines = report.lines()
         self.check_result.setStyleSheet(OK_STYLE if report.ok else ERROR_STYLE)

@@ -74,6 +74,9 @@ class EngineRecipe:
     plan:
         The values the plan was costed with, by config key (batch limit, token budget, memory
         fraction); ``export --check`` fails when the config holds other values.
+    hf_config:
+        The model's Hugging Face ``config.json`` (a bundled preset's, when the project's model is
+        that preset unchanged), for the engine's own model-config validation; ``None`` otherwise.
     """
 
     engine: str
@@ -97,6 +100,7 @@ class EngineRecipe:
     config_nodes: tuple[int, ...] = ()
     srun_nodelist: tuple[str, ...] | None = None
     plan: dict[str, object] = field(default_factory=dict)
+    hf_config: dict[str, object] | None = None
 
     def value(self, key: str) -> object:
         """``config[key]``, following dots into nested mappings (``kv_cache_config.dtype``);

@@ -183,6 +183,29 @@ def is_blackwell(project: Project, gpu_types: tuple[str, ...] | None = None) -> 
     )
 
 
+def preset_config_json(project: Project) -> dict[str, object] | None:
+    """The Hugging Face ``config.json`` of the project's model when it is a bundled preset whose
+    shape the project has not changed (``presets/models/<id>.json`` ``config``); else ``None``."""
+    import json
+
+    from studio.io.presets import presets_root
+
+    m = project.model
+    entry = presets_root() / "models" / f"{m.id}.json"
+    try:
+        data = json.loads(entry.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    cfg = data.get("config") if isinstance(data, dict) else None
+    if not isinstance(cfg, dict):
+        return None
+    inner = cfg.get("text_config")
+    text: dict = inner if isinstance(inner, dict) else cfg
+    same = (text.get("num_hidden_layers") == m.num_layers and text.get("num_attention_heads") == m.num_attention_heads
+            and text.get("hidden_size") == m.hidden_size)
+    return cfg if same else None
+
+
 def engine_recipe(engine: str, project: Project, plan: PlanResult, model: str, config: dict[str, object],
                   env: dict[str, str], host: str | None, pp: int, plan_values: dict[str, object] | None = None,
                   **more: object) -> EngineRecipe:
@@ -196,7 +219,7 @@ def engine_recipe(engine: str, project: Project, plan: PlanResult, model: str, c
         model_dtype=model_dtype(project), mla=m.mla is not None, num_layers=m.num_layers, pp=pp,
         sequences_per_rank=sequences_per_rank(plan), version=rules_for(engine).release,
         blackwell=is_blackwell(project), kv_heads=m.num_kv_heads, attention_heads=m.num_attention_heads,
-        plan=dict(plan_values or {}), **more,  # type: ignore[arg-type]  # the EngineRecipe fields named by the exporters
+        plan=dict(plan_values or {}), hf_config=preset_config_json(project), **more,  # type: ignore[arg-type]  # the EngineRecipe fields named by the exporters
     )
 
 

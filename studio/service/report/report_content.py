@@ -184,9 +184,12 @@ def _exports(project: Project, plan: PlanResult) -> tuple[tuple[str, str], ...]:
             bundle = export_plan(project, plan, engine=engine, fmt="command")
             text = abridge_nodes(commands_only("\n".join(t.rstrip("\n") for t in bundle.files.values())), engine)
             if bundle.recipe is not None:
-                verdict = check(bundle.recipe, with_engine=False).lines()
-                verdict.append("export --check: the engine's start-up rules only; `layout-studio export --check` "
-                               "also runs the engine's own validators where it is installed")
+                report = check(bundle.recipe)  # the engine's own validation too, where it is installed
+                verdict = report.lines()
+                if report.engine_checked is None:
+                    verdict.append("export --check: the engine's start-up rules only; `layout-studio export "
+                                   "--check` also runs the engine's own validators where it is installed (or "
+                                   "in the environment of the Python named by --engine-python)")
                 text = "".join(f"# {line}\n" for line in verdict) + text
         except StudioError as exc:
             text = f"# {title} cannot run this layout: {exc}"

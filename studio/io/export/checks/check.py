@@ -2,22 +2,16 @@
 parser and config classes when the engine is installed, without starting a server.
 
 :func:`check_recipe` applies the rules of :mod:`.rules` (data, with the engine version and the
-source file of each rule). :func:`check_with_engine` imports the engine's parser class named in
-those rules (vLLM ``EngineArgs``, SGLang ``ServerArgs``, TensorRT-LLM ``TorchLlmArgs``) and feeds
-it the recipe's arguments; an engine that is not installed is reported, never required.
+source file of each rule). :func:`check_with_engine` has the engine's own parser class named in
+those rules (vLLM ``EngineArgs``, SGLang ``ServerArgs``, TensorRT-LLM ``TorchLlmArgs``) and its
+config classes validate the recipe's arguments, in a separate process run by the engine's Python
+(:mod:`.engine_run`); an engine that is not installed is reported, never required.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import importlib
-import io
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from types import ModuleType
-from typing import Any
 
 from studio.core.errors import StudioError
 from studio.io.export.checks.findings import Finding
@@ -52,9 +46,10 @@ class CheckReport:
         )
         out = [head] + [f.line() for f in self.findings]
         if self.engine_checked:
-            out.append(f"checked with the installed engine: {self.engine_checked}")
+            out.append(f"checked with the engine itself: {self.engine_checked}")
         elif self.engine_missing:
-            out.append(f"not checked with the engine itself: {self.engine_missing}")
+            out.append(f"the engine's own validation was not run: {self.engine_missing}; only the rules "
+                       "were applied")
         return out
 
 
@@ -192,205 +187,40 @@ def check_recipe(recipe: EngineRecipe) -> list[Finding]:
 
 
 # ----------------------------------------------------------------------------- the engine itself
-def _cli_words(recipe: EngineRecipe, bool_negation: bool) -> list[str]:
-    """The recipe's config as command-line words (the engine's own config-file rules)."""
-    words: list[str] = []
-    for key, value in recipe.config.items():
-        flag = "--" + key
-        if value is True:
-            words.append(flag)
-        elif value is False:
-            if bool_negation:
-                words.append("--no-" + key)
-        elif isinstance(value, (list, tuple)):
-            if value:
-                words += [flag, *(str(v) for v in value)]
-        elif isinstance(value, dict):
-            words += [flag, json.dumps(value)]  # the engines' config-file rule for mappings
-        elif value is not None:
-            words += [flag, str(value)]
-    return words
-
-
-def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(err):
-            return parser.parse_args(argv)
-    except SystemExit:
-        lines = [ln.strip() for ln in err.getvalue().splitlines() if ln.strip()]
-        start = next((i for i, ln in enumerate(lines) if "error:" in ln), len(lines) - 1)
-        said = [ln for ln in lines[start:] if not ln.startswith("For further information")]
-        raise ValueError(" ".join(said) if said else "the argument parser refused the arguments") from None
-
-
-def _vllm(module: ModuleType, cls: Any, recipe: EngineRecipe) -> None:
-    """vLLM's own parser, ``EngineArgs.from_cli_args``, then the parallel, cache, scheduler and
-    KV-transfer config classes built from those arguments (their validators are vLLM's start-up
-    checks that need no model and no GPU)."""
-    parser_cls: Any = argparse.ArgumentParser
-    for where in ("vllm.utils.argparse_utils", "vllm.utils"):
-        try:
-            parser_cls = importlib.import_module(where).FlexibleArgumentParser
-            break
-        except (ImportError, AttributeError):
-            continue
-    from studio.io.export.features import frontend_keys
-
-    parser = cls.add_cli_args(parser_cls())
-    front = frontend_keys("vllm")  # parsed by vllm serve's API server, not by EngineArgs
-    engine_only = replace(recipe, config={k: v for k, v in recipe.config.items() if k not in front})
-    ns = _parse(parser, ["--model", recipe.model, *_cli_words(engine_only, bool_negation=True)])
-    args = cls.from_cli_args(ns)
-    config = _optional_module("vllm.config")
-    if config is None:
-        return
-    more: dict[str, object] = {"nnodes": recipe.nodes} if recipe.nodes > 1 else {}
-    for name in ("ParallelConfig", "CacheConfig", "KVTransferConfig"):
-        klass = getattr(config, name, None)
-        if klass is not None:
-            _build_from(klass, args, more if name == "ParallelConfig" else {})
-
-
-def _engine_message(exc: Exception) -> str:
-    """The engine's own words: a pydantic validation error's messages (vLLM's and TensorRT-LLM's
-    config classes), else the exception text."""
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        try:
-            msgs = [str(e.get("msg", "")) for e in errors()]
-        except Exception:  # noqa: BLE001 - not pydantic's errors(): fall back to the text
-            msgs = []
-        if msgs:
-            return one_line("; ".join(m.removeprefix("Value error, ") for m in msgs))
-    return one_line(str(exc)).strip() or type(exc).__name__
-
-
-def _optional_module(name: str) -> ModuleType | None:
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        return None
-
-
-def _build_from(klass: Any, args: Any, more: dict[str, object]) -> None:
-    """``klass(**fields)`` with every field of the config class that the engine arguments hold (not
-    ``None``): the class's validators raise what the engine would refuse at start-up."""
-    import dataclasses as dc
-
-    if not (isinstance(klass, type) and dc.is_dataclass(klass)):
-        return
-    build: Any = klass
-    if klass.__name__ == "KVTransferConfig":
-        value = getattr(args, "kv_transfer_config", None)
-        if isinstance(value, dict):
-            build(**value)
-        return
-    kwargs = {f.name: getattr(args, f.name) for f in dc.fields(klass)
-              if f.init and not f.name.startswith("_") and getattr(args, f.name, None) is not None}
-    build(**{**kwargs, **more})
-
-
-def _vllm_platform(recipe: EngineRecipe) -> Callable[[], None] | None:
-    """On a machine without a GPU platform, a CUDA platform stand-in reporting the recipe's GPUs per
-    node (startup rule ``vllm.check.no_device``): vLLM's parser builds ``VllmConfig`` defaults,
-    whose ``DeviceConfig`` raises 'Failed to infer device type' without one. No device is created;
-    returns the undo (``None`` when vLLM found a platform itself)."""
-    platforms = _optional_module("vllm.platforms")
-    interface = _optional_module("vllm.platforms.interface")
-    if platforms is None or interface is None:
-        return None
-    try:
-        found = getattr(platforms.current_platform, "device_type", "")
-    except Exception:  # noqa: BLE001 - a platform plugin that fails to load: no usable platform
-        found = ""
-    if found:
-        return None
-    gpus = max(1, recipe.gpus_per_node)
-
-    api: Any = interface
-    registry: Any = platforms
-
-    class _CheckPlatform(api.Platform):  # vLLM's base class, known at run time
-        _enum = api.PlatformEnum.CUDA
-        device_name = "cuda"
-        device_type = "cuda"
-        dispatch_key = "CUDA"
-
-        @classmethod
-        def device_count(cls) -> int:
-            return gpus
-
-    before = registry._current_platform
-    registry._current_platform = _CheckPlatform()
-
-    def undo() -> None:
-        registry._current_platform = before
-
-    return undo
-
-
-def _sglang(module: ModuleType, cls: Any, recipe: EngineRecipe) -> None:
-    parser = argparse.ArgumentParser()
-    cls.add_cli_args(parser)
-    argv = ["--model-path", recipe.model, *_cli_words(recipe, bool_negation=False)]
-    if recipe.host:
-        argv += ["--host", recipe.host]
-    cls.from_cli_args(_parse(parser, argv))
-
-
-def _trtllm(module: ModuleType, cls: Any, recipe: EngineRecipe) -> None:
-    cls(model=recipe.model, **recipe.config)
-
-
-_RUNNERS: dict[str, Callable[[ModuleType, Any, EngineRecipe], None]] = {
-    "vllm": _vllm, "sglang": _sglang, "trtllm": _trtllm,
-}
-
-
-def check_with_engine(recipe: EngineRecipe) -> tuple[list[Finding], str | None, str | None]:
-    """Feed ``recipe`` to the installed engine's own parser and config class.
+def check_with_engine(recipe: EngineRecipe, *, python: str | None = None,
+                      timeout_s: float | None = None) -> tuple[list[Finding], str | None, str | None]:
+    """Feed ``recipe`` to the engine's own parser and config classes, in a separate process run by
+    ``python`` (:func:`studio.io.export.checks.engine_run.choose_python`).
 
     Returns
     -------
     (findings, checked, missing)
-        ``checked`` names the class that ran; ``missing`` says why nothing ran (engine not
-        installed, or its class not where this engine version keeps it).
+        ``checked`` says which engine version and classes ran; ``missing`` says why nothing ran
+        (engine not installed, failed to import, its class elsewhere, too slow).
     """
+    from studio.io.export.checks.engine_run import DEFAULT_TIMEOUT_S, engine_verdict
+
     rules = rules_for(recipe.engine)
-    where = f"{rules.parser_module}.{rules.parser_class}"
-    undo: Callable[[], None] | None = None
-    try:
-        try:
-            if recipe.engine == "vllm":
-                undo = _vllm_platform(recipe)
-            module = importlib.import_module(rules.parser_module)
-        except ImportError:
-            return [], None, f"{rules.parser_module} is not installed here"
-        except Exception as exc:  # noqa: BLE001 - an installed engine that fails to import (e.g. no CUDA)
-            return [], None, (f"importing {rules.parser_module} failed ({type(exc).__name__}: "
-                              f"{one_line(str(exc))[:200]})")
-        cls = getattr(module, rules.parser_class, None)
-        if cls is None:
-            return [], None, f"{rules.parser_module} has no {rules.parser_class} (another engine version?)"
-        try:
-            _RUNNERS[recipe.engine](module, cls, recipe)
-        except Exception as exc:  # noqa: BLE001 - whatever the engine's own argument classes raise is its refusal
-            text = _engine_message(exc)
-            return [Finding("error", rules.parser_class, f"the engine refuses the recipe: {text[:500]}",
-                            f"installed {where}")], where, None
-        return [], where, None
-    finally:
-        if undo is not None:
-            undo()
+    verdict = engine_verdict(recipe, python=python, timeout_s=timeout_s or DEFAULT_TIMEOUT_S)
+    label = f"{rules.parser_module.split('.')[0]} {verdict.version}".strip()
+    if verdict.status == "not_run":
+        return [], None, one_line(verdict.message)
+    checked = f"{label}: {verdict.checked}" if verdict.checked else label
+    if verdict.status == "accepted":
+        return [], one_line(checked), None
+    where = f"installed {rules.parser_module}.{rules.parser_class} ({label})"
+    return [Finding("error", rules.parser_class, f"the engine refuses the recipe: {one_line(verdict.message)[:500]}",
+                    where)], one_line(checked), None
 
 
-def check(recipe: EngineRecipe, *, with_engine: bool = True) -> CheckReport:
-    """Rules, then (``with_engine``) the installed engine's own classes."""
+def check(recipe: EngineRecipe, *, with_engine: bool = True, python: str | None = None,
+          timeout_s: float | None = None) -> CheckReport:
+    """Rules, then (``with_engine``) the engine's own classes (run by ``python``, see
+    :func:`check_with_engine`)."""
     findings = check_recipe(recipe)
     checked = missing = None
     if with_engine:
-        more, checked, missing = check_with_engine(recipe)
+        more, checked, missing = check_with_engine(recipe, python=python, timeout_s=timeout_s)
         findings += more
     return CheckReport(engine=recipe.engine, findings=tuple(findings), engine_checked=checked,
                        engine_missing=missing)

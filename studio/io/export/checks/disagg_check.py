@@ -34,8 +34,50 @@ def _source(engine: str, rules: dict) -> str:
     return f"{version}, disaggregated rules{commit}"
 
 
-def check_disaggregated(recipe: DisaggRecipe) -> CheckReport:
-    """Findings of the disaggregated rules for ``recipe`` (the engine's own classes are not run)."""
+def server_recipe(recipe: DisaggRecipe, server) -> EngineRecipe:
+    """One server of a disaggregated recipe as the engine arguments it launches with (its flags, or
+    TensorRT-LLM's config file of its role), for the engine's own validation; the GPUs it sees are
+    its ``CUDA_VISIBLE_DEVICES``."""
+    if recipe.engine == "trtllm":
+        config = dict(recipe.configs.get(f"trtllm-{server.role}.yaml", {}))
+    else:
+        config = {str(k).removeprefix("--"): v for k, v in server.args.items()}
+    host = config.pop("host", None) if recipe.engine == "sglang" else None
+    return EngineRecipe(
+        engine=recipe.engine, model=recipe.model, config=config, env=dict(server.env),
+        host=None if host is None else str(host), model_dtype="bfloat16", mla=False, num_layers=0, pp=1,
+        sequences_per_rank=1, version=recipe.version, role=server.role, gpus_per_node=len(server.slots),
+        hf_config=recipe.hf_config,
+    )
+
+
+def _engine_findings(recipe: DisaggRecipe, python: str | None,
+                     timeout_s: float | None) -> tuple[list[Finding], str | None, str | None]:
+    """The engine's own validation of the first server of each pool (the others differ in ports
+    and GPUs only)."""
+    from dataclasses import replace
+
+    from studio.io.export.checks.check import check_with_engine
+
+    found: list[Finding] = []
+    checked: list[str] = []
+    for role in ("prefill", "decode"):
+        server = next((s for s in recipe.servers if s.role == role), None)
+        if server is None:
+            continue
+        more, ran, missing = check_with_engine(server_recipe(recipe, server), python=python, timeout_s=timeout_s)
+        if ran is None:
+            return [], None, missing
+        found += [replace(f, message=f"{role} server: {f.message}") for f in more]
+        checked.append(ran if not checked else f"{role} server too")
+    return found, (f"{checked[0]} (prefill server); " + "; ".join(checked[1:])) if checked else None, None
+
+
+def check_disaggregated(recipe: DisaggRecipe, *, with_engine: bool = True, python: str | None = None,
+                        timeout_s: float | None = None) -> CheckReport:
+    """Findings of the disaggregated rules for ``recipe``, then (``with_engine``) of the engine's own
+    parser and config classes on the first prefill and the first decode server (see
+    :func:`studio.io.export.checks.check.check_with_engine`)."""
     rules = disagg_rules(recipe.engine)
     src = _source(recipe.engine, rules)
     out: list[Finding] = []
@@ -68,11 +110,15 @@ def check_disaggregated(recipe: DisaggRecipe) -> CheckReport:
             seen_gpus[(s.node, slot)] = name
     out += disagg_part(recipe.engine).check(recipe, rules, src)
     out += check_disagg_startup(recipe)
+    checked = missing = None
+    if with_engine:
+        more, checked, missing = _engine_findings(recipe, python, timeout_s)
+        out += more
     return CheckReport(
         engine=recipe.engine,
         findings=tuple(out),
-        engine_checked=None,
-        engine_missing="disaggregated recipes are checked against the rules only",
+        engine_checked=checked,
+        engine_missing=missing,
     )
 
 

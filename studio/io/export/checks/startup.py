@@ -85,6 +85,20 @@ def _vllm_api_servers(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
     return []
 
 
+def _vllm_hybrid_lb(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
+    if r.config.get("data-parallel-hybrid-lb") is not True or r.nodes > 1 or r.config.get("data-parallel-size-local"):
+        return []
+    return [_err(rule, "data-parallel-hybrid-lb", "needs data-parallel-size-local, which a one-node server does not "
+                 "take; hybrid load balancing spreads requests over the nodes of a multi-node server (drop it)")]
+
+
+def _vllm_external_lb(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
+    if r.config.get("data-parallel-external-lb") is not True or r.config.get("data-parallel-rank") is not None:
+        return []
+    return [_err(rule, "data-parallel-external-lb", "needs data-parallel-rank: vLLM runs external load balancing "
+                 "as one process per data-parallel rank")]
+
+
 def _none(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
     """A rule the engine check follows when it runs vLLM's own classes (nothing to read in a recipe)."""
     return []
@@ -222,6 +236,8 @@ EVALUATORS: dict[str, Evaluator] = {
     "vllm.eplb.needs_ep": _vllm_eplb,
     "vllm.api_server_count.headless": _vllm_api_servers,
     "vllm.check.no_device": _none,
+    "vllm.dp.hybrid_lb_local": _vllm_hybrid_lb,
+    "vllm.dp.external_lb_rank": _vllm_external_lb,
     "trtllm.spec.eagle3_only": _trt_eagle,
     "trtllm.cp.pytorch_types": _trt_cp_types,
     "trtllm.cp.helix_tokens_per_block": _trt_helix_tpb,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from studio.core.errors import StudioError
@@ -94,6 +94,8 @@ class DisaggRecipe:
     version: str | None = None  # engine release the recipe is written for (None: the rules' own)
     max_seq_len: int = 0  # longest sequence a server admits (isl + osl)
     blackwell: bool = False  # the pools run on NVIDIA Blackwell GPUs
+    model: str = ""  # the model argument of every server (for the engine's own validation)
+    hf_config: dict | None = None  # the model's config.json when a bundled preset's (engine validation)
 
 
 def _servers(
@@ -232,7 +234,9 @@ def export_disaggregated(
     part = disagg_part(engine)
     model, notes = c.model_path(project, model_path)
     notes += part.notes(project, result)
-    recipe = build_recipe(project, result, engine, hosts)
+    from studio.io.export.serving import preset_config_json
+
+    recipe = replace(build_recipe(project, result, engine, hosts), model=model, hf_config=preset_config_json(project))
     lines = _header(project, result, engine, model, notes)
     files: dict[str, str] = {}
     if recipe.configs:

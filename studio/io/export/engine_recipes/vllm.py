@@ -153,7 +153,43 @@ def _config(project: Project, plan: PlanResult, m: _Mapping) -> tuple[dict[str, 
     notes += apply_prefix_cache("vllm", "vLLM", rules.release, project, cfg)
     notes += apply_features("vllm", "vLLM", rules.release, project, cfg,
                             experts_parallel=bool(m.expert_parallel), attention_dp=False)
+    notes += _hybrid_lb_on_one_node(project, m, cfg)
+    notes += _external_lb(cfg)
     return cfg, notes
+
+
+def _external_lb(cfg: dict[str, object]) -> list[str]:
+    """Drop ``data-parallel-external-lb`` (start-up rule ``vllm.dp.external_lb_rank``): vLLM runs it
+    as one process per data-parallel rank, each given its ``--data-parallel-rank``, which the single
+    server this export launches is not."""
+    if not cfg.pop("data-parallel-external-lb", None):
+        return []
+    from studio.io.export.checks.startup_rules import startup_rules
+
+    rule = startup_rules()["vllm.dp.external_lb_rank"]
+    return [f"serving.features.load_balance 'external' is not exported: this export starts one vLLM server for "
+            f"all data-parallel ranks, and external load balancing needs one process per rank ({rule.says}; "
+            f"{rule.cite()}); put your own load balancer in front of one server per replica instead."]
+
+
+def _hybrid_lb_on_one_node(project: Project, m: _Mapping, cfg: dict[str, object]) -> list[str]:
+    """Drop ``data-parallel-hybrid-lb`` from a server whose data-parallel ranks all sit on one node
+    (start-up rule ``vllm.dp.hybrid_lb_local``): vLLM refuses it without
+    ``--data-parallel-size-local``, which only the per-node lines of a multi-node recipe carry, and
+    turns it off when that equals the data-parallel size."""
+    if not cfg.get("data-parallel-hybrid-lb"):
+        return []
+    lay = m.layout
+    per_node = max((len(n.gpus) for n in project.cluster.nodes), default=0)
+    dp = int(cfg.get("data-parallel-size", 1))  # type: ignore[call-overload]  # an int set above
+    if dp > 1 and dp * lay.tp * lay.pp > per_node:
+        return []
+    del cfg["data-parallel-hybrid-lb"]
+    from studio.io.export.checks.startup_rules import startup_rules
+
+    rule = startup_rules()["vllm.dp.hybrid_lb_local"]
+    return [f"serving.features.load_balance 'hybrid' is not exported: this server runs its {dp} data-parallel "
+            f"rank(s) on one node, where vLLM has no hybrid load balancing ({rule.says}; {rule.cite()})."]
 
 
 def _as_flags(cfg: dict[str, object]) -> list[tuple[str, object]]:
