@@ -263,10 +263,10 @@ def prefill_worker(
     if why:
         raise StudioError(why)
     budget = float(project_budget(project, lc.layout, c))
-    curve = PrefillCurve.build(IterationModel(lc, c), wl.isl, budget, seqs, pool.micro_batches_used)
-    prefix = prefill_reuse(project, lc, c, curve, cap_tokens)  # only the missed tokens prefilled
-    return Worker(lc=lc, max_seqs=seqs, pool_gib=float(pool_b.min()) / GIB,
-                  curve=curve if prefix is None else prefix.curve, prefix=prefix)
+    mb = pool.micro_batches_used
+    prefix = prefill_reuse(project, lc, c, budget, seqs, mb, cap_tokens)  # only the missed tokens prefilled
+    curve = PrefillCurve.build(IterationModel(lc, c), wl.isl, budget, seqs, mb) if prefix is None else prefix.curve
+    return Worker(lc=lc, max_seqs=seqs, pool_gib=float(pool_b.min()) / GIB, curve=curve, prefix=prefix)
 
 
 def decode_worker(

@@ -68,12 +68,14 @@ def prefill_reuse(
     project: Project,
     lc: LayoutCosts,
     c: Constants,
-    base: PrefillCurve,
+    budget: float,
+    kv_prompts: int,
+    micro_batches: float,
     cap_tokens: int,
 ) -> PrefillReuse | None:
     """The prefill worker of ``lc`` with its prefix cache, or None when the project caches no
-    prefix (``base``, its curve without hits, then stands). ``cap_tokens``: tokens its KV cache
-    holds."""
+    prefix (its :meth:`PrefillCurve.build` over the whole prompt then stands). ``budget``: its
+    token budget; ``kv_prompts`` / ``cap_tokens``: whole prompts / tokens its KV cache holds."""
     if not prefix_cache_on(project):
         return None
     wl = project.workload
@@ -85,31 +87,35 @@ def prefill_reuse(
     host, disk = tier_tokens(project, gpus, kv)
     shared = _shared(project, isl)
     # the prompts it holds at once (their cached prefix loaded into HBM too), the system prompt once
-    kv_prompts = max(batch_with_shared_prefix(cap_tokens, isl, int(shared)), 1)
+    held = max(batch_with_shared_prefix(cap_tokens, isl, int(shared)), kv_prompts, 1)
     ld = wl.load
     # the turn's latency before the user thinks: its prefill and, at the TPOT target, its decode
     decode_ms = max(wl.osl - 1, 0) * (wl.tpot_ms or 0.0)
 
-    def hits(curve: PrefillCurve) -> tuple[PrefixCacheEstimate, tuple[float, float, float]]:
-        rate = curve.mu * 1e3
+    def head(im: IterationModel, prompt: float) -> tuple[int, float, float]:
+        """(prompts per iteration, capacity req/s, one prompt alone ms) of ``prompt`` computed tokens."""
+        slots, chunks, full, one = PrefillCurve.head(im, prompt, budget, held, micro_batches)
+        return slots, slots / (chunks * full) * 1e3, one
+
+    def hits(slots: int, rate: float, one_ms: float) -> tuple[PrefixCacheEstimate, tuple[float, float, float]]:
         if ld.mode == "rate" and ld.rate_per_s:
             rate = min(rate, float(ld.rate_per_s))
-        running = curve.slots * isl - max(curve.slots - 1, 0) * shared
+        running = slots * isl - max(slots - 1, 0) * shared
         caps = (max(cap_tokens - running, 0.0), host, disk)
-        est = estimate(wl.reuse, isl, float(wl.osl), rate_per_s=rate,
-                       latency_s=(curve.single_ms + decode_ms) / 1e3, capacity_tokens=caps,
-                       block_tokens=block_tokens(sv.runtime))
+        est = estimate(wl.reuse, isl, float(wl.osl), rate_per_s=rate, latency_s=(one_ms + decode_ms) / 1e3,
+                       capacity_tokens=caps, block_tokens=block_tokens(sv.runtime))
         return est, caps
 
-    def curve_of(est: PrefixCacheEstimate) -> PrefillCurve:
-        im = IterationModel(with_prefix_load(project, layout, lc, est), c)
-        computed = max(1, round(est.computed_tokens))
-        return PrefillCurve.build(im, computed, base.budget, kv_prompts, base.micro_batches)
+    def with_hits(est: PrefixCacheEstimate) -> tuple[IterationModel, int]:
+        return IterationModel(with_prefix_load(project, layout, lc, est), c), max(1, round(est.computed_tokens))
 
-    first, _ = hits(base)
-    est, caps = hits(curve_of(first))
+    first, _ = hits(*head(IterationModel(lc, c), isl))  # at the capacity without hits
+    im1, computed1 = with_hits(first)
+    est, caps = hits(*head(im1, computed1))  # at the capacity those hits give
+    im, computed = with_hits(est)
     load = tier_load_ms(est, kv, load_gbps(gpus, sv.kv_tiers.host_link_gbps))
-    return PrefillReuse(estimate=est, curve=curve_of(est), tier_load_ms=load, capacity_tokens=caps)
+    curve = PrefillCurve.build(im, computed, budget, held, micro_batches)
+    return PrefillReuse(estimate=est, curve=curve, tier_load_ms=load, capacity_tokens=caps)
 
 
 def decode_sequences(project: Project, cap_tokens: int, seq_len: int, seqs: int) -> int:
