@@ -58,3 +58,18 @@ def test_the_prefill_pool_prefills_its_missed_tokens(chat):
     assert on.prefill.curve.mu > hbm.prefill.curve.mu
     # vLLM loads host hits before the prefill: the load rides on the iteration
     assert pr.tier_load_ms > 0
+
+
+def test_the_summary_every_reader_shares_says_the_hits_only_with_reuse(chat):
+    from studio.engine.disagg.evaluate import evaluate_disaggregated
+    from studio.engine.disagg.summary import summary_lines
+
+    spec = parse_pools("1P:tp1pp2,1D:tp4")
+    on = evaluate_disaggregated(chat, spec)
+    off = evaluate_disaggregated(chat.replace(serving=chat.serving.replace(kv_tiers=KVTiers(prefix_cache=False))), spec)
+    pc = on.prefix_cache
+    assert pc is not None and off.prefix_cache is None
+    line = [s for s in summary_lines(on) if s.startswith("Prefix cache ")]
+    assert len(line) == 1 and f"{pc['hit_rate']:.0%} of each prompt" in line[0] and "saved per request" in line[0]
+    assert not any(s.startswith("Prefix cache") for s in summary_lines(off))
+    assert "prefix_cache.hit_rate" in on.explanations and "prefix_cache.hit_rate" not in off.explanations
