@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from pydantic import ValidationError
 
@@ -120,3 +122,16 @@ def test_prefix_routing_flag_sets_the_tiers() -> None:
     add_reuse_args(parser)
     assert apply_tier_args(parser.parse_args(["--prefix-routing", "on"]), KVTiers()).prefix_routing is True
     assert KVTiers().prefix_routing is False
+
+
+def test_running_requests_keep_their_prefixes_resident():
+    """With no HBM left over, the shared prompt still hits while requests run, and a document read
+    by a running request is found in its blocks; with nothing running, neither hits."""
+    reuse = Reuse(system_prompt_tokens=1000, document_share=1.0, documents=10)
+    kw = dict(rate_per_s=2.0, latency_s=5.0, capacity_tokens=(0.0, 0.0, 0.0))
+    idle = estimate(reuse, 9000.0, 200.0, running=0.0, **kw)
+    busy = estimate(reuse, 9000.0, 200.0, running=10.0, **kw)
+    assert idle.hit_rate == 0.0
+    docs_hit = 8000.0 * (1.0 - math.exp(-10.0 / 10.0))
+    assert busy.hit_rate == pytest.approx((1000.0 + docs_hit) / 9000.0, abs=1 / 9000)  # whole tokens
+    assert busy.hit_by_tier[1] == busy.hit_by_tier[2] == 0.0  # resident blocks are HBM hits

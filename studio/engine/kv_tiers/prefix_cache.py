@@ -74,6 +74,7 @@ def estimate(
     capacity_tokens: tuple[float, float, float],
     block_tokens: int = 1,
     documents: float | None = None,
+    running: float = 0.0,
 ) -> PrefixCacheEstimate:
     """Expected hits of ``reuse`` for one replica.
 
@@ -93,6 +94,12 @@ def estimate(
     documents
         Documents this replica re-reads (``reuse.documents`` when None); a prefix-aware router
         gives each replica its share of them, each re-read more often there.
+    running
+        Requests in flight on the replica. Their KV blocks are resident whatever the leftover
+        capacity: the shared system prompt hits while any request runs, and a document read by a
+        running request hits too (the engines' block hashes match any resident block, vLLM
+        ``KVCacheManager.get_computed_blocks``, SGLang's radix tree) — the LRU's recency window
+        counts the running requests on top of those the leftover keeps.
     """
     sys_t = float(reuse.system_prompt_tokens)
     hist = reuse.mean_history_tokens()
@@ -117,9 +124,12 @@ def estimate(
 
     def hits(k: int) -> float:
         cap = cumulative[k]
-        h_sys = sys_t if cap >= sys_t else 0.0
-        h_hist = hist * _reuse_probability(latency_s, reuse.think_time_s, windows[k]) if cap > sys_t else 0.0
-        h_doc = doc * (1.0 - math.exp(-rate * windows[k] / n_docs)) if cap > sys_t else 0.0
+        held = running >= 1.0  # the shared prompt's blocks are in use, hence resident
+        h_sys = sys_t if (cap >= sys_t or held) else 0.0
+        kept = cap > sys_t
+        h_hist = hist * _reuse_probability(latency_s, reuse.think_time_s, windows[k]) if kept else 0.0
+        recent = (rate * windows[k] if kept else 0.0) + max(running, 0.0)
+        h_doc = doc * (1.0 - math.exp(-recent / n_docs))
         return h_sys + h_hist + h_doc
 
     cum_hits = [hits(k) for k in range(3)]

@@ -124,7 +124,8 @@ def prefix_reuse(project: Project, layout: Layout, cap_tokens: int, kv_bytes_per
                     capacity_tokens=(max(cap_tokens - running, 0.0), host, disk),
                     block_tokens=block_tokens(project.serving.runtime),
                     documents=wl.reuse.documents / max(layout.replicas, 1) if project.serving.kv_tiers.prefix_routing
-                    else None)
+                    else None,
+                    running=float(batch))
 
 
 def with_prefix_load(project: Project, layout: Layout, lc: LayoutCosts, prefix: PrefixCacheEstimate) -> LayoutCosts:

@@ -406,12 +406,14 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
             figures, rate, fe_note = with_frontend(figures, rate, None if ld.mode == "rate" else users, frontend)
             saturated = saturated or (bool(fe_note) and ld.mode == "rate")
             note = "; ".join(n for n in (note, fe_note) if n)
+        arrival = state.arrival if not saturated else None
     else:
         users = running = float(batch)
         dec, pre = float(sv_t.decode_seqs[0]), float(sv_t.prefill_tokens[0])
         it, bound = float(sv_t.iteration_ms[0]), bool(sv_t.budget_bound[0])
         rate = float(sv_t.tokens_per_s_replica[0]) / wl.osl * dp
         saturated = False
+        arrival = None
         if ld.mode == "offline":
             note = f"{ld.num_requests:,} requests queued at t = 0, {batch} running per replica"
     if ld.mode != "rate":
@@ -427,6 +429,9 @@ def _under_load(lc: LayoutCosts, c: Constants, wl: Workload, layout: Layout, bat
         prefill_tokens_per_iteration=pre, iteration_ms=it, token_budget=budget, budget_bound=bound,
         request_rate_per_s=rate, saturation_rate_per_s=sat_rate, saturated=saturated, note=note,
         asked_rate_per_s=float(ld.rate_per_s) if ld.mode == "rate" and ld.rate_per_s is not None else None,
+        arrival_idle_share=arrival.idle_share if arrival else None,
+        arrival_wait_ms=arrival.wait_ms if arrival else None,
+        arrival_prompts=arrival.prompts if arrival else None,
     )
     return summary, figures
 
@@ -435,7 +440,9 @@ def _assumptions(ctx: PlanContext) -> tuple[str, ...]:
     out = [
         "iteration-level continuous batching: each iteration carries the decode token of every running sequence plus "
         "prompt chunks within the token budget; stages overlap successive micro-batches",
-        "TTFT = waiting for token budget + the iterations that carry the new prompt",
+        "TTFT = waiting for token budget + the iterations that carry the new prompt (under a request rate: "
+        "+ the end of the iteration in progress unless the engine is idle, sharing the first iteration with "
+        "the prompts that arrived during it)",
         "TPOT = the mean iteration under the load (prefill interference included): max(Σ stages, M × slowest stage)",
         f"decode context averaged at isl + osl/2 = {ctx.project.workload.isl + ctx.project.workload.osl / 2:,.0f} tokens",
         "two TP all-reduces per layer; PP hands full hidden states from each TP rank to the next stage",

@@ -158,13 +158,26 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
             Term("prompt tokens per iteration", ld.prefill_tokens_per_iteration, "tokens"),
             Term("token budget", ld.token_budget, "tokens", "bound" if ld.budget_bound else "not binding"),
         )
+        if ld.arrival_idle_share is not None:
+            load_terms += (
+                Term("arrivals finding the engine idle", ld.arrival_idle_share, "fraction",
+                     "exp(−λ · E2E): no request in the system, so the prompt runs at once and alone"),
+                Term("wait for the iteration in progress", ld.arrival_wait_ms or 0.0, "ms",
+                     "E[T²] / 2E[T] of the iterations (prompt-carrying ones are the long ones), averaged over all arrivals "
+                     "(an idle engine has none)"),
+                Term("prompts in its first iteration", ld.arrival_prompts or 1.0, "prompts",
+                     "its own + those that arrived during the same iteration, within the token budget"),
+            )
         load_notes = (ld.definition,) + ((ld.note,) if ld.note else ())
     dc = st.decode_stage[:, 0] + st.decode_p2p[:, 0]
     out["latency.ttft"] = Explanation(
         "latency.ttft", ctx.ttft_ms, "ms",
         "waiting for token budget (and, under a request rate, for a free sequence slot) + the scheduler "
         "iterations that carry the new prompt's chunks beside the running sequences' decode tokens "
-        "(+ the front end's request overhead when requests are served at a rate or concurrency)",
+        "(under a request rate: an idle engine starts the request at once and alone, a busy one first ends "
+        "the iteration in progress — the length-biased one, E[T²]/2E[T] — and prefills the prompts that "
+        "arrived during it together) (+ the front end's request overhead when requests are served at a "
+        "rate or concurrency)",
         (Term("prompt", wl.isl, "tokens"),) + load_terms
         + ((Term("request overhead", ctx.constants.request_overhead_ms, "ms",
                  "HTTP, tokenising, streaming; request_overhead_ms " + (

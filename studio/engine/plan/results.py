@@ -43,6 +43,11 @@ class LoadSummary:
     saturated: bool  # an open loop at or above saturation: the queue grows without bound
     note: str = ""
     asked_rate_per_s: float | None = None  # an open loop: the rate asked for (all replicas)
+    # an open loop: share of arrivals finding the engine idle, their mean wait for the iteration in
+    # progress (ms) and the prompts in a busy arrival's first iteration (studio.engine.serving.load.first_token)
+    arrival_idle_share: float | None = None
+    arrival_wait_ms: float | None = None
+    arrival_prompts: float | None = None
 
 
 #: Figures a plan shows that a status can void (the views' card keys; ``request`` is the end-to-end time).

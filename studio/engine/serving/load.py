@@ -19,7 +19,10 @@ With speculative decoding an iteration emits ``E`` tokens per decoding sequence 
 ``w = k + 1`` tokens of the budget: a request needs ``(O − 1) / E`` decode iterations, the budget
 holds ``w · D + P ≤ K``, and TPOT = the iteration time / ``E``.
 
-TTFT counts queueing + the prefill iterations (+ half an iteration for a random arrival);
+TTFT counts queueing + the prefill iterations; in an open loop a request finds the engine idle with
+probability ``exp(−λ · E2E)`` and starts alone, else waits for the length-biased iteration in
+progress and shares its first iteration with the prompts that arrived during it
+(:func:`first_token`);
 with one output token per request TPOT is the iteration time (no second token follows);
 TPOT = the iteration time (first token excluded, as vLLM ``bench serve`` defines it); throughput
 counts every output token (trtllm-bench / ``bench serve`` ``output_throughput``).
@@ -31,6 +34,15 @@ import numpy as np
 
 from studio.engine.step.iteration import IterationModel
 from studio.engine.step.records import Record
+
+
+class FirstToken(Record, frozen=True):
+    """How an open-loop request meets the iterations before its first token (:func:`first_token`)."""
+
+    ms: float  # mean arrival → first token, queueing for a sequence slot excluded
+    idle_share: float  # share of arrivals that find the engine idle
+    wait_ms: float  # mean wait for the iteration in progress, over all arrivals
+    prompts: float  # prompts in a busy arrival's first iteration, its own included (within the budget)
 
 
 class SteadyState(Record):
@@ -47,6 +59,7 @@ class SteadyState(Record):
     requests_per_s: np.ndarray  # per replica
     budget_bound: np.ndarray  # bool: the token budget limits how many sequences decode
     saturated: np.ndarray  # bool: open loop at or above the saturation rate
+    arrival: FirstToken | None = None  # open loop: how a new request meets the iterations
 
 
 def _decode_iters(osl: float) -> float:
@@ -80,6 +93,22 @@ def mean_iteration(
     with a chunk of ``prompt / n_pf`` tokens (compute-heavy) and without (memory-bound) — and the
     mean is their mixture, not the time of an average-sized iteration (the roofline is not linear).
     """
+    mix = iteration_mix(im, prefill_tokens, decode_seqs, ctx, prompt, m, n_pf, room)
+    return mix[0], mix[1]
+
+
+def iteration_mix(
+    im: IterationModel,
+    prefill_tokens: np.ndarray | float,
+    decode_seqs: np.ndarray | float,
+    ctx: float,
+    prompt: float,
+    m: np.ndarray,
+    n_pf: np.ndarray | float,
+    room: np.ndarray | float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`mean_iteration`'s mean and prompt-chunk iteration, plus the iteration without a chunk
+    and the share of iterations that carry one (1 when every iteration does)."""
     p = np.asarray(prefill_tokens, dtype=float)
     chunk = np.minimum(room, np.maximum(prompt / np.asarray(n_pf, dtype=float), p))
     share = np.minimum(1.0, p / np.maximum(chunk, 1e-9))  # iterations that carry a chunk
@@ -92,7 +121,69 @@ def mean_iteration(
     both = im.round_ms(np.concatenate((chunk, np.zeros(n), p)), np.tile(d, 3), ctx, prompt, np.tile(mm, 3))
     t_pf, t_dec, t_avg = both[:n], both[n:2 * n], both[2 * n:]
     mean = np.where(share < 1.0, share * t_pf + (1.0 - share) * t_dec, t_avg)
-    return mean, t_pf
+    return mean, t_pf, t_dec, share
+
+
+class Iterations(Record, frozen=True):
+    """The iterations of an open-loop steady state, as a new request meets them (times in ms)."""
+
+    mean: float  # the mean iteration
+    prompt: float  # an iteration carrying one prompt chunk
+    plain: float  # an iteration carrying none
+    share: float  # share of iterations carrying a chunk (1: all of them)
+    decode_seqs: float
+    room: float  # prompt tokens the budget leaves beside the decode tokens
+    chunks: float  # iterations a prompt needs
+
+
+def first_token_ms(im: IterationModel, it: Iterations, lam_ms: float, isl: float, ctx: float, m: np.ndarray,
+                   budget: float, o1: float, poisson: bool) -> float:
+    """Mean time from a request's arrival to its first token in an open loop (:func:`first_token`'s ``ms``)."""
+    return first_token(im, it, lam_ms, isl, ctx, m, budget, o1, poisson).ms
+
+
+def first_token(im: IterationModel, it: Iterations, lam_ms: float, isl: float, ctx: float, m: np.ndarray,
+                budget: float, o1: float, poisson: bool) -> FirstToken:
+    """Mean time from a request's arrival to its first token in an open loop, queueing for a
+    sequence slot excluded, and its parts.
+
+    Three parts of arrival at iteration level (the schedulers of vLLM, SGLang and TensorRT-LLM
+    admit new requests only between iterations; :mod:`studio.engine.serving.simulate` does the same
+    request by request):
+
+    * **idle engine**: with nobody in the system the request starts at once, alone. Continuous
+      batching serves every admitted request at the same time, so the requests in the system are
+      those of an M/G/∞ queue, whose number is Poisson with mean ``λ · E2E``: the engine is idle
+      at a Poisson arrival with probability ``exp(−λ · E2E)``. Evenly spaced arrivals find it idle
+      whenever ``λ · E2E < 1`` (the previous request has finished);
+    * **the iteration in progress**: a busy engine finishes its iteration first. Arrivals fall
+      into long iterations more often than short ones, so the iteration a request lands in is the
+      length-biased one, ``E[T²] / E[T]``, and the mean wait for its end half of that (renewal
+      theory's residual life), not half the mean iteration: iterations with a prompt chunk are
+      several times the plain ones;
+    * **prompts admitted together**: the requests that arrived during that same iteration,
+      ``λ · E[T²] / E[T]`` on average, are admitted with it, and their prompts share its first
+      iteration (up to the token budget).
+    """
+    L = float(isl)
+    s = it.share
+    if s < 1.0:
+        second = s * it.prompt ** 2 + (1.0 - s) * it.plain ** 2
+        landed = second / max(s * it.prompt + (1.0 - s) * it.plain, 1e-12)
+    else:
+        landed = it.mean
+    others = lam_ms * landed
+    own = L / it.chunks
+    alone_chunks = max(1.0, float(np.ceil(L / max(budget, 1.0))))
+    tagged = min(it.room, own + others * L)
+    t = im.round_ms(np.array([tagged, L / alone_chunks]), np.array([it.decode_seqs, 0.0]), ctx, L,
+                    np.broadcast_to(m, (2,)))
+    busy = 0.5 * landed + float(t[0]) + (it.chunks - 1.0) * it.prompt
+    idle = alone_chunks * float(t[1])
+    e2e = busy + o1 * it.mean
+    p_idle = float(np.exp(-lam_ms * e2e)) if poisson else (1.0 if lam_ms * e2e < 1.0 else 0.0)
+    return FirstToken(ms=p_idle * idle + (1.0 - p_idle) * busy, idle_share=p_idle,
+                      wait_ms=(1.0 - p_idle) * 0.5 * landed, prompts=tagged / max(own, 1e-12))
 
 
 def closed_loop(
@@ -204,19 +295,19 @@ def open_loop(
     t_lo = float(im.round_ms(0.0, 1.0, ctx, L, m)[0])
     t_hi = max(float(sat.iteration_ms[0]), t_lo) * 1.5
 
-    def residual(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def residual(t: np.ndarray) -> tuple[np.ndarray, ...]:
         d = lam_ms * o1 * t
         p = lam_ms * t * L
         room = np.maximum(budget - w * d, 1.0)
         n_pf = np.maximum(1.0, np.ceil(L / room))
-        mean, pf = mean_iteration(im, p, d, ctx, L, m, n_pf, room)
-        return mean - t, pf, n_pf
+        mean, pf, dec, share = iteration_mix(im, p, d, ctx, L, m, n_pf, room)
+        return mean - t, pf, n_pf, dec, share
 
     # the iteration time t solves t = mean_iteration(D = λ (O−1) t, P = λ t L): bracket the root on a
     # grid (one vectorised call), then refine on a finer grid inside the bracket
     for _ in range(2):
         grid = np.linspace(t_lo, t_hi, 64)
-        r, pf, npf = residual(grid)
+        r, pf, npf, dec, shr = residual(grid)
         sign = np.nonzero(r <= 0)[0]
         k = int(sign[0]) if sign.size else grid.size - 1
         t_lo, t_hi = float(grid[max(k - 1, 0)]), float(grid[k])
@@ -226,13 +317,16 @@ def open_loop(
     rho = lam / lam_max
     service_ms = n_pf * t_pf + o1 * t
     queue_ms = mdc_wait_ms(rho, running_cap, service_ms) if poisson else 0.0
-    ttft = n_pf * t_pf + (0.5 * t if poisson else 0.0) + queue_ms
+    iters = Iterations(mean=t, prompt=t_pf, plain=float(dec[k]), share=float(shr[k]), decode_seqs=d,
+                       room=max(budget - w * d, 1.0), chunks=n_pf)
+    arrival = first_token(im, iters, lam_ms, L, ctx, m, budget, o1, poisson)
+    ttft = arrival.ms + queue_ms
     e2e = ttft + o1 * t
     conc = lam_ms * e2e
     state = SteadyState(
         concurrency=np.array([conc]), decode_seqs=np.array([d]), prefill_tokens=np.array([p]),
         iteration_ms=np.array([t]), ttft_ms=np.array([ttft]), tpot_ms=np.array([t / E]), e2e_ms=np.array([e2e]),
         output_tokens_per_s=np.array([lam * osl]), requests_per_s=np.array([lam]),
-        budget_bound=np.array([w * d + p > budget]), saturated=np.array([False]),
+        budget_bound=np.array([w * d + p > budget]), saturated=np.array([False]), arrival=arrival,
     )
     return state, lam_max
