@@ -103,7 +103,7 @@ def prefill_reuse(
         running = slots * isl - max(slots - 1, 0) * shared
         caps = (max(cap_tokens - running, 0.0), host, disk)
         est = estimate(wl.reuse, isl, float(wl.osl), rate_per_s=rate, latency_s=(one_ms + decode_ms) / 1e3,
-                       capacity_tokens=caps, block_tokens=block_tokens(sv.runtime))
+                       capacity_tokens=caps, block_tokens=block_tokens(sv.runtime), running=float(slots))
         return est, caps
 
     def with_hits(est: PrefixCacheEstimate) -> tuple[IterationModel, int]:
