@@ -160,6 +160,8 @@ def format_disagg(project: Project, res, explain: bool = False) -> str:
     if wl.tpot_ms is not None:
         met = status.shows("tpot") and res.tpot_ms <= wl.tpot_ms
         lat.append(("TPOT target", f"{fmt(wl.tpot_ms)} ms — {'met' if met else 'MISSED'}"))
+    if "prefix cache" in said:
+        sections.append("Prefix cache (prefill pool)\n  " + said["prefix cache"])
     sections.append("Latency\n" + format_pairs(lat))
     sections.append(
         "Throughput (output tokens)\n"
@@ -323,6 +325,10 @@ def disagg_sweep_section(project: Project, sw, agg_best: float | None, top: int)
                 f"\n  {fmt(best.tokens_per_s_per_gpu)} tok/s per GPU = {best.tokens_per_s_per_gpu / agg_best:.2f}× "
                 f"the best aggregated layout ({fmt(agg_best)} tok/s per GPU)"
             )
+        if (pc := _best_prefix_cache(sw)) is not None:
+            from studio.engine.disagg.explain import prefix_line
+
+            line += "\n  " + prefix_line(pc, best.batch)
         parts.append(line)
     if sw.skipped:
         parts.append(
@@ -331,10 +337,20 @@ def disagg_sweep_section(project: Project, sw, agg_best: float | None, top: int)
     return "\n\n".join(parts)
 
 
+def _best_prefix_cache(sw) -> dict | None:
+    """The prefill pool's prefix cache of the best disaggregated row (None without prefix caching)."""
+    from studio.engine.kv_tiers.tiers import prefix_cache_on
+
+    if sw.best is None or not prefix_cache_on(sw.project):
+        return None
+    return sw.result(sw.best).prefix_cache
+
+
 def disagg_sweep_json(sw, top: int, agg_best: float | None) -> dict:
-    """The ``disaggregated`` object of ``sweep --disagg --json``."""
+    """The ``disaggregated`` object of ``sweep --disagg --json`` (``prefix_cache``: the best row's
+    prefill pool cache, only when the project caches prefixes)."""
     best = sw.best
-    return {
+    out = {
         "combinations": sw.combinations,
         "rows": len(sw.rows),
         "candidates": [
@@ -364,6 +380,9 @@ def disagg_sweep_json(sw, top: int, agg_best: float | None) -> dict:
         else None,
         "skipped": dict(sw.skipped),
     }
+    if (pc := _best_prefix_cache(sw)) is not None:
+        out["prefix_cache"] = pc
+    return out
 
 
 def format_disagg_slo(slo: dict) -> str:

@@ -39,6 +39,14 @@ from studio.engine.disagg.pools import (
     serve,
 )
 from studio.engine.disagg.results import Balance, DisaggResult, PoolResult
+from studio.engine.disagg.reuse import (
+    PrefillReuse,
+    decode_sequences,
+    prefill_reuse,
+    shared_tokens,
+    summary,
+    transfer_tokens,
+)
 from studio.engine.fabric.topology import Topology, topology_of
 from studio.engine.plan.costs import project_budget, project_costs
 from studio.engine.plan.evaluate import (
@@ -205,6 +213,7 @@ class Worker:
     max_seqs: int  # at the pool's sequence length
     pool_gib: float
     curve: PrefillCurve | DecodeCurve
+    prefix: PrefillReuse | None = None  # a prefill worker's prefix cache (None: off, or a decode worker)
 
 
 def _check_pool(project: Project, pool: PoolLayout, field: str) -> None:
@@ -274,13 +283,15 @@ def prefill_worker(
 ) -> Worker:
     """The prefill pool's worker; :class:`StudioError` when it cannot hold its weights or one prompt."""
     wl = project.workload
-    pool_b, _, seqs, _, _ = memory_fit(lc, wl.isl)
+    pool_b, _, seqs, cap_tokens, _ = memory_fit(lc, wl.isl)
     why = _unfit(lc, pool, field, wl.isl, seqs, pool_b)
     if why:
         raise StudioError(why)
     budget = float(project_budget(project, lc.layout, c))
-    curve = PrefillCurve.build(IterationModel(lc, c), wl.isl, budget, seqs, pool.micro_batches_used)
-    return Worker(lc=lc, max_seqs=seqs, pool_gib=float(pool_b.min()) / GIB, curve=curve)
+    mb = pool.micro_batches_used
+    prefix = prefill_reuse(project, lc, c, budget, seqs, mb, cap_tokens)  # only the missed tokens prefilled
+    curve = PrefillCurve.build(IterationModel(lc, c), wl.isl, budget, seqs, mb) if prefix is None else prefix.curve
+    return Worker(lc=lc, max_seqs=seqs, pool_gib=float(pool_b.min()) / GIB, curve=curve, prefix=prefix)
 
 
 def decode_worker(
@@ -297,10 +308,11 @@ def decode_worker(
     too: each decoding sequence takes one token of it (``k + 1`` with speculative decoding)."""
     wl = project.workload
     seq_len = wl.isl + wl.osl
-    pool_b, _, seqs, _, _ = memory_fit(lc, seq_len)
+    pool_b, _, seqs, cap_tokens, _ = memory_fit(lc, seq_len)
     why = _unfit(lc, pool, field, seq_len, seqs, pool_b)
     if why:
         raise StudioError(why)
+    seqs = decode_sequences(project, cap_tokens, seq_len, seqs)  # the system prompt's blocks held once
     if batch is None:
         batch = int(wl.batch) if wl.batch != "auto" else (pool.max_batch or wl.max_batch)
     im = IterationModel(lc, c)
@@ -319,7 +331,7 @@ def pools_transfer(
         topo,
         model,
         project.serving.kv_dtype,
-        project.workload.isl,
+        transfer_tokens(project),
         plc.groups,
         dlc.groups,
         plc.layout.stage_layers(model.num_layers),
@@ -479,7 +491,7 @@ def assemble(
         capacity_rps=x * pf.mu * 1e3,
         utilisation=float(st.prefill_util[0]),
         max_running=pf.slots,
-        memory=pool_memory(project, topo, pw.lc, pf.slots, wl.isl),
+        memory=pool_memory(project, topo, pw.lc, pf.slots, wl.isl, shared_tokens(project, wl.isl)),
     )
     dres = PoolResult(
         role="decode",
@@ -494,7 +506,8 @@ def assemble(
         capacity_rps=y * dc.mu * 1e3,
         utilisation=float(st.decode_util[0]),
         max_running=dc.cap,
-        memory=pool_memory(project, topo, dw.lc, dc.cap, wl.isl + wl.osl),
+        memory=pool_memory(project, topo, dw.lc, dc.cap, wl.isl + wl.osl,
+                           shared_tokens(project, wl.isl + wl.osl)),
     )
     ttft = float(st.ttft[0])
     result = DisaggResult(
@@ -530,6 +543,7 @@ def assemble(
         assumptions=ASSUMPTIONS,
         unused_gpus=project.cluster.num_gpus - gpus,
         calibration=cal.name if cal else None,
+        prefix_cache=summary(pw.prefix, project) if pw.prefix is not None else None,
     )
     import dataclasses
 
@@ -539,12 +553,15 @@ def assemble(
 
 
 def pool_memory(
-    project: Project, topo: Topology, lc: LayoutCosts, sequences: int, seq_len: int
+    project: Project, topo: Topology, lc: LayoutCosts, sequences: int, seq_len: int, shared: float = 0.0
 ) -> tuple[GpuMemory, ...]:
     """Every GPU of a pool's first worker: weights, activations and runtime overhead of its stage
     (the most loaded replica's, as the aggregated plan reports them) and the KV cache reserved for
-    ``sequences`` sequences of ``seq_len`` tokens."""
+    ``sequences`` sequences of ``seq_len`` tokens, the first ``shared`` tokens of each held once."""
     seq_bytes = lc.kv_seq_bytes(seq_len)
+    held = sequences * seq_bytes
+    if shared:  # the shared prefix's blocks once for all the sequences
+        held = held - max(sequences - 1, 0) * seq_bytes * (shared / seq_len)
     util = project.serving.gpu_memory_utilization
     specs = project.cluster.gpu_specs
     tp = len(lc.groups[0][0]) if lc.groups and lc.groups[0] else 0
@@ -562,7 +579,7 @@ def pool_memory(
                     capacity=cap,
                     usable=float(lc.usable[s]) + (cap - float(lc.capacity[s])) * util,
                     weights=float(lc.weights[s]),
-                    kv_cache=sequences * float(seq_bytes[s]),
+                    kv_cache=float(held[s]),
                     activations=float(lc.activations[s]),
                     overhead=float(lc.overhead[s]),
                     weights_by_module=_modules(lc, s),

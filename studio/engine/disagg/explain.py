@@ -45,7 +45,26 @@ def reasons(res: DisaggResult, pf: PrefillCurve, dc: DecodeCurve) -> tuple[str, 
     out.append(res.balance.describe(p.pool.workers, d.pool.workers))
     if res.unused_gpus:
         out.append(f"{res.unused_gpus} GPUs of the cluster are in neither pool")
+    if res.prefix_cache is not None:
+        out.append(prefix_line(res.prefix_cache, d.max_running))
     return tuple(out)
+
+
+def prefix_line(pc: dict[str, float], decode_cap: int) -> str:
+    """``prefix cache: each prefill worker serves 76% of each 16,000-token prompt …``."""
+    line = (
+        f"prefix cache: each prefill worker serves {pc['hit_rate']:.0%} of each {pc['prompt_tokens']:,.0f}-token "
+        f"prompt from its cache (HBM {pc['hit_rate_hbm']:.0%}, host DRAM {pc['hit_rate_host']:.0%}, "
+        f"NVMe {pc['hit_rate_disk']:.0%}), so it prefills {pc['prefilled_tokens']:,.0f} tokens "
+        f"({pc['saved_prefill_tokens']:,.0f} saved per request); the KV transfer carries "
+        f"{pc['kv_transfer_tokens']:,.0f} tokens"
+    )
+    if pc["shared_tokens"]:
+        line += (
+            f"; a decode worker holds the {pc['shared_tokens']:,.0f}-token system prompt once for its "
+            f"{decode_cap:,} sequences"
+        )
+    return line
 
 
 def explain(
@@ -154,6 +173,24 @@ def explain(
             ),
         ),
     }
+    if (pc := res.prefix_cache) is not None:
+        out["prefix_cache.hit_rate"] = Explanation(
+            "prefix_cache.hit_rate",
+            pc["hit_rate"],
+            "of prompt tokens",
+            "hits in HBM + host DRAM + NVMe of one prefill worker (an LRU over its tiers, "
+            "at the traffic its own capacity takes)",
+            (
+                Term("hits in HBM", pc["hit_rate_hbm"], "", f"{pc['capacity_tokens_hbm']:,.0f} tokens kept"),
+                Term("hits in host memory", pc["hit_rate_host"], "", f"{pc['capacity_tokens_host']:,.0f} tokens kept"),
+                Term("hits on NVMe", pc["hit_rate_disk"], "", f"{pc['capacity_tokens_disk']:,.0f} tokens kept"),
+                Term("prefilled", pc["prefilled_tokens"], "tokens per request", "the missed tokens"),
+                Term("saved prefill", pc["saved_prefill_tokens"], "tokens per request"),
+                Term("tier load", pc["tier_load_ms"], "ms per request", "host / NVMe hits over the node's links"),
+                Term("KV transfer", pc["kv_transfer_tokens"], "tokens per request",
+                     "the prompt less the system-prompt blocks a decode worker caches (vLLM)"),
+            ),
+        )
     for role, p in (("prefill", res.prefill), ("decode", res.decode)):
         m = p.peak_memory
         if m is None:

@@ -53,13 +53,7 @@ class PrefillCurve:
     ) -> PrefillCurve:
         """``kv_prompts``: prompts of ISL tokens the worker's KV cache holds at once."""
         L = float(isl)
-        chunks = max(1, math.ceil(L / budget))
-        slots = max(1, min(int(budget // L), max(kv_prompts, 1))) if L <= budget else 1
-        ctx = L
-        per_it = min(slots * L, budget)
-        m = np.array([float(micro_batches)])
-        full = float(im.round_ms(per_it, 0.0, ctx, L, m)[0])
-        one = float(im.round_ms(min(L, budget), 0.0, ctx, L, m)[0]) * chunks
+        slots, chunks, full, one = cls.head(im, L, budget, kv_prompts, micro_batches)
         return cls(
             im=im,
             isl=L,
@@ -71,6 +65,20 @@ class PrefillCurve:
             single_ms=one,
             mu=slots / (chunks * full),
         )
+
+    @staticmethod
+    def head(
+        im: IterationModel, isl: float, budget: float, kv_prompts: int, micro_batches: float
+    ) -> tuple[int, int, float, float]:
+        """(prompts per full iteration, iterations per prompt, full-iteration ms, one prompt alone ms)
+        of :meth:`build`, without its load tables: the capacity is ``slots / (chunks · full)``."""
+        L = float(isl)
+        chunks = max(1, math.ceil(L / budget))
+        slots = max(1, min(int(budget // L), max(kv_prompts, 1))) if L <= budget else 1
+        m = np.array([float(micro_batches)])
+        full = float(im.round_ms(min(slots * L, budget), 0.0, L, L, m)[0])
+        one = float(im.round_ms(min(L, budget), 0.0, L, L, m)[0]) * chunks
+        return slots, chunks, full, one
 
     def __post_init__(self) -> None:
         # batch size, own prefill and waits tabulated once on a load grid dense near saturation; a

@@ -107,6 +107,9 @@ class DisaggResult:
     unused_gpus: int = 0
     users: float = 0.0  # closed loop: users over both pools (0 for an open loop)
     calibration: str | None = None
+    #: The prefill pool's prefix cache per worker (:func:`studio.engine.disagg.reuse.summary`);
+    #: None when the project caches no prefix
+    prefix_cache: dict[str, float] | None = None
 
     @property
     def gpus(self) -> int:
@@ -157,7 +160,7 @@ class DisaggResult:
 
         t = self.transfer
         status = self.status
-        return {
+        out = {
             "serving_mode": "disaggregated",
             "status": status.to_json(),
             "spec": self.mode.spec(),
@@ -222,3 +225,6 @@ class DisaggResult:
             "assumptions": list(self.assumptions),
             "calibration": self.calibration,
         }
+        if self.prefix_cache is not None:  # only with prefix caching: the object is unchanged without
+            out["prefix_cache"] = dict(self.prefix_cache)
+        return out

@@ -28,15 +28,23 @@ def figures(res: DisaggResult) -> dict[str, str]:
         f"{figure(t.bytes_per_request / MIB)} MiB per request, {figure(t.time_ms)} ms over "
         f"{t.bottleneck_name or 'the same GPU'} ({t.src_gpu} → {t.dst_gpu})"
     )
-    return {
+    out = {
         "TTFT": ttft if st.shows("ttft") else gone,
         "TPOT": tpot if st.shows("tpot") else gone,
         "throughput": throughput if st.shows("throughput") else gone,
         "KV transfer": transfer,
     }
+    if (pc := res.prefix_cache) is not None:  # only when the project caches prefixes
+        out["prefix cache"] = (
+            f"{pc['hit_rate']:.0%} of each prompt from the prefill pool's cache (HBM {pc['hit_rate_hbm']:.0%}, "
+            f"host {pc['hit_rate_host']:.0%}, NVMe {pc['hit_rate_disk']:.0%}): "
+            f"{figure(pc['prefilled_tokens'])} of {figure(pc['prompt_tokens'])} tokens prefilled, "
+            f"{figure(pc['saved_prefill_tokens'])} saved per request"
+        )
+    return out
 
 
 def summary_lines(res: DisaggResult) -> list[str]:
     """One line per figure of :func:`figures`: ``TTFT 412.3 ms = queue …``."""
-    names = {"throughput": "Throughput"}
+    names = {"throughput": "Throughput", "prefix cache": "Prefix cache"}
     return [f"{names.get(k, k)} {v}" for k, v in figures(res).items()]

@@ -33,6 +33,7 @@ from studio.engine.disagg.evaluate import (
 )
 from studio.engine.disagg.kv_transfer import KvTransfer, kv_transfer
 from studio.engine.disagg.pools import DecodeCurve, PrefillCurve, serve
+from studio.engine.disagg.reuse import transfer_tokens
 from studio.engine.disagg.serve_grid import LIMITERS, DecodeTables, PrefillTables, serve_many
 from studio.engine.fabric.topology import Topology, topology_of
 from studio.engine.plan.evaluate import constants_for, resolve_calibration
@@ -203,7 +204,7 @@ def sweep_disaggregated(
             topo,
             model,
             project.serving.kv_dtype,
-            wl.isl,
+            transfer_tokens(project),  # the prompt less the blocks a decode worker caches
             _WorkerGroups(ppl, mode.prefill.tp, mode.prefill.pp),
             _WorkerGroups(dpl, mode.decode.tp, mode.decode.pp),
             mode.prefill.layout().stage_layers(model.num_layers),
