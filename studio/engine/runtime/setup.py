@@ -120,11 +120,20 @@ def _engine_setup(project: Project, tp: int | None = None, pp: int | None = None
 def _moe_backend(project: Project, profile: EngineProfile) -> str:
     """The fused-MoE backend the experts are timed as: the profile's default (``moe.backend``), unless
     the project names TensorRT-LLM's ``moe_config.backend`` itself (``serving.features.all2all_backend``):
-    ``CUTLASS`` keeps the CUTLASS table, any other backend the fastest measured."""
-    named = project.serving.features.all2all_backend
+    ``CUTLASS`` keeps the CUTLASS table, a backend that runs the TRTLLM-gen / DeepGEMM kernels the
+    fastest measured. Any other name (``AUTO``, or another engine's all-to-all name such as vLLM's
+    ``naive``, which the export refuses for TensorRT-LLM) leaves the profile's default."""
+    named = (project.serving.features.all2all_backend or "").upper()
     if profile.engine != "trtllm" or not named:
         return profile.moe.backend
-    return "cutlass" if named.upper() == "CUTLASS" else ""
+    if named == "CUTLASS":
+        return "cutlass"
+    return "" if named in _FAST_TRTLLM_MOE_BACKENDS else profile.moe.backend
+
+
+# TensorRT-LLM MoeConfig.backend values (tensorrt_llm/llmapi/llm_args.py) whose experts run the kernels
+# the tables keep as the fastest measured (TRTLLM-gen, CuTe DSL, DeepGEMM; WIDEEP's grouped GEMM).
+_FAST_TRTLLM_MOE_BACKENDS = frozenset({"TRTLLM", "CUTEDSL", "WIDEEP", "DEEPGEMM", "MEGAMOE_DEEPGEMM"})
 
 
 def batch_limit(max_batch: int, setup: EngineSetup) -> int:
