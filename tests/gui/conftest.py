@@ -187,6 +187,6 @@ def editable_window(_module_editable_window, project):
     win.setup_tabs.setCurrentIndex(fresh["tab"])
     win.canvas.fit()
     now = _fresh_state(win)
-    left = {k: now[k] for k in fresh if now[k] != fresh[k]}
+    left = {k: (now[k], fresh[k]) for k in fresh if now[k] != fresh[k]}
     assert not left, f"starting over did not give the shared window a fresh state (an earlier test left {left})"
     return win

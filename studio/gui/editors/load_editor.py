@@ -81,6 +81,11 @@ class LoadEditor(QGroupBox):
         self.lengths.setToolTip("Request lengths: fixed at ISL/OSL, or drawn from a bundled workload "
                                 "(presets/workloads; `layout-studio presets workloads`)")
         self._fill_lengths()
+        # a long workload name would widen the whole Plan dock (and squeeze the canvas) when the
+        # Load section opens: the box shows ~14 characters, its list the whole names
+        self.lengths.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.lengths.setMinimumContentsLength(14)
+        self.lengths.view().setMinimumWidth(self.lengths.view().sizeHintForColumn(0) + 24)
         self.summary = QLabel("")
         self.summary.setObjectName("hint")
         # one line that never widens the panel; the note and the definition are in its tooltip

@@ -1,11 +1,12 @@
 """Prompt-reuse editor (in the model & workload panel): the shared system prompt, multi-turn
-conversations, prefix caching and the KV tiers beyond HBM, with the plan's hit rate and saved
-prefill. Every change is one undo step on the document (kind "workload" or "serving"); a tier the
+conversations, re-read documents (with prefix-aware routing), a measured hit rate in place of the
+estimate, prefix caching and the KV tiers beyond HBM, with the plan's hit rate and saved prefill. Every change is one undo step on the document (kind "workload" or "serving"); a tier the
 node or engine version cannot hold is refused with the message naming the field."""
 
 from __future__ import annotations
 
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
@@ -20,6 +21,21 @@ from studio.gui.document import ProjectDocument
 
 #: (label, KVTiers.prefix_cache) in the order of the prefix-cache box.
 CACHE = (("Engine default", None), ("On", True), ("Off", False))
+#: (label, Reuse.hit_tier) in the order of the hit-tier box.
+TIERS = (("HBM", "hbm"), ("Host DRAM", "host"), ("NVMe", "disk"))
+#: The measured-hit-rate box shows this at its minimum: the plan estimates the hit rate (LRU).
+ESTIMATE = "estimate (LRU)"
+
+
+def _percent(special: str = "") -> QDoubleSpinBox:
+    s = QDoubleSpinBox()
+    s.setRange(-1.0 if special else 0.0, 100.0)
+    s.setDecimals(1)
+    s.setSuffix(" %")
+    if special:
+        s.setSpecialValueText(special)
+    s.setKeyboardTracking(False)
+    return s
 
 
 def _spin(hi: int, suffix: str) -> QSpinBox:
@@ -66,6 +82,23 @@ class ReuseEditor(QGroupBox):
         self.think.setRange(0.0, 86_400.0)
         self.think.setSuffix(" s")
         self.think.setKeyboardTracking(False)
+        self.doc_share = _percent()
+        self.doc_share.setToolTip("Share of the rest of each prompt (after system prompt and history) that is "
+                                  "one of the re-read documents")
+        self.documents = _spin(10_000_000, "")
+        self.documents.setMinimum(1)
+        self.documents.setToolTip("Distinct documents, equally popular, that requests re-read")
+        self.routing = QCheckBox("prefix-aware")
+        self.routing.setToolTip("Prefix-aware routing (llm-d prefix-cache scorer, SGLang router's cache-aware "
+                                "policy): requests go to the replica holding their document, so each replica "
+                                "re-reads only its share of the documents")
+        self.measured = _percent(ESTIMATE)
+        self.measured.setToolTip("A hit rate you measured (share of prompt tokens served from the cache); "
+                                 "it replaces the LRU estimate")
+        self.hit_tier = QComboBox()
+        for label, value in TIERS:
+            self.hit_tier.addItem(label, value)
+        self.hit_tier.setToolTip("Where the measured hits are served from")
         self.cache = QComboBox()
         for label, value in CACHE:
             self.cache.addItem(label, value)
@@ -80,6 +113,11 @@ class ReuseEditor(QGroupBox):
         form.addRow("Turns", self.turns)
         form.addRow("History", self.history)
         form.addRow("Think time", self.think)
+        form.addRow("Document share", self.doc_share)
+        form.addRow("Distinct docs", self.documents)
+        form.addRow("Routing", self.routing)
+        form.addRow("Measured hits", self.measured)
+        form.addRow("Hits served from", self.hit_tier)
         form.addRow("Prefix cache", self.cache)
         form.addRow("Host tier", self.host)
         form.addRow("NVMe tier", self.disk)
@@ -91,6 +129,13 @@ class ReuseEditor(QGroupBox):
         self.turns.valueChanged.connect(lambda v: self._reuse("Turns", turns=v))
         self.history.valueChanged.connect(lambda v: self._reuse("History per turn", history_tokens_per_turn=v))
         self.think.valueChanged.connect(lambda v: self._reuse("Think time", think_time_s=v))
+        self.doc_share.valueChanged.connect(lambda v: self._reuse("Document share", document_share=v / 100.0))
+        self.documents.valueChanged.connect(lambda v: self._reuse("Distinct documents", documents=v))
+        self.routing.toggled.connect(
+            lambda on: self._edit("Prefix-aware routing", "serving", lambda p: _tiers(p, prefix_routing=on)))
+        self.measured.valueChanged.connect(self._on_measured)
+        self.hit_tier.currentIndexChanged.connect(
+            lambda _i: self._reuse("Hit tier", hit_tier=self.hit_tier.currentData()))
         self.cache.currentIndexChanged.connect(
             lambda _i: self._edit("Prefix cache", "serving", lambda p: _tiers(p, prefix_cache=self.cache.currentData())))
         self.host.valueChanged.connect(lambda v: self._edit("Host KV tier", "serving", lambda p: _tiers(p, host_gib=v)))
@@ -109,6 +154,12 @@ class ReuseEditor(QGroupBox):
         self._edit(text, "workload",
                    lambda p: p.replace(workload=p.workload.replace(reuse=p.workload.reuse.replace(**changes))))
 
+    def _on_measured(self, value: float) -> None:
+        if value < 0:  # back to the estimate: a tier only places a measured rate
+            self._reuse("Measured hit rate", hit_rate=None, hit_tier="hbm")
+        else:
+            self._reuse("Measured hit rate", hit_rate=value / 100.0)
+
     def refresh(self, p: Project) -> None:
         """Show ``p`` without emitting edits."""
         self._updating = True
@@ -118,6 +169,12 @@ class ReuseEditor(QGroupBox):
             self.turns.setValue(r.turns)
             self.history.setValue(r.history_tokens_per_turn)
             self.think.setValue(r.think_time_s)
+            self.doc_share.setValue(r.document_share * 100.0)
+            self.documents.setValue(r.documents)
+            self.routing.setChecked(t.prefix_routing)
+            self.measured.setValue(-1.0 if r.hit_rate is None else r.hit_rate * 100.0)
+            self.hit_tier.setCurrentIndex(max(0, self.hit_tier.findData(r.hit_tier)))
+            self.hit_tier.setEnabled(r.hit_rate is not None)
             self.cache.setCurrentIndex(max(0, self.cache.findData(t.prefix_cache)))
             self.host.setValue(t.host_gib)
             self.disk.setValue(t.disk_gib)
