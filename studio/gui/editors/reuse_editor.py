@@ -96,8 +96,8 @@ class ReuseEditor(QGroupBox):
         self.measured.setToolTip("A hit rate you measured (share of prompt tokens served from the cache); "
                                  "it replaces the LRU estimate")
         self.hit_tier = QComboBox()
-        for label, value in TIERS:
-            self.hit_tier.addItem(label, value)
+        for label, tier in TIERS:
+            self.hit_tier.addItem(label, tier)
         self.hit_tier.setToolTip("Where the measured hits are served from")
         self.cache = QComboBox()
         for label, value in CACHE:

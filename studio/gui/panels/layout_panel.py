@@ -85,6 +85,13 @@ class LayoutPanel(QWidget):
         self.best.setToolTip("Sweep every valid layout and apply the recommended one (one undo step)")
         self.best.clicked.connect(self.apply_best)
         form.addRow(self.best)
+        from studio.gui.editors.features_editor import FeaturesEditor  # engine features (issue 30)
+        from studio.gui.panels.section import Section
+
+        self.features_editor = FeaturesEditor(doc)
+        self.features_section = Section("Engine features", self.features_editor, self.features_editor.summary)
+        doc.projectChanged.connect(lambda _p, _k: self.features_section.refresh())
+        form.addRow(self.features_section)
         self.refresh(doc.project)
         doc.projectChanged.connect(self._on_project)
 
