@@ -140,6 +140,31 @@ def test_trtllm_pydantic_class_gets_the_yaml_keys(engines):
     assert "too large" in f.message and "\n" not in f.line()  # one printable line
 
 
+def test_trtllm_args_are_built_as_trtllm_serve_builds_them(engines, monkeypatch):
+    """With ``update_llm_args_with_extra_dict`` in the engine, the check merges the config file into
+    the command line's arguments as ``trtllm-serve MODEL --config FILE`` does: the model, the PyTorch
+    backend and, without a GPU, the recipe's GPUs per node."""
+    engines(fake_engines.TRTLLM_SERVE)
+    monkeypatch.setenv("FAKE_ENGINE_ECHO", "1")
+    (f,) = check(_recipe("trtllm")).findings
+    built = json.loads(f.message.split("built ", 1)[1].rsplit(" via ", 1)[0])
+    assert built["model"] == "meta-llama/Llama-3.1-70B" and built["backend"] == "pytorch"
+    assert built["gpus_per_node"] == 8 and built["tensor_parallel_size"] == 8
+    assert f.message.endswith("via ['trtllm-serve.yaml']")
+
+
+def test_trtllm_mapping_is_built_and_its_refusal_reported(engines):
+    engines(fake_engines.TRTLLM_SERVE)
+    recipe = _recipe("trtllm")
+    report = check(recipe)
+    assert report.ok and report.engine_checked
+    assert "update_llm_args_with_extra_dict" in report.engine_checked and "Mapping" in report.engine_checked
+    assert report.engine_checked.startswith("tensorrt_llm source @test")  # the package's own version
+    bad = replace(recipe, config=recipe.config | {"moe_expert_parallel_size": 3})
+    (f,) = [x for x in check(bad).findings if x.source.startswith("installed")]
+    assert "moe_tp_size * moe_ep_size * moe_cluster_size must equal to moe_world_size" in f.message
+
+
 def test_an_engine_that_fails_to_import_is_reported_not_required(engines):
     engines(fake_engines.BROKEN_VLLM)
     report = check(_recipe("vllm"))

@@ -267,10 +267,31 @@ def run_sglang(req: dict[str, Any]) -> list[str]:
 
 # --------------------------------------------------------------------------------- TensorRT-LLM
 def run_trtllm(req: dict[str, Any]) -> list[str]:
-    """TensorRT-LLM's pydantic LLM-API arguments class built from the config file's keys."""
+    """TensorRT-LLM's LLM-API arguments built as ``trtllm-serve MODEL --config FILE`` builds them:
+    the command line's arguments (the model, the PyTorch backend, the GPUs per node) merged with the
+    config file's keys by ``update_llm_args_with_extra_dict`` (``tensorrt_llm/commands/serve.py``
+    calls it for ``--config`` / ``--extra_llm_api_options``) when the version has it, then the
+    pydantic arguments class (``TorchLlmArgs``: its field types and validators), then the
+    ``Mapping`` the LLM builds from ``parallel_config`` at start (world size, MoE TP x EP, CP
+    checks). Without a GPU, ``gpus_per_node`` is the recipe's (``trtllm-serve`` reads it from the
+    visible devices and refuses none)."""
     cls = _engine_class(req)
-    cls(model=req["model"], **req["config"])
-    return [req["parser_class"]]
+    module = sys.modules[cls.__module__]
+    merge = getattr(module, "update_llm_args_with_extra_dict", None)
+    ran: list[str] = []
+    if merge is not None:
+        base = {"model": req["model"], "backend": "pytorch", "gpus_per_node": int(req.get("gpus_per_node") or 1)}
+        kwargs = merge(base, dict(req["config"]), "trtllm-serve.yaml")
+        ran.append("update_llm_args_with_extra_dict (trtllm-serve's merge of the --config file)")
+    else:
+        kwargs = {"model": req["model"], **req["config"]}
+    args = cls(**kwargs)
+    ran.append(f"{req['parser_class']} and its validators")
+    parallel = getattr(args, "parallel_config", None)
+    if parallel is not None and hasattr(parallel, "to_mapping"):
+        parallel.to_mapping()
+        ran.append("Mapping (parallel_config.to_mapping(), as the LLM builds it at start)")
+    return ran
 
 
 RUNNERS = {"vllm": run_vllm, "sglang": run_sglang, "trtllm": run_trtllm}
@@ -281,8 +302,9 @@ def _version(engine: str) -> str:
 
     try:
         return metadata.version(DISTRIBUTIONS[engine])
-    except Exception:  # noqa: BLE001 - a source checkout without metadata
-        return "unknown version"
+    except Exception:  # noqa: BLE001 - a source checkout without metadata: the package's own version
+        found = getattr(sys.modules.get(DISTRIBUTIONS[engine]), "__version__", None)
+        return str(found) if found else "unknown version"
 
 
 def validate(req: dict[str, Any]) -> dict[str, Any]:
