@@ -135,7 +135,8 @@ TRTLLM = {
 
 #: TensorRT-LLM with trtllm-serve's config merge (``update_llm_args_with_extra_dict``) and the
 #: ``Mapping`` the LLM builds from ``parallel_config`` at start; the Mapping refuses an MoE split that
-#: does not multiply to TP, as TensorRT-LLM's ``MappingBase`` does. With FAKE_ENGINE_ECHO set the
+#: does not multiply to TP, as TensorRT-LLM's ``MappingBase`` does, and the MoE load balancer refuses
+#: slots that do not divide among the EP ranks (``MoeLoadBalancerConfig.setup``). With FAKE_ENGINE_ECHO set the
 #: arguments class reports what it was given.
 TRTLLM_SERVE = {
     "tensorrt_llm/__init__.py": "__version__ = 'source @test'\n",
@@ -160,7 +161,22 @@ TRTLLM_SERVE = {
                 if self.ep > 0 and self.tp % self.ep:
                     raise ValueError("moe_tp_size * moe_ep_size * moe_cluster_size must equal to moe_world_size, "
                                      f"but got {self.ep * (self.tp // self.ep)} != {self.tp}")
+                self.moe_ep_size = max(self.ep, 1)
                 return self
+
+
+        class _Balancer:
+            def __init__(self, num_slots):
+                self.num_slots = num_slots
+
+            def setup(self, ep_rank, ep_size):
+                if self.num_slots % ep_size != 0:
+                    raise ValueError(f"`num_slots` ({self.num_slots}) must be divisible by `ep_size` ({ep_size}).")
+
+
+        class _Moe:
+            def __init__(self, load_balancer=None):
+                self.load_balancer = None if load_balancer is None else _Balancer(**load_balancer)
 
 
         class TorchLlmArgs:
@@ -171,6 +187,7 @@ TRTLLM_SERVE = {
                     raise ValueError("No GPU devices found on the node")
                 self.parallel_config = _Parallel(kw.get("tensor_parallel_size", 1),
                                                  kw.get("moe_expert_parallel_size", -1))
+                self.moe_config = _Moe(**kw.get("moe_config", {}))
         """,
 }
 

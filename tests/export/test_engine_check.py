@@ -163,6 +163,12 @@ def test_trtllm_mapping_is_built_and_its_refusal_reported(engines):
     bad = replace(recipe, config=recipe.config | {"moe_expert_parallel_size": 3})
     (f,) = [x for x in check(bad).findings if x.source.startswith("installed")]
     assert "moe_tp_size * moe_ep_size * moe_cluster_size must equal to moe_world_size" in f.message
+    # the load balancer's slots are set up over the EP ranks, as the model load does with EP
+    lb = recipe.config | {"moe_expert_parallel_size": 4, "moe_config": {"load_balancer": {"num_slots": 10}}}
+    (f,) = [x for x in check(replace(recipe, config=lb)).findings if x.source.startswith("installed")]
+    assert "`num_slots` (10) must be divisible by `ep_size` (4)." in f.message
+    even = check(replace(recipe, config=lb | {"moe_config": {"load_balancer": {"num_slots": 12}}}))
+    assert even.ok and "MoeLoadBalancerConfig.setup" in (even.engine_checked or "")
 
 
 def test_an_engine_that_fails_to_import_is_reported_not_required(engines):

@@ -289,8 +289,15 @@ def run_trtllm(req: dict[str, Any]) -> list[str]:
     ran.append(f"{req['parser_class']} and its validators")
     parallel = getattr(args, "parallel_config", None)
     if parallel is not None and hasattr(parallel, "to_mapping"):
-        parallel.to_mapping()
+        mapping = parallel.to_mapping()
         ran.append("Mapping (parallel_config.to_mapping(), as the LLM builds it at start)")
+        balancer: Any = getattr(getattr(args, "moe_config", None), "load_balancer", None)
+        ep = getattr(mapping, "moe_ep_size", 1)
+        if hasattr(balancer, "setup") and isinstance(ep, int) and ep > 1:
+            # maybe_create_moe_load_balancer (_torch/modules/fused_moe/moe_load_balancer.py) at model
+            # load, with expert parallelism: the slots must divide among the EP ranks
+            balancer.setup(ep_rank=0, ep_size=ep)
+            ran.append("MoeLoadBalancerConfig.setup (as the model load calls it with EP)")
     return ran
 
 
