@@ -136,7 +136,8 @@ TRTLLM = {
 #: TensorRT-LLM with trtllm-serve's config merge (``update_llm_args_with_extra_dict``) and the
 #: ``Mapping`` the LLM builds from ``parallel_config`` at start; the Mapping refuses an MoE split that
 #: does not multiply to TP, as TensorRT-LLM's ``MappingBase`` does, and the MoE load balancer refuses
-#: slots that do not divide among the EP ranks (``MoeLoadBalancerConfig.setup``). With FAKE_ENGINE_ECHO set the
+#: slots that do not divide among the EP ranks (``MoeLoadBalancerConfig.setup``); its ``disagg_utils``
+#: refuses a router file whose urls do not match num_instances. With FAKE_ENGINE_ECHO set the
 #: arguments class reports what it was given.
 TRTLLM_SERVE = {
     "tensorrt_llm/__init__.py": "__version__ = 'source @test'\n",
@@ -188,6 +189,37 @@ TRTLLM_SERVE = {
                 self.parallel_config = _Parallel(kw.get("tensor_parallel_size", 1),
                                                  kw.get("moe_expert_parallel_size", -1))
                 self.moe_config = _Moe(**kw.get("moe_config", {}))
+        """,
+    "tensorrt_llm/llmapi/disagg_utils.py": """
+        import json
+
+
+        class _Server:
+            def __init__(self, url):
+                self.url = url
+
+
+        class _Parsed:
+            def __init__(self, servers):
+                self.server_configs = servers
+
+
+        def parse_disagg_config_file(path):
+            with open(path) as f:
+                config = json.load(f)
+            servers = []
+            for section in ("context_servers", "generation_servers"):
+                part = config.get(section, {})
+                urls = part.get("urls") or []
+                if urls and len(urls) != part.get("num_instances", 1):
+                    raise ValueError(f"Number of hostnames ({len(urls)}) should be equal to the number of "
+                                     f"instances ({part.get('num_instances', 1)})")
+                servers += [_Server(u) for u in urls]
+            return _Parsed(servers)
+
+
+        def get_ctx_gen_server_urls(server_configs):
+            return [s.url for s in server_configs], []
         """,
 }
 

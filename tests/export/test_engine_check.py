@@ -171,6 +171,31 @@ def test_trtllm_mapping_is_built_and_its_refusal_reported(engines):
     assert even.ok and "MoeLoadBalancerConfig.setup" in (even.engine_checked or "")
 
 
+def test_trtllm_disaggregated_router_file_is_parsed_by_the_engine(engines):
+    """The first prefill server's check also parses disagg-config.yaml as ``trtllm-serve
+    disaggregated -c`` does (``parse_disagg_config_file``); its refusal names the file."""
+    from studio.core.serving_mode import parse_pools
+    from studio.core.workload import Workload
+    from studio.engine.disagg.evaluate import evaluate_disaggregated
+    from studio.io.export.checks.disagg_check import check_disaggregated
+    from studio.io.export.disaggregated.disagg import export_disaggregated
+    from tests.engine.fixtures import H200, HGX_H200
+    from tests.engine.fixtures import LLAMA_70B as LLAMA
+    from tests.engine.fixtures import cluster as hgx
+    from tests.engine.fixtures import project as proj
+
+    engines(fake_engines.TRTLLM_SERVE)
+    p = proj(hgx(HGX_H200, 2, H200), LLAMA, workload=Workload(isl=2048, osl=256))
+    _, recipe = export_disaggregated(p, evaluate_disaggregated(p, parse_pools("2P:tp4,1D:tp8")), engine="trtllm")
+    report = check_disaggregated(recipe)
+    assert report.ok and "parse_disagg_config_file" in (report.engine_checked or "")
+    router = recipe.configs["disagg-config.yaml"]
+    bad = {**router, "context_servers": {**router["context_servers"], "num_instances": 3}}
+    report = check_disaggregated(replace(recipe, configs={**recipe.configs, "disagg-config.yaml": bad}))
+    assert any("disagg-config.yaml: Number of hostnames (2) should be equal to the number of instances (3)"
+               in f.message for f in report.findings)
+
+
 def test_an_engine_that_fails_to_import_is_reported_not_required(engines):
     engines(fake_engines.BROKEN_VLLM)
     report = check(_recipe("vllm"))

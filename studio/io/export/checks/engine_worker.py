@@ -298,7 +298,28 @@ def run_trtllm(req: dict[str, Any]) -> list[str]:
             # load, with expert parallelism: the slots must divide among the EP ranks
             balancer.setup(ep_rank=0, ep_size=ep)
             ran.append("MoeLoadBalancerConfig.setup (as the model load calls it with EP)")
+    if req.get("disagg_config"):
+        ran.append(_trtllm_disagg_config(req["disagg_config"]))
     return ran
+
+
+def _trtllm_disagg_config(config: dict[str, Any]) -> str:
+    """``trtllm-serve disaggregated -c disagg-config.yaml``'s parse of the router's file
+    (``parse_disagg_config_file``, then the server urls it routes to); what ran, for the report."""
+    utils = _optional("tensorrt_llm.llmapi.disagg_utils")
+    parse = getattr(utils, "parse_disagg_config_file", None)
+    if parse is None:
+        return "disagg-config.yaml not parsed (this version has no tensorrt_llm.llmapi.disagg_utils)"
+    path = Path.cwd() / "disagg-config.yaml"
+    path.write_text(json.dumps(config), encoding="utf-8")  # JSON is YAML
+    try:
+        parsed = parse(str(path))
+        urls = getattr(utils, "get_ctx_gen_server_urls", None)
+        if urls is not None:
+            urls(parsed.server_configs)
+    except Exception as exc:  # the engine's refusal, said of the file it read
+        raise ValueError(f"disagg-config.yaml: {engine_message(exc)}") from exc
+    return "parse_disagg_config_file (trtllm-serve disaggregated -c disagg-config.yaml)"
 
 
 RUNNERS = {"vllm": run_vllm, "sglang": run_sglang, "trtllm": run_trtllm}
