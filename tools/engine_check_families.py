@@ -64,7 +64,8 @@ FAMILIES: list[tuple[str, str, list[str]]] = [
     # TensorRT-LLM families checked against its llm_args source (docs/export.md, "TensorRT-LLM from source")
     ("MoE TP8 EP8 (DeepSeek-V3, HGX H200)", "trtllm",
      ["--model", "deepseek-v3", "--node-template", "hgx-h200", "--tp", "8", "--ep", "8"]),
-    ("MoE attention DP: TP8 DP2 EP16 + load balancer 32 slots + attention_dp_config balance (DeepSeek-V3, 2 nodes)",
+    ("MoE attention DP: TP8 DP2 EP16 + load balancer (32 redundant: 288 slots) + attention_dp_config balance "
+     "(DeepSeek-V3, 2 nodes)",
      "trtllm", ["--model", "deepseek-v3", "--node-template", "hgx-h200", "--nodes", "2", "--tp", "8", "--dp", "2",
                 "--ep", "16", "--eplb", "32", "--attention-dp-balance"]),
     ("MoE load balancer, 7 redundant experts over EP16: 263 slots (DeepSeek-V3, 2 nodes)", "trtllm",
