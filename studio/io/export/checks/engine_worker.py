@@ -270,14 +270,16 @@ def run_trtllm(req: dict[str, Any]) -> list[str]:
     """TensorRT-LLM's LLM-API arguments built as ``trtllm-serve MODEL --config FILE`` builds them:
     the command line's arguments (the model, the PyTorch backend, the GPUs per node) merged with the
     config file's keys by ``update_llm_args_with_extra_dict`` (``tensorrt_llm/commands/serve.py``
-    calls it for ``--config`` / ``--extra_llm_api_options``) when the version has it, then the
+    calls it for ``--config`` / ``--extra_llm_api_options``; in ``llm_args`` or, in older versions,
+    ``llm_utils``) when the version has it, then the
     pydantic arguments class (``TorchLlmArgs``: its field types and validators), then the
     ``Mapping`` the LLM builds from ``parallel_config`` at start (world size, MoE TP x EP, CP
     checks). Without a GPU, ``gpus_per_node`` is the recipe's (``trtllm-serve`` reads it from the
     visible devices and refuses none)."""
     cls = _engine_class(req)
-    module = sys.modules[cls.__module__]
-    merge = getattr(module, "update_llm_args_with_extra_dict", None)
+    merge = getattr(sys.modules[cls.__module__], "update_llm_args_with_extra_dict", None)
+    if merge is None:  # older versions keep it in llm_utils (serve.py @ 00209af1 imports it from there)
+        merge = getattr(_optional("tensorrt_llm.llmapi.llm_utils"), "update_llm_args_with_extra_dict", None)
     ran: list[str] = []
     if merge is not None:
         base = {"model": req["model"], "backend": "pytorch", "gpus_per_node": int(req.get("gpus_per_node") or 1)}
