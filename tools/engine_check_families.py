@@ -1,7 +1,7 @@
 """Run ``layout-studio export --check`` over the recipe families of issue 30 and print a Markdown
 table of the verdicts, for docs/export.md.
 
-    python tools/engine_check_families.py --vllm-python PY --sglang-python PY [--trtllm-python PY]
+    python tools/engine_check_families.py --vllm-python PY --sglang-python PY [--trtllm-python PY] [--only ENGINE]
 
 Each ``--ENGINE-python`` names the interpreter of an environment where that engine is installed
 (its own argument parser and config validators then run, see docs/export.md); an engine without
@@ -61,6 +61,50 @@ FAMILIES: list[tuple[str, str, list[str]]] = [
     ("prefill CP / RING (families 5, 6)", "trtllm",
      ["--model", "deepseek-v3", "--node-template", "hgx-h200", "--nodes", "2", "--tp", "8", "--cp", "2",
       "--cp-mode", "prefill"]),
+    # TensorRT-LLM families checked against its llm_args source (docs/export.md, "TensorRT-LLM from source")
+    ("MoE TP8 EP8 (DeepSeek-V3, HGX H200)", "trtllm",
+     ["--model", "deepseek-v3", "--node-template", "hgx-h200", "--tp", "8", "--ep", "8"]),
+    ("MoE attention DP: TP8 DP2 EP16 + load balancer (32 redundant: 288 slots) + attention_dp_config balance "
+     "(DeepSeek-V3, 2 nodes)",
+     "trtllm", ["--model", "deepseek-v3", "--node-template", "hgx-h200", "--nodes", "2", "--tp", "8", "--dp", "2",
+                "--ep", "16", "--eplb", "32", "--attention-dp-balance"]),
+    ("MoE load balancer, 7 redundant experts over EP16: 263 slots (DeepSeek-V3, 2 nodes)", "trtllm",
+     ["--model", "deepseek-v3", "--node-template", "hgx-h200", "--nodes", "2", "--tp", "8", "--dp", "2",
+      "--ep", "16", "--eplb", "7"]),
+    ("MoE backend CUTLASS, attention DP EP16 (DeepSeek-V3, 2 nodes)", "trtllm",
+     ["--model", "deepseek-v3", "--node-template", "hgx-h200", "--nodes", "2", "--tp", "8", "--dp", "2", "--ep", "16",
+      "--all2all-backend", "CUTLASS"]),
+    ("MoE backend WIDEEP (DeepSeek-V3, 2 nodes)", "trtllm",
+     ["--model", "deepseek-v3", "--node-template", "hgx-h200", "--nodes", "2", "--tp", "8", "--dp", "2", "--ep", "16",
+      "--all2all-backend", "WIDEEP"]),
+    ("MoE TP8×PP2 EP8 (Qwen3-235B-A22B, 2 nodes)", "trtllm",
+     ["--model", "qwen3-235b-a22b", "--node-template", "dgx-h100", "--nodes", "2", "--tp", "8", "--pp", "2",
+      "--ep", "8"]),
+    ("MoE TP4 EP4 (gpt-oss-120b)", "trtllm", ["--model", "gpt-oss-120b", "--gpu", "h100-sxm", "--tp", "4", "--ep", "4"]),
+    ("uneven PP TP2×PP4, layers 21,21,19,19 (Llama-3.1-70B)", "trtllm",
+     ["--model", "llama-3.1-70b", "--node-template", "dgx-h100", "--tp", "2", "--pp", "4", "--layers-per-stage",
+      "21,21,19,19"]),
+    ("FP8 weights + FP8 KV cache (Llama-3.1-70B)", "trtllm",
+     ["--model", "llama-3.1-70b", "--node-template", "dgx-h100", "--kv-dtype", "fp8", "--weight-dtype", "fp8"]),
+    ("KV reuse + 256 GiB host KV cache, 4-turn chat (Llama-3.1-70B)", "trtllm",
+     ["--model", "llama-3.1-70b", "--node-template", "dgx-h100", "--isl", "8192", "--prefix-cache", "on",
+      "--kv-host-gib", "256", "--system-prompt-tokens", "2000", "--turns", "4", "--history-tokens", "500"]),
+    ("disaggregated 1P TP2 + 1D TP2, UCX (Llama-3.1-8B)", "trtllm",
+     ["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--disagg", "1P:tp2,1D:tp2", "--kv-transfer-backend", "ucx"]),
+    ("disaggregated 2P TP2 + 1D TP4, Mooncake (Llama-3.1-8B)", "trtllm",
+     ["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--disagg", "2P:tp2,1D:tp4", "--kv-transfer-backend",
+      "mooncake"]),
+    ("disaggregated MoE 1P TP8 EP8 + 1D TP8 EP8 (DeepSeek-V3, 2 nodes)", "trtllm",
+     ["--model", "deepseek-v3", "--node-template", "hgx-h200", "--nodes", "2", "--disagg", "1P:tp8ep8,1D:tp8ep8"]),
+    ("disaggregated 1P TP4×PP2 + 1D TP8 (Llama-3.1-70B, 2 nodes)", "trtllm",
+     ["--model", "llama-3.1-70b", "--node-template", "dgx-h100", "--nodes", "2", "--disagg", "1P:tp4pp2,1D:tp8"]),
+    ("MTP 1 token (DeepSeek-V3)", "trtllm",
+     ["--model", "deepseek-v3", "--node-template", "hgx-h200", "--tp", "8", "--spec", "mtp", "--spec-tokens", "1"]),
+    ("NGram (Llama-3.1-8B)", "trtllm", ["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--spec", "ngram"]),
+    ("draft model Llama-3.1-8B for Llama-3.1-70B", "trtllm",
+     ["--model", "llama-3.1-70b", "--node-template", "dgx-h100", "--spec", "draft", "--draft-model", "llama-3.1-8b",
+      "--spec-acceptance", "0.7"]),
+    ("EAGLE-1 (family 2)", "trtllm", ["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--spec", "eagle"]),
 ]
 
 
@@ -87,11 +131,15 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     for engine in ("vllm", "sglang", "trtllm"):
         p.add_argument(f"--{engine}-python", metavar="PY", help=f"interpreter that has {engine} installed")
+    p.add_argument("--only", choices=("vllm", "sglang", "trtllm"), action="append",
+                   help="run only this engine's rows (repeatable)")
     a = p.parse_args(argv)
     pythons = {"vllm": a.vllm_python, "sglang": a.sglang_python, "trtllm": a.trtllm_python}
     print("| family | engine | engine's own validation | exit | what it said |")
     print("|---|---|---|---|---|")
     for family, engine, args in FAMILIES:
+        if a.only and engine not in a.only:
+            continue
         code, lines = run(engine, args, pythons[engine])
         exit_text, said = verdict(code, lines)
         ran = "ran" if any(ln.startswith("checked with the engine itself") for ln in lines) else "not run"

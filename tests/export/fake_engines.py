@@ -3,7 +3,8 @@
 The real engines cannot be installed in CI (vLLM pulls torch and CUDA libraries). These packages
 expose the entry points the check uses — vLLM's ``vllm.engine.arg_utils.EngineArgs`` with
 ``add_cli_args``/``from_cli_args``, ``vllm.platforms`` and a ``vllm.config.ParallelConfig`` that
-checks the world size like vLLM's; SGLang's ``ServerArgs``; TensorRT-LLM's ``TorchLlmArgs`` — and
+checks the world size like vLLM's; SGLang's ``ServerArgs``; TensorRT-LLM's ``TorchLlmArgs`` (alone, or with trtllm-serve's config merge and
+the ``Mapping`` it builds at start) — and
 refuse values with known messages, so the tests see what the check reports of a refusal. The
 check runs them in a separate Python process found through ``PYTHONPATH``.
 """
@@ -129,6 +130,96 @@ TRTLLM = {
             def __init__(self, **kw):
                 if kw.get("tensor_parallel_size", 1) > 4:
                     raise ValueError("1 validation error for TorchLlmArgs\\ntensor_parallel_size\\n  too large")
+        """,
+}
+
+#: TensorRT-LLM with trtllm-serve's config merge (``update_llm_args_with_extra_dict``) and the
+#: ``Mapping`` the LLM builds from ``parallel_config`` at start; the Mapping refuses an MoE split that
+#: does not multiply to TP, as TensorRT-LLM's ``MappingBase`` does, and the MoE load balancer refuses
+#: slots that do not divide among the EP ranks (``MoeLoadBalancerConfig.setup``); its ``disagg_utils``
+#: refuses a router file whose urls do not match num_instances. With FAKE_ENGINE_ECHO set the
+#: arguments class reports what it was given.
+TRTLLM_SERVE = {
+    "tensorrt_llm/__init__.py": "__version__ = 'source @test'\n",
+    "tensorrt_llm/llmapi/__init__.py": "",
+    "tensorrt_llm/llmapi/llm_args.py": """
+        import json
+        import os
+
+        merged = []
+
+
+        def update_llm_args_with_extra_dict(llm_args, llm_args_dict, extra_llm_api_options=None):
+            merged.append(extra_llm_api_options)
+            return llm_args | llm_args_dict
+
+
+        class _Parallel:
+            def __init__(self, tp, ep):
+                self.tp, self.ep = tp, ep
+
+            def to_mapping(self):
+                if self.ep > 0 and self.tp % self.ep:
+                    raise ValueError("moe_tp_size * moe_ep_size * moe_cluster_size must equal to moe_world_size, "
+                                     f"but got {self.ep * (self.tp // self.ep)} != {self.tp}")
+                self.moe_ep_size = max(self.ep, 1)
+                return self
+
+
+        class _Balancer:
+            def __init__(self, num_slots):
+                self.num_slots = num_slots
+
+            def setup(self, ep_rank, ep_size):
+                if self.num_slots % ep_size != 0:
+                    raise ValueError(f"`num_slots` ({self.num_slots}) must be divisible by `ep_size` ({ep_size}).")
+
+
+        class _Moe:
+            def __init__(self, load_balancer=None):
+                self.load_balancer = None if load_balancer is None else _Balancer(**load_balancer)
+
+
+        class TorchLlmArgs:
+            def __init__(self, **kw):
+                if os.environ.get("FAKE_ENGINE_ECHO"):
+                    raise ValueError("built " + json.dumps(kw, sort_keys=True, default=str) + " via " + str(merged))
+                if kw.get("backend") != "pytorch" or not kw.get("gpus_per_node"):
+                    raise ValueError("No GPU devices found on the node")
+                self.parallel_config = _Parallel(kw.get("tensor_parallel_size", 1),
+                                                 kw.get("moe_expert_parallel_size", -1))
+                self.moe_config = _Moe(**kw.get("moe_config", {}))
+        """,
+    "tensorrt_llm/llmapi/disagg_utils.py": """
+        import json
+
+
+        class _Server:
+            def __init__(self, url):
+                self.url = url
+
+
+        class _Parsed:
+            def __init__(self, servers):
+                self.server_configs = servers
+
+
+        def parse_disagg_config_file(path):
+            with open(path) as f:
+                config = json.load(f)
+            servers = []
+            for section in ("context_servers", "generation_servers"):
+                part = config.get(section, {})
+                urls = part.get("urls") or []
+                if urls and len(urls) != part.get("num_instances", 1):
+                    raise ValueError(f"Number of hostnames ({len(urls)}) should be equal to the number of "
+                                     f"instances ({part.get('num_instances', 1)})")
+                servers += [_Server(u) for u in urls]
+            return _Parsed(servers)
+
+
+        def get_ctx_gen_server_urls(server_configs):
+            return [s.url for s in server_configs], []
         """,
 }
 

@@ -140,6 +140,62 @@ def test_trtllm_pydantic_class_gets_the_yaml_keys(engines):
     assert "too large" in f.message and "\n" not in f.line()  # one printable line
 
 
+def test_trtllm_args_are_built_as_trtllm_serve_builds_them(engines, monkeypatch):
+    """With ``update_llm_args_with_extra_dict`` in the engine, the check merges the config file into
+    the command line's arguments as ``trtllm-serve MODEL --config FILE`` does: the model, the PyTorch
+    backend and, without a GPU, the recipe's GPUs per node."""
+    engines(fake_engines.TRTLLM_SERVE)
+    monkeypatch.setenv("FAKE_ENGINE_ECHO", "1")
+    (f,) = check(_recipe("trtllm")).findings
+    built = json.loads(f.message.split("built ", 1)[1].rsplit(" via ", 1)[0])
+    assert built["model"] == "meta-llama/Llama-3.1-70B" and built["backend"] == "pytorch"
+    assert built["gpus_per_node"] == 8 and built["tensor_parallel_size"] == 8
+    assert f.message.endswith("via ['trtllm-serve.yaml']")
+
+
+def test_trtllm_mapping_is_built_and_its_refusal_reported(engines):
+    engines(fake_engines.TRTLLM_SERVE)
+    recipe = _recipe("trtllm")
+    report = check(recipe)
+    assert report.ok and report.engine_checked
+    assert "update_llm_args_with_extra_dict" in report.engine_checked and "Mapping" in report.engine_checked
+    assert report.engine_checked.startswith("tensorrt_llm source @test")  # the package's own version
+    bad = replace(recipe, config=recipe.config | {"moe_expert_parallel_size": 3})
+    (f,) = [x for x in check(bad).findings if x.source.startswith("installed")]
+    assert "moe_tp_size * moe_ep_size * moe_cluster_size must equal to moe_world_size" in f.message
+    # the load balancer's slots are set up over the EP ranks, as the model load does with EP
+    lb = recipe.config | {"moe_expert_parallel_size": 4, "moe_config": {"load_balancer": {"num_slots": 10}}}
+    (f,) = [x for x in check(replace(recipe, config=lb)).findings if x.source.startswith("installed")]
+    assert "`num_slots` (10) must be divisible by `ep_size` (4)." in f.message
+    even = check(replace(recipe, config=lb | {"moe_config": {"load_balancer": {"num_slots": 12}}}))
+    assert even.ok and "MoeLoadBalancerConfig.setup" in (even.engine_checked or "")
+
+
+def test_trtllm_disaggregated_router_file_is_parsed_by_the_engine(engines):
+    """The first prefill server's check also parses disagg-config.yaml as ``trtllm-serve
+    disaggregated -c`` does (``parse_disagg_config_file``); its refusal names the file."""
+    from studio.core.serving_mode import parse_pools
+    from studio.core.workload import Workload
+    from studio.engine.disagg.evaluate import evaluate_disaggregated
+    from studio.io.export.checks.disagg_check import check_disaggregated
+    from studio.io.export.disaggregated.disagg import export_disaggregated
+    from tests.engine.fixtures import H200, HGX_H200
+    from tests.engine.fixtures import LLAMA_70B as LLAMA
+    from tests.engine.fixtures import cluster as hgx
+    from tests.engine.fixtures import project as proj
+
+    engines(fake_engines.TRTLLM_SERVE)
+    p = proj(hgx(HGX_H200, 2, H200), LLAMA, workload=Workload(isl=2048, osl=256))
+    _, recipe = export_disaggregated(p, evaluate_disaggregated(p, parse_pools("2P:tp4,1D:tp8")), engine="trtllm")
+    report = check_disaggregated(recipe)
+    assert report.ok and "parse_disagg_config_file" in (report.engine_checked or "")
+    router = recipe.configs["disagg-config.yaml"]
+    bad = {**router, "context_servers": {**router["context_servers"], "num_instances": 3}}
+    report = check_disaggregated(replace(recipe, configs={**recipe.configs, "disagg-config.yaml": bad}))
+    assert any("disagg-config.yaml: Number of hostnames (2) should be equal to the number of instances (3)"
+               in f.message for f in report.findings)
+
+
 def test_an_engine_that_fails_to_import_is_reported_not_required(engines):
     engines(fake_engines.BROKEN_VLLM)
     report = check(_recipe("vllm"))

@@ -59,6 +59,16 @@ def test_a_value_the_engine_lacks_is_refused_with_the_allowed_ones():
         _export("sglang", EngineFeatures(load_balance="hybrid"))
 
 
+def test_trtllm_load_balancer_slots_must_divide_among_the_ep_ranks():
+    """TensorRT-LLM's MoeLoadBalancerConfig.setup refuses num_slots not divisible by the EP size at model
+    load (found by running its own code on the export: 256 experts + 7 redundant over EP16)."""
+    with pytest.raises(StudioError, match=r"num_slots \(8 experts \+ 3 redundant = 11\) evenly over the 8 "
+                                          r"expert-parallel ranks.*plan 0 or 8 redundant experts"):
+        _export("trtllm", EngineFeatures(eplb=True, redundant_experts=3))
+    assert _cfg(_export("trtllm", EngineFeatures(eplb=True, redundant_experts=8)),
+                "trtllm-serve.yaml")["moe_config"]["load_balancer"] == {"num_slots": 16}
+
+
 def test_features_go_only_to_versions_that_accept_them():
     proj = project(MIXTRAL, 1, Layout(tp=4, dp=2, ep=8), serving=ServingConfig(
         features=EngineFeatures(all2all_backend="deepep", load_balance="round_robin")))

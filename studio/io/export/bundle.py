@@ -77,6 +77,9 @@ class EngineRecipe:
     hf_config:
         The model's Hugging Face ``config.json`` (a bundled preset's, when the project's model is
         that preset unchanged), for the engine's own model-config validation; ``None`` otherwise.
+    disagg_config:
+        TensorRT-LLM's ``disagg-config.yaml`` (the router's servers), on the one server recipe of a
+        disaggregated export whose engine check also parses it; ``None`` otherwise.
     """
 
     engine: str
@@ -101,6 +104,7 @@ class EngineRecipe:
     srun_nodelist: tuple[str, ...] | None = None
     plan: dict[str, object] = field(default_factory=dict)
     hf_config: dict[str, object] | None = None
+    disagg_config: dict[str, object] | None = None
 
     def value(self, key: str) -> object:
         """``config[key]``, following dots into nested mappings (``kv_cache_config.dtype``);

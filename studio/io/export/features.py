@@ -73,6 +73,23 @@ def _put(cfg: dict[str, object], key: str, value: object) -> None:
     node[last] = value
 
 
+def _even_slots(experts: int, redundant: int, ep: object) -> None:
+    """Refuse a TensorRT-LLM load balancer whose slots (experts + redundant) do not divide among the
+    expert-parallel ranks: ``MoeLoadBalancerConfig.setup`` (``tensorrt_llm/llmapi/llm_args.py``)
+    raises at model load, where ``maybe_create_moe_load_balancer`` calls it with the EP size (found
+    by running TensorRT-LLM's own code on the exported recipe, docs/export.md)."""
+    if not isinstance(ep, int) or ep <= 1 or (experts + redundant) % ep == 0:
+        return
+    rest = (experts + redundant) % ep
+    fits = [n for n in (redundant - rest, redundant + ep - rest) if n >= 0]
+    raise StudioError(
+        f"serving.features.eplb: TensorRT-LLM spreads moe_config.load_balancer.num_slots ({experts} experts + "
+        f"{redundant} redundant = {experts + redundant}) evenly over the {ep} expert-parallel ranks and refuses the "
+        f"model at load otherwise (\"`num_slots` ({experts + redundant}) must be divisible by `ep_size` ({ep}).\", "
+        "MoeLoadBalancerConfig.setup in tensorrt_llm/llmapi/llm_args.py); plan "
+        f"{' or '.join(str(n) for n in fits)} redundant experts (serving.features.redundant_experts)")
+
+
 def apply_features(engine: str, label: str, version: str | None, project: Project, cfg: dict[str, object],
                    *, experts_parallel: bool, attention_dp: bool) -> list[str]:
     """Write the project's engine features into ``cfg`` (in place, the engine's config-file keys);
@@ -91,6 +108,8 @@ def apply_features(engine: str, label: str, version: str | None, project: Projec
             notes.append(f"EPLB moves experts between expert-parallel ranks; this {label} recipe has no expert "
                          "parallelism, so serving.features.eplb is not exported.")
         elif engine == "trtllm":
+            if project.model.moe is not None:
+                _even_slots(project.model.moe.num_experts, f.redundant_experts, cfg.get("moe_expert_parallel_size"))
             _put(cfg, str(e["key"]), {"num_slots": project.model.moe.num_experts + f.redundant_experts}
                  if project.model.moe is not None else {})
         else:

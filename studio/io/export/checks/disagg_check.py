@@ -48,6 +48,9 @@ def server_recipe(recipe: DisaggRecipe, server) -> EngineRecipe:
         host=None if host is None else str(host), model_dtype="bfloat16", mla=False, num_layers=0, pp=1,
         sequences_per_rank=1, version=recipe.version, role=server.role, gpus_per_node=len(server.slots),
         hf_config=recipe.hf_config,
+        # the router's file is parsed once, with the first prefill server's check
+        disagg_config=(dict(recipe.configs.get("disagg-config.yaml", {}))
+                       if recipe.engine == "trtllm" and server.role == "prefill" else None),
     )
 
 

@@ -103,6 +103,8 @@ def request(recipe: EngineRecipe) -> dict[str, object]:
         "parser_module": rules.parser_module, "parser_class": rules.parser_class,
         "gpus_per_node": recipe.gpus_per_node, "nodes": recipe.nodes, "hf_config": recipe.hf_config,
     }
+    if recipe.disagg_config:
+        req["disagg_config"] = recipe.disagg_config
     if recipe.engine == "vllm":
         front = frontend_keys("vllm") | {"host", "port"}  # parsed by vllm serve's API server, not by EngineArgs
         engine_only = replace(recipe, config={k: v for k, v in recipe.config.items() if k not in front})

@@ -267,10 +267,61 @@ def run_sglang(req: dict[str, Any]) -> list[str]:
 
 # --------------------------------------------------------------------------------- TensorRT-LLM
 def run_trtllm(req: dict[str, Any]) -> list[str]:
-    """TensorRT-LLM's pydantic LLM-API arguments class built from the config file's keys."""
+    """TensorRT-LLM's LLM-API arguments built as ``trtllm-serve MODEL --config FILE`` builds them:
+    the command line's arguments (the model, the PyTorch backend, the GPUs per node) merged with the
+    config file's keys by ``update_llm_args_with_extra_dict`` (``tensorrt_llm/commands/serve.py``
+    calls it for ``--config`` / ``--extra_llm_api_options``; in ``llm_args`` or, in older versions,
+    ``llm_utils``) when the version has it, then the
+    pydantic arguments class (``TorchLlmArgs``: its field types and validators), then the
+    ``Mapping`` the LLM builds from ``parallel_config`` at start (world size, MoE TP x EP, CP
+    checks). Without a GPU, ``gpus_per_node`` is the recipe's (``trtllm-serve`` reads it from the
+    visible devices and refuses none)."""
     cls = _engine_class(req)
-    cls(model=req["model"], **req["config"])
-    return [req["parser_class"]]
+    merge = getattr(sys.modules[cls.__module__], "update_llm_args_with_extra_dict", None)
+    if merge is None:  # older versions keep it in llm_utils (serve.py @ 00209af1 imports it from there)
+        merge = getattr(_optional("tensorrt_llm.llmapi.llm_utils"), "update_llm_args_with_extra_dict", None)
+    ran: list[str] = []
+    if merge is not None:
+        base = {"model": req["model"], "backend": "pytorch", "gpus_per_node": int(req.get("gpus_per_node") or 1)}
+        kwargs = merge(base, dict(req["config"]), "trtllm-serve.yaml")
+        ran.append("update_llm_args_with_extra_dict (trtllm-serve's merge of the --config file)")
+    else:
+        kwargs = {"model": req["model"], **req["config"]}
+    args = cls(**kwargs)
+    ran.append(f"{req['parser_class']} and its validators")
+    parallel = getattr(args, "parallel_config", None)
+    if parallel is not None and hasattr(parallel, "to_mapping"):
+        mapping = parallel.to_mapping()
+        ran.append("Mapping (parallel_config.to_mapping(), as the LLM builds it at start)")
+        balancer: Any = getattr(getattr(args, "moe_config", None), "load_balancer", None)
+        ep = getattr(mapping, "moe_ep_size", 1)
+        if hasattr(balancer, "setup") and isinstance(ep, int) and ep > 1:
+            # maybe_create_moe_load_balancer (_torch/modules/fused_moe/moe_load_balancer.py) at model
+            # load, with expert parallelism: the slots must divide among the EP ranks
+            balancer.setup(ep_rank=0, ep_size=ep)
+            ran.append("MoeLoadBalancerConfig.setup (as the model load calls it with EP)")
+    if req.get("disagg_config"):
+        ran.append(_trtllm_disagg_config(req["disagg_config"]))
+    return ran
+
+
+def _trtllm_disagg_config(config: dict[str, Any]) -> str:
+    """``trtllm-serve disaggregated -c disagg-config.yaml``'s parse of the router's file
+    (``parse_disagg_config_file``, then the server urls it routes to); what ran, for the report."""
+    utils = _optional("tensorrt_llm.llmapi.disagg_utils")
+    parse = getattr(utils, "parse_disagg_config_file", None)
+    if parse is None:
+        return "disagg-config.yaml not parsed (this version has no tensorrt_llm.llmapi.disagg_utils)"
+    path = Path.cwd() / "disagg-config.yaml"
+    path.write_text(json.dumps(config), encoding="utf-8")  # JSON is YAML
+    try:
+        parsed = parse(str(path))
+        urls = getattr(utils, "get_ctx_gen_server_urls", None)
+        if urls is not None:
+            urls(parsed.server_configs)
+    except Exception as exc:  # the engine's refusal, said of the file it read
+        raise ValueError(f"disagg-config.yaml: {engine_message(exc)}") from exc
+    return "parse_disagg_config_file (trtllm-serve disaggregated -c disagg-config.yaml)"
 
 
 RUNNERS = {"vllm": run_vllm, "sglang": run_sglang, "trtllm": run_trtllm}
@@ -281,8 +332,9 @@ def _version(engine: str) -> str:
 
     try:
         return metadata.version(DISTRIBUTIONS[engine])
-    except Exception:  # noqa: BLE001 - a source checkout without metadata
-        return "unknown version"
+    except Exception:  # noqa: BLE001 - a source checkout without metadata: the package's own version
+        found = getattr(sys.modules.get(DISTRIBUTIONS[engine]), "__version__", None)
+        return str(found) if found else "unknown version"
 
 
 def validate(req: dict[str, Any]) -> dict[str, Any]:
