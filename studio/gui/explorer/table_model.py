@@ -38,6 +38,15 @@ def slo_text(entry: LayoutSlo | None) -> str:
     return "pass" if entry.meets else f"fail: {entry.verdict}"
 
 
+#: The roles :meth:`SweepTableModel.data` answers for some cell; it returns None for any other
+#: role (decoration, check state, size hint, …) before looking at the row.
+_ANSWERED = frozenset({
+    Qt.ItemDataRole.DisplayRole, SORT_ROLE, ROW_ROLE, DISAGG_ROLE, Qt.ItemDataRole.ForegroundRole,
+    Qt.ItemDataRole.BackgroundRole, Qt.ItemDataRole.FontRole, Qt.ItemDataRole.ToolTipRole,
+    Qt.ItemDataRole.TextAlignmentRole,
+})
+
+
 class SweepTableModel(QAbstractTableModel):
     """Rows in :attr:`SweepResult.order` (best first; with an SLO, the rows meeting it first, in
     that order); cells formatted on demand."""
@@ -45,8 +54,10 @@ class SweepTableModel(QAbstractTableModel):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.result: SweepResult | None = None
-        self._rows = np.zeros(0, dtype=np.int64)  # sweep row per table row (-1: disaggregated)
-        self._disagg = np.zeros(0, dtype=np.int64)  # disaggregated candidate per table row (-1: layout)
+        # plain lists of ints: data() reads them for every cell and role Qt asks for (hundreds of
+        # thousands of times while a big table is sorted, filtered and painted)
+        self._rows: list[int] = []  # sweep row per table row (-1: disaggregated)
+        self._disagg: list[int] = []  # disaggregated candidate per table row (-1: layout)
         #: The disaggregated candidates listed (``DisaggRow``s; empty when not swept).
         self.disagg_rows: tuple = ()
         #: Pool spec → the candidate's percentile-SLO verdict (empty when not checked).
@@ -79,15 +90,15 @@ class SweepTableModel(QAbstractTableModel):
         entries = [(False, int(i)) for i in lead]
         if result is not None:
             entries += merged_order(result, rows.tolist(), self.disagg_rows, result.objective)
-        self._rows = np.array([-1 if d else i for d, i in entries], dtype=np.int64)
-        self._disagg = np.array([i if d else -1 for d, i in entries], dtype=np.int64)
+        self._rows = [-1 if d else int(i) for d, i in entries]
+        self._disagg = [int(i) if d else -1 for d, i in entries]
         self.recommended = None
         if result is not None:
             best = self.slo.best_row if self.slo is not None else None
             self.recommended = best if best is not None else (
                 int(result.recommended) if result.recommended is not None else None)
-        self._rank = {int(r): k for k, r in enumerate(self._rows) if r >= 0}
-        self._disagg_rank = {int(r): k for k, r in enumerate(self._disagg) if r >= 0}
+        self._rank = {r: k for k, r in enumerate(self._rows) if r >= 0}
+        self._disagg_rank = {r: k for k, r in enumerate(self._disagg) if r >= 0}
         self._pareto = {int(i) for i in result.pareto} if result is not None else set()
         self.endResetModel()
 
@@ -154,14 +165,13 @@ class SweepTableModel(QAbstractTableModel):
         return self.result.columns[key][i]
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole):
-        if not index.isValid() or self.result is None:
+        if role not in _ANSWERED or not index.isValid() or self.result is None:
             return None
-        k = int(self._disagg[index.row()])
+        k = self._disagg[index.row()]
         if k >= 0:
             return self._disagg_data(k, COLUMNS[index.column()], role)
-        i = int(self._rows[index.row()])
+        i = self._rows[index.row()]
         col = COLUMNS[index.column()]
-        fits = bool(self.result.columns["fits"][i])
         if role == Qt.ItemDataRole.DisplayRole:
             return format_value(col, self._raw(i, col.key))
         if role == SORT_ROLE:
@@ -172,6 +182,7 @@ class SweepTableModel(QAbstractTableModel):
             return f if np.isfinite(f) else (1e300 if f > 0 else -1e300)
         if role == ROW_ROLE:
             return i
+        fits = bool(self.result.columns["fits"][i])
         if role == Qt.ItemDataRole.ForegroundRole and not fits:
             return QBrush(UNFIT_COLOR)
         if role == Qt.ItemDataRole.BackgroundRole:
