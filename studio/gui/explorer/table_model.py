@@ -38,13 +38,21 @@ def slo_text(entry: LayoutSlo | None) -> str:
     return "pass" if entry.meets else f"fail: {entry.verdict}"
 
 
+# Qt's roles and the numbers' alignment as plain ints, looked up once: data() compares the role
+# with them for every cell Qt asks about, and an enum member's lookup (or the flags' ``|``) costs
+# several Python calls each time.
+_DISPLAY = int(Qt.ItemDataRole.DisplayRole)
+_FOREGROUND = int(Qt.ItemDataRole.ForegroundRole)
+_BACKGROUND = int(Qt.ItemDataRole.BackgroundRole)
+_FONT = int(Qt.ItemDataRole.FontRole)
+_TOOLTIP = int(Qt.ItemDataRole.ToolTipRole)
+_ALIGNMENT = int(Qt.ItemDataRole.TextAlignmentRole)
+_RIGHT_ALIGNED = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 #: The roles :meth:`SweepTableModel.data` answers for some cell; it returns None for any other
 #: role (decoration, check state, size hint, …) before looking at the row.
-_ANSWERED = frozenset({
-    Qt.ItemDataRole.DisplayRole, SORT_ROLE, ROW_ROLE, DISAGG_ROLE, Qt.ItemDataRole.ForegroundRole,
-    Qt.ItemDataRole.BackgroundRole, Qt.ItemDataRole.FontRole, Qt.ItemDataRole.ToolTipRole,
-    Qt.ItemDataRole.TextAlignmentRole,
-})
+_ANSWERED = frozenset({_DISPLAY, int(SORT_ROLE), int(ROW_ROLE), int(DISAGG_ROLE), _FOREGROUND, _BACKGROUND,
+                       _FONT, _TOOLTIP, _ALIGNMENT})
+_N_COLUMNS = len(COLUMNS)
 
 
 class SweepTableModel(QAbstractTableModel):
@@ -139,7 +147,7 @@ class SweepTableModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(self._rows)
 
     def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
-        return 0 if parent.isValid() else len(COLUMNS)
+        return 0 if parent.isValid() else _N_COLUMNS
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):  # noqa: N802
         if orientation == Qt.Orientation.Horizontal:
@@ -172,7 +180,7 @@ class SweepTableModel(QAbstractTableModel):
             return self._disagg_data(k, COLUMNS[index.column()], role)
         i = self._rows[index.row()]
         col = COLUMNS[index.column()]
-        if role == Qt.ItemDataRole.DisplayRole:
+        if role == _DISPLAY:
             return format_value(col, self._raw(i, col.key))
         if role == SORT_ROLE:
             v = self._raw(i, col.key)
@@ -183,16 +191,16 @@ class SweepTableModel(QAbstractTableModel):
         if role == ROW_ROLE:
             return i
         fits = bool(self.result.columns["fits"][i])
-        if role == Qt.ItemDataRole.ForegroundRole and not fits:
+        if role == _FOREGROUND and not fits:
             return QBrush(UNFIT_COLOR)
-        if role == Qt.ItemDataRole.BackgroundRole:
+        if role == _BACKGROUND:
             if i == self.recommended:
                 return QBrush(RECOMMENDED_COLOR)
             if i in self._pareto:
                 return QBrush(PARETO_COLOR)
-        if role == Qt.ItemDataRole.FontRole and i == self.recommended:
+        if role == _FONT and i == self.recommended:
             return self._bold
-        if role == Qt.ItemDataRole.ToolTipRole:
+        if role == _TOOLTIP:
             if not fits:
                 return f"{self.result.label(i)} — {self._raw(i, 'reason')}"
             tags = []
@@ -204,14 +212,14 @@ class SweepTableModel(QAbstractTableModel):
             if i in self._pareto:
                 tags.append("on the Pareto frontier")
             return self.result.label(i) + (f" ({', '.join(tags)})" if tags else "")
-        if role == Qt.ItemDataRole.TextAlignmentRole and col.fmt != "s":
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == _ALIGNMENT and col.fmt != "s":
+            return _RIGHT_ALIGNED
         return None
 
     def _disagg_data(self, k: int, col, role: int):
         """A disaggregated candidate's cell: its figures where the column applies, tinted."""
         r = self.disagg_rows[k]
-        if role == Qt.ItemDataRole.DisplayRole:
+        if role == _DISPLAY:
             return format_value(col, disagg_cell(r, col.key, self.disagg_verdicts))
         if role == SORT_ROLE:
             v = disagg_cell(r, col.key, self.disagg_verdicts)
@@ -221,14 +229,14 @@ class SweepTableModel(QAbstractTableModel):
             return f if np.isfinite(f) else (1e300 if f > 0 else -1e300)
         if role == DISAGG_ROLE:
             return k
-        if role == Qt.ItemDataRole.BackgroundRole:
+        if role == _BACKGROUND:
             return QBrush(DISAGG_COLOR)
-        if role == Qt.ItemDataRole.ToolTipRole:
+        if role == _TOOLTIP:
             verdict = "meets the targets" if r.meets_targets else "misses the targets"
             return (f"{r.label}, batch {r.batch} per decode worker (disaggregated, {verdict}; the percentile "
                     f"SLO checks its p99 TTFT): {r.why()}")
-        if role == Qt.ItemDataRole.TextAlignmentRole and col.fmt != "s":
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == _ALIGNMENT and col.fmt != "s":
+            return _RIGHT_ALIGNED
         return None
 
 
