@@ -65,6 +65,10 @@ class SweepTableModel(QAbstractTableModel):
         # plain lists of ints: data() reads them for every cell and role Qt asks for (hundreds of
         # thousands of times while a big table is sorted, filtered and painted)
         self._rows: list[int] = []  # sweep row per table row (-1: disaggregated)
+        # each sweep row's label and each table row's filter words, made when first asked for
+        # (a label builds the row's Layout: the filter and a sort by layout ask for every row's)
+        self._labels: dict[int, str] = {}
+        self._words: dict[int, list[str]] = {}
         self._disagg: list[int] = []  # disaggregated candidate per table row (-1: layout)
         #: The disaggregated candidates listed (``DisaggRow``s; empty when not swept).
         self.disagg_rows: tuple = ()
@@ -86,6 +90,8 @@ class SweepTableModel(QAbstractTableModel):
         SLO verdicts by pool spec, :func:`studio.service.disagg_slo.slo_verdicts`)."""
         self.beginResetModel()
         self.result = result
+        self._labels = {}
+        self._words = {}
         self.disagg_verdicts = dict(disagg_verdicts or {}) if result is not None else {}
         self.slo = slo if result is not None else None
         self._slo_of = _slo_by_row(result, self.slo)
@@ -127,12 +133,24 @@ class SweepTableModel(QAbstractTableModel):
         return self._disagg_rank.get(int(k))
 
     def words(self, model_row: int) -> list[str]:
-        """The words the filter matches on table row ``model_row``."""
-        k = self.disagg_index(model_row)
-        if k is not None:
-            return label_words(self.disagg_rows[k].label, disaggregated=True)
-        assert self.result is not None
-        return label_words(self.result.label(self.sweep_row(model_row)))
+        """The words the filter matches on table row ``model_row`` (not to be modified)."""
+        words = self._words.get(model_row)
+        if words is None:
+            k = self.disagg_index(model_row)
+            if k is not None:
+                words = label_words(self.disagg_rows[k].label, disaggregated=True)
+            else:
+                words = label_words(self._label(self.sweep_row(model_row)))
+            self._words[model_row] = words
+        return words
+
+    def _label(self, i: int) -> str:
+        """``self.result.label(i)``, made once per sweep row."""
+        label = self._labels.get(i)
+        if label is None:
+            assert self.result is not None
+            label = self._labels[i] = self.result.label(i)
+        return label
 
     def slo_entry(self, sweep_row: int) -> LayoutSlo | None:
         """The SLO check of the row's layout, or None (no SLO, not checked, or unfit)."""
@@ -162,7 +180,7 @@ class SweepTableModel(QAbstractTableModel):
     def _raw(self, i: int, key: str):
         assert self.result is not None
         if key == "layout":
-            return self.result.label(i)
+            return self._label(i)
         if key == "reason":
             return self.result.reasons_unfit[i] if i < len(self.result.reasons_unfit) else ""
         if key == "slo":
@@ -202,7 +220,7 @@ class SweepTableModel(QAbstractTableModel):
             return self._bold
         if role == _TOOLTIP:
             if not fits:
-                return f"{self.result.label(i)} — {self._raw(i, 'reason')}"
+                return f"{self._label(i)} — {self._raw(i, 'reason')}"
             tags = []
             if i == self.recommended:
                 tags.append("recommended")
@@ -211,7 +229,7 @@ class SweepTableModel(QAbstractTableModel):
                 tags.append("meets the SLO" if entry.meets else f"misses the SLO: {entry.verdict}")
             if i in self._pareto:
                 tags.append("on the Pareto frontier")
-            return self.result.label(i) + (f" ({', '.join(tags)})" if tags else "")
+            return self._label(i) + (f" ({', '.join(tags)})" if tags else "")
         if role == _ALIGNMENT and col.fmt != "s":
             return _RIGHT_ALIGNED
         return None
