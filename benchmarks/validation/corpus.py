@@ -23,6 +23,7 @@ from studio.core.precision import DType
 from studio.core.project import Project
 from studio.core.workload import Load, ServingConfig, SpeculativeConfig, Workload
 from studio.engine import evaluate
+from studio.engine.plan.results import PlanResult
 from studio.engine.serving.trtllm_bench import bench_limits
 from studio.engine.serving.under_load import simulate_plan
 from studio.engine.step.constants import Constants
@@ -202,6 +203,13 @@ def project_for(p: Point) -> tuple[Project, Layout]:
 
 def predict(p: Point, constants: Constants | None = None) -> float:
     """The engine's figure for ``p``'s metric, under the definition the source used."""
+    return predict_with_plan(p, constants)[0]
+
+
+def predict_with_plan(p: Point, constants: Constants | None = None) -> tuple[float, PlanResult]:
+    """:func:`predict`'s figure and the plan it was read from (``evaluate`` of :func:`project_for`'s
+    project and layout), for a caller that also checks the plan (whether it fits) without costing
+    the point a second time."""
     proj, lay = project_for(p)
     res = evaluate(proj, lay, constants=constants)
     if res.load is not None and res.load.saturated:
@@ -209,11 +217,11 @@ def predict(p: Point, constants: Constants | None = None) -> float:
         # so predict what that run reports (the queue grows over it)
         sim = simulate_plan(proj, lay, constants=constants)
         return {"output_tokens_per_s": sim.output_tokens_per_s, "tpot_ms": sim.tpot.mean,
-                "ttft_ms": sim.ttft.mean}[p.metric]
+                "ttft_ms": sim.ttft.mean}[p.metric], res
     if p.metric == "output_tokens_per_s":
-        return res.output_tokens_per_s
+        return res.output_tokens_per_s, res
     if p.metric == "tpot_ms":
-        return res.tpot_ms
+        return res.tpot_ms, res
     if p.metric == "ttft_ms":
-        return res.ttft_ms
+        return res.ttft_ms, res
     raise ValueError(f"unknown metric {p.metric}")

@@ -8,10 +8,11 @@ import statistics
 
 import pytest
 
-from benchmarks.validation.corpus import load_points, predict, project_for
+from benchmarks.validation.corpus import load_points, project_for
 from studio.core.workload import Load
 from studio.engine import evaluate
 from studio.engine.serving.under_load import simulate_plan
+from tests.engine.corpus_predictions import plain_predictions
 
 POINTS = load_points()
 
@@ -19,8 +20,12 @@ POINTS = load_points()
 @pytest.fixture(scope="module")
 def predictions() -> dict[str, float]:
     """The engine's figure for every point (:func:`predict`, one evaluation, or a simulation above
-    saturation, per point), shared by the tests below that read it."""
-    return {p.id: predict(p) for p in POINTS}
+    saturation, per point), shared by the tests below that read it (and, through
+    :func:`plain_predictions`, with tests/engine/test_features_off.py)."""
+    costed = plain_predictions()
+    refused = {p.id: c.figure for p, c in zip(POINTS, costed, strict=True) if isinstance(c.figure, str)}
+    assert not refused, refused
+    return {p.id: c.figure for p, c in zip(POINTS, costed, strict=True)}
 
 
 def test_corpus_records_name_their_source_and_layout():
@@ -33,10 +38,10 @@ def test_corpus_records_name_their_source_and_layout():
 
 
 def test_every_point_is_costed_and_fits(predictions):
-    for p in POINTS:
-        proj, lay = project_for(p)
-        r = evaluate(proj, lay)
-        assert r.fits, f"{p.id}: {r.fit_reason}"
+    """Each point's plan (``evaluate`` of :func:`project_for`'s project and layout, the one
+    :func:`predict` read its figure from) fits, and the figure is positive."""
+    for p, c in zip(POINTS, plain_predictions(), strict=True):
+        assert c.fits, f"{p.id}: {c.fit_reason}"
         assert predictions[p.id] > 0, p.id
 
 

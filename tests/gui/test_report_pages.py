@@ -3,6 +3,7 @@ left half empty by a forced break (studio.gui.report.paginate)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,16 @@ from studio.gui.report.paginate import with_breaks
 from studio.io.project_file import load_project
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "presets" / "examples"
+
+
+@functools.cache
+def gathered(name: str):
+    """The report's figures of the bundled example ``name`` as it is on disk, gathered once for
+    this module (a frozen ``ReportData``, read only): three tests read them, and gathering one
+    sweeps its cluster (~0.3 s of CPU)."""
+    from studio.service.report.report_content import gather
+
+    return gather(load_project(EXAMPLES / f"{name}.json"))
 
 
 def test_with_breaks_starts_a_new_table_and_keeps_the_header():
@@ -34,9 +45,8 @@ def test_report_pages_are_full_and_nothing_is_split(qtbot, name):
 
     from studio.gui.report.paginate import orphan_headings, page_fill, split_rows
     from studio.gui.report.writer import pdf_document, render_pictures
-    from studio.service.report.report_content import gather
 
-    data = gather(load_project(EXAMPLES / f"{name}.json"))
+    data = gathered(name)
     page = QPageLayout(QPageSize(QPageSize.PageSizeId.A4), QPageLayout.Orientation.Portrait,
                        QMarginsF(15, 15, 15, 15), QPageLayout.Unit.Millimeter)
     doc = pdf_document(data, render_pictures(data), page)
@@ -54,7 +64,7 @@ def test_report_explains_the_prefill_in_ttft_and_prints_no_inf():
     from studio.service.report.report_content import gather
 
     p = load_project(EXAMPLES / "dgx-h100-2node-llama-405b.json")
-    html = build_html(gather(p), Images(src=lambda n: n, width=600))
+    html = build_html(gathered("dgx-h100-2node-llama-405b"), Images(src=lambda n: n, width=600))
     assert "prefill the new prompt" in html and "Serving under load" in html
     assert "p99" in html and "requests simulated" in html
     huge = p.replace(workload=p.workload.replace(batch=100_000))
@@ -82,7 +92,7 @@ def test_the_report_follows_the_current_model_and_nests_no_brackets(qtbot, catal
     assert cluster is not None and "405B" not in cluster.group(1), cluster
     for name in sorted(e.stem for e in EXAMPLES.glob("*.json")):
         html = html if name == "dgx-h100-2node-llama-405b" else build_html(
-            gather(load_project(EXAMPLES / f"{name}.json")), Images(src=lambda n: n, width=600))
+            gathered(name), Images(src=lambda n: n, width=600))
         # the appendix's launch commands are the export's own text, quoted as written
         body = re.sub(r"<pre>.*?</pre>", "", html, flags=re.S)
         text = re.sub(r"<[^>]+>", " ", re.sub(r"<(style|img)[^>]*>.*?</style>|<img[^>]*>", "", body, flags=re.S))

@@ -5,7 +5,9 @@ flag given applied over it (:func:`project_from_args`), and the flags' checks th
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -16,6 +18,12 @@ from studio.core.hardware import Cluster
 from studio.core.precision import DType
 from studio.core.project import Project, drop_unrunnable_pinned
 from studio.core.workload import Workload
+
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 11):
+        from importlib.resources.abc import Traversable
+    else:
+        from importlib.abc import Traversable
 
 
 def _validated(obj, what: str, **changes):
@@ -44,21 +52,39 @@ def load_base_project(path: str | None) -> Project:
         p = Path(path)
         example = project_example(path)
         if example is not None:  # an example id in place of the file: `sweep l40s-8x-llama-70b-fp8`
-            from studio.io.presets import load_example
-
-            return load_example(example, f"bundled example {example.name}")
+            return _bundled_example(example, f"bundled example {example.name}")
         if not p.exists():  # a FIFO or device is left to the reader, which names what it is
             raise StudioError(missing_project_message(path))
         if p.is_dir():
             raise StudioError(f"no such project file '{path}' (it is a folder)")
         return load_project(p)
-    from studio.io.presets import example_paths, load_example
+    from studio.io.presets import example_paths
 
     examples = example_paths()
     node = examples.get(DEFAULT_EXAMPLE) or (examples[sorted(examples)[0]] if examples else None)
     if node is None:
         raise StudioError("no bundled example project found; give a PROJECT.json file")
-    return load_example(node, f"bundled example {node.name}")
+    return _bundled_example(node, f"bundled example {node.name}")
+
+
+#: The bundled examples this process has loaded: (file name, source) -> (file's bytes, project).
+_EXAMPLES: dict[tuple[str, str], tuple[bytes, Project]] = {}
+
+
+def _bundled_example(node: Traversable, source: str) -> Project:
+    """:func:`studio.io.presets.load_example`, kept for the process while the file's bytes stay
+    the same: a process that plans many command lines over the bundled example (the sanity matrix,
+    a test run: ~1,300 of them, ~1 ms of unpickling each) decodes it once. The project is frozen, so
+    sharing it is safe."""
+    from studio.io.presets import load_example
+
+    raw = node.read_bytes()
+    seen = _EXAMPLES.get((node.name, source))
+    if seen is not None and seen[0] == raw:
+        return seen[1]
+    project = load_example(node, source)
+    _EXAMPLES[(node.name, source)] = (raw, project)
+    return project
 
 
 def _model(args, base: Project):

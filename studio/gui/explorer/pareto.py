@@ -38,7 +38,7 @@ class ParetoPlot(pg.PlotWidget):
     disaggClicked = Signal(int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent, background="w")
+        super().__init__(parent, background="w", enableMenu=False)  # style_plain: no menu
         self.result: SweepResult | None = None
         self.recommended_row: int | None = None
         self.mode = "gpu_vs_user"

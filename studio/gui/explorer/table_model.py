@@ -38,6 +38,23 @@ def slo_text(entry: LayoutSlo | None) -> str:
     return "pass" if entry.meets else f"fail: {entry.verdict}"
 
 
+# Qt's roles and the numbers' alignment as plain ints, looked up once: data() compares the role
+# with them for every cell Qt asks about, and an enum member's lookup (or the flags' ``|``) costs
+# several Python calls each time.
+_DISPLAY = int(Qt.ItemDataRole.DisplayRole)
+_FOREGROUND = int(Qt.ItemDataRole.ForegroundRole)
+_BACKGROUND = int(Qt.ItemDataRole.BackgroundRole)
+_FONT = int(Qt.ItemDataRole.FontRole)
+_TOOLTIP = int(Qt.ItemDataRole.ToolTipRole)
+_ALIGNMENT = int(Qt.ItemDataRole.TextAlignmentRole)
+_RIGHT_ALIGNED = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+#: The roles :meth:`SweepTableModel.data` answers for some cell; it returns None for any other
+#: role (decoration, check state, size hint, …) before looking at the row.
+_ANSWERED = frozenset({_DISPLAY, int(SORT_ROLE), int(ROW_ROLE), int(DISAGG_ROLE), _FOREGROUND, _BACKGROUND,
+                       _FONT, _TOOLTIP, _ALIGNMENT})
+_N_COLUMNS = len(COLUMNS)
+
+
 class SweepTableModel(QAbstractTableModel):
     """Rows in :attr:`SweepResult.order` (best first; with an SLO, the rows meeting it first, in
     that order); cells formatted on demand."""
@@ -45,8 +62,14 @@ class SweepTableModel(QAbstractTableModel):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.result: SweepResult | None = None
-        self._rows = np.zeros(0, dtype=np.int64)  # sweep row per table row (-1: disaggregated)
-        self._disagg = np.zeros(0, dtype=np.int64)  # disaggregated candidate per table row (-1: layout)
+        # plain lists of ints: data() reads them for every cell and role Qt asks for (hundreds of
+        # thousands of times while a big table is sorted, filtered and painted)
+        self._rows: list[int] = []  # sweep row per table row (-1: disaggregated)
+        # each sweep row's label and each table row's filter words, made when first asked for
+        # (a label builds the row's Layout: the filter and a sort by layout ask for every row's)
+        self._labels: dict[int, str] = {}
+        self._words: dict[int, list[str]] = {}
+        self._disagg: list[int] = []  # disaggregated candidate per table row (-1: layout)
         #: The disaggregated candidates listed (``DisaggRow``s; empty when not swept).
         self.disagg_rows: tuple = ()
         #: Pool spec → the candidate's percentile-SLO verdict (empty when not checked).
@@ -67,6 +90,8 @@ class SweepTableModel(QAbstractTableModel):
         SLO verdicts by pool spec, :func:`studio.service.disagg_slo.slo_verdicts`)."""
         self.beginResetModel()
         self.result = result
+        self._labels = {}
+        self._words = {}
         self.disagg_verdicts = dict(disagg_verdicts or {}) if result is not None else {}
         self.slo = slo if result is not None else None
         self._slo_of = _slo_by_row(result, self.slo)
@@ -79,15 +104,15 @@ class SweepTableModel(QAbstractTableModel):
         entries = [(False, int(i)) for i in lead]
         if result is not None:
             entries += merged_order(result, rows.tolist(), self.disagg_rows, result.objective)
-        self._rows = np.array([-1 if d else i for d, i in entries], dtype=np.int64)
-        self._disagg = np.array([i if d else -1 for d, i in entries], dtype=np.int64)
+        self._rows = [-1 if d else int(i) for d, i in entries]
+        self._disagg = [int(i) if d else -1 for d, i in entries]
         self.recommended = None
         if result is not None:
             best = self.slo.best_row if self.slo is not None else None
             self.recommended = best if best is not None else (
                 int(result.recommended) if result.recommended is not None else None)
-        self._rank = {int(r): k for k, r in enumerate(self._rows) if r >= 0}
-        self._disagg_rank = {int(r): k for k, r in enumerate(self._disagg) if r >= 0}
+        self._rank = {r: k for k, r in enumerate(self._rows) if r >= 0}
+        self._disagg_rank = {r: k for k, r in enumerate(self._disagg) if r >= 0}
         self._pareto = {int(i) for i in result.pareto} if result is not None else set()
         self.endResetModel()
 
@@ -108,12 +133,24 @@ class SweepTableModel(QAbstractTableModel):
         return self._disagg_rank.get(int(k))
 
     def words(self, model_row: int) -> list[str]:
-        """The words the filter matches on table row ``model_row``."""
-        k = self.disagg_index(model_row)
-        if k is not None:
-            return label_words(self.disagg_rows[k].label, disaggregated=True)
-        assert self.result is not None
-        return label_words(self.result.label(self.sweep_row(model_row)))
+        """The words the filter matches on table row ``model_row`` (not to be modified)."""
+        words = self._words.get(model_row)
+        if words is None:
+            k = self.disagg_index(model_row)
+            if k is not None:
+                words = label_words(self.disagg_rows[k].label, disaggregated=True)
+            else:
+                words = label_words(self._label(self.sweep_row(model_row)))
+            self._words[model_row] = words
+        return words
+
+    def _label(self, i: int) -> str:
+        """``self.result.label(i)``, made once per sweep row."""
+        label = self._labels.get(i)
+        if label is None:
+            assert self.result is not None
+            label = self._labels[i] = self.result.label(i)
+        return label
 
     def slo_entry(self, sweep_row: int) -> LayoutSlo | None:
         """The SLO check of the row's layout, or None (no SLO, not checked, or unfit)."""
@@ -128,7 +165,7 @@ class SweepTableModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(self._rows)
 
     def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
-        return 0 if parent.isValid() else len(COLUMNS)
+        return 0 if parent.isValid() else _N_COLUMNS
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):  # noqa: N802
         if orientation == Qt.Orientation.Horizontal:
@@ -143,7 +180,7 @@ class SweepTableModel(QAbstractTableModel):
     def _raw(self, i: int, key: str):
         assert self.result is not None
         if key == "layout":
-            return self.result.label(i)
+            return self._label(i)
         if key == "reason":
             return self.result.reasons_unfit[i] if i < len(self.result.reasons_unfit) else ""
         if key == "slo":
@@ -154,15 +191,14 @@ class SweepTableModel(QAbstractTableModel):
         return self.result.columns[key][i]
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole):
-        if not index.isValid() or self.result is None:
+        if role not in _ANSWERED or not index.isValid() or self.result is None:
             return None
-        k = int(self._disagg[index.row()])
+        k = self._disagg[index.row()]
         if k >= 0:
             return self._disagg_data(k, COLUMNS[index.column()], role)
-        i = int(self._rows[index.row()])
+        i = self._rows[index.row()]
         col = COLUMNS[index.column()]
-        fits = bool(self.result.columns["fits"][i])
-        if role == Qt.ItemDataRole.DisplayRole:
+        if role == _DISPLAY:
             return format_value(col, self._raw(i, col.key))
         if role == SORT_ROLE:
             v = self._raw(i, col.key)
@@ -172,18 +208,19 @@ class SweepTableModel(QAbstractTableModel):
             return f if np.isfinite(f) else (1e300 if f > 0 else -1e300)
         if role == ROW_ROLE:
             return i
-        if role == Qt.ItemDataRole.ForegroundRole and not fits:
+        fits = bool(self.result.columns["fits"][i])
+        if role == _FOREGROUND and not fits:
             return QBrush(UNFIT_COLOR)
-        if role == Qt.ItemDataRole.BackgroundRole:
+        if role == _BACKGROUND:
             if i == self.recommended:
                 return QBrush(RECOMMENDED_COLOR)
             if i in self._pareto:
                 return QBrush(PARETO_COLOR)
-        if role == Qt.ItemDataRole.FontRole and i == self.recommended:
+        if role == _FONT and i == self.recommended:
             return self._bold
-        if role == Qt.ItemDataRole.ToolTipRole:
+        if role == _TOOLTIP:
             if not fits:
-                return f"{self.result.label(i)} — {self._raw(i, 'reason')}"
+                return f"{self._label(i)} — {self._raw(i, 'reason')}"
             tags = []
             if i == self.recommended:
                 tags.append("recommended")
@@ -192,15 +229,15 @@ class SweepTableModel(QAbstractTableModel):
                 tags.append("meets the SLO" if entry.meets else f"misses the SLO: {entry.verdict}")
             if i in self._pareto:
                 tags.append("on the Pareto frontier")
-            return self.result.label(i) + (f" ({', '.join(tags)})" if tags else "")
-        if role == Qt.ItemDataRole.TextAlignmentRole and col.fmt != "s":
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            return self._label(i) + (f" ({', '.join(tags)})" if tags else "")
+        if role == _ALIGNMENT and col.fmt != "s":
+            return _RIGHT_ALIGNED
         return None
 
     def _disagg_data(self, k: int, col, role: int):
         """A disaggregated candidate's cell: its figures where the column applies, tinted."""
         r = self.disagg_rows[k]
-        if role == Qt.ItemDataRole.DisplayRole:
+        if role == _DISPLAY:
             return format_value(col, disagg_cell(r, col.key, self.disagg_verdicts))
         if role == SORT_ROLE:
             v = disagg_cell(r, col.key, self.disagg_verdicts)
@@ -210,14 +247,14 @@ class SweepTableModel(QAbstractTableModel):
             return f if np.isfinite(f) else (1e300 if f > 0 else -1e300)
         if role == DISAGG_ROLE:
             return k
-        if role == Qt.ItemDataRole.BackgroundRole:
+        if role == _BACKGROUND:
             return QBrush(DISAGG_COLOR)
-        if role == Qt.ItemDataRole.ToolTipRole:
+        if role == _TOOLTIP:
             verdict = "meets the targets" if r.meets_targets else "misses the targets"
             return (f"{r.label}, batch {r.batch} per decode worker (disaggregated, {verdict}; the percentile "
                     f"SLO checks its p99 TTFT): {r.why()}")
-        if role == Qt.ItemDataRole.TextAlignmentRole and col.fmt != "s":
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == _ALIGNMENT and col.fmt != "s":
+            return _RIGHT_ALIGNED
         return None
 
 

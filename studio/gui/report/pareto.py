@@ -37,7 +37,7 @@ class ParetoPlot(pg.PlotWidget):
     """Scatter of sweep rows with the frontier and marked layouts."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent, background="w")
+        super().__init__(parent, background="w", enableMenu=False)
         self.setMenuEnabled(False)
         self.hideButtons()
         pi = self.getPlotItem()

@@ -63,7 +63,7 @@ class TimelinePlot(pg.PlotWidget):
     """The chart: lanes on the y axis (stage 0 on top), time in ms on the x axis."""
 
     def __init__(self, parent: QWidget | None = None, legend: bool = True) -> None:
-        super().__init__(parent, background="w")
+        super().__init__(parent, background="w", enableMenu=False)
         self.timeline: Timeline | None = None
         self.setMenuEnabled(False)
         self.setMouseEnabled(x=True, y=False)
