@@ -16,7 +16,8 @@ aiconfigurator:
   fused-MoE backends for one format (TensorRT-LLM on B200/GB200 NVFP4), ``moe_<dtype>`` keeps the
   fastest and ``moe_<dtype>_cutlass`` the CUTLASS backend's rows alone (TensorRT-LLM 1.0's default);
 * ``ar_nccl`` / ``ar_custom`` / ``a2a_nccl``: all-reduce and all-to-all latency (ms) by group size
-  (2, 4, 8) and message size.
+  (2, 4, 8) and message size, as the package counts it: in elements (half / bfloat16 rows, 2 bytes
+  each; ``studio.engine.step.kernels.COLLECTIVE_ELEMENT_BYTES`` converts to bytes on load).
 
 Every table of ``presets/kernels/manifest.json`` names the package, its version and the source file.
 

@@ -211,6 +211,12 @@ def predict_with_plan(p: Point, constants: Constants | None = None) -> tuple[flo
     project and layout), for a caller that also checks the plan (whether it fits) without costing
     the point a second time."""
     proj, lay = project_for(p)
+    if proj.workload.load.mode == "offline" and p.metric == "output_tokens_per_s":
+        # an offline run's throughput is its output tokens over the whole run, ramp-up and drain
+        # included (trtllm-bench "Total Output Throughput", vLLM benchmark_throughput): a finite
+        # number of requests, often few batches' worth (1,500 requests over 8 attention-DP ranks of
+        # 320 is one partial wave), so the run is simulated rather than read at steady state
+        return simulate_plan(proj, lay, constants=constants).output_tokens_per_s
     res = evaluate(proj, lay, constants=constants)
     if res.load is not None and res.load.saturated:
         # above saturation there is no steady state: the source ran a finite number of requests,

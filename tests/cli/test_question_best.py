@@ -26,5 +26,5 @@ def test_the_questions_best_aggregated_and_disaggregated_configurations_stay(cli
     r = cli("sweep", *bench.QUESTION, "--disagg", "--json")
     assert r.code == 0, r.err
     doc = r.json()
-    assert bench.best_aggregated(doc) == "TP2×PP8×EP1×DP1 batch 256: 348.2 tok/s/GPU"
-    assert bench.best_disaggregated(doc) == "3P(TP1×PP4)+2D(TP2) batch 128 (16 GPUs): 448.5 tok/s/GPU"
+    assert bench.best_aggregated(doc) == "TP2×PP8×EP1×DP1 batch 256: 374.3 tok/s/GPU"
+    assert bench.best_disaggregated(doc) == "3P(TP1×PP4)+1D(TP4) batch 256 (16 GPUs): 466.1 tok/s/GPU"

@@ -203,3 +203,19 @@ def test_a_layers_elementwise_kernels_cost_the_measured_floor_and_their_bytes():
     # bandwidth-bound at many tokens: grows with them
     assert float(cv(8192.0)) > 3 * one
     assert "smallest measured kernel" in cv.provenance and cv.provenance.startswith("measured: h200")
+
+
+def test_collective_tables_are_read_in_bytes_not_elements():
+    # aiconfigurator-core keys its comm tables by elements (half / bfloat16: 2 bytes); the B200 table
+    # measures 1 GiB of bfloat16 (536,870,912 elements) on 4 GPUs with TensorRT-LLM's custom
+    # all-reduce in ~2.6 ms, i.e. ~620 GB/s of bus bandwidth, not half that
+    from studio.io.presets import load_catalog
+
+    sil = K.silicon_for(load_catalog().gpu("b200"), "trtllm")
+    tab = K.collective_table(sil, "ar_custom", 4)
+    assert tab is not None and K.COLLECTIVE_ELEMENT_BYTES == 2.0
+    assert tab.sizes[-1] == pytest.approx(2 * 536_870_912)
+    t_ms = float(tab(2**30)) / 1e3
+    assert 2.3 < t_ms < 2.9
+    busbw = 2 * 3 / 4 * 2**30 / (t_ms * 1e-3) / 1e9
+    assert busbw > 550

@@ -11,7 +11,7 @@ import pytest
 
 from studio.core.errors import StudioError
 from studio.core.layout import Layout
-from studio.core.workload import ServingConfig, Workload
+from studio.core.workload import Load, ServingConfig, Workload
 from studio.engine import evaluate
 from studio.engine.runtime import ENGINES, assumed_values, engine_profiles, engine_setup, resolve
 from studio.engine.runtime.loader import choose_profile, profiles_from_text
@@ -173,3 +173,35 @@ def test_vllm_v1_kv_capacity_matches_its_log_m12_m13():
                 serving=ServingConfig(runtime="vllm", gpu_memory_utilization=frac, max_num_batched_tokens=8192))
     r = evaluate(p)
     assert r.kv_capacity_tokens == pytest.approx(157_936, rel=0.05)
+
+
+def test_trtllm_bench_pads_its_graphs_up_to_the_batch_and_token_bound():
+    # perf-overview v1.0 llm_options.yml: sizes 1..8192 with padding; the executor keeps the sizes up
+    # to min(max_batch_size, max_num_tokens) and pads to that bound above them
+    rule = resolve("trtllm", "1.0.0").profile.defaults.bench_graphs
+    assert rule is not None and rule.padding
+    assert rule.capped(348) == (1, 2, 4, 8, 16, 32, 64, 128, 256, 348)
+    assert rule.capped(384) == (1, 2, 4, 8, 16, 32, 64, 128, 256, 384)
+    assert rule.capped(8192)[-1] == 8192 and rule.capped(10_000)[-1] == 8192
+    wl = Workload(isl=500, osl=2000, max_batch=384, load=Load(mode="offline", num_requests=3000))
+    sv = ServingConfig(runtime="trtllm", runtime_version="1.0.0", weight_dtype="fp8", kv_dtype="fp8")
+    off = engine_setup(project(cluster(DGX_H100, 1), LLAMA_8B, Layout(tp=1), wl, sv))
+    assert off.step.padding and off.step.graph_sizes[-1] == 384 and 256 in off.step.graph_sizes
+    assert GraphSizes.padded(np.array([348.0]), off.step.graph_sizes, off.step.padding).tolist() == [384.0]
+    # the export keeps the library defaults; a served (non-offline) plan runs them too
+    assert off.graph_sizes[-1] == 128
+    served = engine_setup(project(cluster(DGX_H100, 1), LLAMA_8B, Layout(tp=1), wl.replace(load=Load()), sv))
+    assert served.step.graph_sizes == served.graph_sizes and not served.step.padding
+
+
+def test_host_times_scale_on_a_grace_host_only():
+    p = resolve("trtllm", "1.0.0").profile
+    assert p.scheduler.cpu_per_seq_us == pytest.approx(9.06)
+    grace, x86 = p.scheduler_on("gb200", 186.0, 1), p.scheduler_on("b200", 179.0, 1)
+    assert x86 == p.scheduler
+    assert grace.cpu_per_seq_us == pytest.approx(9.06 * 2.75)
+    assert grace.exposed_when_overlapped_us == pytest.approx(580 * 2.75)
+    # overlapped: hidden behind a long GPU step, what outlasts a short one is added
+    assert float(x86.exposed_us(2048, 40_000)) == pytest.approx(580)
+    assert float(grace.exposed_us(2048, 40_000)) == pytest.approx(580 * 2.75 + 9.06 * 2.75 * 2048 - 40_000)
+    assert "TransformerEngine issue #2053" in p.source("scheduler.host_slowdown")

@@ -81,3 +81,15 @@ def test_offline_simulation_agrees_with_the_closed_form():
         assert math.isfinite(sim) and sim > 0
         assert sim <= steady * 1.02, pid
         assert sim == pytest.approx(steady, rel=0.20), pid
+
+
+def test_offline_throughput_is_the_whole_finite_run(predictions):
+    """trtllm-bench reports output tokens over the whole run: 1,500 requests over 8 attention-DP
+    ranks of 320 sequences are one partial wave, well below the steady state of full ranks, and the
+    corpus predicts the run the source measured."""
+    p = next(x for x in POINTS if x.id == "trtllm10-b200-qwen3-235b-a22b-tp8pp1-1000-2000-tput")
+    proj, lay = project_for(p)
+    steady = evaluate(proj, lay).output_tokens_per_s
+    run = simulate_plan(proj, lay).output_tokens_per_s
+    assert predictions[p.id] == pytest.approx(run, rel=1e-9)
+    assert run < 0.8 * steady

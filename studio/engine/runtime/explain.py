@@ -113,13 +113,19 @@ def engine_explanation(ctx: PlanContext) -> Explanation:
     sv = ctx.project.serving
     plain, padded, full = _iteration_parts(ctx)
     mb = ctx.micro_batch_size
-    size = GraphSizes.next_size(mb, setup.graph_sizes)
-    pad_note = ("no CUDA graphs captured" if not setup.graph_sizes else
-                f"decode micro-batch {mb} runs eagerly (largest captured size {setup.graph_sizes[-1]})"
+    rt = setup.step
+    bench = rt.graph_sizes != setup.graph_sizes or rt.padding != p.defaults.graphs.padding
+    size = GraphSizes.next_size(mb, rt.graph_sizes)
+    pad_note = ("no CUDA graphs captured" if not rt.graph_sizes else
+                f"decode micro-batch {mb} runs eagerly (largest captured size {rt.graph_sizes[-1]})"
                 if size is None else
-                f"decode micro-batch {mb} runs as the captured size {size}" if p.defaults.graphs.padding else
+                f"decode micro-batch {mb} runs as the captured size {size}" if rt.padding else
                 f"decode micro-batch {mb} {'uses its graph' if size == mb else 'has no graph of its size (no padding)'}")
-    sched = p.scheduler
+    graph_src = "defaults.bench_cuda_graphs.ranges" if bench else "defaults.cuda_graphs.ranges"
+    sched = rt.scheduler
+    slow = p.host_slowdown.at(*_device_of(ctx)) if p.host_slowdown is not None else None
+    slow_note = (f"; ×{slow:g} on this GPU's host CPU ({_short(p.source('scheduler.host_slowdown'))})"
+                 if slow and slow != 1.0 else "")
     cpu = float(sched.cpu_us(ctx.batch))
     budget_src = p.source("defaults.max_num_batched_tokens")
     terms = (
@@ -134,13 +140,14 @@ def engine_explanation(ctx: PlanContext) -> Explanation:
              _short(p.source("memory.reserves.graphs_counted_from" if p.memory.reserves is not None
                              and p.memory.reserves.graphs_counted_from else "memory.graphs_in_budget"))),
         *_reserve_terms(ctx),
-        Term("CUDA-graph sizes captured", float(len(setup.graph_sizes)), "sizes",
-             f"up to {setup.graph_sizes[-1] if setup.graph_sizes else 0}, "
-             f"padding {'on' if p.defaults.graphs.padding else 'off'}; {pad_note}"),
-        Term("graph padding", padded - plain, "ms per decode iteration", _short(p.source("defaults.cuda_graphs.ranges"))),
+        Term("CUDA-graph sizes captured", float(len(rt.graph_sizes)), "sizes",
+             ("as trtllm-bench configures them under offline load, " if bench else "")
+             + f"up to {rt.graph_sizes[-1] if rt.graph_sizes else 0}, "
+             f"padding {'on' if rt.padding else 'off'}; {pad_note}"),
+        Term("graph padding", padded - plain, "ms per decode iteration", _short(p.source(graph_src))),
         Term("scheduler CPU", cpu / 1e3, "ms per iteration",
              f"{sched.cpu_base_us:g} µs + {sched.cpu_per_seq_us + sched.detokenize_per_seq_us:g} µs × "
-             f"{ctx.batch} sequences; {_short(p.source('scheduler.cpu_per_seq_us'))}"),
+             f"{ctx.batch} sequences{slow_note}; {_short(p.source('scheduler.cpu_per_seq_us'))}"),
         Term("scheduler exposed", full - padded, "ms per decode iteration",
              ("overlapped with the GPU step: a residual plus what outlasts it; " if sched.overlap else
               "not overlapped: the GPU waits for all of it; ") + _short(p.source("scheduler.overlap"))),
@@ -162,6 +169,12 @@ def engine_explanation(ctx: PlanContext) -> Explanation:
         "time the GPU step does not hide; its defaults set the token budget, the batch limit and the KV cache",
         terms, notes,
     )
+
+
+def _device_of(ctx: PlanContext) -> tuple[str, float, int]:
+    """(GPU id, GiB, TP) the engine set-up of a plan was sized on (the cluster's smallest GPU)."""
+    spec = min(ctx.project.cluster.gpu_specs.values(), key=lambda g: g.memory_bytes)
+    return spec.id, spec.memory_bytes / GIB, ctx.lc.layout.tp
 
 
 def engine_setup_of(ctx: PlanContext) -> EngineSetup:

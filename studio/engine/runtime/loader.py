@@ -143,6 +143,21 @@ def _version(r: _Reader, raw: Any, key: str) -> tuple[int, ...]:
         raise r.fail(f"versions.{key}", str(exc)) from None
 
 
+
+def _graphs(r: _Reader, d: Any, path: str) -> GraphSizes:
+    """A CUDA-graph capture rule (``ranges``, ``max``, ``padding``) at ``path``."""
+    ranges_raw = r.value(d, f"{path}.ranges")
+    if not isinstance(ranges_raw, list) or not ranges_raw:
+        raise r.fail(f"{path}.ranges.value", "must be a non-empty list of [start, stop, step]")
+    ranges = []
+    for i, rg in enumerate(ranges_raw):
+        ok = (isinstance(rg, list) and len(rg) == 3 and all(isinstance(x, int) and not isinstance(x, bool) for x in rg)
+              and rg[0] >= 1 and rg[1] >= rg[0] and rg[2] >= 1)
+        if not ok:
+            raise r.fail(f"{path}.ranges.value[{i}]", f"is {rg!r}; allowed: [start ≥ 1, stop ≥ start, step ≥ 1]")
+        ranges.append((rg[0], rg[1], rg[2]))
+    return GraphSizes(ranges=tuple(ranges), max=r.tiered(d, f"{path}.max"), padding=r.flag(d, f"{path}.padding"))
+
 def profile_from_dict(engine: str, d: Any, where: str, index: int) -> EngineProfile:
     """One entry of a profile file's ``profiles`` list; errors name ``where`` and the field."""
     if not isinstance(d, dict):
@@ -179,18 +194,8 @@ def profile_from_dict(engine: str, d: Any, where: str, index: int) -> EngineProf
             raise r.fail(f"defaults.max_num_batched_tokens.{key}", f"is {x!r}; allowed: a whole number of tokens ≥ 16")
     if (chunk_at is None) != (chunk_budget is None):
         raise r.fail("defaults.max_num_batched_tokens", "needs both chunked_above_context and chunked_budget, or neither")
-    ranges_raw = r.value(d, "defaults.cuda_graphs.ranges")
-    if not isinstance(ranges_raw, list) or not ranges_raw:
-        raise r.fail("defaults.cuda_graphs.ranges.value", "must be a non-empty list of [start, stop, step]")
-    ranges = []
-    for i, rg in enumerate(ranges_raw):
-        ok = (isinstance(rg, list) and len(rg) == 3 and all(isinstance(x, int) and not isinstance(x, bool) for x in rg)
-              and rg[0] >= 1 and rg[1] >= rg[0] and rg[2] >= 1)
-        if not ok:
-            raise r.fail(f"defaults.cuda_graphs.ranges.value[{i}]", f"is {rg!r}; allowed: [start ≥ 1, stop ≥ start, step ≥ 1]")
-        ranges.append((rg[0], rg[1], rg[2]))
-    graphs = GraphSizes(ranges=tuple(ranges), max=r.tiered(d, "defaults.cuda_graphs.max"),
-                        padding=r.flag(d, "defaults.cuda_graphs.padding"))
+    graphs = _graphs(r, d, "defaults.cuda_graphs")
+    bench_graphs = _graphs(r, d, "defaults.bench_cuda_graphs") if "bench_cuda_graphs" in (d.get("defaults") or {}) else None
     defaults = EngineDefaults(
         max_num_batched_tokens=r.tiered(d, "defaults.max_num_batched_tokens"),
         budget_at_least_context=at_least,
@@ -200,6 +205,7 @@ def profile_from_dict(engine: str, d: Any, where: str, index: int) -> EngineProf
         chunked_prefill=r.flag(d, "defaults.chunked_prefill"),
         prefix_caching=r.flag(d, "defaults.prefix_caching"),
         graphs=graphs,
+        bench_graphs=bench_graphs,
     )
     mode = r.value(d, "memory.mode")
     if mode not in ("total", "free", "static"):
@@ -228,6 +234,7 @@ def profile_from_dict(engine: str, d: Any, where: str, index: int) -> EngineProf
         engine=engine, id=pid, label=label, version_from=v_from, version_until=v_until,
         kernel_engine=kt["engine"], kernel_version=kt["version"], scheduler=sched, defaults=defaults,
         memory=memory, file=where, moe=moe, sources=sources,
+        host_slowdown=r.tiered(d, "scheduler.host_slowdown") if "host_slowdown" in (d.get("scheduler") or {}) else None,
     )
 
 

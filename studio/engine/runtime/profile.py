@@ -19,7 +19,7 @@ lives in :mod:`studio.engine.runtime.loader`; these classes only compute.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -144,6 +144,18 @@ class GraphSizes:
         out = sorted({b for a, z, s in self.ranges for b in range(a, z + 1, s) if b <= cap})
         return tuple(out)
 
+    def capped(self, cap: int) -> tuple[int, ...]:
+        """The captured sizes when no decode batch can exceed ``cap`` (the batch limit, or the token
+        budget if smaller): the sizes up to ``cap``, plus ``cap`` itself when padding is on and a
+        listed size lies above it — TensorRT-LLM's ``_filter_cuda_graph_batch_sizes``
+        (tensorrt_llm/_torch/pyexecutor/model_engine.py): 'padding to max_cuda_graph_bs is
+        acceptable' when the user asked to pad to a larger size."""
+        every = self.sizes(memory_gib=0.0)
+        kept = tuple(b for b in every if b <= cap)
+        if self.padding and cap >= 1 and len(kept) < len(every) and (not kept or kept[-1] < cap):
+            kept = (*kept, cap)
+        return kept
+
     @staticmethod
     def padded(decode_seqs: np.ndarray, sizes: tuple[int, ...], padding: bool) -> np.ndarray:
         """Rows the GPU runs for ``decode_seqs`` decoding sequences (fractional means allowed: a
@@ -178,6 +190,9 @@ class EngineDefaults:
     chunked_prefill: bool
     prefix_caching: bool
     graphs: GraphSizes
+    #: CUDA graphs as the engine's offline benchmark configures them (TensorRT-LLM's trtllm-bench),
+    #: capped by :meth:`GraphSizes.capped`; None = the library defaults above under every load
+    bench_graphs: GraphSizes | None = None
 
 
 @dataclass(frozen=True)
@@ -261,7 +276,22 @@ class EngineProfile:
     memory: MemoryRule
     file: str
     moe: MoeExchange = field(default_factory=MoeExchange)
+    #: how many times longer the engine's host (Python) work takes on a GPU's own host CPU than on
+    #: the x86 servers its scheduler figures were measured on (``scheduler.host_slowdown``, by GPU
+    #: prefix: Grace on GB200); None = 1
+    host_slowdown: Tiered | None = None
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def scheduler_on(self, gpu_id: str = "", memory_gib: float = 80.0, tp: int = 1) -> SchedulerCost:
+        """The scheduler's host times on ``gpu_id``'s host CPU (scaled by ``host_slowdown``)."""
+        f = self.host_slowdown.at(gpu_id, memory_gib, tp) if self.host_slowdown is not None else None
+        if not f or f == 1.0:
+            return self.scheduler
+        s = self.scheduler
+        return replace(s, cpu_base_us=s.cpu_base_us * f, cpu_per_seq_us=s.cpu_per_seq_us * f,
+                       detokenize_per_seq_us=s.detokenize_per_seq_us * f,
+                       exposed_when_overlapped_us=s.exposed_when_overlapped_us * f,
+                       pipeline_per_seq_us=s.pipeline_per_seq_us * f)
 
     def covers(self, version: tuple[int, ...]) -> bool:
         return self.version_from <= version < self.version_until

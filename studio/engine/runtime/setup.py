@@ -103,7 +103,17 @@ def _engine_setup(project: Project, tp: int | None = None, pp: int | None = None
         gpu_mib = gib * 1024.0
         reserve = p.memory.reserve.reserve_mib(budget, graph_max, tp, pp, gib)
         frac = round((gpu_mib - reserve) / gpu_mib, 3)
-    step = RuntimeStep(scheduler=p.scheduler, graph_sizes=sizes, padding=d.graphs.padding)
+    sched = p.scheduler_on(gpu, gib, tp)
+    step = RuntimeStep(scheduler=sched, graph_sizes=sizes, padding=d.graphs.padding)
+    if d.bench_graphs is not None and sv.runtime == "trtllm" and project.workload.load.mode == "offline":
+        # trtllm-bench sets the graphs itself (profile defaults.bench_cuda_graphs): padded, up to the
+        # largest pure-decode batch its batch limit and token budget allow
+        from studio.engine.serving.trtllm_bench import token_budget
+
+        per_micro_batch = max(1, min(project.workload.max_batch, int(seqs) if seqs else 10**9) // max(1, pp))
+        cap = min(per_micro_batch, token_budget(project, tp, pp, budget))
+        step = RuntimeStep(scheduler=sched, graph_sizes=d.bench_graphs.capped(cap),
+                           padding=d.bench_graphs.padding)
     graphs = p.memory.graphs_in_budget
     sampler = 0.0
     if p.memory.reserves is not None:

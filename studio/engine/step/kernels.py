@@ -486,6 +486,15 @@ def _prefill_attention(sil: Silicon, tgt: Target, dt: str) -> Curve:
     return Curve(x, t * scale, sil.provenance("prefill attention"))
 
 
+#: Bytes per element of the collective tables' ``message_size``. aiconfigurator-core counts a
+#: message in elements, not bytes: its models query an all-reduce of ``tokens × hidden``
+#: (sdk/models/llama.py ``CustomAllReduce(..., h, tp_size)``), its comm shims "factor an element count"
+#: (sdk/perf_database.py), and at one message_size NCCL's half all-reduce takes longer than its int8
+#: one (B200, 4 GPUs, 134,217,728: 0.659 against 0.357 ms; H200, 8 GPUs, 268,435,456: 2.04 against
+#: 1.36 ms). The derived tables keep the half (NCCL) and bfloat16 (custom all-reduce) rows: 2 bytes.
+COLLECTIVE_ELEMENT_BYTES = 2.0
+
+
 class CollectiveTable(Record):
     """Measured latency (µs) of one collective on the measured system, by message size, for one
     group size (interpolated between measured group sizes in log space)."""
@@ -524,6 +533,7 @@ def _collective(sil: Silicon, op: str, group: int) -> CollectiveTable | None:
     ok = np.isfinite(row)
     if ok.sum() < 2:
         return None
+    sizes = sizes * COLLECTIVE_ELEMENT_BYTES  # the tables count elements; the engine's messages are bytes
     name = {"ar_nccl": "NCCL all-reduce", "ar_custom": "custom all-reduce", "a2a_nccl": "NCCL all-to-all"}[op]
     prov = f"measured: {_short(sil.silicon)} {name} ({group} GPUs)"
     if sil.engine and op == "ar_custom":
