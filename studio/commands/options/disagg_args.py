@@ -290,7 +290,7 @@ def disagg_sweep_section(project: Project, sw, agg_best: float | None, top: int)
         for i, r in enumerate(rows)
     ]
     head = (
-        f"Disaggregated candidates: {sw.combinations:,} pool splits × decode batches = {len(sw.rows):,} rows "
+        f"Disaggregated candidates: {sw.combinations:,} pool splits × decode batches = {sw.n_rows:,} rows "
         "(batch = sequences per decode worker)"
     )
     parts = [
@@ -352,7 +352,7 @@ def disagg_sweep_json(sw, top: int, agg_best: float | None) -> dict:
     best = sw.best
     out = {
         "combinations": sw.combinations,
-        "rows": len(sw.rows),
+        "rows": sw.n_rows,
         "candidates": [
             {
                 "pools": r.label,

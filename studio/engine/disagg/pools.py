@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -80,7 +81,31 @@ class PrefillCurve:
         one = float(im.round_ms(min(L, budget), 0.0, L, L, m)[0]) * chunks
         return slots, chunks, full, one
 
-    def __post_init__(self) -> None:
+    # the load tables are built on first read: a sweep that ranks a worker by its capacity (``mu``)
+    # alone never pays for them
+    @property
+    def _rho(self) -> np.ndarray:
+        return self._tables[0]
+
+    @property
+    def _k(self) -> np.ndarray:
+        return self._tables[1]
+
+    @property
+    def _own(self) -> np.ndarray:
+        return self._tables[2]
+
+    @property
+    def _residual(self) -> np.ndarray:
+        return self._tables[3]
+
+    @property
+    def _wait(self) -> np.ndarray:
+        return self._tables[4]
+
+    @cached_property
+    def _tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(load grid ρ, prompts per batch, own prefill ms, residual wait ms, M/D/c wait ms)."""
         # batch size, own prefill and waits tabulated once on a load grid dense near saturation; a
         # sweep then reads them by interpolation
         rho = np.concatenate(([0.0], (1.0 - np.logspace(-6, 0, 600))[::-1][1:]))
@@ -101,13 +126,11 @@ class PrefillCurve:
                 break
         t = batch_ms(k)
         busy = np.minimum(1.0, lam * t / k)
-        self._rho = rho
-        self._k = k
-        self._own = t
         # a Poisson arrival finds the worker busy with probability `busy` and waits half a batch;
         # near saturation prompts also queue beyond one batch (M/D/c, c = prompts per batch)
-        self._residual = busy * 0.5 * t
-        self._wait = _mdc(rho, float(self.slots), self.chunks * self.full_ms)
+        residual = busy * 0.5 * t
+        wait = _mdc(rho, float(self.slots), self.chunks * self.full_ms)
+        return rho, k, t, residual, wait
 
     def times(
         self, lam: np.ndarray, arrival_scv: float = 1.0

@@ -83,9 +83,17 @@ class DisaggSweep:
     """Every disaggregated candidate row, best first for the objective."""
 
     project: Project
-    rows: tuple[DisaggRow, ...]  # ordered: meeting the targets first, then by the objective
+    #: ordered: meeting the targets first, then by the objective; with ``top`` only the first ``top``
+    rows: tuple[DisaggRow, ...]
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> worker layouts refused
     combinations: int = 0
+    #: every candidate row costed or ranked out (``len(rows)`` unless the sweep kept only ``top``)
+    candidates: int | None = None
+
+    @property
+    def n_rows(self) -> int:
+        """Candidate rows of the sweep (pool splits × decode batches), shown or not."""
+        return len(self.rows) if self.candidates is None else self.candidates
 
     @property
     def best(self) -> DisaggRow | None:
@@ -144,11 +152,16 @@ def sweep_disaggregated(
     tpot_ms: float | None = None,
     constants: Constants | None = None,
     cancel: Callable[[], bool] | None = None,
+    top: int | None = None,
 ) -> DisaggSweep:
     """Cost every disaggregated candidate of ``project`` on its cluster.
 
     Targets default to the workload's (``ttft_ms`` / ``tpot_ms``). Rows meeting them come first,
     then by the objective (throughput per GPU, $ per million tokens, or TPOT).
+
+    ``top``: only the ``top`` best rows are wanted (``rows`` holds those, ``n_rows`` counts every
+    candidate). Rows are then solved best bound first and the solve stops once ``top`` rows meeting
+    the targets beat the bound of every row left (:func:`_ranked`): the same rows, the same figures.
     """
     if objective not in OBJECTIVES:
         raise StudioError(f"objective '{objective}' is not one of {', '.join(OBJECTIVES)}")
@@ -180,9 +193,9 @@ def sweep_disaggregated(
     else:
         combos = [(p, d, x, y) for p, d, xs, ys in blocks
                   for x, y in zip(xs.tolist(), ys.tolist(), strict=True)]
-    kv_cache: dict = {}
     index = ClusterIndex.of(project)
     price_of = _price_of(project, topo)
+    transfers = _Transfers(project, topo)
     pending: list[_Pending] = []
     for p, d, x, y in combos:
         if cancel is not None and cancel():
@@ -198,26 +211,54 @@ def sweep_disaggregated(
         dw = _worker(project, topo, c, workers, skipped, "decode", mode.decode, dpl)
         if pw is None or dw is None:
             continue
-        assert mode.prefill is not None and mode.decode is not None
-        model = project.model
-        transfer = kv_transfer(
-            topo,
-            model,
-            project.serving.kv_dtype,
-            transfer_tokens(project),  # the prompt less the blocks a decode worker caches
-            _WorkerGroups(ppl, mode.prefill.tp, mode.prefill.pp),
-            _WorkerGroups(dpl, mode.decode.tp, mode.decode.pp),
-            mode.prefill.layout().stage_layers(model.num_layers),
-            mode.decode.layout().stage_layers(model.num_layers),
-            cache=kv_cache,
-        )
+        split = _Split(mode, ppl, dpl)  # its KV transfer is costed when one of its rows is solved
         price = sum(map(price_of.__getitem__, ppl + dpl))  # gpu_price, read from a table
         assert isinstance(pw.curve, PrefillCurve) and isinstance(dw.curve, DecodeCurve)
         for b in _batches(dw.curve.cap):
-            pending.append(_Pending(mode, pw.curve, dw.curve, b, transfer, price, len(ppl) + len(dpl)))
-    rows = _rows(project, pending, ttft_ms, tpot_ms)
+            pending.append(_Pending(split, pw.curve, dw.curve, b, price, len(ppl) + len(dpl)))
+    if top is not None and 0 < top < len(pending):
+        rows = _ranked(project, pending, ttft_ms, tpot_ms, objective, top, transfers)
+        return DisaggSweep(project=project, rows=tuple(rows), skipped=skipped,
+                           combinations=len(combos), candidates=len(pending))
+    rows = _rows(project, pending, ttft_ms, tpot_ms, transfers)
     rows.sort(key=lambda r: (not r.meets_targets, _objective_key(r, objective)))
     return DisaggSweep(project=project, rows=tuple(rows), skipped=skipped, combinations=len(combos))
+
+
+@dataclass
+class _Split:
+    """One placed pool split (a layout pair and its worker counts); its KV transfer once costed."""
+
+    mode: ServingMode
+    prefill: tuple[str, ...]  # GPU ids of the prefill pool's ranks
+    decode: tuple[str, ...]
+    transfer: KvTransfer | None = None
+
+
+class _Transfers:
+    """The KV transfer of a split, costed on first request (the path and pattern memo shared)."""
+
+    def __init__(self, project: Project, topo: Topology) -> None:
+        self.project, self.topo = project, topo
+        self.cache: dict = {}
+        self.tokens = transfer_tokens(project)  # the prompt less the blocks a decode worker caches
+
+    def __call__(self, split: _Split) -> KvTransfer:
+        if split.transfer is None:
+            mode, model = split.mode, self.project.model
+            assert mode.prefill is not None and mode.decode is not None
+            split.transfer = kv_transfer(
+                self.topo,
+                model,
+                self.project.serving.kv_dtype,
+                self.tokens,
+                _WorkerGroups(split.prefill, mode.prefill.tp, mode.prefill.pp),
+                _WorkerGroups(split.decode, mode.decode.tp, mode.decode.pp),
+                mode.prefill.layout().stage_layers(model.num_layers),
+                mode.decode.layout().stage_layers(model.num_layers),
+                cache=self.cache,
+            )
+        return split.transfer
 
 
 def _price_of(project: Project, topo: Topology) -> dict[str, float]:
@@ -363,13 +404,113 @@ def _objective_key(r: DisaggRow, objective: str) -> float:
 class _Pending:
     """A candidate waiting to be solved with the others (one decode batch cap of one split)."""
 
-    mode: ServingMode
+    split: _Split
     prefill: PrefillCurve
     decode: DecodeCurve  # the worker's own curve; ``batch`` caps it
     batch: int
-    transfer: KvTransfer
     price: float
     gpus: int
+
+    @property
+    def mode(self) -> ServingMode:
+        return self.split.mode
+
+    @property
+    def workers(self) -> tuple[int, int]:
+        """(prefill workers, decode workers)."""
+        p, d = self.split.mode.prefill, self.split.mode.decode
+        assert p is not None and d is not None
+        return p.workers, d.workers
+
+
+#: Rows solved in the first round of :func:`_ranked` (at least; ``8 × top`` when larger), doubled
+#: each round after.
+FIRST_ROUND = 128
+ROUND_PER_TOP = 8
+
+
+def _ranked(
+    project: Project,
+    pending: list[_Pending],
+    ttft_target: float | None,
+    tpot_target: float | None,
+    objective: str,
+    top: int,
+    transfers: _Transfers,
+) -> list[DisaggRow]:
+    """The ``top`` best rows of ``pending`` (ranked as :func:`sweep_disaggregated` ranks them all),
+    solving as few as it can.
+
+    Each row has a bound on its objective no solve can beat: its rate is at most the smaller pool's
+    capacity, ``min(x·μ_p, y·μ_d)`` (the solve's rate stays below 0.9999 of the capacity, the KV
+    transfer's bound only lowers it) and an open loop's rate, so its tokens/s per GPU are at most that rate's and its $ per
+    million tokens at least; its TPOT is at least the decode curve's smallest (an interpolation
+    between the curve's points), so a row whose smallest TPOT is above the target cannot meet the
+    targets. Rows are solved in rounds, those that may meet the targets first, best bound first;
+    once ``top`` solved rows meet the targets with an objective strictly better than the best bound
+    left (or every row left cannot meet them), no row left can rank among them and the rest are not
+    solved.
+    A row's figures do not depend on the rows solved beside it. Without ``top`` such rows (or a
+    bound that is not a number) every row is solved, as without ``top``."""
+    wl = project.workload
+    n = len(pending)
+    capped: dict[tuple[int, int], DecodeCurve] = {}
+    for q in pending:
+        key = (id(q.decode), q.batch)
+        if key not in capped:
+            capped[key] = q.decode.capped(q.batch)
+    if any(c.decode_iters == 0 for c in capped.values()):  # one output token: nothing to bound
+        rows = _rows(project, pending, ttft_target, tpot_target, transfers, capped)
+        rows.sort(key=lambda r: (not r.meets_targets, _objective_key(r, objective)))
+        return rows[:top]
+    x = np.array([float(q.workers[0]) for q in pending])
+    y = np.array([float(q.workers[1]) for q in pending])
+    mu_p = np.array([q.prefill.mu for q in pending], dtype=float)
+    dcs = [capped[(id(q.decode), q.batch)] for q in pending]
+    mu_d = np.array([c.mu for c in dcs], dtype=float)
+    gpus = np.array([q.gpus for q in pending], dtype=float)
+    rate_ub = np.minimum(x * mu_p, y * mu_d)  # requests per ms, as the solve's capacity is taken
+    rate = load_of(project, 1, 1)[2]
+    if rate is not None:  # an open loop runs at its rate at most
+        rate_ub = np.minimum(rate_ub, rate)
+    tps_ub = rate_ub * 1e3 * wl.osl
+    tpot_lb = np.array([float(c.tpot.min()) for c in dcs]) * (1.0 - 1e-9)
+    # a row whose TPOT cannot meet its target ranks after every row that meets the targets
+    hopeless = tpot_lb > tpot_target if tpot_target is not None else np.zeros(n, dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if objective == "cost":
+            price = np.array([q.price for q in pending], dtype=float)
+            bound = np.where(tps_ub > 0, price / (tps_ub * 3600.0) * 1e6, np.inf)
+        elif objective == "latency":
+            bound = tpot_lb
+        else:
+            bound = -(tps_ub / gpus)
+    solved: dict[int, DisaggRow] = {}
+    if not np.isnan(bound).any():
+        order = np.lexsort((bound, hopeless))  # stable: hopeful rows first, best bound first
+        pos, size = 0, max(FIRST_ROUND, ROUND_PER_TOP * top)
+        while pos < n:
+            chunk = np.sort(order[pos : pos + size])
+            pos += size
+            size *= 2
+            for i, r in zip(chunk.tolist(), _rows(project, [pending[i] for i in chunk.tolist()],
+                                                   ttft_target, tpot_target, transfers, capped),
+                            strict=True):
+                solved[i] = r
+            keys = sorted(_objective_key(r, objective) for r in solved.values() if r.meets_targets)
+            if any(k != k for k in keys):  # a figure that is not a number: solve every row
+                break
+            if pos < n and len(keys) >= top and (hopeless[order[pos]] or keys[top - 1] < bound[order[pos]]):
+                rows = [solved[i] for i in sorted(solved)]
+                rows.sort(key=lambda r: (not r.meets_targets, _objective_key(r, objective)))
+                return rows[:top]
+    rest = [i for i in range(n) if i not in solved]
+    for i, r in zip(rest, _rows(project, [pending[i] for i in rest], ttft_target, tpot_target,
+                                transfers, capped), strict=True):
+        solved[i] = r
+    rows = [solved[i] for i in range(n)]
+    rows.sort(key=lambda r: (not r.meets_targets, _objective_key(r, objective)))
+    return rows[:top]
 
 
 def _rows(
@@ -377,16 +518,20 @@ def _rows(
     pending: list[_Pending],
     ttft_target: float | None,
     tpot_target: float | None,
+    transfers: _Transfers,
+    capped: dict[tuple[int, int], DecodeCurve] | None = None,
 ) -> list[DisaggRow]:
-    """Every pending candidate solved together (:func:`serve_many`), as rows in the same order."""
+    """Every pending candidate solved together (:func:`serve_many`), as rows in the same order.
+    ``capped``: decode curves at their batch caps already built, by (id of the curve, cap)."""
     if not pending:
         return []
     if pending[0].decode.decode_iters == 0:  # one output token: no decode curve to interpolate
         return [
-            _row(project, q.mode, q.prefill, q.decode.capped(q.batch), q.transfer, q.price, q.gpus,
-                 ttft_target, tpot_target)
+            _row(project, q.mode, q.prefill, q.decode.capped(q.batch), transfers(q.split), q.price,
+                 q.gpus, ttft_target, tpot_target)
             for q in pending
         ]
+    capped = {} if capped is None else capped
     wl = project.workload
     p_of: dict[int, int] = {}
     d_of: dict[tuple[int, int], int] = {}
@@ -399,6 +544,7 @@ def _rows(
     y = np.empty(n)
     tr = np.empty(n)
     users = np.zeros(n)
+    kv: list[KvTransfer] = []
     rate: float | None = None
     poisson = True
     for i, q in enumerate(pending):
@@ -409,9 +555,13 @@ def _rows(
         key = (id(q.decode), q.batch)
         di = d_of.setdefault(key, len(d_curves))
         if di == len(d_curves):
-            d_curves.append(q.decode.capped(q.batch))
+            dc = capped.get(key)
+            if dc is None:
+                dc = capped[key] = q.decode.capped(q.batch)
+            d_curves.append(dc)
         p_idx[i], d_idx[i] = pi, di
-        x[i], y[i], tr[i] = q.mode.prefill.workers, q.mode.decode.workers, q.transfer.time_ms
+        kv.append(transfers(q.split))
+        x[i], y[i], tr[i] = q.mode.prefill.workers, q.mode.decode.workers, kv[i].time_ms
         _, u, rate, poisson, _ = load_of(project, q.mode.decode.workers, d_curves[di].cap)
         if u is not None:
             users[i] = float(u[0])
@@ -443,8 +593,8 @@ def _rows(
                 tokens_per_s_per_gpu=float(tps[i] / gpus[i]),
                 tokens_per_s_per_user=float(per_user[i]),
                 usd_per_million=float(usd[i]),
-                transfer_ms=q.transfer.time_ms,
-                transfer_over=q.transfer.bottleneck_name,
+                transfer_ms=kv[i].time_ms,
+                transfer_over=kv[i].bottleneck_name,
                 limited_by=LIMITERS[int(st.limiter[i])],
                 saturated=bool(st.saturated[i]),
                 meets_targets=bool(meets[i]),
