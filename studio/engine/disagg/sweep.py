@@ -197,12 +197,18 @@ def sweep_disaggregated(
     price_of = _price_of(project, topo)
     transfers = _Transfers(project, topo)
     pending: list[_Pending] = []
+    sized: dict[tuple[int, int], PoolLayout] = {}  # a worker layout at a worker count, made once
+
+    def of(pool: PoolLayout, n: int) -> PoolLayout:
+        hit = sized.get((id(pool), n))  # the blocks hold every worker layout: ids stay theirs
+        if hit is None:
+            hit = sized[(id(pool), n)] = pool.replace(workers=n)
+        return hit
+
     for p, d, x, y in combos:
         if cancel is not None and cancel():
             break
-        mode = ServingMode(
-            mode="disaggregated", prefill=p.replace(workers=x), decode=d.replace(workers=y)
-        )
+        mode = ServingMode(mode="disaggregated", prefill=of(p, x), decode=of(d, y))
         try:
             ppl, dpl = place_pools(project, mode, index)
         except StudioError:
@@ -225,7 +231,7 @@ def sweep_disaggregated(
     return DisaggSweep(project=project, rows=tuple(rows), skipped=skipped, combinations=len(combos))
 
 
-@dataclass
+@dataclass(slots=True)
 class _Split:
     """One placed pool split (a layout pair and its worker counts); its KV transfer once costed."""
 
@@ -400,7 +406,7 @@ def _objective_key(r: DisaggRow, objective: str) -> float:
     return -r.tokens_per_s_per_gpu
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class _Pending:
     """A candidate waiting to be solved with the others (one decode batch cap of one split)."""
 
