@@ -431,8 +431,8 @@ class _Pending:
 
 #: Rows solved in the first round of :func:`_ranked` (at least; ``8 × top`` when larger), doubled
 #: each round after.
-FIRST_ROUND = 128
-ROUND_PER_TOP = 8
+FIRST_ROUND = 16
+ROUND_PER_TOP = 1
 
 
 def _ranked(
@@ -460,27 +460,32 @@ def _ranked(
     bound that is not a number) every row is solved, as without ``top``."""
     wl = project.workload
     n = len(pending)
-    capped: dict[tuple[int, int], DecodeCurve] = {}
-    for q in pending:
+    capped: dict[tuple[int, int], DecodeCurve] = {}  # decode curves at their caps, made once
+    slot: dict[tuple[int, int], int] = {}
+    which = np.empty(n, dtype=np.intp)  # each row's among them
+    for i, q in enumerate(pending):
         key = (id(q.decode), q.batch)
-        if key not in capped:
+        j = slot.get(key)
+        if j is None:
+            j = slot[key] = len(capped)
             capped[key] = q.decode.capped(q.batch)
-    if any(c.decode_iters == 0 for c in capped.values()):  # one output token: nothing to bound
+        which[i] = j
+    curves = list(capped.values())
+    if any(c.decode_iters == 0 for c in curves):  # one output token: nothing to bound
         rows = _rows(project, pending, ttft_target, tpot_target, transfers, capped)
         rows.sort(key=lambda r: (not r.meets_targets, _objective_key(r, objective)))
         return rows[:top]
     x = np.array([float(q.workers[0]) for q in pending])
     y = np.array([float(q.workers[1]) for q in pending])
     mu_p = np.array([q.prefill.mu for q in pending], dtype=float)
-    dcs = [capped[(id(q.decode), q.batch)] for q in pending]
-    mu_d = np.array([c.mu for c in dcs], dtype=float)
+    mu_d = np.array([c.mu for c in curves], dtype=float)[which]
     gpus = np.array([q.gpus for q in pending], dtype=float)
     rate_ub = np.minimum(x * mu_p, y * mu_d)  # requests per ms, as the solve's capacity is taken
     rate = load_of(project, 1, 1)[2]
     if rate is not None:  # an open loop runs at its rate at most
         rate_ub = np.minimum(rate_ub, rate)
     tps_ub = rate_ub * 1e3 * wl.osl
-    tpot_lb = np.array([float(c.tpot.min()) for c in dcs]) * (1.0 - 1e-9)
+    tpot_lb = np.array([float(c.tpot.min()) for c in curves])[which] * (1.0 - 1e-9)
     # a row whose TPOT cannot meet its target ranks after every row that meets the targets
     hopeless = tpot_lb > tpot_target if tpot_target is not None else np.zeros(n, dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore"):
