@@ -205,6 +205,16 @@ def sweep_disaggregated(
             hit = sized[(id(pool), n)] = pool.replace(workers=n)
         return hit
 
+    # a worker layout's first worker on the same GPUs is the same worker: its shape read once
+    at: dict[tuple[str, int, tuple[str, ...]], Worker | None] = {}
+
+    def placed_worker(role: str, pool: PoolLayout, n: int, placement: tuple[str, ...]) -> Worker | None:
+        key = (role, id(pool), placement[: pool.gpus_per_worker])
+        if key not in at:
+            at[key] = _worker(project, topo, c, workers, skipped, role, of(pool, n), placement)
+        return at[key]
+
+    batches: dict[int, list[int]] = {}
     for p, d, x, y in combos:
         if cancel is not None and cancel():
             break
@@ -213,14 +223,17 @@ def sweep_disaggregated(
             ppl, dpl = place_pools(project, mode, index)
         except StudioError:
             continue
-        pw = _worker(project, topo, c, workers, skipped, "prefill", mode.prefill, ppl)
-        dw = _worker(project, topo, c, workers, skipped, "decode", mode.decode, dpl)
+        pw = placed_worker("prefill", p, x, ppl)
+        dw = placed_worker("decode", d, y, dpl)
         if pw is None or dw is None:
             continue
         split = _Split(mode, ppl, dpl)  # its KV transfer is costed when one of its rows is solved
         price = sum(map(price_of.__getitem__, ppl + dpl))  # gpu_price, read from a table
         assert isinstance(pw.curve, PrefillCurve) and isinstance(dw.curve, DecodeCurve)
-        for b in _batches(dw.curve.cap):
+        caps = batches.get(dw.curve.cap)
+        if caps is None:
+            caps = batches[dw.curve.cap] = _batches(dw.curve.cap)
+        for b in caps:
             pending.append(_Pending(split, pw.curve, dw.curve, b, price, len(ppl) + len(dpl)))
     if top is not None and 0 < top < len(pending):
         rows = _ranked(project, pending, ttft_ms, tpot_ms, objective, top, transfers)
