@@ -7,6 +7,12 @@ count itself), PP 1, 2 or 4, EP = TP for mixture-of-experts models (and EP 1). O
 several GPU types each pool may sit on each type. A worker's costs are computed once per
 (layout, GPU type, nodes and scale-up islands it spans) — the first worker of that shape stands for
 the others, as the aggregated sweep samples replicas; the KV transfer is costed for each placement.
+
+A caller that shows only the ``top`` best rows (``sweep --disagg``) gets exactly those without every
+row being solved: each row's throughput is bounded by its pools' capacities and its TPOT by its
+decode curve, rows are solved best bound first, and the solve stops once ``top`` solved rows beat
+every bound left (:func:`_ranked`). A prefill worker's load tables and a split's KV transfer are
+built only when a solved row reads them.
 """
 
 from __future__ import annotations
