@@ -20,7 +20,6 @@ from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.core.serving_mode import SPEC_HELP, ServingMode, parse_pools
 from studio.core.units import MIB
-from studio.engine.disagg.summary import figures
 
 
 def add_disagg_args(parser: argparse.ArgumentParser, *, sweep: bool = False) -> None:
@@ -148,6 +147,8 @@ def format_disagg(project: Project, res, explain: bool = False) -> str:
         sections.append("Status\n" + format_pairs([("code", status.code), ("figures", status.headline),
                                                     ("why", status.reason)]))
     gone = f"- ({status.headline})"
+    from studio.engine.disagg.summary import figures  # not loaded by sweep --disagg
+
     said = figures(res)  # the same words as the Serving mode panel and the export's header
     lat = [
         ("TTFT", said["TTFT"]),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import groupby
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,7 +30,6 @@ from studio.core.errors import StudioError, nearest
 from studio.core.project import CalibrationProfile, Project
 from studio.core.serving_mode import PoolLayout, ServingMode
 from studio.core.units import GIB
-from studio.engine.disagg.explain import ASSUMPTIONS, explain, reasons
 from studio.engine.disagg.kv_transfer import KvTransfer, kv_transfer
 from studio.engine.disagg.pools import (
     DecodeCurve,
@@ -38,7 +38,6 @@ from studio.engine.disagg.pools import (
     best_split,
     serve,
 )
-from studio.engine.disagg.results import Balance, DisaggResult, PoolResult
 from studio.engine.disagg.reuse import (
     PrefillReuse,
     decode_sequences,
@@ -59,6 +58,9 @@ from studio.engine.plan.results import GpuMemory
 from studio.engine.step.constants import Constants
 from studio.engine.step.costing import LayoutCosts
 from studio.engine.step.iteration import IterationModel
+
+if TYPE_CHECKING:  # the result types and their explanations load when a plan is assembled
+    from studio.engine.disagg.results import Balance, DisaggResult
 
 ROLE_NAME = {"P": "prefill", "D": "decode"}
 
@@ -449,6 +451,9 @@ def assemble(
     with_balance: bool = True,
 ) -> DisaggResult:
     """Solve the load for costed pools and freeze the result."""
+    from studio.engine.disagg.explain import ASSUMPTIONS, explain, reasons
+    from studio.engine.disagg.results import Balance, DisaggResult, PoolResult
+
     assert mode.prefill is not None and mode.decode is not None
     wl = project.workload
     pf, dc = pw.curve, dw.curve
@@ -591,6 +596,8 @@ def pool_memory(
 def _balance(
     project: Project, mode: ServingMode, pf: PrefillCurve, dc: DecodeCurve, transfer_ms: float
 ) -> Balance:
+    from studio.engine.disagg.results import Balance
+
     assert mode.prefill is not None and mode.decode is not None
     gpus = [(g.id, g.type) for g in project.cluster.gpus]
     cand_p = set(pool_candidates(gpus, mode.prefill, "serving_mode.prefill"))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
@@ -29,7 +29,6 @@ from studio.core.project import Project
 from studio.core.serving_mode import PoolLayout, ServingMode
 from studio.engine.disagg.evaluate import (
     ClusterIndex,
-    DisaggResult,
     Worker,
     decode_worker,
     load_of,
@@ -44,6 +43,9 @@ from studio.engine.disagg.serve_grid import LIMITERS, DecodeTables, PrefillTable
 from studio.engine.fabric.topology import Topology, topology_of
 from studio.engine.plan.evaluate import constants_for, resolve_calibration
 from studio.engine.step.constants import Constants
+
+if TYPE_CHECKING:
+    from studio.engine.disagg.results import DisaggResult
 
 #: Most (layout pair, x, y) combinations costed; beyond it the most balanced splits are costed.
 MAX_COMBINATIONS = 3000
