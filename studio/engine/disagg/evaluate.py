@@ -139,11 +139,18 @@ def place_pools(
             "serving_mode.mode is 'aggregated'; give prefill and decode pools (e.g. 2P:tp4,1D:tp8)",
             field="disagg",
         )
+    return place_pair(project, mode.prefill, mode.decode, index)
+
+
+def place_pair(
+    project: Project, prefill: PoolLayout, decode: PoolLayout, index: ClusterIndex | None = None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """:func:`place_pools` of a prefill and a decode pool (no serving mode made for them)."""
     index = index or ClusterIndex.of(project)
     gpus, known = index.gpus, index.known
     taken: set[str] = set()
     out: list[tuple[str, ...]] = []
-    for role, pool in (("prefill", mode.prefill), ("decode", mode.decode)):
+    for role, pool in (("prefill", prefill), ("decode", decode)):
         field = f"serving_mode.{role}"
         if pool.placement is not None:
             for g in pool.placement:

@@ -45,7 +45,6 @@ class PrefillCurve:
     chunks: int  # iterations one prompt needs (> 1 when ISL > budget)
     micro_batches: float
     full_ms: float  # one full iteration
-    single_ms: float  # one prompt alone, all its chunks
     mu: float  # capacity, requests per ms
 
     @classmethod
@@ -54,7 +53,7 @@ class PrefillCurve:
     ) -> PrefillCurve:
         """``kv_prompts``: prompts of ISL tokens the worker's KV cache holds at once."""
         L = float(isl)
-        slots, chunks, full, one = cls.head(im, L, budget, kv_prompts, micro_batches)
+        slots, chunks, full = cls._capacity(im, L, budget, kv_prompts, micro_batches)
         return cls(
             im=im,
             isl=L,
@@ -63,9 +62,13 @@ class PrefillCurve:
             chunks=chunks,
             micro_batches=float(micro_batches),
             full_ms=full,
-            single_ms=one,
             mu=slots / (chunks * full),
         )
+
+    @cached_property
+    def single_ms(self) -> float:
+        """One prompt alone, all its chunks (computed when first read: a sweep never reads it)."""
+        return self._alone(self.im, self.isl, self.budget, self.chunks, self.micro_batches)
 
     @staticmethod
     def head(
@@ -73,13 +76,24 @@ class PrefillCurve:
     ) -> tuple[int, int, float, float]:
         """(prompts per full iteration, iterations per prompt, full-iteration ms, one prompt alone ms)
         of :meth:`build`, without its load tables: the capacity is ``slots / (chunks · full)``."""
+        slots, chunks, full = PrefillCurve._capacity(im, isl, budget, kv_prompts, micro_batches)
+        return slots, chunks, full, PrefillCurve._alone(im, isl, budget, chunks, micro_batches)
+
+    @staticmethod
+    def _capacity(
+        im: IterationModel, isl: float, budget: float, kv_prompts: int, micro_batches: float
+    ) -> tuple[int, int, float]:
         L = float(isl)
         chunks = max(1, math.ceil(L / budget))
         slots = max(1, min(int(budget // L), max(kv_prompts, 1))) if L <= budget else 1
         m = np.array([float(micro_batches)])
-        full = float(im.round_ms(min(slots * L, budget), 0.0, L, L, m)[0])
-        one = float(im.round_ms(min(L, budget), 0.0, L, L, m)[0]) * chunks
-        return slots, chunks, full, one
+        return slots, chunks, float(im.round_ms(min(slots * L, budget), 0.0, L, L, m)[0])
+
+    @staticmethod
+    def _alone(im: IterationModel, isl: float, budget: float, chunks: int, micro_batches: float) -> float:
+        L = float(isl)
+        m = np.array([float(micro_batches)])
+        return float(im.round_ms(min(L, budget), 0.0, L, L, m)[0]) * chunks
 
     # the load tables are built on first read: a sweep that ranks a worker by its capacity (``mu``)
     # alone never pays for them

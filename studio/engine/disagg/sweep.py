@@ -32,7 +32,7 @@ from studio.engine.disagg.evaluate import (
     Worker,
     decode_worker,
     load_of,
-    place_pools,
+    place_pair,
     pool_costs,
     prefill_worker,
 )
@@ -226,16 +226,16 @@ def sweep_disaggregated(
     for p, d, x, y in combos:
         if cancel is not None and cancel():
             break
-        mode = ServingMode(mode="disaggregated", prefill=of(p, x), decode=of(d, y))
+        px, dy = of(p, x), of(d, y)
         try:
-            ppl, dpl = place_pools(project, mode, index)
+            ppl, dpl = place_pair(project, px, dy, index)
         except StudioError:
             continue
         pw = placed_worker("prefill", p, x, ppl)
         dw = placed_worker("decode", d, y, dpl)
         if pw is None or dw is None:
             continue
-        split = _Split(mode, ppl, dpl)  # its KV transfer is costed when one of its rows is solved
+        split = _Split(px, dy, ppl, dpl)  # its mode and KV transfer are made when a row of it is solved
         price = sum(map(price_of.__getitem__, ppl + dpl))  # gpu_price, read from a table
         assert isinstance(pw.curve, PrefillCurve) and isinstance(dw.curve, DecodeCurve)
         caps = batches.get(dw.curve.cap)
@@ -254,12 +254,21 @@ def sweep_disaggregated(
 
 @dataclass(slots=True)
 class _Split:
-    """One placed pool split (a layout pair and its worker counts); its KV transfer once costed."""
+    """One placed pool split (a layout pair at its worker counts); its serving mode and KV transfer
+    once made."""
 
-    mode: ServingMode
+    prefill_pool: PoolLayout
+    decode_pool: PoolLayout
     prefill: tuple[str, ...]  # GPU ids of the prefill pool's ranks
     decode: tuple[str, ...]
     transfer: KvTransfer | None = None
+    made: ServingMode | None = None
+
+    @property
+    def mode(self) -> ServingMode:
+        if self.made is None:
+            self.made = ServingMode(mode="disaggregated", prefill=self.prefill_pool, decode=self.decode_pool)
+        return self.made
 
 
 class _Transfers:
@@ -445,9 +454,7 @@ class _Pending:
     @property
     def workers(self) -> tuple[int, int]:
         """(prefill workers, decode workers)."""
-        p, d = self.split.mode.prefill, self.split.mode.decode
-        assert p is not None and d is not None
-        return p.workers, d.workers
+        return self.split.prefill_pool.workers, self.split.decode_pool.workers
 
 
 #: Rows solved in the first round of :func:`_ranked` (at least; ``8 × top`` when larger), doubled
