@@ -252,17 +252,18 @@ def sweep_disaggregated(
     return DisaggSweep(project=project, rows=tuple(rows), skipped=skipped, combinations=len(combos))
 
 
-@dataclass(slots=True)
 class _Split:
     """One placed pool split (a layout pair at its worker counts); its serving mode and KV transfer
-    once made."""
+    once made. (A plain class: ~740 are made per sweep, and a dataclass costs ~0.3 ms to define.)"""
 
-    prefill_pool: PoolLayout
-    decode_pool: PoolLayout
-    prefill: tuple[str, ...]  # GPU ids of the prefill pool's ranks
-    decode: tuple[str, ...]
-    transfer: KvTransfer | None = None
-    made: ServingMode | None = None
+    __slots__ = ("prefill_pool", "decode_pool", "prefill", "decode", "transfer", "made")
+
+    def __init__(self, prefill_pool: PoolLayout, decode_pool: PoolLayout, prefill: tuple[str, ...],
+                 decode: tuple[str, ...]) -> None:
+        self.prefill_pool, self.decode_pool = prefill_pool, decode_pool
+        self.prefill, self.decode = prefill, decode  # GPU ids of each pool's ranks
+        self.transfer: KvTransfer | None = None
+        self.made: ServingMode | None = None
 
     @property
     def mode(self) -> ServingMode:
@@ -436,16 +437,15 @@ def _objective_key(r: DisaggRow, objective: str) -> float:
     return -r.tokens_per_s_per_gpu
 
 
-@dataclass(slots=True)
 class _Pending:
     """A candidate waiting to be solved with the others (one decode batch cap of one split)."""
 
-    split: _Split
-    prefill: PrefillCurve
-    decode: DecodeCurve  # the worker's own curve; ``batch`` caps it
-    batch: int
-    price: float
-    gpus: int
+    __slots__ = ("split", "prefill", "decode", "batch", "price", "gpus")
+
+    def __init__(self, split: _Split, prefill: PrefillCurve, decode: DecodeCurve, batch: int, price: float,
+                 gpus: int) -> None:
+        self.split, self.prefill, self.decode = split, prefill, decode  # decode: the worker's own curve
+        self.batch, self.price, self.gpus = batch, price, gpus  # batch caps the decode curve
 
     @property
     def mode(self) -> ServingMode:
