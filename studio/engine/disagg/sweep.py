@@ -513,7 +513,9 @@ def _ranked(
     if rate is not None:  # an open loop runs at its rate at most
         rate_ub = np.minimum(rate_ub, rate)
     tps_ub = rate_ub * 1e3 * wl.osl
-    tpot_lb = np.array([float(c.tpot.min()) for c in curves])[which] * (1.0 - 1e-9)
+    # less a margin: the solve's interpolation may read a point a rounding away from a curve's
+    # knot from the neighbouring segment (its search keys carry the row's offset in the block)
+    tpot_lb = np.array([float(c.tpot.min()) for c in curves])[which] * (1.0 - 1e-6)
     # a row whose TPOT cannot meet its target ranks after every row that meets the targets
     hopeless = tpot_lb > tpot_target if tpot_target is not None else np.zeros(n, dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore"):
