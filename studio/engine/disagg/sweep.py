@@ -204,7 +204,6 @@ def sweep_disaggregated(
     index = ClusterIndex.of(project)
     price_of = _price_of(project, topo)
     transfers = _Transfers(project, topo)
-    pending: list[_Pending] = []
     sized: dict[tuple[int, int], PoolLayout] = {}  # a worker layout at a worker count, made once
 
     def of(pool: PoolLayout, n: int) -> PoolLayout:
@@ -223,6 +222,7 @@ def sweep_disaggregated(
         return at[key]
 
     batches: dict[int, list[int]] = {}
+    table = _Table()
     for p, d, x, y in combos:
         if cancel is not None and cancel():
             break
@@ -241,13 +241,12 @@ def sweep_disaggregated(
         caps = batches.get(dw.curve.cap)
         if caps is None:
             caps = batches[dw.curve.cap] = _batches(dw.curve.cap)
-        for b in caps:
-            pending.append(_Pending(split, pw.curve, dw.curve, b, price, len(ppl) + len(dpl)))
-    if top is not None and 0 < top < len(pending):
-        rows = _ranked(project, pending, ttft_ms, tpot_ms, objective, top, transfers)
+        table.add(split, pw.curve, dw.curve, caps, price, len(ppl) + len(dpl))
+    if top is not None and 0 < top < table.n:
+        rows = _ranked(project, table, ttft_ms, tpot_ms, objective, top, transfers)
         return DisaggSweep(project=project, rows=tuple(rows), skipped=skipped,
-                           combinations=len(combos), candidates=len(pending))
-    rows = _rows(project, pending, ttft_ms, tpot_ms, transfers)
+                           combinations=len(combos), candidates=table.n)
+    rows = _rows(project, table.pending(range(table.n)), ttft_ms, tpot_ms, transfers)
     rows.sort(key=lambda r: (not r.meets_targets, _objective_key(r, objective)))
     return DisaggSweep(project=project, rows=tuple(rows), skipped=skipped, combinations=len(combos))
 
@@ -457,6 +456,49 @@ class _Pending:
         return self.split.prefill_pool.workers, self.split.decode_pool.workers
 
 
+class _Table:
+    """The candidate rows, split by split: each placed split with its workers' curves, price and
+    GPUs, and the decode batch caps it is tried at (a row per cap, in split order). Rows are made
+    as :class:`_Pending` only when asked for (the top-k sweep solves a few of thousands)."""
+
+    def __init__(self) -> None:
+        self.splits: list[_Split] = []
+        self.prefill: list[PrefillCurve] = []
+        self.decode: list[DecodeCurve] = []
+        self.caps: list[list[int]] = []
+        self.price: list[float] = []
+        self.gpus: list[int] = []
+        self.n = 0
+        self._at: list[tuple[int, int]] | None = None  # each row's (split, cap), once asked
+
+    def add(self, split: _Split, pf: PrefillCurve, dc: DecodeCurve, caps: list[int], price: float,
+            gpus: int) -> None:
+        self.splits.append(split)
+        self.prefill.append(pf)
+        self.decode.append(dc)
+        self.caps.append(caps)
+        self.price.append(price)
+        self.gpus.append(gpus)
+        self.n += len(caps)
+
+    def where(self) -> tuple[np.ndarray, np.ndarray]:
+        """(split, position among its caps) of every row."""
+        counts = np.array([len(c) for c in self.caps], dtype=np.intp)
+        split = np.repeat(np.arange(len(self.caps)), counts)
+        starts = np.cumsum(counts) - counts
+        return split, np.arange(self.n) - starts[split]
+
+    def pending(self, rows) -> list[_Pending]:
+        """The rows ``rows`` (indices, in that order) as pending candidates."""
+        if self._at is None:
+            self._at = [(j, b) for j, caps in enumerate(self.caps) for b in caps]
+        at, out = self._at, []
+        for i in rows:
+            j, b = at[i]
+            out.append(_Pending(self.splits[j], self.prefill[j], self.decode[j], b, self.price[j], self.gpus[j]))
+        return out
+
+
 #: Rows solved in the first round of :func:`_ranked` (at least; ``8 × top`` when larger), doubled
 #: each round after.
 FIRST_ROUND = 16
@@ -465,14 +507,14 @@ ROUND_PER_TOP = 1
 
 def _ranked(
     project: Project,
-    pending: list[_Pending],
+    table: _Table,
     ttft_target: float | None,
     tpot_target: float | None,
     objective: str,
     top: int,
     transfers: _Transfers,
 ) -> list[DisaggRow]:
-    """The ``top`` best rows of ``pending`` (ranked as :func:`sweep_disaggregated` ranks them all),
+    """The ``top`` best rows of ``table`` (ranked as :func:`sweep_disaggregated` ranks them all),
     solving as few as it can.
 
     Each row has a bound on its objective no solve can beat: its rate is at most the smaller pool's
@@ -487,27 +529,29 @@ def _ranked(
     A row's figures do not depend on the rows solved beside it. Without ``top`` such rows (or a
     bound that is not a number) every row is solved, as without ``top``."""
     wl = project.workload
-    n = len(pending)
+    n = table.n
+    split, at = table.where()
     capped: dict[tuple[int, int], DecodeCurve] = {}  # decode curves at their caps, made once
-    slot: dict[tuple[int, int], int] = {}
-    which = np.empty(n, dtype=np.intp)  # each row's among them
-    for i, q in enumerate(pending):
-        key = (id(q.decode), q.batch)
-        j = slot.get(key)
-        if j is None:
-            j = slot[key] = len(capped)
-            capped[key] = q.decode.capped(q.batch)
-        which[i] = j
+    first: dict[int, int] = {}  # a decode curve's first capped curve among them
+    base = np.empty(len(table.splits), dtype=np.intp)
+    for j, dc in enumerate(table.decode):
+        k = first.get(id(dc))
+        if k is None:
+            k = first[id(dc)] = len(capped)
+            for b in table.caps[j]:  # a decode curve's caps: the same for every split it serves
+                capped[(id(dc), b)] = dc.capped(b)
+        base[j] = k
+    which = base[split] + at  # each row's capped decode curve
     curves = list(capped.values())
     if any(c.decode_iters == 0 for c in curves):  # one output token: nothing to bound
-        rows = _rows(project, pending, ttft_target, tpot_target, transfers, capped)
+        rows = _rows(project, table.pending(range(n)), ttft_target, tpot_target, transfers, capped)
         rows.sort(key=lambda r: (not r.meets_targets, _objective_key(r, objective)))
         return rows[:top]
-    x = np.array([float(q.workers[0]) for q in pending])
-    y = np.array([float(q.workers[1]) for q in pending])
-    mu_p = np.array([q.prefill.mu for q in pending], dtype=float)
+    x = np.array([float(sp.prefill_pool.workers) for sp in table.splits])[split]
+    y = np.array([float(sp.decode_pool.workers) for sp in table.splits])[split]
+    mu_p = np.array([pf.mu for pf in table.prefill], dtype=float)[split]
     mu_d = np.array([c.mu for c in curves], dtype=float)[which]
-    gpus = np.array([q.gpus for q in pending], dtype=float)
+    gpus = np.array(table.gpus, dtype=float)[split]
     rate_ub = np.minimum(x * mu_p, y * mu_d)  # requests per ms, as the solve's capacity is taken
     rate = load_of(project, 1, 1)[2]
     if rate is not None:  # an open loop runs at its rate at most
@@ -520,7 +564,7 @@ def _ranked(
     hopeless = tpot_lb > tpot_target if tpot_target is not None else np.zeros(n, dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore"):
         if objective == "cost":
-            price = np.array([q.price for q in pending], dtype=float)
+            price = np.array(table.price, dtype=float)[split]
             bound = np.where(tps_ub > 0, price / (tps_ub * 3600.0) * 1e6, np.inf)
         elif objective == "latency":
             bound = tpot_lb
@@ -534,7 +578,7 @@ def _ranked(
             chunk = np.sort(order[pos : pos + size])
             pos += size
             size *= 2
-            for i, r in zip(chunk.tolist(), _rows(project, [pending[i] for i in chunk.tolist()],
+            for i, r in zip(chunk.tolist(), _rows(project, table.pending(chunk.tolist()),
                                                    ttft_target, tpot_target, transfers, capped),
                             strict=True):
                 solved[i] = r
@@ -546,7 +590,7 @@ def _ranked(
                 rows.sort(key=lambda r: (not r.meets_targets, _objective_key(r, objective)))
                 return rows[:top]
     rest = [i for i in range(n) if i not in solved]
-    for i, r in zip(rest, _rows(project, [pending[i] for i in rest], ttft_target, tpot_target,
+    for i, r in zip(rest, _rows(project, table.pending(rest), ttft_target, tpot_target,
                                 transfers, capped), strict=True):
         solved[i] = r
     rows = [solved[i] for i in range(n)]
