@@ -143,16 +143,24 @@ def place_pools(
 
 
 def place_pair(
-    project: Project, prefill: PoolLayout, decode: PoolLayout, index: ClusterIndex | None = None
+    project: Project,
+    prefill: PoolLayout,
+    decode: PoolLayout,
+    index: ClusterIndex | None = None,
+    placed: tuple[str, ...] | None = None,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """:func:`place_pools` of a prefill and a decode pool (no serving mode made for them)."""
+    """:func:`place_pools` of a prefill and a decode pool (no serving mode made for them).
+    ``placed``: the prefill pool's placement from an earlier call with the same pool and ``index``
+    (it is placed first, so the decode pool does not change it)."""
     index = index or ClusterIndex.of(project)
     gpus, known = index.gpus, index.known
     taken: set[str] = set()
     out: list[tuple[str, ...]] = []
     for role, pool in (("prefill", prefill), ("decode", decode)):
         field = f"serving_mode.{role}"
-        if pool.placement is not None:
+        if role == "prefill" and placed is not None:
+            placement = placed
+        elif pool.placement is not None:
             for g in pool.placement:
                 if g not in known:
                     hint = nearest(g, sorted(known))

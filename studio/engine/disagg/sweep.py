@@ -222,15 +222,17 @@ def sweep_disaggregated(
         return at[key]
 
     batches: dict[int, list[int]] = {}
+    prefill_at: dict[int, tuple[str, ...]] = {}  # by the sized prefill pool (kept in `sized`)
     table = _Table()
     for p, d, x, y in combos:
         if cancel is not None and cancel():
             break
         px, dy = of(p, x), of(d, y)
-        try:
-            ppl, dpl = place_pair(project, px, dy, index)
+        try:  # the prefill pool is placed first: its placement is the same for every decode pool
+            ppl, dpl = place_pair(project, px, dy, index, prefill_at.get(id(px)))
         except StudioError:
             continue
+        prefill_at[id(px)] = ppl
         pw = placed_worker("prefill", p, x, ppl)
         dw = placed_worker("decode", d, y, dpl)
         if pw is None or dw is None:
