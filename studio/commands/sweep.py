@@ -90,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
         slo = check_slo(project, result, targets, simulate=args.slo_check)
     if args.csv:
         write_csv(result, Path(args.csv))
-    disagg = _disagg(args, project, result)
+    # the p99 TTFT check of the pool splits reads the rows past the shown ones
+    disagg = _disagg(args, project, result, full=targets is not None and targets.ttft_p99_ms is not None)
     from studio.commands.sweep_fleet import fleet_ranking
 
     fleet = fleet_ranking(args, project, result, args.top)
@@ -144,13 +145,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _disagg(args: argparse.Namespace, project, result):
-    """``--disagg``: the disaggregated candidates under the same targets and objective, or None."""
+def _disagg(args: argparse.Namespace, project, result, full: bool = False):
+    """``--disagg``: the disaggregated candidates under the same targets and objective, or None;
+    only the ``--top`` best rows unless ``full``."""
     if not getattr(args, "disagg", False):
         return None
     from studio.engine.disagg.sweep import sweep_disaggregated
 
-    return sweep_disaggregated(project, objective=args.objective, ttft_ms=result.ttft_ms, tpot_ms=result.tpot_ms)
+    return sweep_disaggregated(project, objective=args.objective, ttft_ms=result.ttft_ms, tpot_ms=result.tpot_ms,
+                               top=None if full else args.top)
 
 
 def _cp_sizes(values: list[int] | None) -> list[int] | None:

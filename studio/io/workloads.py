@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from studio.core.errors import StudioError, nearest
 from studio.core.workload import LengthDistribution
 from studio.io.presets import presets_root
+
+if TYPE_CHECKING:
+    from studio.io.presets import Traversable
 
 RANDOM = "random"
 
@@ -97,8 +100,21 @@ def preset_from_dict(data: Any, where: str) -> WorkloadPreset:
 
 
 def workload_presets() -> dict[str, WorkloadPreset]:
-    """Every bundled workload preset by id, sorted."""
+    """Every bundled workload preset by id, sorted. The files are read once per process and folder
+    (the window's Load editor asks on every edit which preset the project's lengths are); a broken
+    file is refused every time."""
     folder = presets_root().joinpath("workloads")
+    hit = _READ.get(str(folder))
+    if hit is None:
+        hit = _READ[str(folder)] = _read_presets(folder)
+    return dict(hit)
+
+
+#: Presets read, by the path of their folder (the presets are frozen).
+_READ: dict[str, dict[str, WorkloadPreset]] = {}
+
+
+def _read_presets(folder: Traversable) -> dict[str, WorkloadPreset]:
     out: dict[str, WorkloadPreset] = {}
     if not folder.is_dir():
         return out

@@ -48,7 +48,7 @@ def _sweep_best(project: Project) -> PoolStart:
 
     objective = project.explorer.objective
     try:
-        sw = sweep_disaggregated(project, objective=objective)
+        sw = sweep_disaggregated(project, objective=objective, top=1)  # its first row is all it reads
     except StudioError as exc:
         return PoolStart(None, f"no disaggregated split can be costed: {exc.message}")
     if not sw.rows:
@@ -57,7 +57,7 @@ def _sweep_best(project: Project) -> PoolStart:
     row = sw.best or sw.rows[0]
     mode = row.mode.replace(transfer_backend=project.serving_mode.transfer_backend)
     met = "meets the targets, " if sw.best is not None and (project.workload.ttft_ms or project.workload.tpot_ms) else ""
-    why = (f"{mode.label}: the sweep's best of {len(sw.rows):,} candidates for {objective} "
+    why = (f"{mode.label}: the sweep's best of {sw.n_rows:,} candidates for {objective} "
            f"({met}{row.tokens_per_s_per_gpu:,.0f} tok/s per GPU, TTFT {row.ttft_ms:,.0f} ms, "
            f"limited by the {row.limited_by})")
     return PoolStart(mode, why)

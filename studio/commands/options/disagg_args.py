@@ -20,7 +20,6 @@ from studio.core.errors import StudioError
 from studio.core.project import Project
 from studio.core.serving_mode import SPEC_HELP, ServingMode, parse_pools
 from studio.core.units import MIB
-from studio.engine.disagg.summary import figures
 
 
 def add_disagg_args(parser: argparse.ArgumentParser, *, sweep: bool = False) -> None:
@@ -148,6 +147,8 @@ def format_disagg(project: Project, res, explain: bool = False) -> str:
         sections.append("Status\n" + format_pairs([("code", status.code), ("figures", status.headline),
                                                     ("why", status.reason)]))
     gone = f"- ({status.headline})"
+    from studio.engine.disagg.summary import figures  # not loaded by sweep --disagg
+
     said = figures(res)  # the same words as the Serving mode panel and the export's header
     lat = [
         ("TTFT", said["TTFT"]),
@@ -290,7 +291,7 @@ def disagg_sweep_section(project: Project, sw, agg_best: float | None, top: int)
         for i, r in enumerate(rows)
     ]
     head = (
-        f"Disaggregated candidates: {sw.combinations:,} pool splits × decode batches = {len(sw.rows):,} rows "
+        f"Disaggregated candidates: {sw.combinations:,} pool splits × decode batches = {sw.n_rows:,} rows "
         "(batch = sequences per decode worker)"
     )
     parts = [
@@ -352,7 +353,7 @@ def disagg_sweep_json(sw, top: int, agg_best: float | None) -> dict:
     best = sw.best
     out = {
         "combinations": sw.combinations,
-        "rows": len(sw.rows),
+        "rows": sw.n_rows,
         "candidates": [
             {
                 "pools": r.label,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import groupby
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,7 +30,6 @@ from studio.core.errors import StudioError, nearest
 from studio.core.project import CalibrationProfile, Project
 from studio.core.serving_mode import PoolLayout, ServingMode
 from studio.core.units import GIB
-from studio.engine.disagg.explain import ASSUMPTIONS, explain, reasons
 from studio.engine.disagg.kv_transfer import KvTransfer, kv_transfer
 from studio.engine.disagg.pools import (
     DecodeCurve,
@@ -38,7 +38,6 @@ from studio.engine.disagg.pools import (
     best_split,
     serve,
 )
-from studio.engine.disagg.results import Balance, DisaggResult, PoolResult
 from studio.engine.disagg.reuse import (
     PrefillReuse,
     decode_sequences,
@@ -59,6 +58,9 @@ from studio.engine.plan.results import GpuMemory
 from studio.engine.step.constants import Constants
 from studio.engine.step.costing import LayoutCosts
 from studio.engine.step.iteration import IterationModel
+
+if TYPE_CHECKING:  # the result types and their explanations load when a plan is assembled
+    from studio.engine.disagg.results import Balance, DisaggResult
 
 ROLE_NAME = {"P": "prefill", "D": "decode"}
 
@@ -137,13 +139,28 @@ def place_pools(
             "serving_mode.mode is 'aggregated'; give prefill and decode pools (e.g. 2P:tp4,1D:tp8)",
             field="disagg",
         )
+    return place_pair(project, mode.prefill, mode.decode, index)
+
+
+def place_pair(
+    project: Project,
+    prefill: PoolLayout,
+    decode: PoolLayout,
+    index: ClusterIndex | None = None,
+    placed: tuple[str, ...] | None = None,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """:func:`place_pools` of a prefill and a decode pool (no serving mode made for them).
+    ``placed``: the prefill pool's placement from an earlier call with the same pool and ``index``
+    (it is placed first, so the decode pool does not change it)."""
     index = index or ClusterIndex.of(project)
     gpus, known = index.gpus, index.known
     taken: set[str] = set()
     out: list[tuple[str, ...]] = []
-    for role, pool in (("prefill", mode.prefill), ("decode", mode.decode)):
+    for role, pool in (("prefill", prefill), ("decode", decode)):
         field = f"serving_mode.{role}"
-        if pool.placement is not None:
+        if role == "prefill" and placed is not None:
+            placement = placed
+        elif pool.placement is not None:
             for g in pool.placement:
                 if g not in known:
                     hint = nearest(g, sorted(known))
@@ -449,6 +466,9 @@ def assemble(
     with_balance: bool = True,
 ) -> DisaggResult:
     """Solve the load for costed pools and freeze the result."""
+    from studio.engine.disagg.explain import ASSUMPTIONS, explain, reasons
+    from studio.engine.disagg.results import Balance, DisaggResult, PoolResult
+
     assert mode.prefill is not None and mode.decode is not None
     wl = project.workload
     pf, dc = pw.curve, dw.curve
@@ -591,6 +611,8 @@ def pool_memory(
 def _balance(
     project: Project, mode: ServingMode, pf: PrefillCurve, dc: DecodeCurve, transfer_ms: float
 ) -> Balance:
+    from studio.engine.disagg.results import Balance
+
     assert mode.prefill is not None and mode.decode is not None
     gpus = [(g.id, g.type) for g in project.cluster.gpus]
     cand_p = set(pool_candidates(gpus, mode.prefill, "serving_mode.prefill"))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -44,7 +45,6 @@ class PrefillCurve:
     chunks: int  # iterations one prompt needs (> 1 when ISL > budget)
     micro_batches: float
     full_ms: float  # one full iteration
-    single_ms: float  # one prompt alone, all its chunks
     mu: float  # capacity, requests per ms
 
     @classmethod
@@ -53,7 +53,7 @@ class PrefillCurve:
     ) -> PrefillCurve:
         """``kv_prompts``: prompts of ISL tokens the worker's KV cache holds at once."""
         L = float(isl)
-        slots, chunks, full, one = cls.head(im, L, budget, kv_prompts, micro_batches)
+        slots, chunks, full = cls._capacity(im, L, budget, kv_prompts, micro_batches)
         return cls(
             im=im,
             isl=L,
@@ -62,9 +62,13 @@ class PrefillCurve:
             chunks=chunks,
             micro_batches=float(micro_batches),
             full_ms=full,
-            single_ms=one,
             mu=slots / (chunks * full),
         )
+
+    @cached_property
+    def single_ms(self) -> float:
+        """One prompt alone, all its chunks (computed when first read: a sweep never reads it)."""
+        return self._alone(self.im, self.isl, self.budget, self.chunks, self.micro_batches)
 
     @staticmethod
     def head(
@@ -72,15 +76,50 @@ class PrefillCurve:
     ) -> tuple[int, int, float, float]:
         """(prompts per full iteration, iterations per prompt, full-iteration ms, one prompt alone ms)
         of :meth:`build`, without its load tables: the capacity is ``slots / (chunks · full)``."""
+        slots, chunks, full = PrefillCurve._capacity(im, isl, budget, kv_prompts, micro_batches)
+        return slots, chunks, full, PrefillCurve._alone(im, isl, budget, chunks, micro_batches)
+
+    @staticmethod
+    def _capacity(
+        im: IterationModel, isl: float, budget: float, kv_prompts: int, micro_batches: float
+    ) -> tuple[int, int, float]:
         L = float(isl)
         chunks = max(1, math.ceil(L / budget))
         slots = max(1, min(int(budget // L), max(kv_prompts, 1))) if L <= budget else 1
         m = np.array([float(micro_batches)])
-        full = float(im.round_ms(min(slots * L, budget), 0.0, L, L, m)[0])
-        one = float(im.round_ms(min(L, budget), 0.0, L, L, m)[0]) * chunks
-        return slots, chunks, full, one
+        return slots, chunks, float(im.round_ms(min(slots * L, budget), 0.0, L, L, m)[0])
 
-    def __post_init__(self) -> None:
+    @staticmethod
+    def _alone(im: IterationModel, isl: float, budget: float, chunks: int, micro_batches: float) -> float:
+        L = float(isl)
+        m = np.array([float(micro_batches)])
+        return float(im.round_ms(min(L, budget), 0.0, L, L, m)[0]) * chunks
+
+    # the load tables are built on first read: a sweep that ranks a worker by its capacity (``mu``)
+    # alone never pays for them
+    @property
+    def _rho(self) -> np.ndarray:
+        return self._tables[0]
+
+    @property
+    def _k(self) -> np.ndarray:
+        return self._tables[1]
+
+    @property
+    def _own(self) -> np.ndarray:
+        return self._tables[2]
+
+    @property
+    def _residual(self) -> np.ndarray:
+        return self._tables[3]
+
+    @property
+    def _wait(self) -> np.ndarray:
+        return self._tables[4]
+
+    @cached_property
+    def _tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(load grid ρ, prompts per batch, own prefill ms, residual wait ms, M/D/c wait ms)."""
         # batch size, own prefill and waits tabulated once on a load grid dense near saturation; a
         # sweep then reads them by interpolation
         rho = np.concatenate(([0.0], (1.0 - np.logspace(-6, 0, 600))[::-1][1:]))
@@ -101,13 +140,11 @@ class PrefillCurve:
                 break
         t = batch_ms(k)
         busy = np.minimum(1.0, lam * t / k)
-        self._rho = rho
-        self._k = k
-        self._own = t
         # a Poisson arrival finds the worker busy with probability `busy` and waits half a batch;
         # near saturation prompts also queue beyond one batch (M/D/c, c = prompts per batch)
-        self._residual = busy * 0.5 * t
-        self._wait = _mdc(rho, float(self.slots), self.chunks * self.full_ms)
+        residual = busy * 0.5 * t
+        wait = _mdc(rho, float(self.slots), self.chunks * self.full_ms)
+        return rho, k, t, residual, wait
 
     def times(
         self, lam: np.ndarray, arrival_scv: float = 1.0

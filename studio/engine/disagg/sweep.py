@@ -7,13 +7,19 @@ count itself), PP 1, 2 or 4, EP = TP for mixture-of-experts models (and EP 1). O
 several GPU types each pool may sit on each type. A worker's costs are computed once per
 (layout, GPU type, nodes and scale-up islands it spans) — the first worker of that shape stands for
 the others, as the aggregated sweep samples replicas; the KV transfer is costed for each placement.
+
+A caller that shows only the ``top`` best rows (``sweep --disagg``) gets exactly those without every
+row being solved: each row's throughput is bounded by its pools' capacities and its TPOT by its
+decode curve, rows are solved best bound first, and the solve stops once ``top`` solved rows beat
+every bound left (:func:`_ranked`). A prefill worker's load tables and a split's KV transfer are
+built only when a solved row reads them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
@@ -23,11 +29,10 @@ from studio.core.project import Project
 from studio.core.serving_mode import PoolLayout, ServingMode
 from studio.engine.disagg.evaluate import (
     ClusterIndex,
-    DisaggResult,
     Worker,
     decode_worker,
     load_of,
-    place_pools,
+    place_pair,
     pool_costs,
     prefill_worker,
 )
@@ -38,6 +43,9 @@ from studio.engine.disagg.serve_grid import LIMITERS, DecodeTables, PrefillTable
 from studio.engine.fabric.topology import Topology, topology_of
 from studio.engine.plan.evaluate import constants_for, resolve_calibration
 from studio.engine.step.constants import Constants
+
+if TYPE_CHECKING:
+    from studio.engine.disagg.results import DisaggResult
 
 #: Most (layout pair, x, y) combinations costed; beyond it the most balanced splits are costed.
 MAX_COMBINATIONS = 3000
@@ -83,9 +91,17 @@ class DisaggSweep:
     """Every disaggregated candidate row, best first for the objective."""
 
     project: Project
-    rows: tuple[DisaggRow, ...]  # ordered: meeting the targets first, then by the objective
+    #: ordered: meeting the targets first, then by the objective; with ``top`` only the first ``top``
+    rows: tuple[DisaggRow, ...]
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> worker layouts refused
     combinations: int = 0
+    #: every candidate row costed or ranked out (``len(rows)`` unless the sweep kept only ``top``)
+    candidates: int | None = None
+
+    @property
+    def n_rows(self) -> int:
+        """Candidate rows of the sweep (pool splits × decode batches), shown or not."""
+        return len(self.rows) if self.candidates is None else self.candidates
 
     @property
     def best(self) -> DisaggRow | None:
@@ -144,11 +160,16 @@ def sweep_disaggregated(
     tpot_ms: float | None = None,
     constants: Constants | None = None,
     cancel: Callable[[], bool] | None = None,
+    top: int | None = None,
 ) -> DisaggSweep:
     """Cost every disaggregated candidate of ``project`` on its cluster.
 
     Targets default to the workload's (``ttft_ms`` / ``tpot_ms``). Rows meeting them come first,
     then by the objective (throughput per GPU, $ per million tokens, or TPOT).
+
+    ``top``: only the ``top`` best rows are wanted (``rows`` holds those, ``n_rows`` counts every
+    candidate). Rows are then solved best bound first and the solve stops once ``top`` rows meeting
+    the targets beat the bound of every row left (:func:`_ranked`): the same rows, the same figures.
     """
     if objective not in OBJECTIVES:
         raise StudioError(f"objective '{objective}' is not one of {', '.join(OBJECTIVES)}")
@@ -180,44 +201,102 @@ def sweep_disaggregated(
     else:
         combos = [(p, d, x, y) for p, d, xs, ys in blocks
                   for x, y in zip(xs.tolist(), ys.tolist(), strict=True)]
-    kv_cache: dict = {}
     index = ClusterIndex.of(project)
     price_of = _price_of(project, topo)
-    pending: list[_Pending] = []
+    transfers = _Transfers(project, topo)
+    sized: dict[tuple[int, int], PoolLayout] = {}  # a worker layout at a worker count, made once
+
+    def of(pool: PoolLayout, n: int) -> PoolLayout:
+        hit = sized.get((id(pool), n))  # the blocks hold every worker layout: ids stay theirs
+        if hit is None:
+            hit = sized[(id(pool), n)] = pool.replace(workers=n)
+        return hit
+
+    # a worker layout's first worker on the same GPUs is the same worker: its shape read once
+    at: dict[tuple[str, int, tuple[str, ...]], Worker | None] = {}
+
+    def placed_worker(role: str, pool: PoolLayout, n: int, placement: tuple[str, ...]) -> Worker | None:
+        key = (role, id(pool), placement[: pool.gpus_per_worker])
+        if key not in at:
+            at[key] = _worker(project, topo, c, workers, skipped, role, of(pool, n), placement)
+        return at[key]
+
+    batches: dict[int, list[int]] = {}
+    prefill_at: dict[int, tuple[str, ...]] = {}  # by the sized prefill pool (kept in `sized`)
+    table = _Table()
     for p, d, x, y in combos:
         if cancel is not None and cancel():
             break
-        mode = ServingMode(
-            mode="disaggregated", prefill=p.replace(workers=x), decode=d.replace(workers=y)
-        )
-        try:
-            ppl, dpl = place_pools(project, mode, index)
+        px, dy = of(p, x), of(d, y)
+        try:  # the prefill pool is placed first: its placement is the same for every decode pool
+            ppl, dpl = place_pair(project, px, dy, index, prefill_at.get(id(px)))
         except StudioError:
             continue
-        pw = _worker(project, topo, c, workers, skipped, "prefill", mode.prefill, ppl)
-        dw = _worker(project, topo, c, workers, skipped, "decode", mode.decode, dpl)
+        prefill_at[id(px)] = ppl
+        pw = placed_worker("prefill", p, x, ppl)
+        dw = placed_worker("decode", d, y, dpl)
         if pw is None or dw is None:
             continue
-        assert mode.prefill is not None and mode.decode is not None
-        model = project.model
-        transfer = kv_transfer(
-            topo,
-            model,
-            project.serving.kv_dtype,
-            transfer_tokens(project),  # the prompt less the blocks a decode worker caches
-            _WorkerGroups(ppl, mode.prefill.tp, mode.prefill.pp),
-            _WorkerGroups(dpl, mode.decode.tp, mode.decode.pp),
-            mode.prefill.layout().stage_layers(model.num_layers),
-            mode.decode.layout().stage_layers(model.num_layers),
-            cache=kv_cache,
-        )
+        split = _Split(px, dy, ppl, dpl)  # its mode and KV transfer are made when a row of it is solved
         price = sum(map(price_of.__getitem__, ppl + dpl))  # gpu_price, read from a table
         assert isinstance(pw.curve, PrefillCurve) and isinstance(dw.curve, DecodeCurve)
-        for b in _batches(dw.curve.cap):
-            pending.append(_Pending(mode, pw.curve, dw.curve, b, transfer, price, len(ppl) + len(dpl)))
-    rows = _rows(project, pending, ttft_ms, tpot_ms)
+        caps = batches.get(dw.curve.cap)
+        if caps is None:
+            caps = batches[dw.curve.cap] = _batches(dw.curve.cap)
+        table.add(split, pw.curve, dw.curve, caps, price, len(ppl) + len(dpl))
+    if top is not None and 0 < top < table.n:
+        rows = _ranked(project, table, ttft_ms, tpot_ms, objective, top, transfers)
+        return DisaggSweep(project=project, rows=tuple(rows), skipped=skipped,
+                           combinations=len(combos), candidates=table.n)
+    rows = _rows(project, table.pending(range(table.n)), ttft_ms, tpot_ms, transfers)
     rows.sort(key=lambda r: (not r.meets_targets, _objective_key(r, objective)))
     return DisaggSweep(project=project, rows=tuple(rows), skipped=skipped, combinations=len(combos))
+
+
+class _Split:
+    """One placed pool split (a layout pair at its worker counts); its serving mode and KV transfer
+    once made. (A plain class: ~740 are made per sweep, and a dataclass costs ~0.3 ms to define.)"""
+
+    __slots__ = ("prefill_pool", "decode_pool", "prefill", "decode", "transfer", "made")
+
+    def __init__(self, prefill_pool: PoolLayout, decode_pool: PoolLayout, prefill: tuple[str, ...],
+                 decode: tuple[str, ...]) -> None:
+        self.prefill_pool, self.decode_pool = prefill_pool, decode_pool
+        self.prefill, self.decode = prefill, decode  # GPU ids of each pool's ranks
+        self.transfer: KvTransfer | None = None
+        self.made: ServingMode | None = None
+
+    @property
+    def mode(self) -> ServingMode:
+        if self.made is None:
+            self.made = ServingMode(mode="disaggregated", prefill=self.prefill_pool, decode=self.decode_pool)
+        return self.made
+
+
+class _Transfers:
+    """The KV transfer of a split, costed on first request (the path and pattern memo shared)."""
+
+    def __init__(self, project: Project, topo: Topology) -> None:
+        self.project, self.topo = project, topo
+        self.cache: dict = {}
+        self.tokens = transfer_tokens(project)  # the prompt less the blocks a decode worker caches
+
+    def __call__(self, split: _Split) -> KvTransfer:
+        if split.transfer is None:
+            mode, model = split.mode, self.project.model
+            assert mode.prefill is not None and mode.decode is not None
+            split.transfer = kv_transfer(
+                self.topo,
+                model,
+                self.project.serving.kv_dtype,
+                self.tokens,
+                _WorkerGroups(split.prefill, mode.prefill.tp, mode.prefill.pp),
+                _WorkerGroups(split.decode, mode.decode.tp, mode.decode.pp),
+                mode.prefill.layout().stage_layers(model.num_layers),
+                mode.decode.layout().stage_layers(model.num_layers),
+                cache=self.cache,
+            )
+        return split.transfer
 
 
 def _price_of(project: Project, topo: Topology) -> dict[str, float]:
@@ -359,17 +438,166 @@ def _objective_key(r: DisaggRow, objective: str) -> float:
     return -r.tokens_per_s_per_gpu
 
 
-@dataclass(frozen=True)
 class _Pending:
     """A candidate waiting to be solved with the others (one decode batch cap of one split)."""
 
-    mode: ServingMode
-    prefill: PrefillCurve
-    decode: DecodeCurve  # the worker's own curve; ``batch`` caps it
-    batch: int
-    transfer: KvTransfer
-    price: float
-    gpus: int
+    __slots__ = ("split", "prefill", "decode", "batch", "price", "gpus")
+
+    def __init__(self, split: _Split, prefill: PrefillCurve, decode: DecodeCurve, batch: int, price: float,
+                 gpus: int) -> None:
+        self.split, self.prefill, self.decode = split, prefill, decode  # decode: the worker's own curve
+        self.batch, self.price, self.gpus = batch, price, gpus  # batch caps the decode curve
+
+    @property
+    def mode(self) -> ServingMode:
+        return self.split.mode
+
+    @property
+    def workers(self) -> tuple[int, int]:
+        """(prefill workers, decode workers)."""
+        return self.split.prefill_pool.workers, self.split.decode_pool.workers
+
+
+class _Table:
+    """The candidate rows, split by split: each placed split with its workers' curves, price and
+    GPUs, and the decode batch caps it is tried at (a row per cap, in split order). Rows are made
+    as :class:`_Pending` only when asked for (the top-k sweep solves a few of thousands)."""
+
+    def __init__(self) -> None:
+        self.splits: list[_Split] = []
+        self.prefill: list[PrefillCurve] = []
+        self.decode: list[DecodeCurve] = []
+        self.caps: list[list[int]] = []
+        self.price: list[float] = []
+        self.gpus: list[int] = []
+        self.n = 0
+        self._at: list[tuple[int, int]] | None = None  # each row's (split, cap), once asked
+
+    def add(self, split: _Split, pf: PrefillCurve, dc: DecodeCurve, caps: list[int], price: float,
+            gpus: int) -> None:
+        self.splits.append(split)
+        self.prefill.append(pf)
+        self.decode.append(dc)
+        self.caps.append(caps)
+        self.price.append(price)
+        self.gpus.append(gpus)
+        self.n += len(caps)
+
+    def where(self) -> tuple[np.ndarray, np.ndarray]:
+        """(split, position among its caps) of every row."""
+        counts = np.array([len(c) for c in self.caps], dtype=np.intp)
+        split = np.repeat(np.arange(len(self.caps)), counts)
+        starts = np.cumsum(counts) - counts
+        return split, np.arange(self.n) - starts[split]
+
+    def pending(self, rows) -> list[_Pending]:
+        """The rows ``rows`` (indices, in that order) as pending candidates."""
+        if self._at is None:
+            self._at = [(j, b) for j, caps in enumerate(self.caps) for b in caps]
+        at, out = self._at, []
+        for i in rows:
+            j, b = at[i]
+            out.append(_Pending(self.splits[j], self.prefill[j], self.decode[j], b, self.price[j], self.gpus[j]))
+        return out
+
+
+#: Rows solved in the first round of :func:`_ranked` (at least; ``8 × top`` when larger), doubled
+#: each round after.
+FIRST_ROUND = 16
+ROUND_PER_TOP = 1
+
+
+def _ranked(
+    project: Project,
+    table: _Table,
+    ttft_target: float | None,
+    tpot_target: float | None,
+    objective: str,
+    top: int,
+    transfers: _Transfers,
+) -> list[DisaggRow]:
+    """The ``top`` best rows of ``table`` (ranked as :func:`sweep_disaggregated` ranks them all),
+    solving as few as it can.
+
+    Each row has a bound on its objective no solve can beat: its rate is at most the smaller pool's
+    capacity, ``min(x·μ_p, y·μ_d)`` (the solve's rate stays below 0.9999 of the capacity, the KV
+    transfer's bound only lowers it) and an open loop's rate, so its tokens/s per GPU are at most that rate's and its $ per
+    million tokens at least; its TPOT is at least the decode curve's smallest (an interpolation
+    between the curve's points), so a row whose smallest TPOT is above the target cannot meet the
+    targets. Rows are solved in rounds, those that may meet the targets first, best bound first;
+    once ``top`` solved rows meet the targets with an objective strictly better than the best bound
+    left (or every row left cannot meet them), no row left can rank among them and the rest are not
+    solved.
+    A row's figures do not depend on the rows solved beside it. Without ``top`` such rows (or a
+    bound that is not a number) every row is solved, as without ``top``."""
+    wl = project.workload
+    n = table.n
+    split, at = table.where()
+    capped: dict[tuple[int, int], DecodeCurve] = {}  # decode curves at their caps, made once
+    first: dict[int, int] = {}  # a decode curve's first capped curve among them
+    base = np.empty(len(table.splits), dtype=np.intp)
+    for j, dc in enumerate(table.decode):
+        k = first.get(id(dc))
+        if k is None:
+            k = first[id(dc)] = len(capped)
+            for b in table.caps[j]:  # a decode curve's caps: the same for every split it serves
+                capped[(id(dc), b)] = dc.capped(b)
+        base[j] = k
+    which = base[split] + at  # each row's capped decode curve
+    curves = list(capped.values())
+    if any(c.decode_iters == 0 for c in curves):  # one output token: nothing to bound
+        rows = _rows(project, table.pending(range(n)), ttft_target, tpot_target, transfers, capped)
+        rows.sort(key=lambda r: (not r.meets_targets, _objective_key(r, objective)))
+        return rows[:top]
+    x = np.array([float(sp.prefill_pool.workers) for sp in table.splits])[split]
+    y = np.array([float(sp.decode_pool.workers) for sp in table.splits])[split]
+    mu_p = np.array([pf.mu for pf in table.prefill], dtype=float)[split]
+    mu_d = np.array([c.mu for c in curves], dtype=float)[which]
+    gpus = np.array(table.gpus, dtype=float)[split]
+    rate_ub = np.minimum(x * mu_p, y * mu_d)  # requests per ms, as the solve's capacity is taken
+    rate = load_of(project, 1, 1)[2]
+    if rate is not None:  # an open loop runs at its rate at most
+        rate_ub = np.minimum(rate_ub, rate)
+    tps_ub = rate_ub * 1e3 * wl.osl
+    # less a margin: the solve's interpolation may read a point a rounding away from a curve's
+    # knot from the neighbouring segment (its search keys carry the row's offset in the block)
+    tpot_lb = np.array([float(c.tpot.min()) for c in curves])[which] * (1.0 - 1e-6)
+    # a row whose TPOT cannot meet its target ranks after every row that meets the targets
+    hopeless = tpot_lb > tpot_target if tpot_target is not None else np.zeros(n, dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if objective == "cost":
+            price = np.array(table.price, dtype=float)[split]
+            bound = np.where(tps_ub > 0, price / (tps_ub * 3600.0) * 1e6, np.inf)
+        elif objective == "latency":
+            bound = tpot_lb
+        else:
+            bound = -(tps_ub / gpus)
+    solved: dict[int, DisaggRow] = {}
+    if not np.isnan(bound).any():
+        order = np.lexsort((bound, hopeless))  # stable: hopeful rows first, best bound first
+        pos, size = 0, max(FIRST_ROUND, ROUND_PER_TOP * top)
+        while pos < n:
+            chunk = np.sort(order[pos : pos + size])
+            pos += size
+            size *= 2
+            for i, r in zip(chunk.tolist(), _rows(project, table.pending(chunk.tolist()),
+                                                   ttft_target, tpot_target, transfers, capped),
+                            strict=True):
+                solved[i] = r
+            keys = sorted(_objective_key(r, objective) for r in solved.values() if r.meets_targets)
+            if any(k != k for k in keys):  # a figure that is not a number: solve every row
+                break
+            if pos < n and len(keys) >= top and (hopeless[order[pos]] or keys[top - 1] < bound[order[pos]]):
+                rows = [solved[i] for i in sorted(solved)]
+                rows.sort(key=lambda r: (not r.meets_targets, _objective_key(r, objective)))
+                return rows[:top]
+    rest = [i for i in range(n) if i not in solved]
+    for i, r in zip(rest, _rows(project, table.pending(rest), ttft_target, tpot_target,
+                                transfers, capped), strict=True):
+        solved[i] = r
+    rows = [solved[i] for i in range(n)]
+    rows.sort(key=lambda r: (not r.meets_targets, _objective_key(r, objective)))
+    return rows[:top]
 
 
 def _rows(
@@ -377,16 +605,20 @@ def _rows(
     pending: list[_Pending],
     ttft_target: float | None,
     tpot_target: float | None,
+    transfers: _Transfers,
+    capped: dict[tuple[int, int], DecodeCurve] | None = None,
 ) -> list[DisaggRow]:
-    """Every pending candidate solved together (:func:`serve_many`), as rows in the same order."""
+    """Every pending candidate solved together (:func:`serve_many`), as rows in the same order.
+    ``capped``: decode curves at their batch caps already built, by (id of the curve, cap)."""
     if not pending:
         return []
     if pending[0].decode.decode_iters == 0:  # one output token: no decode curve to interpolate
         return [
-            _row(project, q.mode, q.prefill, q.decode.capped(q.batch), q.transfer, q.price, q.gpus,
-                 ttft_target, tpot_target)
+            _row(project, q.mode, q.prefill, q.decode.capped(q.batch), transfers(q.split), q.price,
+                 q.gpus, ttft_target, tpot_target)
             for q in pending
         ]
+    capped = {} if capped is None else capped
     wl = project.workload
     p_of: dict[int, int] = {}
     d_of: dict[tuple[int, int], int] = {}
@@ -399,6 +631,7 @@ def _rows(
     y = np.empty(n)
     tr = np.empty(n)
     users = np.zeros(n)
+    kv: list[KvTransfer] = []
     rate: float | None = None
     poisson = True
     for i, q in enumerate(pending):
@@ -409,9 +642,13 @@ def _rows(
         key = (id(q.decode), q.batch)
         di = d_of.setdefault(key, len(d_curves))
         if di == len(d_curves):
-            d_curves.append(q.decode.capped(q.batch))
+            dc = capped.get(key)
+            if dc is None:
+                dc = capped[key] = q.decode.capped(q.batch)
+            d_curves.append(dc)
         p_idx[i], d_idx[i] = pi, di
-        x[i], y[i], tr[i] = q.mode.prefill.workers, q.mode.decode.workers, q.transfer.time_ms
+        kv.append(transfers(q.split))
+        x[i], y[i], tr[i] = q.mode.prefill.workers, q.mode.decode.workers, kv[i].time_ms
         _, u, rate, poisson, _ = load_of(project, q.mode.decode.workers, d_curves[di].cap)
         if u is not None:
             users[i] = float(u[0])
@@ -443,8 +680,8 @@ def _rows(
                 tokens_per_s_per_gpu=float(tps[i] / gpus[i]),
                 tokens_per_s_per_user=float(per_user[i]),
                 usd_per_million=float(usd[i]),
-                transfer_ms=q.transfer.time_ms,
-                transfer_over=q.transfer.bottleneck_name,
+                transfer_ms=kv[i].time_ms,
+                transfer_over=kv[i].bottleneck_name,
                 limited_by=LIMITERS[int(st.limiter[i])],
                 saturated=bool(st.saturated[i]),
                 meets_targets=bool(meets[i]),

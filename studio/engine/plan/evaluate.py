@@ -92,6 +92,7 @@ def evaluate(
     calibration: CalibrationProfile | None = None,
     constants: Constants | None = None,
     details: bool = True,
+    costs: dict | None = None,
 ) -> PlanResult:
     """Cost one layout of ``project``.
 
@@ -109,6 +110,11 @@ def evaluate(
         ``ranks`` come back empty — for a caller that prints :meth:`PlanResult.to_json` and the load
         summary only (``sweep --json``'s shown layouts); every figure, warning and assumption is the
         same.
+    costs:
+        A memo of the batch-independent layout costs (:func:`~studio.engine.plan.costs.project_costs`,
+        by layout and placement) that a caller keeps across plans of one project at several
+        batches — the sweep's shown layouts; the costs read nothing of the batch, so every figure
+        is the same as without it. Only for plans of the same project but for its batch.
 
     Raises
     ------
@@ -126,7 +132,11 @@ def evaluate(
     topo = topology_of(project.cluster, cal.link_fits if cal else None)
     precision = sv.effective_precision(model.precision)
     budget = project_budget(project, layout, c)
-    lc = project_costs(project, layout, placement, topo, c)
+    lc = costs.get((layout, placement)) if costs is not None else None
+    if lc is None:
+        lc = project_costs(project, layout, placement, topo, c)
+        if costs is not None:
+            costs[(layout, placement)] = lc
     seq_len = wl.isl + wl.osl
     pool, seq_bytes, max_seqs, cap_tokens, kv_tok = memory_fit(lc, seq_len)
     auto = wl.batch == "auto"

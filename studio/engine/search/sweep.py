@@ -80,6 +80,9 @@ class SweepResult:
     ttft_ms: float | None = None
     tpot_ms: float | None = None
     _plans: dict[int, PlanResult] = field(default_factory=dict, repr=False, compare=False)
+    #: layout costs of the plans made, by layout and placement: rows of one layout at other batches
+    #: share them (:func:`evaluate`'s ``costs``)
+    _costs: dict = field(default_factory=dict, repr=False, compare=False)
 
     def layout(self, i: int) -> Layout:
         """The layout of row ``i`` (placement in cluster order; a row that leaves GPUs idle names
@@ -101,7 +104,8 @@ class SweepResult:
         if plan is not None:
             return plan
         wl = self.project.workload.model_copy(update={"batch": int(self.columns["batch"][i])})
-        plan = evaluate(self.project.model_copy(update={"workload": wl}), self.layout(i), details=details)
+        plan = evaluate(self.project.model_copy(update={"workload": wl}), self.layout(i), details=details,
+                        costs=self._costs)
         if details:
             self._plans[i] = plan
         return plan
