@@ -216,7 +216,8 @@ def predict_with_plan(p: Point, constants: Constants | None = None) -> tuple[flo
         # included (trtllm-bench "Total Output Throughput", vLLM benchmark_throughput): a finite
         # number of requests, often few batches' worth (1,500 requests over 8 attention-DP ranks of
         # 320 is one partial wave), so the run is simulated rather than read at steady state
-        return simulate_plan(proj, lay, constants=constants).output_tokens_per_s
+        figure = simulate_plan(proj, lay, constants=constants).output_tokens_per_s
+        return figure, evaluate(proj, lay, constants=constants)
     res = evaluate(proj, lay, constants=constants)
     if res.load is not None and res.load.saturated:
         # above saturation there is no steady state: the source ran a finite number of requests,

@@ -399,8 +399,10 @@ class MetricsPanel(QWidget):
     def set_disagg(self, disaggregated: bool, label: str = "", res: DisaggResult | None = None) -> None:
         """The project's serving mode: ``disaggregated`` with pools ``label`` (``2P(TP4)+1D(TP8)``)
         and their costed plan ``res`` (None: not costed, the cards stay the aggregated layout's)."""
-        self.disagg = res if disaggregated else None
-        self._disagg_label = label if disaggregated else ""
+        disagg, disagg_label = (res, label) if disaggregated else (None, "")
+        if disagg is self.disagg and disagg_label == self._disagg_label:
+            return  # the serving mode's plan did not change: the cards already show it (set_result drew them)
+        self.disagg, self._disagg_label = disagg, disagg_label
         self._render()
 
     def _render(self) -> None:
