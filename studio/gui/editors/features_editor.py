@@ -11,6 +11,8 @@ explanations, as ``plan --explain`` prints them)."""
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -47,6 +49,23 @@ def engine_choices(feature: str, engine: str) -> list[str]:
     return [str(c) for c in entry.get("choices", [])] if entry is not None else []
 
 
+_Box = TypeVar("_Box", QSpinBox, QDoubleSpinBox)
+
+
+def _spin(box: _Box, lo: float, hi: float, suffix: str = "", special: str = "",
+          tip: str = "", decimals: int | None = None) -> _Box:
+    """``box`` set up as the form's number fields are: range, suffix, the text at its minimum (the
+    project's "not set"), edits only on Return or focus out, tooltip."""
+    if decimals is not None and isinstance(box, QDoubleSpinBox):
+        box.setDecimals(decimals)
+    box.setRange(lo, hi)  # type: ignore[arg-type]  # ints for a QSpinBox
+    box.setSuffix(suffix)
+    box.setSpecialValueText(special)
+    box.setKeyboardTracking(False)
+    box.setToolTip(tip)
+    return box
+
+
 class FeaturesEditor(QWidget):
     """Edits ``project.serving.features``."""
 
@@ -57,20 +76,11 @@ class FeaturesEditor(QWidget):
         self.eplb = QCheckBox("balance experts (EPLB)")
         self.eplb.setToolTip("Expert-parallel load balancing: hot experts replicated and packed on the least "
                              "loaded ranks (vLLM/SGLang EPLB, TensorRT-LLM MoE load balancer)")
-        self.redundant = QSpinBox()
-        self.redundant.setRange(0, 4096)
-        self.redundant.setSuffix(" redundant")
-        self.redundant.setKeyboardTracking(False)
-        self.redundant.setToolTip("Extra expert replicas per MoE layer that EPLB may place (their weights are "
-                                  "counted in memory)")
-        self.skew = QDoubleSpinBox()
-        self.skew.setRange(1.0, 1024.0)
-        self.skew.setDecimals(2)
-        self.skew.setSuffix(" ×")
-        self.skew.setSpecialValueText("even")
-        self.skew.setKeyboardTracking(False)
-        self.skew.setToolTip("Routing skew: the hottest expert's tokens over the mean expert's (a property of "
-                             "the model and the traffic); the plan costs the most loaded EP rank. Not exported")
+        self.redundant = _spin(QSpinBox(), 0, 4096, " redundant", tip="Extra expert replicas per MoE layer that "
+                               "EPLB may place (their weights are counted in memory)")
+        self.skew = _spin(QDoubleSpinBox(), 1.0, 1024.0, " ×", "even", decimals=2, tip=(
+            "Routing skew: the hottest expert's tokens over the mean expert's (a property of the model and "
+            "the traffic); the plan costs the most loaded EP rank. Not exported"))
         self.dbo = QCheckBox("dual-batch overlap")
         self.dbo.setToolTip("vLLM --enable-dbo, SGLang --enable-two-batch-overlap: one half-batch's "
                             "all-to-all under the other's compute")
@@ -80,18 +90,10 @@ class FeaturesEditor(QWidget):
         self.balance = QComboBox()
         self.balance.setToolTip("Data-parallel load balancing (vLLM internal / hybrid / external, SGLang "
                                 "--load-balance-method)")
-        self.api = QSpinBox()
-        self.api.setRange(0, 512)
-        self.api.setSpecialValueText(DEFAULT)
-        self.api.setKeyboardTracking(False)
-        self.api.setToolTip("Front-end processes: vLLM --api-server-count, SGLang --tokenizer-worker-num")
-        self.offload = QDoubleSpinBox()
-        self.offload.setRange(0.0, 1_000_000.0)
-        self.offload.setDecimals(0)
-        self.offload.setSuffix(" GiB")
-        self.offload.setSpecialValueText("off")
-        self.offload.setKeyboardTracking(False)
-        self.offload.setToolTip("vLLM KV-cache offloading to CPU memory, GiB (vLLM only)")
+        self.api = _spin(QSpinBox(), 0, 512, special=DEFAULT,
+                         tip="Front-end processes: vLLM --api-server-count, SGLang --tokenizer-worker-num")
+        self.offload = _spin(QDoubleSpinBox(), 0.0, 1_000_000.0, " GiB", "off", decimals=0,
+                             tip="vLLM KV-cache offloading to CPU memory, GiB (vLLM only)")
         self.adp_balance = QCheckBox("attention-DP balance")
         self.adp_balance.setToolTip("TensorRT-LLM attention_dp_config.enable_balance")
         self.ib = QLineEdit()
