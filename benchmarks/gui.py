@@ -2,13 +2,20 @@
 
 One sample = one undoable edit on the document (alternating the micro-batch count M, and a link's
 kind NVLink <-> PCIe), the canvas syncing to it, the engine evaluating the new project, the metrics
-panel, memory bars, warnings and timeline updating, a synchronous repaint of the metrics and
-timeline widgets, then the canvas repaint the edit causes: the scene hands its changed items to the
+panel, memory bars, warnings and timeline updating, then the window showing it as its event loop
+would before it goes idle: the layout requests the new texts posted, the pyqtgraph scenes handing
+their changed items to their views, and the paint of every dirty region (what the updated widgets
+dirtied, nothing else); the canvas repaint comes last: the scene hands its changed items to the
 view and the window paints what they dirtied (the cluster fitted in a 1920×1080 window; Qt paints
 only the changed items' rectangles, and tiles that did not change come from their cached pixmaps).
-"canvas painted" is the share of the canvas area that repaint covered. For reference,
-"full canvas repaint" is a forced repaint of the whole canvas after the edit (what every edit cost
-before the canvas repainted only what changed); it is not part of the edit. The window's garbage
+"canvas painted" is the share of the canvas area that repaint covered.
+
+The stages of the total are printed under it: "edit" (document, canvas and panels following the new
+project), "engine evaluate", "result -> widgets" (the result's handlers setting texts and items),
+"layout + paint panels" (posted layouts, scene updates and the window's paint of the dirty regions,
+canvas excluded) and "canvas repaint". For reference, not part of the edit: "full panels repaint"
+is a forced synchronous repaint of the whole metrics panel and timeline (what this benchmark timed
+before it timed what the window paints), "full canvas repaint" a forced repaint of the whole canvas. The window's garbage
 collector and thread switch interval are set as ``layout-studio`` sets them once its window is up
 (:func:`studio.gui.window.app.settle_memory`, :func:`studio.gui.window.app.share_the_interpreter`),
 and the Explorer's background sweep and the Load tab's curve of the opened project, where their tabs
@@ -41,6 +48,7 @@ os.environ.setdefault("LAYOUT_STUDIO_NO_SETTINGS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from PySide6.QtCore import QEvent, QObject
+from PySide6.QtWidgets import QGraphicsView
 
 from studio.core import edits
 from studio.core.building.builders import build_cluster
@@ -49,6 +57,9 @@ from studio.core.project import Project
 from studio.core.workload import Workload
 from studio.gui.window.app import application, build_window, settle_memory, share_the_interpreter
 from studio.io.presets import load_catalog
+
+#: The parts of an edit's total, in order (engine evaluate measured inside the recompute).
+STAGES = ("  edit", "  engine evaluate", "  result -> widgets", "  layout + paint panels", "  canvas repaint")
 
 
 def project(nodes: int, layout: Layout) -> Project:
@@ -125,7 +136,9 @@ def measure(p: Project, samples: int) -> dict[str, tuple[float, float]]:
 
     doc._evaluate = timed
     doc.recompute_now()
+    app.processEvents()
     win.canvas.viewport().repaint()
+    panel_scenes = [view.scene() for view in win.findChildren(QGraphicsView) if view is not win.canvas]
     engine_s.clear()
     if doc.error:
         raise SystemExit(f"{p.name}: {doc.error}")
@@ -133,29 +146,49 @@ def measure(p: Project, samples: int) -> dict[str, tuple[float, float]]:
     nvl, pcie = cat.link("nvlink4-nvswitch"), cat.link("pcie-gen5-switch")
     link = next(lk.id for lk in p.cluster.links if lk.kind == nvl.id)
     parts: dict[str, list[tuple[float, float]]] = {
-        "micro-batches": [], "link kind": [], "canvas repaint": [], "GUI share (total - engine)": [],
-        "full canvas repaint": [],
+        "micro-batches": [], "link kind": [], "GUI share (total - engine)": [],
+        STAGES[0]: [], STAGES[1]: [], STAGES[2]: [], STAGES[3]: [], STAGES[4]: [],
+        "full panels repaint": [], "full canvas repaint": [],
     }
     shares: list[float] = []
+    canvas_scene = win.canvas.scene()
+    update_request = QEvent.Type.UpdateRequest.value
+    layout_request = QEvent.Type.LayoutRequest.value
 
     def sample(name: str, edit) -> None:
         clock = Clock()
         edit()
+        edited = clock.lap()
         doc.recompute_now()
-        win.metrics.repaint()
-        win.timeline.repaint()
+        recomputed = clock.lap()
+        # the panels: their layouts, the timeline's scene handing its changed items to its view, then
+        # the window paints every dirty region (the canvas's changes are still in its scene's queue)
+        app.sendPostedEvents(None, layout_request)
+        for scene in panel_scenes:
+            app.sendPostedEvents(scene, 0)
+        app.sendPostedEvents(None, update_request)
+        for scene in panel_scenes:  # a paint that moved a view box's range dirties its axes once more
+            app.sendPostedEvents(scene, 0)
+        app.sendPostedEvents(None, update_request)
         panels = clock.lap()
         painted.pixels = 0
-        app.sendPostedEvents(win.canvas.scene(), 0)  # the scene hands its changed items to the view
-        app.sendPostedEvents(None, QEvent.Type.UpdateRequest.value)  # the window paints them
+        app.sendPostedEvents(canvas_scene, 0)  # the scene hands its changed items to the view
+        app.sendPostedEvents(None, update_request)  # the window paints them
+        app.sendPostedEvents()  # anything else the edit posted
+        app.sendPostedEvents(None, update_request)
         canvas = clock.lap()
         shares.append(painted.pixels / area)
-        total = (panels[0] + canvas[0], panels[1] + canvas[1])
-        parts[name].append(total)
-        parts["canvas repaint"].append(canvas)
         eng = engine_s[-1]
+        stages = (edited, eng, (recomputed[0] - eng[0], recomputed[1] - eng[1]), panels, canvas)
+        for stage, t in zip(STAGES, stages, strict=True):
+            parts[stage].append(t)
+        total = (sum(t[0] for t in stages), sum(t[1] for t in stages))
+        parts[name].append(total)
         parts["GUI share (total - engine)"].append((total[0] - eng[0], total[1] - eng[1]))
         clock.lap()
+        win.metrics.repaint()
+        win.timeline.repaint()
+        parts["full panels repaint"].append(clock.lap())
         viewport.repaint()
         parts["full canvas repaint"].append(clock.lap())
 
@@ -164,7 +197,6 @@ def measure(p: Project, samples: int) -> dict[str, tuple[float, float]]:
         sample("micro-batches", lambda m=m: doc.edit("M", "layout", lambda q: q.replace(layout=q.layout.replace(micro_batches=m))))
         kind = pcie if i % 2 == 0 else nvl
         sample("link kind", lambda k=kind: doc.edit_cluster("kind", lambda c: edits.set_link_kind(c, link, k)))
-    parts["engine evaluate alone"] = engine_s
     from studio.gui.views.load_view import default_curve
 
     curve: list[tuple[float, float]] = []
@@ -211,7 +243,7 @@ def main() -> None:
             worst = max(res["micro-batches"][0], res["link kind"][0])
             print(f"  target: total <= {target:.0f} ms {'OK' if worst <= target else 'OVER'}", end="")
             if gpus >= 512:
-                print(f", canvas repaint <= 40 ms {'OK' if res['canvas repaint'][0] <= 40 else 'OVER'}", end="")
+                print(f", canvas repaint <= 40 ms {'OK' if res[STAGES[4]][0] <= 40 else 'OVER'}", end="")
             print()
 
 
