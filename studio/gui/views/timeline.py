@@ -99,8 +99,15 @@ class TimelinePlot(pg.PlotWidget):
         self.scene().sigMouseMoved.connect(self._on_mouse)
         pi.getViewBox().sigResized.connect(self._on_resized)
 
-    def set_timeline(self, tl: Timeline | None) -> None:
-        """Show ``tl`` (``None`` empties the chart)."""
+    def set_timeline(self, tl: Timeline | None, detail: str | None = None) -> None:
+        """Show ``tl`` (``None`` empties the chart), with ``detail`` under its note (None: the
+        detail shown now stays).
+
+        The view box's new ranges are applied to its transform here, not in the paint (pyqtgraph
+        defers them to it): applied there they dirty the axes and bars again, and the chart paints
+        twice per result."""
+        if detail is not None:
+            self.detail = detail
         self.timeline = tl
         if tl is None:  # nothing of the last plan stays: no bars, lane names or time axis
             for bar in self.bars.values():
@@ -123,6 +130,7 @@ class TimelinePlot(pg.PlotWidget):
         self.setXRange(0, total * 1.02, padding=0)
         self._write_note()
         self._fit_y()
+        self.getPlotItem().getViewBox().prepareForPaint()
 
     def _on_resized(self, *_args: object) -> None:
         from shiboken6 import isValid
@@ -346,23 +354,26 @@ class TimelinePanel(QWidget):
         self.timelines = dict(timelines)
         if self.request is not None:
             self.timelines["request"] = self.request
-        tl = self.timelines.get(self.phase)
-        self.plot.set_timeline(tl)
         self._micro_batches = micro_batches
-        self._update_caption()
+        self._show_phase()
 
-    def _update_caption(self) -> None:
-        """Say what the drawn step is: whose prompts or tokens, in how many micro-batches."""
+    def _show_phase(self) -> None:
+        """Draw the current phase's timeline once, its caption and detail set first."""
+        tl = self.timelines.get(self.phase)
+        self.plot.set_timeline(tl, self._update_caption())
+
+    def _update_caption(self) -> str | None:
+        """Say what the drawn step is: whose prompts or tokens, in how many micro-batches; returns
+        the chart's detail line (None: no timeline, the chart keeps its own)."""
         tl = self.timelines.get(self.phase)
         if tl is None:
             self.caption.setText("no timeline")
-            return
+            return None
         self._set_key(self.phase == "request")
         if self.phase == "request":
             self.caption.setText("one request")
             self.caption.setToolTip(self.request_caption)
-            self.plot.set_detail(self.request_caption)
-            return
+            return self.request_caption
         m = getattr(self, "_micro_batches", None)
         mb = f"M = {m} · " if m else ""
         what = ""
@@ -378,12 +389,11 @@ class TimelinePanel(QWidget):
                     what += f"\nTPOT {tpot:,.2f} ms: the mean iteration, with new prompts' chunks"
         self.caption.setText(f"{mb}bubble {tl.bubble_fraction:.0%}")
         self.caption.setToolTip(what)
-        self.plot.set_detail(what)
+        return what
 
     def set_phase(self, phase: str) -> None:
         self.phase = phase
-        self.plot.set_timeline(self.timelines.get(phase))
-        self._update_caption()
+        self._show_phase()
 
     def clear(self, reason: str = "") -> None:
         self.timelines = {} if self.request is None else {"request": self.request}
