@@ -7,6 +7,13 @@ canvas, :attr:`ExplorerWidget.layoutPreview` fires) without changing the project
 Apply are undoable project edits. With "Disaggregated pools" the prefill/decode candidates are
 rows of the table too (tinted, ranked with the layouts) and diamonds on the plot; Apply on such a
 row serves the project with its pools (one undo step, as "Apply pools").
+
+This module holds the widget, its sweeps and the table's columns and reasons; its other parts are
+mixins beside it: the objective, targets and SLO (:mod:`~studio.gui.explorer.targets`), the row
+selection and its preview (:mod:`~studio.gui.explorer.row_selection`), the disaggregated rows
+(:mod:`~studio.gui.explorer.disagg_rows`), the lazily refreshed tabs
+(:mod:`~studio.gui.explorer.detail_tabs`), pins and applies (:mod:`~studio.gui.explorer.pins`) and
+the narrow-dock layout (:mod:`~studio.gui.explorer.compact`).
 """
 
 from __future__ import annotations
@@ -14,17 +21,13 @@ from __future__ import annotations
 import html
 from typing import cast
 
-from PySide6.QtCore import QEvent, QItemSelectionModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QBoxLayout,
-    QCheckBox,
     QComboBox,
-    QDoubleSpinBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QLineEdit,
     QProgressBar,
     QPushButton,
     QSplitter,
@@ -35,45 +38,39 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.core.errors import StudioError
-from studio.core.layout import Layout
-from studio.core.project import Project, pinned_problem
+from studio.core.project import Project
 from studio.engine import sweep
-from studio.engine.plan.results import PlanResult
-from studio.engine.search.placement import PlacementOption, compare_placements
 from studio.engine.search.sweep import SweepResult
 from studio.gui.document import ProjectDocument
+from studio.gui.explorer.compact import REASONS_MAX_H, CompactLayout
 from studio.gui.explorer.compare_view import MAX_PINNED, CompareView
+from studio.gui.explorer.detail_tabs import DetailTabs
+from studio.gui.explorer.disagg_rows import DisaggRows
 from studio.gui.explorer.engines_view import EnginesView
 from studio.gui.explorer.multiples import SmallMultiples
 from studio.gui.explorer.pareto import ParetoPlot
+from studio.gui.explorer.pins import Pins
 from studio.gui.explorer.placement_view import PlacementView
-from studio.gui.explorer.table_model import DISAGG_ROLE, ROW_ROLE, SweepFilterProxy, SweepTableModel
-from studio.gui.toolkit.flow_layout import FlowRow, group
+from studio.gui.explorer.reasons_text import slo_line
+from studio.gui.explorer.row_selection import RowSelection
+from studio.gui.explorer.table_model import SweepFilterProxy, SweepTableModel
+from studio.gui.explorer.targets import OBJECTIVE_TEXT, TargetControls
+from studio.gui.toolkit.flow_layout import FlowRow
 from studio.gui.views.timeline import TimelinePanel
 from studio.gui.worker import ScheduledWork
 from studio.service.disagg_slo import slo_verdicts
-from studio.service.explore.disagg_explore import applied_pools, with_pools
+from studio.service.explore.disagg_explore import with_pools
 from studio.service.explore.explorer_analysis import (
     COLUMNS,
     PLOT_MODES,
     SLO_KEYS,
-    factorizations,
-    first_tp_group,
-    why_loses,
 )
 from studio.service.explore.explorer_work import Sweeper, explore_work
-from studio.service.explore.pinned import pinned_plans
-from studio.service.explore.recommend import sweep_kwargs, with_row
+from studio.service.explore.recommend import sweep_kwargs
 from studio.service.scheduler import Response
-from studio.service.slo import Explored, SloReport, SloTargets, resolve_targets
+from studio.service.slo import Explored, SloReport, SloTargets
 
 DEBOUNCE_MS = 300
-OBJECTIVE_TEXT = {
-    "throughput": "Max throughput per GPU",
-    "cost": "Min $ per M tokens",
-    "latency": "Min latency",
-}
 
 
 #: The table column each objective ranks by; it is shown first.
@@ -87,27 +84,9 @@ def _sweep_inputs(p: Project) -> tuple:
             p.explorer)
 
 
-def no_pools_text(sw) -> str:
-    """Why no disaggregated candidate is shown: none could be placed or costed (with the engine's
-    most frequent reason), none runs, or none meets the targets (only when targets are set)."""
-    wl = sw.project.workload
-    if not sw.rows:
-        why = max(sw.skipped.items(), key=lambda kv: kv[1])[0] if sw.skipped else "no split can be placed on these GPUs"
-        return f"no pool split of {sw.combinations:,} tried can be costed: {why}"
-    targets = [t for t in (f"TTFT ≤ {wl.ttft_ms:,.0f} ms" if wl.ttft_ms else "",
-                           f"TPOT ≤ {wl.tpot_ms:,.1f} ms" if wl.tpot_ms else "") if t]
-    if targets:
-        return f"none of {len(sw.rows):,} pool splits × decode batches meets the targets ({', '.join(targets)})"
-    rate = f" at {wl.load.rate_per_s:g} req/s" if wl.load.mode == "rate" and wl.load.rate_per_s else ""
-    return f"all {len(sw.rows):,} pool splits × decode batches are saturated{rate}: lower the rate or add GPUs"
-#: Below this width (px) of its dock the Explorer shows its table and the recommendation's reasons
-#: as tabs (:meth:`ExplorerWidget._set_compact`).
-COMPACT_BELOW_PX = 900
-#: Height of the recommendation's reasons above the table (px), when they are not a tab.
-REASONS_MAX_H = 96
 
 
-class ExplorerWidget(QWidget):
+class ExplorerWidget(TargetControls, RowSelection, DisaggRows, DetailTabs, Pins, CompactLayout, QWidget):
     """Dockable explorer bound to a :class:`ProjectDocument`.
 
     Parameters
@@ -166,37 +145,6 @@ class ExplorerWidget(QWidget):
 
     # ------------------------------------------------------------------ layout
     def _build(self) -> None:
-        self.objective = QComboBox()
-        for key, text in OBJECTIVE_TEXT.items():
-            self.objective.addItem(text, key)
-        self.objective.setToolTip("what the recommendation optimises")
-        self.ttft = self._limit_box("TTFT limit in ms (0 = none)")
-        self.tpot = self._limit_box("TPOT limit in ms (0 = none)")
-        self.hide_unfit = QCheckBox("Hide unfit")
-        self.pools_box = QCheckBox("Disaggregated pools")
-        self.pools_box.setToolTip("also sweep every prefill/decode pool split of the cluster and plot them "
-                                  "beside the layouts (diamonds; filled when they meet the targets)")
-        self.pools_box.setChecked(self.doc.project.serving_mode.disaggregated)
-        # the latency SLO as percentiles under load (the project's, saved and undoable)
-        self.ttft_p99 = self._limit_box("p99 TTFT target in ms at the SLO's request rate (0 = none)")
-        self.tpot_p99 = self._limit_box("p99 TPOT target in ms at the SLO's request rate (0 = none)")
-        self.tpot_p99.setDecimals(1)
-        self.slo_rate = QDoubleSpinBox()
-        self.slo_rate.setRange(0, 1e7)
-        self.slo_rate.setDecimals(2)
-        self.slo_rate.setSingleStep(0.5)
-        self.slo_rate.setSpecialValueText("load's")
-        self.slo_rate.setSuffix(" req/s")
-        self.slo_rate.setToolTip("request rate (all replicas, Poisson) the p99 targets hold at; "
-                                 "\"load's\" = the workload's request rate")
-        self.slo_rate.setMaximumWidth(110)
-        self.slo_rate.setKeyboardTracking(False)
-        self.slo_only = QCheckBox("Meets SLO only")
-        self.slo_only.setToolTip("show only the layouts whose simulated p99s meet the SLO")
-        self.filter = QLineEdit()
-        self.filter.setPlaceholderText("filter: tp8 pp2 …")
-        self.filter.setClearButtonEnabled(True)
-        self.filter.setMaximumWidth(170)
         self.run_button = QPushButton("Run sweep")
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
@@ -212,14 +160,7 @@ class ExplorerWidget(QWidget):
         # Run, Cancel and the progress come first so they stay visible in a narrow dock; every row
         # wraps (FlowLayout) instead of being clipped or widening the window at 1366×768
         bar = FlowRow(self.run_button, self.cancel_button, self.progress, self.own_window, self.status)
-        # the targets and the SLO under load share one wrapping row ("SLO p99 …": the SLO under
-        # load, its tooltips say so), packed in as few lines as the dock allows
-        targets = FlowRow(
-            group(QLabel("Objective"), self.objective), group(QLabel("TTFT ≤"), self.ttft),
-            group(QLabel("TPOT ≤"), self.tpot), self.hide_unfit, self.pools_box, self.filter,
-            group(QLabel("SLO p99 TTFT ≤"), self.ttft_p99),
-            group(QLabel("p99 TPOT ≤"), self.tpot_p99), group(QLabel("at"), self.slo_rate), self.slo_only,
-        )
+        targets = self._build_targets()
         self.reasons = QTextBrowser()
         self.reasons.setObjectName("explorer-reasons")
         self.reasons.setMaximumHeight(REASONS_MAX_H)
@@ -314,12 +255,6 @@ class ExplorerWidget(QWidget):
         lay.addWidget(self.reasons)
         lay.addWidget(split, 1)
 
-        self.objective.currentIndexChanged.connect(lambda _i: self._set_objective(self.objective.currentData()))
-        self.ttft.valueChanged.connect(lambda v: self._set_target("TTFT target", ttft_ms=v or None))
-        self.tpot.valueChanged.connect(lambda v: self._set_target("TPOT target", tpot_ms=v or None))
-        self.ttft_p99.valueChanged.connect(lambda v: self._set_slo("p99 TTFT target", ttft_p99_ms=v or None))
-        self.tpot_p99.valueChanged.connect(lambda v: self._set_slo("p99 TPOT target", tpot_p99_ms=v or None))
-        self.slo_rate.valueChanged.connect(lambda v: self._set_slo("SLO request rate", slo_rate_per_s=v or None))
         self.slo_only.toggled.connect(self.proxy.set_slo_only)
         self.hide_unfit.toggled.connect(self.proxy.set_hide_unfit)
         self.filter.textChanged.connect(self.proxy.set_text)
@@ -376,60 +311,6 @@ class ExplorerWidget(QWidget):
             self._rerun_on_show = True
         if self.jobs.stop():
             self.status.setText("cancelling…")
-
-    @staticmethod
-    def _limit_box(tip: str) -> QDoubleSpinBox:
-        box = QDoubleSpinBox()
-        box.setRange(0, 1e7)
-        box.setDecimals(0)
-        box.setSingleStep(10)
-        box.setSpecialValueText("none")
-        box.setSuffix(" ms")
-        box.setToolTip(tip)
-        box.setMaximumWidth(100)
-        box.setKeyboardTracking(False)  # one project edit on Return / focus out, not per keystroke
-        return box
-
-    def _load_targets(self, p: Project) -> None:
-        """Show the project's objective and targets (they are the project's, saved and undoable)."""
-        ex = p.explorer
-        for box, v in ((self.ttft, p.workload.ttft_ms), (self.tpot, p.workload.tpot_ms),
-                       (self.ttft_p99, ex.ttft_p99_ms), (self.tpot_p99, ex.tpot_p99_ms),
-                       (self.slo_rate, ex.slo_rate_per_s)):
-            if box.value() != float(v or 0):
-                box.blockSignals(True)
-                box.setValue(float(v or 0))
-                box.blockSignals(False)
-        i = self.objective.findData(p.explorer.objective)
-        if i != self.objective.currentIndex():
-            self.objective.blockSignals(True)
-            self.objective.setCurrentIndex(i)
-            self.objective.blockSignals(False)
-
-    def _set_objective(self, objective: str) -> None:
-        p = self.doc.project
-        if objective != p.explorer.objective:
-            self.doc.apply(p.replace(explorer=p.explorer.replace(objective=objective)),
-                           f"Objective: {OBJECTIVE_TEXT[objective]}", "explorer")
-
-    def _set_target(self, text: str, **changes: float | None) -> None:
-        self.doc.edit(text, "workload", lambda p: p.replace(workload=p.workload.replace(**changes)))
-
-    def _set_slo(self, text: str, **changes: float | None) -> None:
-        """Change the project's percentile SLO (one undo step, saved with the project)."""
-        self.doc.edit(text, "explorer", lambda p: p.replace(explorer=p.explorer.replace(**changes)))
-
-    def slo_targets(self) -> SloTargets | None:
-        """The project's percentile SLO, or None; a target without a rate sets :attr:`slo_error`."""
-        p = self.doc.project
-        ex = p.explorer
-        self.slo_error = ""
-        try:
-            return resolve_targets(p, ex.ttft_p99_ms, ex.tpot_p99_ms, ex.slo_rate_per_s,
-                                   names=("p99 TTFT", "p99 TPOT", "the SLO's rate (at … req/s)"))
-        except StudioError as exc:
-            self.slo_error = exc.message
-            return None
 
     # ------------------------------------------------------------------ sweeping
     def sweep_kwargs(self) -> dict:
@@ -562,50 +443,6 @@ class ExplorerWidget(QWidget):
             head = f"{head}<br>{pools}"
         self.reasons.setHtml(f"{head}<ul style='margin-top:2px; margin-left:-20px'>{items}</ul>")
 
-    def disagg_line(self, r: SweepResult) -> str:
-        """The reasons' line on the disaggregated candidates: the best one against the recommended
-        layout ("" when they were not swept)."""
-        if getattr(self, "_disagg_error", ""):
-            return f"<b>Disaggregated pools not swept:</b> {html.escape(self._disagg_error)}"
-        sw = self.disagg
-        if sw is None:
-            return ""
-        best = sw.best
-        if best is None:
-            return f"<b>Disaggregated:</b> {html.escape(no_pools_text(sw))}"
-        text = f"<b>Best disaggregated:</b> {html.escape(best.why())}; {best.tokens_per_s_per_gpu:,.1f} tok/s/GPU"
-        rec = r.recommended
-        if rec is not None:
-            agg = float(r.columns["tokens_per_s_per_gpu"][rec])
-            if agg > 0:
-                text += f" = {best.tokens_per_s_per_gpu / agg:.2f}× the recommended layout"
-        return text
-
-    def select_disagg_row(self, k: int) -> None:
-        """Select disaggregated candidate ``k`` (a diamond clicked on the Pareto plot) in the table,
-        clearing the filter if it hides the row."""
-        m = self.model.disagg_model_row(k)
-        idx = self.proxy.mapFromSource(self.model.index(m, 0)) if m is not None else QModelIndex()
-        if m is not None and not idx.isValid():
-            self.filter.clear()
-            self.hide_unfit.setChecked(False)
-            idx = self.proxy.mapFromSource(self.model.index(m, 0))
-        if not idx.isValid():  # hidden by "Meets SLO only" (the pools have no percentile check)
-            self.select_disagg(k)
-            return
-        self.table.selectionModel().select(
-            idx, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
-        self.table.setCurrentIndex(idx)
-        self.table.scrollTo(idx, QAbstractItemView.ScrollHint.EnsureVisible)
-
-    def selected_disagg(self) -> int | None:
-        """The disaggregated candidate of the selected table row, or None."""
-        rows = self.table.selectionModel().selectedRows()
-        if not rows:
-            return None
-        k = self.proxy.data(rows[0], DISAGG_ROLE)
-        return None if k is None else int(k)
-
     def apply_selected(self) -> None:
         """Apply the selected row: a layout (:meth:`apply_row`) or a disaggregated candidate's pools
         (:meth:`apply_disagg`), one undo step either way."""
@@ -615,29 +452,6 @@ class ExplorerWidget(QWidget):
         else:
             self.apply_row(self.selected_row())
 
-    def select_disagg(self, i: int) -> None:
-        """Show disaggregated candidate ``i`` in the reasons, ring its diamond and offer to apply it."""
-        if self.disagg is None or not 0 <= i < len(self.disagg.rows):
-            return
-        self.disagg_selected = i
-        row = self.disagg.rows[i]
-        self.apply_pools_button.setEnabled(True)
-        self.plot.select_disagg(i)
-        verdict = "meets" if row.meets_targets else "misses"
-        self.reasons.setHtml(
-            f"<b>{html.escape(row.label)}</b>, batch {row.batch} per decode worker ({verdict} the targets): "
-            f"{html.escape(row.why())}; {row.tokens_per_s_per_gpu:,.1f} tok/s/GPU, "
-            f"{row.tokens_per_s_per_user:,.1f} tok/s/user, TTFT {row.ttft_ms:,.0f} ms, limited by the "
-            f"{html.escape(row.limited_by)}"
-        )
-
-    def apply_disagg(self, i: int | None) -> bool:
-        """Serve the project with disaggregated candidate ``i`` (one undo step)."""
-        if self.disagg is None or i is None or not 0 <= i < len(self.disagg.rows):
-            return False
-        row = self.disagg.rows[i]
-        return self.doc.edit(f"Serving: {row.label}", "serving", lambda p: applied_pools(p, row.mode, row.batch))
-
     def _on_project(self, project: Project, kind: str) -> None:
         self._load_targets(project)
         if _sweep_inputs(project) != self._inputs:
@@ -645,250 +459,3 @@ class ExplorerWidget(QWidget):
         self.refresh_compare()
         self._dirty_tabs.add("engines")  # the project's engine, version or fraction may have changed
         self._refresh_visible_tab()
-
-    # ------------------------------------------------------------------ selection
-    def selected_row(self) -> int | None:
-        """Sweep row of the selected table row, or None."""
-        rows = self.table.selectionModel().selectedRows()
-        if not rows:
-            return None
-        row = self.proxy.data(rows[0], ROW_ROLE)
-        return None if row is None else int(row)  # None: a disaggregated candidate's row
-
-    def select_row(self, row: int) -> None:
-        """Select sweep row ``row`` in the table (clearing the filter if it hides the row)."""
-        m = self.model.model_row(row)
-        if m is None:
-            return
-        src = self.model.index(m, 0)
-        idx = self.proxy.mapFromSource(src)
-        if not idx.isValid():
-            self.filter.clear()
-            self.hide_unfit.setChecked(False)
-            idx = self.proxy.mapFromSource(src)
-        self.table.selectionModel().select(
-            idx, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
-        self.table.setCurrentIndex(idx)
-        self.table.scrollTo(idx, QAbstractItemView.ScrollHint.EnsureVisible)
-
-    def show_recommended(self) -> None:
-        if self.result is not None and self.model.recommended is not None:
-            self.select_row(self.model.recommended)
-
-    def _on_row_selected(self) -> None:
-        k = self.selected_disagg()
-        if k is not None and self.disagg is not None:
-            self.pin_button.setEnabled(False)  # pins are layouts
-            self.apply_button.setEnabled(True)
-            self.select_disagg(k)
-            cand = self.disagg.rows[k]
-            self.timeline.clear(f"{cand.label}: its request lanes are in the main window once applied")
-            self.why.setText(html.escape(cand.why()))
-            return
-        row = self.selected_row()
-        for b in (self.pin_button, self.apply_button):
-            b.setEnabled(row is not None)
-        self.plot.select_row(row)
-        self._dirty_tabs.update(("placement", "engines"))
-        if row is None or self.result is None:
-            self.timeline.clear("select a layout")
-            self.why.setText("")
-            return
-        res = self.result
-        if not res.columns["fits"][row]:
-            self.timeline.clear(f"{res.label(row)} does not fit")
-            self.why.setText(html.escape(why_loses(res, row, row)))
-            self._refresh_visible_tab()
-            return
-        try:
-            plan = res.plan(row)
-        except StudioError as exc:
-            self.timeline.clear(exc.message)
-            return
-        self.timeline.set_timelines(plan.timelines, plan.micro_batches)
-        ref = self.model.recommended if self.model.recommended is not None else int(res.order[0])
-        self.why.setText(why_loses(res, row, int(ref)))
-        self.doc.set_selection(first_tp_group(plan))
-        self.layoutPreview.emit(plan)
-        self._refresh_visible_tab()
-
-    # ------------------------------------------------------------------ narrow docks
-    def _follow_holder(self) -> None:
-        """Follow the width of what holds the Explorer (the dock's scroll area), which the
-        Explorer's own minimum width can exceed."""
-        holder = self.parentWidget()
-        if holder is not None and getattr(self, "_watching", None) is not holder:
-            holder.installEventFilter(self)
-            self._watching = holder
-        self._set_compact(self._room() < COMPACT_BELOW_PX)
-
-    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
-        if obj is getattr(self, "_watching", None) and event.type() == QEvent.Type.Resize:
-            self._set_compact(self._room() < COMPACT_BELOW_PX)
-        return False
-
-    def _room(self) -> int:
-        holder = self.parentWidget()
-        return holder.width() if holder is not None else self.width()
-
-    def _set_compact(self, on: bool) -> None:
-        """In a dock narrower than :data:`COMPACT_BELOW_PX` the recommendation's reasons and the table
-        become the first tabs ("Recommended", "Layouts") beside the Pareto plot and the timelines,
-        each then as wide and as tall as the dock allows, instead of squeezed side by side behind
-        scroll bars."""
-        if on == self.compact:
-            return
-        self.compact = on
-        if on:  # the recommendation's reasons become a tab too: their rows go to the plots
-            self.reasons.setMaximumHeight(16_777_215)
-            self.tabs.insertTab(0, self.reasons, "Recommended")
-            self.tabs.insertTab(1, self._left, "Layouts")
-            self.tabs.setCurrentIndex(1)
-        else:
-            for w in (self._left, self.reasons):
-                self.tabs.removeTab(self.tabs.indexOf(w))
-            self._split.insertWidget(0, self._left)
-            self.reasons.setMaximumHeight(REASONS_MAX_H)
-            box = cast(QBoxLayout, self.layout())
-            box.insertWidget(box.indexOf(self._split), self.reasons)
-            self._left.show()
-            self.reasons.show()
-
-    # ------------------------------------------------------------------ tabs
-    def _refresh_visible_tab(self) -> None:
-        w = self.tabs.currentWidget()
-        if w is self.multiples and "multiples" in self._dirty_tabs:
-            self.refresh_multiples()
-        elif w is self.placement and "placement" in self._dirty_tabs:
-            self.refresh_placement()
-        elif w is self.engines and "engines" in self._dirty_tabs:
-            self.refresh_engines()
-
-    def refresh_multiples(self) -> None:
-        """Timelines of every TP × PP factorization of the cluster (DP = 1)."""
-        self._dirty_tabs.discard("multiples")
-        res = self.result
-        if res is None:
-            self.multiples.set_plans([])
-            return
-        plans = []
-        for i in factorizations(res):
-            if res.columns["fits"][i]:
-                plans.append((res.label(i), res.plan(i)))
-        self.multiples.set_plans(plans)
-
-    def refresh_placement(self) -> None:
-        """Compare placements of the selected layout (else the project's)."""
-        self._dirty_tabs.discard("placement")
-        row = self.selected_row()
-        layout = self.result.layout(row) if (self.result is not None and row is not None) else self.doc.project.layout
-        project = self.doc.project
-        if self.result is not None and row is not None:
-            wl = project.workload.model_copy(update={"batch": int(self.result.columns["batch"][row])})
-            project = project.model_copy(update={"workload": wl})
-        try:
-            self.placement.set_comparison(compare_placements(project, layout))
-        except StudioError as exc:
-            self.placement.set_comparison(None, f"Placements of {layout.label} cannot be compared: {exc.message}")
-
-    def refresh_engines(self) -> None:
-        """The selected layout (else the project's) on each serving engine
-        (:func:`studio.gui.explorer.engines_tab.refresh_engines`)."""
-        from studio.gui.explorer.engines_tab import refresh_engines
-
-        self._dirty_tabs.discard("engines")
-        row = self.selected_row()
-        layout = self.result.layout(row) if (self.result is not None and row is not None) else self.doc.project.layout
-        refresh_engines(self.engines, self.doc.project, layout)
-
-    def serve_with(self, engine: str) -> bool:
-        """Make ``engine`` the project's serving engine (one undo step)."""
-        from studio.gui.explorer.engines_tab import serve_with
-
-        return serve_with(self.doc, engine)
-
-    # ------------------------------------------------------------------ pin / apply
-    def pinned_plans(self) -> list[tuple[str, PlanResult]]:
-        """(title, plan) of every pinned layout the engine plans, at the batch it was pinned with
-        (:func:`studio.service.explore.pinned.pinned_plans`, as the report lists them)."""
-        return [(pin.title, pin.plan) for pin in pinned_plans(self.doc.project) if pin.plan is not None]
-
-    def refresh_compare(self) -> None:
-        pairs = self.pinned_plans()
-        self.compare.set_pinned([t for t, _ in pairs], [p for _, p in pairs])
-        self.tabs.setTabText(self.tabs.indexOf(self.compare), f"Compare ({len(pairs)})")
-
-    def pin_row(self, row: int | None) -> bool:
-        """Pin sweep row ``row`` (one undo step). Returns whether it was pinned."""
-        if row is None or self.result is None:
-            return False
-        lay = self.result.layout(row)
-        p = self.doc.project
-        if lay in p.pinned:
-            self.doc.message.emit(f"{lay.label} is already pinned")
-            return False
-        if len(p.pinned) >= MAX_PINNED:
-            self.doc.message.emit(f"at most {MAX_PINNED} layouts can be pinned; unpin one first")
-            return False
-        pinned = p.with_pin(lay, int(self.result.columns["batch"][row]))
-        problem = pinned_problem(pinned, len(pinned.pinned) - 1)
-        if problem is not None:  # the file could not be opened again with it
-            self.doc.message.emit(f"{lay.label} cannot be pinned: {problem[1]}")
-            return False
-        self.doc.apply(pinned, f"Pin layout {lay.label}", "pinned")
-        self.tabs.setCurrentWidget(self.compare)
-        return True
-
-    def unpin(self, k: int) -> None:
-        p = self.doc.project
-        if 0 <= k < len(p.pinned):
-            lay = p.pinned[k]
-            self.doc.apply(p.replace(pinned=p.pinned[:k] + p.pinned[k + 1:]), f"Unpin layout {lay.label}", "pinned")
-
-    def apply_layout(self, layout: Layout, text: str) -> None:
-        """Make ``layout`` the project's current layout (one undo step)."""
-        self.doc.apply(self.doc.project.replace(layout=layout), text, "layout")
-
-    def apply_row(self, row: int | None) -> None:
-        """Apply sweep row ``row`` as shown: its layout, micro-batches and batch (one undo step)."""
-        if row is None or self.result is None:
-            return
-        lay, batch = self.result.layout(row), int(self.result.columns["batch"][row])
-        self.doc.apply(with_row(self.doc.project, lay, batch),
-                       f"Apply layout {lay.label} M={lay.micro_batches} batch {batch}", "layout")
-
-    def apply_pinned(self, k: int) -> None:
-        """Apply pinned layout ``k``, with the batch it was pinned at when known (one undo step)."""
-        p = self.doc.project
-        if not 0 <= k < len(p.pinned):
-            return
-        lay = p.pinned[k]
-        batch = p.pinned_batch(lay)
-        if batch is None:
-            self.apply_layout(lay, f"Apply layout {lay.label}")
-        else:
-            self.doc.apply(with_row(p, lay, batch), f"Apply layout {lay.label} M={lay.micro_batches} batch {batch}",
-                           "layout")
-
-    def apply_placement(self, option: PlacementOption) -> None:
-        comp = self.placement.comparison
-        if comp is None:
-            return
-        lay = comp.layout.replace(placement=option.placement)
-        self.apply_layout(lay, f"Apply placement '{option.name}' to {lay.label}")
-
-    def index_of_row(self, row: int) -> QModelIndex:
-        """Proxy index of sweep row ``row`` (tests)."""
-        m = self.model.model_row(row)
-        return self.proxy.mapFromSource(self.model.index(m, 0)) if m is not None else QModelIndex()
-
-
-def slo_line(slo: SloReport) -> str:
-    """The reasons' first line under an SLO: the best layout meeting it, with its figures, or none."""
-    head = f"<b>Best meeting the SLO ({html.escape(slo.targets.text)}):</b> "
-    if slo.best is None:
-        return head + (f"none of the {len(slo.checked)} layouts checked (lower the rate, raise the targets or "
-                       "add GPUs)")
-    e = slo.checked[slo.best]
-    return head + html.escape(f"{e.layout} M={e.micro_batches}: p99 TTFT {e.ttft_p99_ms:,.0f} ms, p99 TPOT "
-                              f"{e.tpot_p99_ms:,.1f} ms, saturation {e.saturation_rate_per_s:.3g} req/s")
