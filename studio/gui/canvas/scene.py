@@ -374,11 +374,8 @@ class ClusterScene(ItemSync, LinkDrawing, PaletteDrops, QGraphicsScene):
             self.addItem(mark)
             QTimer.singleShot(FLASH_MS, lambda: self.removeItem(mark) if mark.scene() is self else None)
 
-    # ---------------------------------------------------------- drag & drop
-    # --------------------------------------------------------- link drawing
+
 def _same_ranks(a: Placement, b: Placement) -> bool:
     """Whether two placements put every GPU at the same stage, TP rank, group and replica."""
     return (a.stage_of == b.stage_of and a.tp_rank_of == b.tp_rank_of and a.group_of == b.group_of
             and a.dp_of == b.dp_of and a.pool_of == b.pool_of)
-
-
