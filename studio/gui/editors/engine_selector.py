@@ -28,6 +28,7 @@ class EngineSelector(QWidget):
                                "(presets/engines/<engine>.json)")
         self.version = QComboBox()
         self.version.setEditable(True)
+        self._versions_of: str | None = None  # the engine whose versions the version box lists
         self.version.setToolTip("Engine version; any version uses the profile that covers it (else the nearest)")
         self.profile = QLabel("")
         self.profile.setObjectName("hint")
@@ -57,16 +58,19 @@ class EngineSelector(QWidget):
         try:
             sv = p.serving
             self.engine.setCurrentIndex(max(0, self.engine.findData(sv.runtime)))
-            self.version.clear()
-            self.version.addItem(NEWEST, None)
-            for v, label in engine_versions(sv.runtime):
-                self.version.addItem(v, v)
-                self.version.setItemData(self.version.count() - 1, label)
+            if sv.runtime != self._versions_of:  # the list is the engine's: rebuilt (and repainted) when it changes
+                self._versions_of = sv.runtime
+                self.version.clear()
+                self.version.addItem(NEWEST, None)
+                for v, label in engine_versions(sv.runtime):
+                    self.version.addItem(v, v)
+                    self.version.setItemData(self.version.count() - 1, label)
             i = self.version.findData(sv.runtime_version) if sv.runtime_version else 0
             if i < 0:
                 self.version.setEditText(sv.runtime_version or NEWEST)
-            else:
+            elif i != self.version.currentIndex() or self.version.currentText() != self.version.itemText(i):
                 self.version.setCurrentIndex(i)
+                self.version.setEditText(self.version.itemText(i))
             s = engine_setup(p)
             # one short line keeps the Plan panel's common fields on screen at 1366x768; the profile's
             # label is the tooltip, and a version fallback is always shown in full

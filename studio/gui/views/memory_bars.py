@@ -156,8 +156,12 @@ class MemoryBarsWidget(QWidget):
         self.set_bars(bars_for(memory))
 
     def set_bars(self, bars: Sequence[Bar]) -> None:
-        """Show ``bars`` as given (labels chosen by the caller: a disaggregated plan's pools)."""
-        self.bars = list(bars)
+        """Show ``bars`` as given (labels chosen by the caller: a disaggregated plan's pools); the
+        same bars as shown are not painted again (an edit that moves no GPU's memory)."""
+        bars = list(bars)
+        if bars == self.bars:
+            return
+        self.bars = bars
         self.update()
 
     def paintEvent(self, event) -> None:  # noqa: N802 - Qt API

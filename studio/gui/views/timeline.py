@@ -82,6 +82,9 @@ class TimelinePlot(pg.PlotWidget):
         )
         self._headroom = 0.9 if legend else 0.0
         self.bars: dict[str, pg.BarGraphItem] = {}
+        self._empty: dict[str, bool] = {}  # bar kinds given no segments last time
+        self._lane_ticks: list | None = None  # the left axis's ticks as last set
+        self._time_values: bool | None = None  # whether the time axis shows its values
         for kind in SEGMENT_KINDS:
             color = SEGMENT_COLORS.get(kind, "#999999")
             bar = pg.BarGraphItem(
@@ -112,27 +115,47 @@ class TimelinePlot(pg.PlotWidget):
             self.detail = detail
         self.timeline = tl
         if tl is None:  # nothing of the last plan stays: no bars, lane names or time axis
-            for bar in self.bars.values():
-                bar.setOpts(x0=np.zeros(0), y=np.zeros(0), width=np.zeros(0))
+            for kind, bar in self.bars.items():
+                self._set_bars(kind, bar, np.zeros(0), np.zeros(0), np.zeros(0))
             self.note.setText("")
-            self.getPlotItem().getAxis("left").setTicks([[]])
-            self.getPlotItem().getAxis("bottom").setStyle(showValues=False)  # no time scale of no plan
+            self._set_lane_ticks([[]])
+            self._show_time_values(False)  # no time scale of no plan
             self.setXRange(0, 1, padding=0)
             self.setYRange(0, 1, padding=0)
             return
-        self.getPlotItem().getAxis("bottom").setStyle(showValues=True)
+        self._show_time_values(True)
         for kind, bar in self.bars.items():
             m = tl.segments_of(kind)
-            bar.setOpts(x0=tl.start[m], y=tl.lane[m].astype(float), width=tl.duration[m], height=BAR_HEIGHT)
-        axis = self.getPlotItem().getAxis("left")
+            self._set_bars(kind, bar, tl.start[m], tl.lane[m].astype(float), tl.duration[m])
         n = len(tl.lanes)
         step = max(1, int(np.ceil(n / 32)))  # at most ~32 labels; hover names every lane
-        axis.setTicks([[(i, name) for i, name in enumerate(tl.lanes) if i % step == 0]])
+        self._set_lane_ticks([[(i, name) for i, name in enumerate(tl.lanes) if i % step == 0]])
         total = max(tl.total_ms, 1e-9)
         self.setXRange(0, total * 1.02, padding=0)
         self._write_note()
         self._fit_y()
         self.getPlotItem().getViewBox().prepareForPaint()
+
+    # pyqtgraph draws a bar item or an axis again whenever it is given data or a style, changed or
+    # not; a result changes the time axis and the bars of the kinds it has, seldom the lanes
+    def _set_bars(self, kind: str, bar: pg.BarGraphItem, x0: np.ndarray, y: np.ndarray, width: np.ndarray) -> None:
+        """Give ``bar`` its segments, unless it had none and still has none."""
+        if len(x0) == 0 and self._empty.get(kind, False):
+            return
+        self._empty[kind] = len(x0) == 0
+        bar.setOpts(x0=x0, y=y, width=width, height=BAR_HEIGHT)
+
+    def _set_lane_ticks(self, ticks: list) -> None:
+        """The lane names on the left axis, set only when they change."""
+        if ticks != self._lane_ticks:
+            self._lane_ticks = ticks
+            self.getPlotItem().getAxis("left").setTicks(ticks)
+
+    def _show_time_values(self, shown: bool) -> None:
+        """Show or hide the time axis's values, only when that changes."""
+        if shown != self._time_values:
+            self._time_values = shown
+            self.getPlotItem().getAxis("bottom").setStyle(showValues=shown)
 
     def _on_resized(self, *_args: object) -> None:
         from shiboken6 import isValid
