@@ -58,6 +58,7 @@ class ModelPanel(QWidget):
         self.catalog = catalog
         self._updating = False
         self._size_note: tuple[str, str] | None = None  # (config path, checkpoint size check)
+        self._info_of: tuple[object, str] = (None, "")  # the model and note the model line shows
         self.model = QComboBox()
         self.model.setEditable(True)
         self.model.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
@@ -201,12 +202,15 @@ class ModelPanel(QWidget):
             else:
                 self.model.setCurrentIndex(i)
             m = p.model
-            self.model_info.setText(
-                f"{m.num_params / 1e9:,.1f} B parameters"
-                + (f" ({m.num_active_params / 1e9:,.1f} B active)" if m.is_moe else "")
-                + f", {m.num_layers} layers, {m.num_attention_heads} heads / {m.num_kv_heads} KV heads"
-                + (f"\n{self._size_note[1]}" if self._size_note and self._size_note[0] == p.model_ref else "")
-            )
+            note = self._size_note[1] if self._size_note and self._size_note[0] == p.model_ref else ""
+            if m is not self._info_of[0] or note != self._info_of[1]:  # counting parameters takes 0.5 ms
+                self._info_of = (m, note)
+                self.model_info.setText(
+                    f"{m.num_params / 1e9:,.1f} B parameters"
+                    + (f" ({m.num_active_params / 1e9:,.1f} B active)" if m.is_moe else "")
+                    + f", {m.num_layers} layers, {m.num_attention_heads} heads / {m.num_kv_heads} KV heads"
+                    + (f"\n{note}" if note else "")
+                )
             self.weight.setCurrentIndex(max(0, self.weight.findData(p.serving.weight_dtype.value if p.serving.weight_dtype else None)))
             self.kv.setCurrentIndex(max(0, self.kv.findData(DType(p.serving.kv_dtype).value)))
             w = p.workload

@@ -37,6 +37,8 @@ class ValueLabel(QLabel):
         self.setTextFormat(Qt.TextFormat.PlainText)
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self.scale = 1.0
+        self._laid_out_for: tuple | None = None  # (text, contents rect, font) the layout below is for
+        self._layout: tuple[str, str, QFont, QFont, float, float] | None = None
         self.setText(text)
 
     # ------------------------------------------------------------------ fonts and widths
@@ -91,23 +93,32 @@ class ValueLabel(QLabel):
 
     # ------------------------------------------------------------------ painting
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt API
-        number, unit = split_unit(self.text())
-        self.scale = self.fit_scale()
-        fn, fu = self._fonts(self.scale)
         rect = QRectF(self.contentsRect())
-        mn, mu = QFontMetricsF(fn), QFontMetricsF(fu)
-        baseline = rect.top() + (rect.height() + mn.ascent() - mn.descent()) / 2
+        key = (self.text(), rect, self.font().key())
+        layout = self._layout
+        if layout is None or key != self._laid_out_for:  # searched for only when text, size or font change
+            self._laid_out_for = key
+            layout = self._layout = self._lay_out(rect)
+        number, unit, fn, fu, baseline, unit_x = layout
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.TextAntialiasing)
         p.setPen(self.palette().color(self.foregroundRole()))
-        x = rect.left()
         p.setFont(fn)
-        p.drawText(QPointF(x, baseline), number)
+        p.drawText(QPointF(rect.left(), baseline), number)
         if unit:
-            x += mn.horizontalAdvance(number) + mu.horizontalAdvance(" ")
             p.setFont(fu)
-            p.drawText(QPointF(x, baseline), unit)
+            p.drawText(QPointF(unit_x, baseline), unit)
         p.end()
+
+    def _lay_out(self, rect: QRectF) -> tuple[str, str, QFont, QFont, float, float]:
+        """(number, unit, their fonts, the baseline, the unit's x) of the value fitted into ``rect``."""
+        number, unit = split_unit(self.text())
+        self.scale = self.fit_scale()
+        fn, fu = self._fonts(self.scale)
+        mn, mu = QFontMetricsF(fn), QFontMetricsF(fu)
+        baseline = rect.top() + (rect.height() + mn.ascent() - mn.descent()) / 2
+        unit_x = rect.left() + mn.horizontalAdvance(number) + mu.horizontalAdvance(" ")
+        return number, unit, fn, fu, baseline, unit_x
 
 
 def _scaled(font: QFont, factor: float) -> QFont:
