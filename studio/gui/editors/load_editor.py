@@ -110,6 +110,7 @@ class LoadEditor(QGroupBox):
         form.addRow("Token budget", self.budget)
         form.addRow(self.summary)
         self._driver_label = cast(QLabel, form.labelForField(self.driver))
+        self._lengths_of: tuple | None = None  # the load's length distributions the Lengths box shows
         self.refresh(doc.project)
         doc.projectChanged.connect(lambda p, _k: self.refresh(p))
         doc.resultReady.connect(self._on_result)
@@ -154,6 +155,10 @@ class LoadEditor(QGroupBox):
         from studio.service.project_edits.lengths_choice import lengths_id
 
         ld = p.workload.load
+        shown = self._lengths_of
+        if shown is not None and shown[0] is ld.isl_dist and shown[1] is ld.osl_dist:
+            return  # the same distributions as shown (an edit keeps unchanged parts): no preset lookup
+        self._lengths_of = (ld.isl_dist, ld.osl_dist)
         custom = self.lengths.findData("custom")
         if custom >= 0:
             self.lengths.removeItem(custom)

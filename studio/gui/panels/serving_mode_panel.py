@@ -133,9 +133,9 @@ class ServingModePanel(QWidget):
         if not m.disaggregated:
             self.jobs.stop()
             self._result = None
-            self.view.setPlainText(
-                "One pool: every replica prefills and decodes (see Live metrics)."
-            )
+            one_pool = "One pool: every replica prefills and decodes (see Live metrics)."
+            if self.view.toPlainText() != one_pool:  # laid out again on every set, even the same text
+                self.view.setPlainText(one_pool)
             self.planned.emit(None)
             return
         self.jobs.start()
