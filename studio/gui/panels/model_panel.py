@@ -214,16 +214,16 @@ class ModelPanel(QWidget):
             self.weight.setCurrentIndex(max(0, self.weight.findData(p.serving.weight_dtype.value if p.serving.weight_dtype else None)))
             self.kv.setCurrentIndex(max(0, self.kv.findData(DType(p.serving.kv_dtype).value)))
             w = p.workload
-            self.isl.setValue(w.isl)
-            self.osl.setValue(w.osl)
+            _show_value(self.isl, w.isl)
+            _show_value(self.osl, w.osl)
             auto = w.batch == "auto"
             self.batch_auto.setChecked(auto)
             self.batch.setEnabled(not auto)
             if not auto:
-                self.batch.setValue(int(w.batch))
-            self.ttft.setValue(w.ttft_ms or 0)
-            self.tpot.setValue(w.tpot_ms or 0)
-            self.price.setValue(p.serving.price_per_gpu_hour or 0)
+                _show_value(self.batch, int(w.batch))
+            _show_value(self.ttft, w.ttft_ms or 0)
+            _show_value(self.tpot, w.tpot_ms or 0)
+            _show_value(self.price, p.serving.price_per_gpu_hour or 0)
         finally:
             self._updating = False
 
@@ -271,3 +271,9 @@ class ModelPanel(QWidget):
         self.set_model(arch, path, f"Model from {path}")
         self.refresh(self.doc.project)  # the note also when the model itself did not change
         return True
+
+
+def _show_value(box: QSpinBox | QDoubleSpinBox, value: float) -> None:
+    """Set ``box`` to ``value`` unless it shows it (a spin box repaints on every set, even the same)."""
+    if box.value() != value:
+        box.setValue(value)  # type: ignore[arg-type]  # an int for a QSpinBox
