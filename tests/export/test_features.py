@@ -208,3 +208,26 @@ def test_hybrid_load_balancing_is_left_out_of_a_one_node_server():
     assert any("'external' is not exported" in n and "vllm.dp.external_lb_rank" in n for n in external.notes)
     before = replace(external.recipe, config=external.recipe.config | {"data-parallel-external-lb": True})
     assert [f.key for f in check_recipe(before)] == ["data-parallel-external-lb"]
+
+
+def test_trtllm_wideep_runs_only_up_to_the_release_before_it_was_dropped():
+    """WIDEEP left TensorRT-LLM after 1.3.0rc23 (deprecated at model load by PR #17119, then removed from
+    MoeConfig.backend by PR #17797): the export refuses it for later versions with that reason and
+    writes it for 1.3.0rc23; export --check flags a hand-edited WIDEEP config without the engine."""
+    with pytest.raises(StudioError, match=r"'WIDEEP': TensorRT-LLM 1\.4\.0rc0 refuses it .*runs up to "
+                                          r"TensorRT-LLM 1\.3\.0rc23.*trtllm\.moe\.wideep_removed.*llm_args\.py:1605"):
+        _export("trtllm", EngineFeatures(all2all_backend="WIDEEP"))
+    proj = project(MIXTRAL, 1, MOE_LAYOUT, serving=ServingConfig(features=EngineFeatures(all2all_backend="WIDEEP")))
+    for version in ("1.3.0rc24", "1.4.0rc0"):
+        with pytest.raises(StudioError, match=f"TensorRT-LLM {version} refuses it"):
+            apply_features("trtllm", "TensorRT-LLM", version, proj, {}, experts_parallel=True, attention_dp=False)
+    cfg: dict[str, object] = {}
+    assert not apply_features("trtllm", "TensorRT-LLM", "1.3.0rc23", proj, cfg, experts_parallel=True,
+                              attention_dp=False)
+    assert cfg == {"moe_config": {"backend": "WIDEEP"}}
+    b = _export("trtllm", EngineFeatures(all2all_backend="CUTEDSL"))
+    edited = dataclasses.replace(b.recipe, config={**b.recipe.config, "moe_config": {"backend": "WIDEEP"}})
+    (f,) = [f for f in check_recipe(edited) if "trtllm.moe.wideep_removed" in f.source]
+    assert f.key == "moe_config.backend" and f.severity == "error" and "runs up to 1.3.0rc23" in f.message
+    old = dataclasses.replace(edited, version="1.3.0rc23")
+    assert not [f for f in check_recipe(old) if "trtllm.moe.wideep_removed" in f.source]

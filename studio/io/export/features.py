@@ -52,12 +52,29 @@ def _entry(feature: str, engine: str, version: str | None, label: str, notes: li
     return entry
 
 
-def _choice(feature: str, value: str, entry: dict[str, Any], label: str) -> str:
+def _choice(feature: str, value: str, entry: dict[str, Any], label: str, version: str | None = None) -> str:
     allowed = [str(c) for c in entry.get("choices", [])]
     if allowed and value not in allowed:
         raise StudioError(f"serving.features.{feature} '{value}' is not a {label} value; allowed: {', '.join(allowed)} "
                           f"(read in {_cite(entry)})", field=feature)
+    _refused_by_version(feature, value, entry, label, version)
     return value
+
+
+def _refused_by_version(feature: str, value: str, entry: dict[str, Any], label: str, version: str | None) -> None:
+    """Refuse ``value`` where one of the entry's ``value_rules`` (start-up rules whose ``params.refused``
+    lists values the engine takes only outside the rule's versions) holds for ``version`` (``None``: the
+    version the exports target); the message is the rule's, with the last version that took it."""
+    from studio.io.export.checks.startup_rules import startup_rules
+
+    for rid in entry.get("value_rules", []):
+        r = startup_rules()[str(rid)]
+        if value in r.params.get("refused", []) and r.applies(version):
+            instead = ", ".join(str(v) for v in r.params.get("instead", []))
+            raise StudioError(
+                f"serving.features.{feature} '{value}': {label} {version or 'as exported'} refuses it ({r.says}); "
+                f"it runs up to {label} {r.params.get('last')} (serving.runtime_version {r.params.get('last')}), or plan "
+                f"{instead} [{r.cite()}]", field=feature)
 
 
 def _put(cfg: dict[str, object], key: str, value: object) -> None:
@@ -122,7 +139,7 @@ def apply_features(engine: str, label: str, version: str | None, project: Projec
     if f.dual_batch_overlap and (e := _entry("dual_batch_overlap", engine, version, label, notes)):
         _put(cfg, str(e["key"]), True)
     if f.all2all_backend and moe and (e := _entry("all2all_backend", engine, version, label, notes)):
-        _put(cfg, str(e["key"]), _choice("all2all_backend", f.all2all_backend, e, label))
+        _put(cfg, str(e["key"]), _choice("all2all_backend", f.all2all_backend, e, label, version))
     if f.load_balance and (e := _entry("load_balance", engine, version, label, notes)):
         value = _choice("load_balance", f.load_balance, e, label)
         if "keys" in e:

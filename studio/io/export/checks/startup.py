@@ -211,6 +211,18 @@ def _choices(key: str) -> Evaluator:
     return run
 
 
+def _refused_values(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
+    """A value the rule's versions refuse (``params.key`` / ``params.refused``), e.g. a MoE backend the
+    engine dropped."""
+    key = str(rule.params["key"])
+    value = r.value(key)
+    if value is None or str(value) not in rule.params["refused"]:
+        return []
+    instead = ", ".join(str(v) for v in rule.params.get("instead", []))
+    return [_err(rule, key, f"'{value}' is refused by this version (it runs up to {rule.params.get('last')}); "
+                 f"write one of {instead}")]
+
+
 def _sgl_ib_device(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
     value = r.config.get("disaggregation-ib-device")
     if value is None:
@@ -244,6 +256,7 @@ EVALUATORS: dict[str, Evaluator] = {
     "trtllm.cp.helix_blackwell": _trt_helix_blackwell,
     "trtllm.cp.helix_disagg_generation": _trt_helix_disagg,
     "trtllm.moe.mapping": _trt_moe_mapping,
+    "trtllm.moe.wideep_removed": _refused_values,
     "trtllm.multinode.config_every_node": _trt_config_nodes,
     "slurm.nodelist": _slurm_nodelist,
     "sglang.eplb.needs_ep": _sgl_eplb,
