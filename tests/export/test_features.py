@@ -62,8 +62,9 @@ def test_a_value_the_engine_lacks_is_refused_with_the_allowed_ones():
 def test_trtllm_load_balancer_slots_must_divide_among_the_ep_ranks():
     """TensorRT-LLM's MoeLoadBalancerConfig.setup refuses num_slots not divisible by the EP size at model
     load (found by running its own code on the export: 256 experts + 7 redundant over EP16)."""
-    with pytest.raises(StudioError, match=r"num_slots \(8 experts \+ 3 redundant = 11\) evenly over the 8 "
-                                          r"expert-parallel ranks.*plan 0 or 8 redundant experts"):
+    with pytest.raises(StudioError, match=r"physical experts \(8 experts \+ 3 redundant = 11\) evenly over the 8 "
+                                          r"expert-parallel ranks.*plan 0 or 8 redundant experts.*"
+                                          r"trtllm\.moe\.lb_slots_even: tensorrt_llm/llmapi/llm_args\.py:1534"):
         _export("trtllm", EngineFeatures(eplb=True, redundant_experts=3))
     assert _cfg(_export("trtllm", EngineFeatures(eplb=True, redundant_experts=8)),
                 "trtllm-serve.yaml")["moe_config"]["load_balancer"] == {"num_slots": 16}
@@ -99,9 +100,9 @@ def test_api_servers_stay_on_the_head_node_of_a_multi_node_server():
 
 def test_cli_flags_reach_the_project_and_the_export(capsys):
     argv = ["export", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--tp", "4", "--dp", "2", "--ep", "8"]
-    assert main([*argv, "--eplb", "4", "--dbo", "--engine", "sglang"]) == 0
+    assert main([*argv, "--eplb", "8", "--dbo", "--engine", "sglang"]) == 0
     out = capsys.readouterr().out
-    assert "--enable-eplb" in out and "--ep-num-redundant-experts 4" in out and "--enable-two-batch-overlap" in out
+    assert "--enable-eplb" in out and "--ep-num-redundant-experts 8" in out and "--enable-two-batch-overlap" in out
     assert main([*argv, "--all2all-backend", "nope", "--engine", "vllm"]) == 2
     assert "--all2all-backend: serving.features.all2all_backend 'nope'" in capsys.readouterr().err
 
@@ -214,8 +215,8 @@ def test_trtllm_wideep_runs_only_up_to_the_release_before_it_was_dropped():
     """WIDEEP left TensorRT-LLM after 1.3.0rc23 (deprecated at model load by PR #17119, then removed from
     MoeConfig.backend by PR #17797): the export refuses it for later versions with that reason and
     writes it for 1.3.0rc23; export --check flags a hand-edited WIDEEP config without the engine."""
-    with pytest.raises(StudioError, match=r"'WIDEEP': TensorRT-LLM 1\.4\.0rc0 refuses it .*runs up to "
-                                          r"TensorRT-LLM 1\.3\.0rc23.*trtllm\.moe\.wideep_removed.*llm_args\.py:1605"):
+    with pytest.raises(StudioError, match=r"'WIDEEP': TensorRT-LLM 1\.4\.0rc0 refuses it .*runs on "
+                                          r"TensorRT-LLM 1\.3\.0rc23 and earlier only.*trtllm\.moe\.wideep_removed.*llm_args\.py:1605"):
         _export("trtllm", EngineFeatures(all2all_backend="WIDEEP"))
     proj = project(MIXTRAL, 1, MOE_LAYOUT, serving=ServingConfig(features=EngineFeatures(all2all_backend="WIDEEP")))
     for version in ("1.3.0rc24", "1.4.0rc0"):
@@ -231,3 +232,24 @@ def test_trtllm_wideep_runs_only_up_to_the_release_before_it_was_dropped():
     assert f.key == "moe_config.backend" and f.severity == "error" and "runs up to 1.3.0rc23" in f.message
     old = dataclasses.replace(edited, version="1.3.0rc23")
     assert not [f for f in check_recipe(old) if "trtllm.moe.wideep_removed" in f.source]
+
+
+@pytest.mark.parametrize(("engine", "key"), [("vllm", "eplb-config"), ("sglang", "ep-num-redundant-experts"),
+                                             ("trtllm", "moe_config.load_balancer.num_slots")])
+def test_redundant_experts_must_divide_among_the_ep_ranks_in_every_engine(engine, key):
+    """vLLM (fused-MoE layer with EPLB), SGLang (expert location metadata at model load) and TensorRT-LLM
+    (MoeLoadBalancerConfig.setup) each refuse physical experts that do not divide among the EP ranks:
+    the export refuses 8 experts + 3 redundant over EP8 and names the counts that fit; export --check
+    flags an edited config by the same rule, without the engine installed."""
+    rid = {"vllm": "vllm.eplb.even_experts", "sglang": "sglang.eplb.even_experts",
+           "trtllm": "trtllm.moe.lb_slots_even"}[engine]
+    with pytest.raises(StudioError, match=rf"= 11\) evenly over the 8 expert-parallel ranks.*plan 0 or 8 .*{rid}"):
+        _export(engine, EngineFeatures(eplb=True, redundant_experts=3))
+    ok = _export(engine, EngineFeatures(eplb=True, redundant_experts=8))
+    assert not [f for f in check_recipe(ok.recipe) if rid in f.source]
+    bad = {"vllm": {"eplb-config": json.dumps({"num_redundant_experts": 3})},
+           "sglang": {"ep-num-redundant-experts": 3},
+           "trtllm": {"moe_config": {"load_balancer": {"num_slots": 11}}}}[engine]
+    edited = dataclasses.replace(ok.recipe, config={**ok.recipe.config, **bad})
+    (f,) = [f for f in check_recipe(edited) if rid in f.source]
+    assert f.key == key and f.severity == "error" and "11 physical experts do not divide among the 8" in f.message

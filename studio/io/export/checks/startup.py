@@ -211,6 +211,60 @@ def _choices(key: str) -> Evaluator:
     return run
 
 
+def _redundant(value: object) -> int:
+    """Redundant experts as a config writes them: a count, or vLLM's ``eplb-config`` JSON / mapping."""
+    if isinstance(value, str) and value.strip().startswith("{"):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return 0
+    if isinstance(value, dict):
+        value = value.get("num_redundant_experts", 0)
+    return _int(value)
+
+
+def lb_slots(config: dict[str, object], experts: int, params: dict[str, object]) -> tuple[int, int] | None:
+    """``(physical experts, EP ranks)`` of a config as a load-balancer rule reads them (``params``:
+    ``slots_key`` for a slot count the config writes, else the model's ``experts`` plus the count
+    under ``redundant_key``; the EP size under ``ep_key``, or the product of ``ep_product`` where
+    ``ep_switch`` is on; ``switch``: the setting without which the rule does not hold, ``when_any``:
+    settings one of which must be set), or ``None``
+    where the rule does not apply (switch off, one EP rank, slots unknown)."""
+    r = EngineRecipe(engine="", model="", config=config, env={}, host=None, model_dtype="", mla=False,
+                     num_layers=0, pp=1, sequences_per_rank=1)
+    if "switch" in params and r.value(str(params["switch"])) is not True:
+        return None
+    if "when_any" in params and not any(r.value(str(k)) for k in params["when_any"]):  # type: ignore[attr-defined]  # a list in the rules file
+        return None
+    if "slots_key" in params:
+        slots = r.value(str(params["slots_key"]))
+        if not isinstance(slots, int) or isinstance(slots, bool):
+            return None
+    elif experts > 0:
+        slots = experts + _redundant(r.value(str(params["redundant_key"])))
+    else:
+        return None
+    if "ep_key" in params:
+        ep = _int(r.value(str(params["ep_key"])), 1)
+    elif r.value(str(params.get("ep_switch", ""))) is True:
+        ep = 1
+        for key in params.get("ep_product", []):  # type: ignore[attr-defined]  # a list in the rules file
+            ep *= max(_int(r.value(str(key)), 1), 1)
+    else:
+        ep = 1
+    return None if ep <= 1 else (slots, ep)
+
+
+def _even_experts(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
+    found = lb_slots(r.config, r.experts, rule.params)
+    if found is None or found[0] % found[1] == 0:
+        return []
+    slots, ep = found
+    key = str(rule.params.get("slots_key") or rule.params.get("redundant_key"))
+    return [_err(rule, key, f"{slots} physical experts do not divide among the {ep} expert-parallel ranks "
+                 f"({slots % ep} left over); the engine refuses the model at load")]
+
+
 def _refused_values(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
     """A value the rule's versions refuse (``params.key`` / ``params.refused``), e.g. a MoE backend the
     engine dropped."""
@@ -257,6 +311,9 @@ EVALUATORS: dict[str, Evaluator] = {
     "trtllm.cp.helix_disagg_generation": _trt_helix_disagg,
     "trtllm.moe.mapping": _trt_moe_mapping,
     "trtllm.moe.wideep_removed": _refused_values,
+    "trtllm.moe.lb_slots_even": _even_experts,
+    "vllm.eplb.even_experts": _even_experts,
+    "sglang.eplb.even_experts": _even_experts,
     "trtllm.multinode.config_every_node": _trt_config_nodes,
     "slurm.nodelist": _slurm_nodelist,
     "sglang.eplb.needs_ep": _sgl_eplb,
