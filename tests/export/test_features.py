@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import replace
 
 import pytest
 import yaml
@@ -18,7 +19,7 @@ from studio.io.export import export_plan
 from studio.io.export.checks.check import check_recipe
 from studio.io.export.features import apply_features
 
-from .conftest import MIXTRAL, plan, project
+from .conftest import LLAMA_70B, MIXTRAL, plan, project
 
 MOE_LAYOUT = Layout(tp=4, dp=2, ep=8)
 
@@ -205,10 +206,52 @@ def test_hybrid_load_balancing_is_left_out_of_a_one_node_server():
     (f,) = [f for f in check_recipe(before) if f.key == "data-parallel-hybrid-lb"]
     assert f.severity == "error" and "needs data-parallel-size-local" in f.message
     external = _export("vllm", EngineFeatures(load_balance="external"))
-    assert "data-parallel-external-lb" not in _cfg(external, "vllm-serve.yaml")
-    assert any("'external' is not exported" in n and "vllm.dp.external_lb_rank" in n for n in external.notes)
-    before = replace(external.recipe, config=external.recipe.config | {"data-parallel-external-lb": True})
+    without_rank = {k: v for k, v in external.recipe.config.items() if k != "data-parallel-rank"}
+    before = replace(external.recipe, config=without_rank)
     assert [f.key for f in check_recipe(before)] == ["data-parallel-external-lb"]
+
+
+def test_vllm_external_load_balancing_runs_one_process_per_data_parallel_rank():
+    """External DP load balancing (an MoE server's DP ranks): before, the export dropped it; now each rank
+    is its own `vllm serve` with --data-parallel-rank, its GPUs and its port, rank 0's address and RPC
+    port (vLLM 0.33's create_engine_config accepted the first rank's line, docs/export.md). A dense
+    model's DP ranks cannot run it (vllm.dp.external_lb_moe): left out with the reason."""
+    proj = project(MIXTRAL, 1, MOE_LAYOUT, serving=ServingConfig(features=EngineFeatures(load_balance="external")))
+    b = export_plan(proj, plan(proj), engine="vllm", fmt="command")
+    text = b.files["vllm-commands.sh"]
+    assert text.count("vllm serve") == 2
+    for rank, (devices, port) in enumerate((("0,1,2,3", 8000), ("4,5,6,7", 8001))):
+        line = text.split("vllm serve")[rank + 1]
+        assert f"--data-parallel-rank {rank}" in line and f"--port {port}" in line
+        assert "--data-parallel-external-lb" in line and "--data-parallel-rpc-port 29550" in line
+        assert f"CUDA_VISIBLE_DEVICES={devices}" in text.split("vllm serve")[rank]
+    assert b.recipe.config["data-parallel-rank"] == 0 and not [f for f in check_recipe(b.recipe)
+                                                               if f.severity == "error"]
+    assert any("'external': each of the 2 data-parallel ranks starts as its own vLLM process" in n for n in b.notes)
+    dense = project(LLAMA_70B, 1, Layout(tp=2, dp=4), serving=ServingConfig(
+        features=EngineFeatures(load_balance="external")))
+    d = export_plan(dense, plan(dense), engine="vllm", fmt="yaml")
+    assert "data-parallel-external-lb" not in _cfg(d, "vllm-serve.yaml")
+    assert any("'external' is not exported" in n and "vllm.dp.external_lb_moe" in n for n in d.notes)
+    forced = replace(d.recipe, config=d.recipe.config | {"data-parallel-external-lb": True, "data-parallel-rank": 0})
+    assert [f.source.split(":")[0] for f in check_recipe(forced) if f.severity == "error"] == ["vllm.dp.external_lb_moe"]
+
+
+def test_vllm_hybrid_load_balancing_starts_an_api_server_on_every_node():
+    """Hybrid DP load balancing over 2 nodes: before, node 1 started --headless, which vLLM 0.33 refuses
+    with --data-parallel-hybrid-lb (serve.py run_headless); now every node serves its own ranks
+    (--data-parallel-size-local, --data-parallel-start-rank), no Ray recipe, and the check flags a
+    headless node by rule vllm.dp.hybrid_lb_headless."""
+    proj = project(LLAMA_70B, 2, Layout(tp=4, dp=4), serving=ServingConfig(
+        features=EngineFeatures(load_balance="hybrid")))
+    b = export_plan(proj, plan(proj), engine="vllm", fmt="command")
+    text = b.files["vllm-commands.sh"]
+    assert "--headless" not in text and "ray start" not in text
+    assert "--data-parallel-start-rank 2" in text and text.count("--data-parallel-size-local 2") == 2
+    assert b.recipe.headless_nodes == 0 and not [f for f in check_recipe(b.recipe) if f.severity == "error"]
+    before = replace(b.recipe, headless_nodes=1)
+    (f,) = [f for f in check_recipe(before) if f.severity == "error"]
+    assert "vllm.dp.hybrid_lb_headless" in f.source and "serve.py:196" in f.source
 
 
 def test_trtllm_wideep_runs_only_up_to_the_release_before_it_was_dropped():

@@ -92,6 +92,21 @@ def _vllm_hybrid_lb(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
                  "take; hybrid load balancing spreads requests over the nodes of a multi-node server (drop it)")]
 
 
+def _vllm_hybrid_headless(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
+    if r.config.get("data-parallel-hybrid-lb") is not True or r.headless_nodes <= 0:
+        return []
+    return [_err(rule, "data-parallel-hybrid-lb", f"{r.headless_nodes} node(s) of this server start --headless, "
+                 "which vLLM refuses with hybrid load balancing: every node starts its own API server")]
+
+
+def _vllm_external_moe(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
+    external = r.config.get("data-parallel-external-lb") is True or r.config.get("data-parallel-rank") is not None
+    if not external or _int(r.config.get("data-parallel-size"), 1) <= 1 or r.experts > 0:
+        return []
+    return [_err(rule, "data-parallel-external-lb", "a dense model's data-parallel ranks cannot run under external "
+                 "load balancing in vLLM; start independent servers without --data-parallel-* arguments")]
+
+
 def _vllm_external_lb(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
     if r.config.get("data-parallel-external-lb") is not True or r.config.get("data-parallel-rank") is not None:
         return []
@@ -304,6 +319,8 @@ EVALUATORS: dict[str, Evaluator] = {
     "vllm.check.no_device": _none,
     "vllm.dp.hybrid_lb_local": _vllm_hybrid_lb,
     "vllm.dp.external_lb_rank": _vllm_external_lb,
+    "vllm.dp.hybrid_lb_headless": _vllm_hybrid_headless,
+    "vllm.dp.external_lb_moe": _vllm_external_moe,
     "trtllm.spec.eagle3_only": _trt_eagle,
     "trtllm.cp.pytorch_types": _trt_cp_types,
     "trtllm.cp.helix_tokens_per_block": _trt_helix_tpb,
