@@ -296,3 +296,30 @@ def test_redundant_experts_must_divide_among_the_ep_ranks_in_every_engine(engine
     edited = dataclasses.replace(ok.recipe, config={**ok.recipe.config, **bad})
     (f,) = [f for f in check_recipe(edited) if rid in f.source]
     assert f.key == key and f.severity == "error" and "11 physical experts do not divide among the 8" in f.message
+
+
+def test_trtllm_nvme_kv_tier_writes_the_directory_and_the_manager_it_needs():
+    """TensorRT-LLM's disk KV tier: before, the export wrote disk_cache_size alone, which TensorRT-LLM's
+    KvCacheConfig validator refuses ("disk_cache_path must be set when disk_cache_size is positive",
+    found by running its own code) and which the v1 KV cache manager ignores; now the path, a mkdir -p
+    step on the node and use_kv_cache_manager_v2 are written, and the check flags a config without them
+    (rule trtllm.kv.disk_tier) without the engine installed."""
+    from studio.core.settings.reuse import KVTiers
+
+    proj = project(LLAMA_70B, 1, Layout(tp=8), serving=ServingConfig(
+        kv_tiers=KVTiers(prefix_cache=True, host_gib=256, disk_gib=1000)))
+    for fmt, name in (("yaml", "trtllm-commands.sh"), ("script", "trtllm-launch.sh")):
+        b = export_plan(proj, plan(proj), engine="trtllm", fmt=fmt)
+        text = b.files[name]
+        assert "mkdir -p /mnt/nvme/trtllm-kv-cache" in text
+        assert text.index("mkdir -p /mnt/nvme/trtllm-kv-cache") < text.index("trtllm-serve meta")
+    kv = b.recipe.config["kv_cache_config"]
+    assert isinstance(kv, dict)
+    assert kv["disk_cache_size"] == int(1000 / 8 * 2**30) and kv["disk_cache_path"] == "/mnt/nvme/trtllm-kv-cache"
+    assert kv["use_kv_cache_manager_v2"] is True
+    assert not [f for f in check_recipe(b.recipe) if f.severity == "error"]
+    assert any("NVMe KV tier" in n and "trtllm.kv.disk_tier" in n and "llm_args.py:4570" in n for n in b.notes)
+    bare = {k: v for k, v in kv.items() if k not in ("disk_cache_path", "use_kv_cache_manager_v2")}
+    before = replace(b.recipe, config=b.recipe.config | {"kv_cache_config": bare})
+    assert sorted(f.key for f in check_recipe(before) if "trtllm.kv.disk_tier" in f.source) == [
+        "kv_cache_config.disk_cache_path", "kv_cache_config.use_kv_cache_manager_v2"]

@@ -280,6 +280,19 @@ def _even_experts(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
                  f"({slots % ep} left over); the engine refuses the model at load")]
 
 
+def _trt_disk_tier(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
+    size_key, path_key, v2_key = (str(rule.params[k]) for k in ("size_key", "path_key", "v2_key"))
+    if _int(r.value(size_key)) <= 0:
+        return []
+    out = []
+    if not r.value(path_key):
+        out.append(_err(rule, path_key, "is not set: TensorRT-LLM refuses a positive disk_cache_size without it"))
+    if r.value(v2_key) is not True:
+        out.append(_err(rule, v2_key, "is not true: the v1 KV cache manager ignores the disk tier, so the capacity "
+                        "the plan counts on NVMe would not exist"))
+    return out
+
+
 def _refused_values(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
     """A value the rule's versions refuse (``params.key`` / ``params.refused``), e.g. a MoE backend the
     engine dropped."""
@@ -329,6 +342,7 @@ EVALUATORS: dict[str, Evaluator] = {
     "trtllm.moe.mapping": _trt_moe_mapping,
     "trtllm.moe.wideep_removed": _refused_values,
     "trtllm.moe.lb_slots_even": _even_experts,
+    "trtllm.kv.disk_tier": _trt_disk_tier,
     "vllm.eplb.even_experts": _even_experts,
     "sglang.eplb.even_experts": _even_experts,
     "trtllm.multinode.config_every_node": _trt_config_nodes,
