@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import replace
 
 import pytest
 import yaml
@@ -18,7 +19,7 @@ from studio.io.export import export_plan
 from studio.io.export.checks.check import check_recipe
 from studio.io.export.features import apply_features
 
-from .conftest import MIXTRAL, plan, project
+from .conftest import LLAMA_70B, MIXTRAL, plan, project
 
 MOE_LAYOUT = Layout(tp=4, dp=2, ep=8)
 
@@ -62,8 +63,9 @@ def test_a_value_the_engine_lacks_is_refused_with_the_allowed_ones():
 def test_trtllm_load_balancer_slots_must_divide_among_the_ep_ranks():
     """TensorRT-LLM's MoeLoadBalancerConfig.setup refuses num_slots not divisible by the EP size at model
     load (found by running its own code on the export: 256 experts + 7 redundant over EP16)."""
-    with pytest.raises(StudioError, match=r"num_slots \(8 experts \+ 3 redundant = 11\) evenly over the 8 "
-                                          r"expert-parallel ranks.*plan 0 or 8 redundant experts"):
+    with pytest.raises(StudioError, match=r"physical experts \(8 experts \+ 3 redundant = 11\) evenly over the 8 "
+                                          r"expert-parallel ranks.*plan 0 or 8 redundant experts.*"
+                                          r"trtllm\.moe\.lb_slots_even: tensorrt_llm/llmapi/llm_args\.py:1534"):
         _export("trtllm", EngineFeatures(eplb=True, redundant_experts=3))
     assert _cfg(_export("trtllm", EngineFeatures(eplb=True, redundant_experts=8)),
                 "trtllm-serve.yaml")["moe_config"]["load_balancer"] == {"num_slots": 16}
@@ -99,9 +101,9 @@ def test_api_servers_stay_on_the_head_node_of_a_multi_node_server():
 
 def test_cli_flags_reach_the_project_and_the_export(capsys):
     argv = ["export", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--tp", "4", "--dp", "2", "--ep", "8"]
-    assert main([*argv, "--eplb", "4", "--dbo", "--engine", "sglang"]) == 0
+    assert main([*argv, "--eplb", "8", "--dbo", "--engine", "sglang"]) == 0
     out = capsys.readouterr().out
-    assert "--enable-eplb" in out and "--ep-num-redundant-experts 4" in out and "--enable-two-batch-overlap" in out
+    assert "--enable-eplb" in out and "--ep-num-redundant-experts 8" in out and "--enable-two-batch-overlap" in out
     assert main([*argv, "--all2all-backend", "nope", "--engine", "vllm"]) == 2
     assert "--all2all-backend: serving.features.all2all_backend 'nope'" in capsys.readouterr().err
 
@@ -204,7 +206,120 @@ def test_hybrid_load_balancing_is_left_out_of_a_one_node_server():
     (f,) = [f for f in check_recipe(before) if f.key == "data-parallel-hybrid-lb"]
     assert f.severity == "error" and "needs data-parallel-size-local" in f.message
     external = _export("vllm", EngineFeatures(load_balance="external"))
-    assert "data-parallel-external-lb" not in _cfg(external, "vllm-serve.yaml")
-    assert any("'external' is not exported" in n and "vllm.dp.external_lb_rank" in n for n in external.notes)
-    before = replace(external.recipe, config=external.recipe.config | {"data-parallel-external-lb": True})
+    without_rank = {k: v for k, v in external.recipe.config.items() if k != "data-parallel-rank"}
+    before = replace(external.recipe, config=without_rank)
     assert [f.key for f in check_recipe(before)] == ["data-parallel-external-lb"]
+
+
+def test_vllm_external_load_balancing_runs_one_process_per_data_parallel_rank():
+    """External DP load balancing (an MoE server's DP ranks): before, the export dropped it; now each rank
+    is its own `vllm serve` with --data-parallel-rank, its GPUs and its port, rank 0's address and RPC
+    port (vLLM 0.33's create_engine_config accepted the first rank's line, docs/export.md). A dense
+    model's DP ranks cannot run it (vllm.dp.external_lb_moe): left out with the reason."""
+    proj = project(MIXTRAL, 1, MOE_LAYOUT, serving=ServingConfig(features=EngineFeatures(load_balance="external")))
+    b = export_plan(proj, plan(proj), engine="vllm", fmt="command")
+    text = b.files["vllm-commands.sh"]
+    assert text.count("vllm serve") == 2
+    for rank, (devices, port) in enumerate((("0,1,2,3", 8000), ("4,5,6,7", 8001))):
+        line = text.split("vllm serve")[rank + 1]
+        assert f"--data-parallel-rank {rank}" in line and f"--port {port}" in line
+        assert "--data-parallel-external-lb" in line and "--data-parallel-rpc-port 29550" in line
+        assert f"CUDA_VISIBLE_DEVICES={devices}" in text.split("vllm serve")[rank]
+    assert b.recipe.config["data-parallel-rank"] == 0 and not [f for f in check_recipe(b.recipe)
+                                                               if f.severity == "error"]
+    assert any("'external': each of the 2 data-parallel ranks starts as its own vLLM process" in n for n in b.notes)
+    dense = project(LLAMA_70B, 1, Layout(tp=2, dp=4), serving=ServingConfig(
+        features=EngineFeatures(load_balance="external")))
+    d = export_plan(dense, plan(dense), engine="vllm", fmt="yaml")
+    assert "data-parallel-external-lb" not in _cfg(d, "vllm-serve.yaml")
+    assert any("'external' is not exported" in n and "vllm.dp.external_lb_moe" in n for n in d.notes)
+    forced = replace(d.recipe, config=d.recipe.config | {"data-parallel-external-lb": True, "data-parallel-rank": 0})
+    assert [f.source.split(":")[0] for f in check_recipe(forced) if f.severity == "error"] == ["vllm.dp.external_lb_moe"]
+
+
+def test_vllm_hybrid_load_balancing_starts_an_api_server_on_every_node():
+    """Hybrid DP load balancing over 2 nodes: before, node 1 started --headless, which vLLM 0.33 refuses
+    with --data-parallel-hybrid-lb (serve.py run_headless); now every node serves its own ranks
+    (--data-parallel-size-local, --data-parallel-start-rank), no Ray recipe, and the check flags a
+    headless node by rule vllm.dp.hybrid_lb_headless."""
+    proj = project(LLAMA_70B, 2, Layout(tp=4, dp=4), serving=ServingConfig(
+        features=EngineFeatures(load_balance="hybrid")))
+    b = export_plan(proj, plan(proj), engine="vllm", fmt="command")
+    text = b.files["vllm-commands.sh"]
+    assert "--headless" not in text and "ray start" not in text
+    assert "--data-parallel-start-rank 2" in text and text.count("--data-parallel-size-local 2") == 2
+    assert b.recipe.headless_nodes == 0 and not [f for f in check_recipe(b.recipe) if f.severity == "error"]
+    before = replace(b.recipe, headless_nodes=1)
+    (f,) = [f for f in check_recipe(before) if f.severity == "error"]
+    assert "vllm.dp.hybrid_lb_headless" in f.source and "serve.py:196" in f.source
+
+
+def test_trtllm_wideep_runs_only_up_to_the_release_before_it_was_dropped():
+    """WIDEEP left TensorRT-LLM after 1.3.0rc23 (deprecated at model load by PR #17119, then removed from
+    MoeConfig.backend by PR #17797): the export refuses it for later versions with that reason and
+    writes it for 1.3.0rc23; export --check flags a hand-edited WIDEEP config without the engine."""
+    with pytest.raises(StudioError, match=r"'WIDEEP': TensorRT-LLM 1\.4\.0rc0 refuses it .*runs on "
+                                          r"TensorRT-LLM 1\.3\.0rc23 and earlier only.*trtllm\.moe\.wideep_removed.*llm_args\.py:1605"):
+        _export("trtllm", EngineFeatures(all2all_backend="WIDEEP"))
+    proj = project(MIXTRAL, 1, MOE_LAYOUT, serving=ServingConfig(features=EngineFeatures(all2all_backend="WIDEEP")))
+    for version in ("1.3.0rc24", "1.4.0rc0"):
+        with pytest.raises(StudioError, match=f"TensorRT-LLM {version} refuses it"):
+            apply_features("trtllm", "TensorRT-LLM", version, proj, {}, experts_parallel=True, attention_dp=False)
+    cfg: dict[str, object] = {}
+    assert not apply_features("trtllm", "TensorRT-LLM", "1.3.0rc23", proj, cfg, experts_parallel=True,
+                              attention_dp=False)
+    assert cfg == {"moe_config": {"backend": "WIDEEP"}}
+    b = _export("trtllm", EngineFeatures(all2all_backend="CUTEDSL"))
+    edited = dataclasses.replace(b.recipe, config={**b.recipe.config, "moe_config": {"backend": "WIDEEP"}})
+    (f,) = [f for f in check_recipe(edited) if "trtllm.moe.wideep_removed" in f.source]
+    assert f.key == "moe_config.backend" and f.severity == "error" and "runs up to 1.3.0rc23" in f.message
+    old = dataclasses.replace(edited, version="1.3.0rc23")
+    assert not [f for f in check_recipe(old) if "trtllm.moe.wideep_removed" in f.source]
+
+
+@pytest.mark.parametrize(("engine", "key"), [("vllm", "eplb-config"), ("sglang", "ep-num-redundant-experts"),
+                                             ("trtllm", "moe_config.load_balancer.num_slots")])
+def test_redundant_experts_must_divide_among_the_ep_ranks_in_every_engine(engine, key):
+    """vLLM (fused-MoE layer with EPLB), SGLang (expert location metadata at model load) and TensorRT-LLM
+    (MoeLoadBalancerConfig.setup) each refuse physical experts that do not divide among the EP ranks:
+    the export refuses 8 experts + 3 redundant over EP8 and names the counts that fit; export --check
+    flags an edited config by the same rule, without the engine installed."""
+    rid = {"vllm": "vllm.eplb.even_experts", "sglang": "sglang.eplb.even_experts",
+           "trtllm": "trtllm.moe.lb_slots_even"}[engine]
+    with pytest.raises(StudioError, match=rf"= 11\) evenly over the 8 expert-parallel ranks.*plan 0 or 8 .*{rid}"):
+        _export(engine, EngineFeatures(eplb=True, redundant_experts=3))
+    ok = _export(engine, EngineFeatures(eplb=True, redundant_experts=8))
+    assert not [f for f in check_recipe(ok.recipe) if rid in f.source]
+    bad = {"vllm": {"eplb-config": json.dumps({"num_redundant_experts": 3})},
+           "sglang": {"ep-num-redundant-experts": 3},
+           "trtllm": {"moe_config": {"load_balancer": {"num_slots": 11}}}}[engine]
+    edited = dataclasses.replace(ok.recipe, config={**ok.recipe.config, **bad})
+    (f,) = [f for f in check_recipe(edited) if rid in f.source]
+    assert f.key == key and f.severity == "error" and "11 physical experts do not divide among the 8" in f.message
+
+
+def test_trtllm_nvme_kv_tier_writes_the_directory_and_the_manager_it_needs():
+    """TensorRT-LLM's disk KV tier: before, the export wrote disk_cache_size alone, which TensorRT-LLM's
+    KvCacheConfig validator refuses ("disk_cache_path must be set when disk_cache_size is positive",
+    found by running its own code) and which the v1 KV cache manager ignores; now the path, a mkdir -p
+    step on the node and use_kv_cache_manager_v2 are written, and the check flags a config without them
+    (rule trtllm.kv.disk_tier) without the engine installed."""
+    from studio.core.settings.reuse import KVTiers
+
+    proj = project(LLAMA_70B, 1, Layout(tp=8), serving=ServingConfig(
+        kv_tiers=KVTiers(prefix_cache=True, host_gib=256, disk_gib=1000)))
+    for fmt, name in (("yaml", "trtllm-commands.sh"), ("script", "trtllm-launch.sh")):
+        b = export_plan(proj, plan(proj), engine="trtllm", fmt=fmt)
+        text = b.files[name]
+        assert "mkdir -p /mnt/nvme/trtllm-kv-cache" in text
+        assert text.index("mkdir -p /mnt/nvme/trtllm-kv-cache") < text.index("trtllm-serve meta")
+    kv = b.recipe.config["kv_cache_config"]
+    assert isinstance(kv, dict)
+    assert kv["disk_cache_size"] == int(1000 / 8 * 2**30) and kv["disk_cache_path"] == "/mnt/nvme/trtllm-kv-cache"
+    assert kv["use_kv_cache_manager_v2"] is True
+    assert not [f for f in check_recipe(b.recipe) if f.severity == "error"]
+    assert any("NVMe KV tier" in n and "trtllm.kv.disk_tier" in n and "llm_args.py:4570" in n for n in b.notes)
+    bare = {k: v for k, v in kv.items() if k not in ("disk_cache_path", "use_kv_cache_manager_v2")}
+    before = replace(b.recipe, config=b.recipe.config | {"kv_cache_config": bare})
+    assert sorted(f.key for f in check_recipe(before) if "trtllm.kv.disk_tier" in f.source) == [
+        "kv_cache_config.disk_cache_path", "kv_cache_config.use_kv_cache_manager_v2"]

@@ -28,6 +28,7 @@ FLAGS: dict[str, str] = {
     "spec": "--spec",
     "all2all_backend": "--all2all-backend",
     "load_balance": "--load-balance",
+    "redundant_experts": "--eplb",
     "spec_acceptance": "--spec-acceptance",
     "kv_offload_gib": "--kv-offload-gib",
     # the fleet planner (layout-studio capacity; docs/fleet.md)

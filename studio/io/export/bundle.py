@@ -63,6 +63,9 @@ class EngineRecipe:
         Whether the GPUs are NVIDIA Blackwell (Helix runs there only).
     kv_heads, attention_heads:
         The model's KV and query heads (the engines' context-parallel rules read them).
+    experts:
+        The model's routed experts (0: a dense model, or not known); the load-balancer rules read
+        them (the physical experts must divide among the expert-parallel ranks).
     gpus_per_node:
         GPUs one node gives the server (vLLM's parallel config checks the world size against it).
     nodes, headless_nodes:
@@ -97,6 +100,7 @@ class EngineRecipe:
     blackwell: bool = False
     kv_heads: int = 0
     attention_heads: int = 0
+    experts: int = 0
     gpus_per_node: int = 8
     nodes: int = 1
     headless_nodes: int = 0

@@ -52,12 +52,29 @@ def _entry(feature: str, engine: str, version: str | None, label: str, notes: li
     return entry
 
 
-def _choice(feature: str, value: str, entry: dict[str, Any], label: str) -> str:
+def _choice(feature: str, value: str, entry: dict[str, Any], label: str, version: str | None = None) -> str:
     allowed = [str(c) for c in entry.get("choices", [])]
     if allowed and value not in allowed:
         raise StudioError(f"serving.features.{feature} '{value}' is not a {label} value; allowed: {', '.join(allowed)} "
                           f"(read in {_cite(entry)})", field=feature)
+    _refused_by_version(feature, value, entry, label, version)
     return value
+
+
+def _refused_by_version(feature: str, value: str, entry: dict[str, Any], label: str, version: str | None) -> None:
+    """Refuse ``value`` where one of the entry's ``value_rules`` (start-up rules whose ``params.refused``
+    lists values the engine takes only outside the rule's versions) holds for ``version`` (``None``: the
+    version the exports target); the message is the rule's, with the last version that took it."""
+    from studio.io.export.checks.startup_rules import startup_rules
+
+    for rid in entry.get("value_rules", []):
+        r = startup_rules()[str(rid)]
+        if value in r.params.get("refused", []) and r.applies(version):
+            instead = ", ".join(str(v) for v in r.params.get("instead", []))
+            raise StudioError(
+                f"serving.features.{feature} '{value}': {label} {version or 'as exported'} refuses it ({r.says}); "
+                f"it runs on {label} {r.params.get('last')} and earlier only; plan {instead} instead [{r.cite()}]",
+                field=feature)
 
 
 def _put(cfg: dict[str, object], key: str, value: object) -> None:
@@ -73,21 +90,30 @@ def _put(cfg: dict[str, object], key: str, value: object) -> None:
     node[last] = value
 
 
-def _even_slots(experts: int, redundant: int, ep: object) -> None:
-    """Refuse a TensorRT-LLM load balancer whose slots (experts + redundant) do not divide among the
-    expert-parallel ranks: ``MoeLoadBalancerConfig.setup`` (``tensorrt_llm/llmapi/llm_args.py``)
-    raises at model load, where ``maybe_create_moe_load_balancer`` calls it with the EP size (found
-    by running TensorRT-LLM's own code on the exported recipe, docs/export.md)."""
-    if not isinstance(ep, int) or ep <= 1 or (experts + redundant) % ep == 0:
+def _even_slots(entry: dict[str, Any], cfg: dict[str, object], experts: int, redundant: int, label: str,
+                version: str | None) -> None:
+    """Refuse a load balancer whose physical experts (experts + redundant) do not divide among the
+    expert-parallel ranks of ``cfg``, by the start-up rule the entry names (``slots_rule``: TensorRT-LLM
+    ``MoeLoadBalancerConfig.setup``, vLLM's fused-MoE layer with EPLB, SGLang's expert location
+    metadata; each refuses the model at load), naming the redundant counts that fit."""
+    from studio.io.export.checks.startup import lb_slots
+    from studio.io.export.checks.startup_rules import startup_rules
+
+    rid = entry.get("slots_rule")
+    if rid is None:
         return
-    rest = (experts + redundant) % ep
+    r = startup_rules()[str(rid)]
+    found = lb_slots(cfg, experts, r.params)
+    if not r.applies(version) or found is None or found[0] % found[1] == 0:
+        return
+    slots, ep = found
+    rest = slots % ep
     fits = [n for n in (redundant - rest, redundant + ep - rest) if n >= 0]
     raise StudioError(
-        f"serving.features.eplb: TensorRT-LLM spreads moe_config.load_balancer.num_slots ({experts} experts + "
-        f"{redundant} redundant = {experts + redundant}) evenly over the {ep} expert-parallel ranks and refuses the "
-        f"model at load otherwise (\"`num_slots` ({experts + redundant}) must be divisible by `ep_size` ({ep}).\", "
-        "MoeLoadBalancerConfig.setup in tensorrt_llm/llmapi/llm_args.py); plan "
-        f"{' or '.join(str(n) for n in fits)} redundant experts (serving.features.redundant_experts)")
+        f"serving.features.eplb: {label} spreads the physical experts ({experts} experts + {redundant} redundant = "
+        f"{slots}) evenly over the {ep} expert-parallel ranks and refuses the model at load otherwise ({r.says}); "
+        f"plan {' or '.join(str(n) for n in fits)} redundant experts (serving.features.redundant_experts) "
+        f"[{r.cite()}]", field="redundant_experts")
 
 
 def apply_features(engine: str, label: str, version: str | None, project: Project, cfg: dict[str, object],
@@ -108,8 +134,6 @@ def apply_features(engine: str, label: str, version: str | None, project: Projec
             notes.append(f"EPLB moves experts between expert-parallel ranks; this {label} recipe has no expert "
                          "parallelism, so serving.features.eplb is not exported.")
         elif engine == "trtllm":
-            if project.model.moe is not None:
-                _even_slots(project.model.moe.num_experts, f.redundant_experts, cfg.get("moe_expert_parallel_size"))
             _put(cfg, str(e["key"]), {"num_slots": project.model.moe.num_experts + f.redundant_experts}
                  if project.model.moe is not None else {})
         else:
@@ -119,10 +143,12 @@ def apply_features(engine: str, label: str, version: str | None, project: Projec
                 if e["count_key"] == "eplb-config":
                     count = json.dumps({"num_redundant_experts": f.redundant_experts})
                 _put(cfg, str(e["count_key"]), count)
+        if experts_parallel and project.model.moe is not None:
+            _even_slots(e, cfg, project.model.moe.num_experts, f.redundant_experts, label, version)
     if f.dual_batch_overlap and (e := _entry("dual_batch_overlap", engine, version, label, notes)):
         _put(cfg, str(e["key"]), True)
     if f.all2all_backend and moe and (e := _entry("all2all_backend", engine, version, label, notes)):
-        _put(cfg, str(e["key"]), _choice("all2all_backend", f.all2all_backend, e, label))
+        _put(cfg, str(e["key"]), _choice("all2all_backend", f.all2all_backend, e, label, version))
     if f.load_balance and (e := _entry("load_balance", engine, version, label, notes)):
         value = _choice("load_balance", f.load_balance, e, label)
         if "keys" in e:

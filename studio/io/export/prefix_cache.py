@@ -56,6 +56,31 @@ def apply_prefix_cache(engine: str, label: str, version: str | None, project: Pr
             _put(cfg, str(e["key"]), max(1, int(per_gpu * GIB / 1e9)))
     if t.disk_gib and (e := _entry("kv_disk_tier", engine, version, label, notes)):
         _put(cfg, str(e["key"]), int(_per_gpu_gib(project, t.disk_gib) * GIB))
-        notes.append(f"{label}: set {e['path_key']} to a directory on the node's local NVMe; the NVMe KV tier "
-                     "needs it and the plan cannot know the mount point.")
+        if "rule" in e:  # TensorRT-LLM: the path and the KV cache manager the tier needs (rule trtllm.kv.disk_tier)
+            from studio.io.export.checks.startup_rules import startup_rules
+
+            r = startup_rules()[str(e["rule"])]
+            _put(cfg, str(r.params["path_key"]), str(r.params["path"]))
+            _put(cfg, str(r.params["v2_key"]), True)
+            notes.append(f"{label} NVMe KV tier: {e['key']} with {r.params['path_key']} {r.params['path']}, which the "
+                         f"recipe creates on every node (mkdir -p): point it at the node's local NVMe mount; and "
+                         f"{r.params['v2_key']} true, since only KV cache manager v2 uses the disk tier (a prototype "
+                         f"setting in this version) [{r.cite()}].")
+        else:
+            notes.append(f"{label}: set {e['path_key']} to a directory on the node's local NVMe; the NVMe KV tier "
+                         "needs it and the plan cannot know the mount point.")
     return notes
+
+
+def disk_dir(cfg: dict[str, object], engine: str) -> str | None:
+    """The NVMe KV directory ``cfg`` names (TensorRT-LLM's ``disk_cache_path``), which a recipe creates on
+    every node before it starts the server; ``None`` without one."""
+    from studio.io.export.features import feature_rules
+
+    e = feature_rules().get("kv_disk_tier", {}).get(engine)
+    if not isinstance(e, dict) or "path_key" not in e:
+        return None
+    node: object = cfg
+    for part in str(e["path_key"]).split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node if isinstance(node, str) and node else None

@@ -219,6 +219,7 @@ def engine_recipe(engine: str, project: Project, plan: PlanResult, model: str, c
         model_dtype=model_dtype(project), mla=m.mla is not None, num_layers=m.num_layers, pp=pp,
         sequences_per_rank=sequences_per_rank(plan), version=rules_for(engine).release,
         blackwell=is_blackwell(project), kv_heads=m.num_kv_heads, attention_heads=m.num_attention_heads,
+        experts=m.moe.num_experts if m.moe is not None else 0,
         plan=dict(plan_values or {}), hf_config=preset_config_json(project), **more,  # type: ignore[arg-type]  # the EngineRecipe fields named by the exporters
     )
 

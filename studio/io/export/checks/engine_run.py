@@ -143,8 +143,9 @@ def engine_verdict(recipe: EngineRecipe, *, python: str | None = None,
         except OSError as exc:
             return EngineVerdict("not_run", f"cannot start the engine interpreter {exe} ({exc.strerror or exc})",
                                  python=exe)
+        req, stand_in = _local_disk_dir(request(recipe), recipe, Path(tmp))
         try:
-            _, err = proc.communicate(json.dumps(request(recipe)).encode(), timeout=timeout_s)
+            _, err = proc.communicate(json.dumps(req).encode(), timeout=timeout_s)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -158,6 +159,34 @@ def engine_verdict(recipe: EngineRecipe, *, python: str | None = None,
             return EngineVerdict("not_run", f"the engine interpreter {exe} ended (exit code {proc.returncode}) "
                                  f"without a verdict{': ' + said if said else ''}", python=exe)
     status = {"accepted": "accepted", "refused": "refused"}.get(str(got.get("status")), "not_run")
-    return EngineVerdict(status, str(got.get("message", "")), str(got.get("checked", "")),
-                         str(got.get("version", "")), exe)
+    checked = str(got.get("checked", ""))
+    if stand_in and checked:
+        checked += f"; {stand_in}"
+    return EngineVerdict(status, str(got.get("message", "")), checked, str(got.get("version", "")), exe)
+
+
+def _local_disk_dir(req: dict[str, object], recipe: EngineRecipe, scratch: Path) -> tuple[dict[str, object], str]:
+    """``req`` with the NVMe KV directory (TensorRT-LLM ``disk_cache_path``, which its config validator
+    requires to exist) replaced by a directory made under ``scratch``: the recipe creates the node's
+    with ``mkdir -p`` before the server starts, and this machine need not have it. Returns the request
+    and what was stood in ("" when nothing was)."""
+    import copy
+
+    from studio.io.export.features import feature_rules
+    from studio.io.export.prefix_cache import disk_dir
+
+    path = disk_dir(recipe.config, recipe.engine)
+    if path is None:
+        return req, ""
+    local = scratch / "nvme-kv"
+    local.mkdir(exist_ok=True)
+    config = copy.deepcopy(recipe.config)
+    node: object = config
+    *parents, last = str(feature_rules()["kv_disk_tier"][recipe.engine]["path_key"]).split(".")
+    for part in parents:
+        node = node[part] if isinstance(node, dict) else None
+    if isinstance(node, dict):
+        node[last] = str(local)
+    return {**req, "config": config}, (f"{path} (the recipe creates it on the node) stood in by a directory on this "
+                                       "machine")
 

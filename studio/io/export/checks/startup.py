@@ -92,6 +92,21 @@ def _vllm_hybrid_lb(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
                  "take; hybrid load balancing spreads requests over the nodes of a multi-node server (drop it)")]
 
 
+def _vllm_hybrid_headless(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
+    if r.config.get("data-parallel-hybrid-lb") is not True or r.headless_nodes <= 0:
+        return []
+    return [_err(rule, "data-parallel-hybrid-lb", f"{r.headless_nodes} node(s) of this server start --headless, "
+                 "which vLLM refuses with hybrid load balancing: every node starts its own API server")]
+
+
+def _vllm_external_moe(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
+    external = r.config.get("data-parallel-external-lb") is True or r.config.get("data-parallel-rank") is not None
+    if not external or _int(r.config.get("data-parallel-size"), 1) <= 1 or r.experts > 0:
+        return []
+    return [_err(rule, "data-parallel-external-lb", "a dense model's data-parallel ranks cannot run under external "
+                 "load balancing in vLLM; start independent servers without --data-parallel-* arguments")]
+
+
 def _vllm_external_lb(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
     if r.config.get("data-parallel-external-lb") is not True or r.config.get("data-parallel-rank") is not None:
         return []
@@ -211,6 +226,85 @@ def _choices(key: str) -> Evaluator:
     return run
 
 
+def _redundant(value: object) -> int:
+    """Redundant experts as a config writes them: a count, or vLLM's ``eplb-config`` JSON / mapping."""
+    if isinstance(value, str) and value.strip().startswith("{"):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return 0
+    if isinstance(value, dict):
+        value = value.get("num_redundant_experts", 0)
+    return _int(value)
+
+
+def lb_slots(config: dict[str, object], experts: int, params: dict[str, object]) -> tuple[int, int] | None:
+    """``(physical experts, EP ranks)`` of a config as a load-balancer rule reads them (``params``:
+    ``slots_key`` for a slot count the config writes, else the model's ``experts`` plus the count
+    under ``redundant_key``; the EP size under ``ep_key``, or the product of ``ep_product`` where
+    ``ep_switch`` is on; ``switch``: the setting without which the rule does not hold, ``when_any``:
+    settings one of which must be set), or ``None``
+    where the rule does not apply (switch off, one EP rank, slots unknown)."""
+    r = EngineRecipe(engine="", model="", config=config, env={}, host=None, model_dtype="", mla=False,
+                     num_layers=0, pp=1, sequences_per_rank=1)
+    if "switch" in params and r.value(str(params["switch"])) is not True:
+        return None
+    if "when_any" in params and not any(r.value(str(k)) for k in params["when_any"]):  # type: ignore[attr-defined]  # a list in the rules file
+        return None
+    if "slots_key" in params:
+        slots = r.value(str(params["slots_key"]))
+        if not isinstance(slots, int) or isinstance(slots, bool):
+            return None
+    elif experts > 0:
+        slots = experts + _redundant(r.value(str(params["redundant_key"])))
+    else:
+        return None
+    if "ep_key" in params:
+        ep = _int(r.value(str(params["ep_key"])), 1)
+    elif r.value(str(params.get("ep_switch", ""))) is True:
+        ep = 1
+        for key in params.get("ep_product", []):  # type: ignore[attr-defined]  # a list in the rules file
+            ep *= max(_int(r.value(str(key)), 1), 1)
+    else:
+        ep = 1
+    return None if ep <= 1 else (slots, ep)
+
+
+def _even_experts(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
+    found = lb_slots(r.config, r.experts, rule.params)
+    if found is None or found[0] % found[1] == 0:
+        return []
+    slots, ep = found
+    key = str(rule.params.get("slots_key") or rule.params.get("redundant_key"))
+    return [_err(rule, key, f"{slots} physical experts do not divide among the {ep} expert-parallel ranks "
+                 f"({slots % ep} left over); the engine refuses the model at load")]
+
+
+def _trt_disk_tier(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
+    size_key, path_key, v2_key = (str(rule.params[k]) for k in ("size_key", "path_key", "v2_key"))
+    if _int(r.value(size_key)) <= 0:
+        return []
+    out = []
+    if not r.value(path_key):
+        out.append(_err(rule, path_key, "is not set: TensorRT-LLM refuses a positive disk_cache_size without it"))
+    if r.value(v2_key) is not True:
+        out.append(_err(rule, v2_key, "is not true: the v1 KV cache manager ignores the disk tier, so the capacity "
+                        "the plan counts on NVMe would not exist"))
+    return out
+
+
+def _refused_values(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
+    """A value the rule's versions refuse (``params.key`` / ``params.refused``), e.g. a MoE backend the
+    engine dropped."""
+    key = str(rule.params["key"])
+    value = r.value(key)
+    if value is None or str(value) not in rule.params["refused"]:
+        return []
+    instead = ", ".join(str(v) for v in rule.params.get("instead", []))
+    return [_err(rule, key, f"'{value}' is refused by this version (it runs up to {rule.params.get('last')}); "
+                 f"write one of {instead}")]
+
+
 def _sgl_ib_device(r: EngineRecipe, rule: StartupRule) -> list[Finding]:
     value = r.config.get("disaggregation-ib-device")
     if value is None:
@@ -238,12 +332,19 @@ EVALUATORS: dict[str, Evaluator] = {
     "vllm.check.no_device": _none,
     "vllm.dp.hybrid_lb_local": _vllm_hybrid_lb,
     "vllm.dp.external_lb_rank": _vllm_external_lb,
+    "vllm.dp.hybrid_lb_headless": _vllm_hybrid_headless,
+    "vllm.dp.external_lb_moe": _vllm_external_moe,
     "trtllm.spec.eagle3_only": _trt_eagle,
     "trtllm.cp.pytorch_types": _trt_cp_types,
     "trtllm.cp.helix_tokens_per_block": _trt_helix_tpb,
     "trtllm.cp.helix_blackwell": _trt_helix_blackwell,
     "trtllm.cp.helix_disagg_generation": _trt_helix_disagg,
     "trtllm.moe.mapping": _trt_moe_mapping,
+    "trtllm.moe.wideep_removed": _refused_values,
+    "trtllm.moe.lb_slots_even": _even_experts,
+    "trtllm.kv.disk_tier": _trt_disk_tier,
+    "vllm.eplb.even_experts": _even_experts,
+    "sglang.eplb.even_experts": _even_experts,
     "trtllm.multinode.config_every_node": _trt_config_nodes,
     "slurm.nodelist": _slurm_nodelist,
     "sglang.eplb.needs_ep": _sgl_eplb,

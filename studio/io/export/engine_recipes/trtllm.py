@@ -215,6 +215,13 @@ def build(
     # every node of a multi-node server reads --config from its own disk (startup rule
     # trtllm.multinode.config_every_node): the config is written on each of them
     config_nodes = sorted({c.group_node_index(dep, g, i) for g in groups for i in range(len(g.nodes))})
+    from studio.io.export.prefix_cache import disk_dir
+
+    if (disk := disk_dir(cfg, "trtllm")) is not None:  # must exist at start (startup rule trtllm.kv.disk_tier)
+        mkdir = tuple(c.Step(node=i, text=c.shell_command([["mkdir", "-p", disk]]), blocking=False,
+                             note="the NVMe KV tier's directory (kv_cache_config.disk_cache_path)")
+                      for i in config_nodes)
+        recipes = [c.Recipe(key=r.key, title=r.title, steps=(*mkdir, *r.steps)) for r in recipes]
     if fmt == "yaml" and not multi:
         files[YAML_NAME] = c.comment(head) + yaml_text
         files["trtllm-commands.sh"] = c.render_commands(head, dep, recipes)

@@ -154,22 +154,32 @@ def _config(project: Project, plan: PlanResult, m: _Mapping) -> tuple[dict[str, 
     notes += apply_features("vllm", "vLLM", rules.release, project, cfg,
                             experts_parallel=bool(m.expert_parallel), attention_dp=False)
     notes += _hybrid_lb_on_one_node(project, m, cfg)
-    notes += _external_lb(cfg)
+    notes += _external_lb(project, m, cfg)
     return cfg, notes
 
 
-def _external_lb(cfg: dict[str, object]) -> list[str]:
-    """Drop ``data-parallel-external-lb`` (start-up rule ``vllm.dp.external_lb_rank``): vLLM runs it
-    as one process per data-parallel rank, each given its ``--data-parallel-rank``, which the single
-    server this export launches is not."""
-    if not cfg.pop("data-parallel-external-lb", None):
+def _external_lb(project: Project, m: _Mapping, cfg: dict[str, object]) -> list[str]:
+    """Keep ``data-parallel-external-lb`` where vLLM runs it: an MoE server with data-parallel ranks
+    (start-up rule ``vllm.dp.external_lb_moe``), launched as one process per rank with its
+    ``--data-parallel-rank`` (rule ``vllm.dp.external_lb_rank``, :func:`_recipes`); elsewhere drop it
+    with a note."""
+    if not cfg.get("data-parallel-external-lb"):
         return []
     from studio.io.export.checks.startup_rules import startup_rules
 
-    rule = startup_rules()["vllm.dp.external_lb_rank"]
-    return [f"serving.features.load_balance 'external' is not exported: this export starts one vLLM server for "
-            f"all data-parallel ranks, and external load balancing needs one process per rank ({rule.says}; "
-            f"{rule.cite()}); put your own load balancer in front of one server per replica instead."]
+    if m.mode == "dp" and project.model.is_moe:
+        lay = m.layout
+        rule = startup_rules()["vllm.dp.external_lb_rank"]
+        return [f"serving.features.load_balance 'external': each of the {lay.dp} data-parallel ranks starts as its own "
+                f"vLLM process with --data-parallel-rank, its own GPUs and its own API port ({rule.cite()}); the ranks "
+                "share one expert-parallel engine, and your load balancer spreads requests over their ports."]
+    del cfg["data-parallel-external-lb"]
+    if m.mode != "dp":
+        return ["serving.features.load_balance 'external' is not exported: this layout runs as separate vLLM "
+                "servers (no data-parallel ranks in one server); put your load balancer in front of them."]
+    rule = startup_rules()["vllm.dp.external_lb_moe"]
+    return [f"serving.features.load_balance 'external' is not exported: {rule.says} ({rule.cite()}); this dense "
+            "model's data-parallel ranks stay in one server (internal load balancing)."]
 
 
 def _hybrid_lb_on_one_node(project: Project, m: _Mapping, cfg: dict[str, object]) -> list[str]:
@@ -182,10 +192,15 @@ def _hybrid_lb_on_one_node(project: Project, m: _Mapping, cfg: dict[str, object]
     lay = m.layout
     per_node = max((len(n.gpus) for n in project.cluster.nodes), default=0)
     dp = int(cfg.get("data-parallel-size", 1))  # type: ignore[call-overload]  # an int set above
-    if dp > 1 and dp * lay.tp * lay.pp > per_node:
-        return []
-    del cfg["data-parallel-hybrid-lb"]
     from studio.io.export.checks.startup_rules import startup_rules
+
+    if dp > 1 and dp * lay.tp * lay.pp > per_node:
+        rule = startup_rules()["vllm.dp.hybrid_lb_headless"]
+        return [f"serving.features.load_balance 'hybrid': every node of this server starts its own API server for "
+                f"its local data-parallel ranks (--data-parallel-size-local, --data-parallel-start-rank; no node is "
+                f"headless: {rule.cite()}); your load balancer spreads requests over the nodes' ports. Only the "
+                "multiprocessing recipe is written (a Ray serve command has one API server)."]
+    del cfg["data-parallel-hybrid-lb"]
 
     rule = startup_rules()["vllm.dp.hybrid_lb_local"]
     return [f"serving.features.load_balance 'hybrid' is not exported: this server runs its {dp} data-parallel "
@@ -218,12 +233,19 @@ def _recipes(
     base: Sequence[tuple[str, object]],
     env: list[tuple[str, c.Word]],
     api: Sequence[tuple[str, object]] = (),
+    *,
+    hybrid: bool = False,
+    external: bool = False,
 ) -> list[c.Recipe]:
     """The launch recipes; ``api`` (``--api-server-count``) goes on the head node of a multi-node
-    server only: a headless node starts no API server (startup rule vllm.api_server_count.headless)."""
+    server only: a headless node starts no API server (startup rule vllm.api_server_count.headless).
+    With ``hybrid`` load balancing no node is headless (each serves its local ranks); with
+    ``external`` each data-parallel rank (one group each) is its own process."""
     api = list(api)
     lay = m.layout
     per_replica = lay.tp * lay.pp
+    if external:
+        return [_external_recipe(dep, groups, model, base, env, api)]
     mp_steps: list[c.Step] = []
     ray_steps: list[c.Step] = []
     for g in groups:
@@ -239,7 +261,8 @@ def _recipes(
                 local = node.gpus // per_replica
                 extra = [("--data-parallel-size-local", local)]
                 if pos:
-                    extra += [("--data-parallel-start-rank", start), ("--headless", True)]
+                    # hybrid load balancing: every node serves its own ranks (rule vllm.dp.hybrid_lb_headless)
+                    extra += [("--data-parallel-start-rank", start)] + (api if hybrid else [("--headless", True)])
                 else:
                     extra += api
                 extra += [("--data-parallel-address", head), ("--data-parallel-rpc-port", DP_RPC_PORT)]
@@ -283,12 +306,30 @@ def _recipes(
             steps=tuple(mp_steps),
         )
     ]
-    if multi:
+    if multi and not hybrid:  # one Ray serve command has one API server: no hybrid load balancing
         recipes.append(
             c.Recipe(key="ray", title="Ray backend: join the Ray cluster, then one serve command",
                      steps=tuple(ray_steps))
         )
     return recipes
+
+
+def _external_recipe(dep: c.Deployment, groups: tuple[c.Group, ...], model: str,
+                     base: Sequence[tuple[str, object]], env: list[tuple[str, c.Word]],
+                     api: Sequence[tuple[str, object]]) -> c.Recipe:
+    """External load balancing: one ``vllm serve`` per data-parallel rank (``groups``: one per rank,
+    with its CUDA devices and port), each with its ``--data-parallel-rank`` and rank 0's address and
+    RPC port, where the ranks meet."""
+    head = c.host_word(dep, groups[0].head.node)
+    steps = []
+    for g in groups:
+        extra: list[tuple[str, object]] = [("--data-parallel-rank", g.index), ("--data-parallel-address", head),
+                                           ("--data-parallel-rpc-port", DP_RPC_PORT),
+                                           ("--port", SERVE_PORT + g.port_offset), *api]
+        steps.append(c.Step(node=c.group_node_index(dep, g, 0),
+                            text=_serve(model, base, extra, env + c.devices_env(g, 0))))
+    return c.Recipe(key="mp", title="One process per data-parallel rank (external load balancing)",
+                    steps=tuple(steps))
 
 
 def _k8s(
@@ -337,8 +378,15 @@ def build(
     m = _mapping(project, plan, dep)
     cfg, cfg_notes = _config(project, plan, m)
     notes = notes + list(m.notes) + cfg_notes
+    if fmt == "k8s" and (cfg.pop("data-parallel-external-lb", None) or cfg.pop("data-parallel-hybrid-lb", None)):
+        notes.append(f"serving.features.load_balance '{project.serving.features.load_balance}' is not exported to "
+                     "Kubernetes: the LeaderWorkerSet runs one API server, on the leader, with the workers headless "
+                     "(vLLM refuses hybrid load balancing on a headless node, rule vllm.dp.hybrid_lb_headless, and "
+                     "external needs one process per rank); use the command or script format for it.")
+    external = bool(cfg.get("data-parallel-external-lb"))
+    hybrid = bool(cfg.get("data-parallel-hybrid-lb"))
     servers = m.cp.server_layout if m.cp is not None and m.cp.server_layout is not None else m.layout
-    groups = c.replica_groups(dep, servers) if m.mode == "replicas" else c.one_group(dep)
+    groups = (c.replica_groups(dep, servers) if m.mode == "replicas" or external else c.one_group(dep))
     rules = rules_for("vllm")
     env: list[tuple[str, c.Word]] = list(c.partition_env(project, plan, rules.partition_env))
     api: list[tuple[str, object]] = []
@@ -358,7 +406,7 @@ def build(
         notes += k_notes
         files["vllm-lws.yaml"] = c.comment(c.header(project, plan, "vllm", model, notes, reserve)) + text
     else:
-        recipes = _recipes(dep, groups, m, model, base, env, api)
+        recipes = _recipes(dep, groups, m, model, base, env, api, hybrid=hybrid, external=external)
         head = c.header(project, plan, "vllm", model, notes, reserve)
         if fmt == "yaml":
             files[yaml_name] = c.comment(head) + c.dump_yaml(cfg)
@@ -371,8 +419,16 @@ def build(
     span = max(len(g.nodes) for g in groups)
     plan_values = {k: cfg[k] for k in (rules.batch.key, rules.chunk.tokens_key, "gpu-memory-utilization", GRAPH_KEY)
                    if k in cfg}
+    checked = dict(cfg)  # the config the check reads: the first launch line's, its per-process flags included
+    headless = span - 1
+    if external:
+        checked["data-parallel-rank"] = 0
+        span, headless = 1, 0
+    elif hybrid and span > 1:
+        checked["data-parallel-size-local"] = groups[0].nodes[0].gpus // (m.layout.tp * m.layout.pp)
+        headless = 0
     recipe = c.engine_recipe(
-        "vllm", project, plan, model, cfg, {k: str(v) for k, v in env}, None, m.layout.pp,
-        gpus_per_node=max(n.gpus for n in dep.nodes), nodes=span, headless_nodes=span - 1, plan_values=plan_values,
+        "vllm", project, plan, model, checked, {k: str(v) for k, v in env}, None, m.layout.pp,
+        gpus_per_node=max(n.gpus for n in dep.nodes), nodes=span, headless_nodes=headless, plan_values=plan_values,
     )
     return c.ExportBundle(files=files, notes=tuple(notes), nearest_layout=nearest, recipe=recipe)
