@@ -135,6 +135,9 @@ class _Grid:
         pg, dg = np.meshgrid(self.p, self.d, indexing="ij")
         vals = im.round_ms(pg.ravel(), dg.ravel(), ctx, prompt, m)
         self.t = vals.reshape(len(self.p), len(self.d)).tolist()
+        # a run asks again and again for the same few (prompt tokens, decoding sequences): each
+        # answer is kept (the lookup is a pure function of them), so repeats cost one dict look-up
+        self._seen: dict[tuple[float, float], float] = {}
 
     @staticmethod
     def _locate(axis: list[float], x: float) -> tuple[int, float]:
@@ -146,6 +149,14 @@ class _Grid:
         return i, f
 
     def __call__(self, p: float, d: float) -> float:
+        key = (p, d)
+        seen = self._seen.get(key)
+        if seen is None:
+            seen = self._seen[key] = self._lookup(p, d)
+        return seen
+
+    def _lookup(self, p: float, d: float) -> float:
+        """The bilinear interpolation of :meth:`__call__` (not memoised)."""
         i, fi = self._locate(self.p, p)
         j, fj = self._locate(self.d, d)
         t = self.t
@@ -323,8 +334,11 @@ def simulate(
                     finish(i)
                 else:
                     heapq.heappush(decoding, (g + max(1, math.ceil((lo[i] - 1) / per_step - 1e-9)), i))
-            if started:
-                prefilling = deque(e for e in prefilling if e[1] > 0)
+            # the chunks are taken first come first served, so the prompts that finished are the
+            # front of the queue (every prompt computes at least one token): dropping them is
+            # O(finished), not a rebuild of the whole queue (thousands long under a closed loop)
+            for _ in started:
+                prefilling.popleft()
         else:
             dt = grid(0.0, float(d))
             k = decoding[0][0] - g
