@@ -249,9 +249,9 @@ def simulate(
     users = max(1, math.ceil((load.concurrency or default_concurrency * replicas) / replicas)) if closed else n
     issued = min(users, n) if closed else n
     arr = arrival.tolist()
-    li, lo, lc = lens_in.tolist(), lens_out.tolist(), computed.tolist()
+    lo, lc = lens_out.tolist(), computed.tolist()
     # KV each request reserves: the system prompt's blocks are shared (held once for the replica)
-    held = [float(a + b) - shared for a, b in zip(li, lo, strict=True)]
+    held = (need.astype(float) - shared).tolist()
     kv_room = kv_tokens - shared
     first = [0.0] * n
     end = [0.0] * n
@@ -279,7 +279,7 @@ def simulate(
     peak_wait = 0
 
     # iterations each request decodes for after its first token (used when it has more than one)
-    decode_iters = [max(1, math.ceil((o - 1) / per_step - 1e-9)) for o in lo]
+    decode_iters = np.maximum(1, np.ceil((lens_out - 1) / per_step - 1e-9)).astype(np.int64).tolist()
     heappush, heappop = heapq.heappush, heapq.heappop
     # a request that ends (inlined below, twice: the loop runs ~10^6 times over a test run) sets its
     # end time, frees its KV and, in a closed loop, its user issues the next request at once
