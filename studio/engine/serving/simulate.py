@@ -231,6 +231,11 @@ def simulate(
         # the mean request's loads leave the iteration model: each request brings its own below
         im = IterationModel(im.lc.replace(prefix=dataclasses.replace(im.lc.prefix, link_ms_per_token=0.0)), im.c)
     grid = _Grid(im, float(budget), float(cap), mean_in + mean_out / 2.0, float(computed.mean()), float(micro_batches))
+    key = _run_key(grid, im, load, isl, osl, budget, running_cap, kv_tokens, micro_batches, replicas,
+                   default_concurrency, prefix)
+    seen = _RUNS.get(key)
+    if seen is not None:
+        return seen
     # host / NVMe load of each computed prompt token of a request (its hit's load over its chunks)
     load_per_token = (hits.load_ms / hits.computed).tolist() if hits is not None else [0.0] * n
     overlaps = prefix.overlaps if prefix is not None else True
@@ -387,10 +392,55 @@ def simulate(
     multi = out_np > 1
     tpot = (end_np[multi] - first_np[multi]) / (out_np[multi] - 1)
     tps = tokens / duration * 1e3 * replicas if duration > 0 else 0.0
-    return SimulationResult(
+    result = SimulationResult(
         requests=n * replicas, duration_ms=duration, output_tokens=tokens * replicas,
         ttft=Distribution.of(ttft), tpot=Distribution.of(tpot),
         itl=Distribution.of(np.array(itl_t), np.array(itl_w)), e2e=Distribution.of(end_np - arr_np + front),
         output_tokens_per_s=tps, requests_per_s=n * replicas / duration * 1e3 if duration > 0 else 0.0,
         mean_running=running_area / duration if duration > 0 else 0.0, peak_waiting=peak_wait, prefix=outcome,
     )
+    if len(_RUNS) >= _RUNS_KEPT:
+        _RUNS.clear()
+    _RUNS[key] = result
+    return result
+
+
+#: Runs already simulated in this process, by everything a run reads (:func:`_run_key`); a
+#: :class:`SimulationResult` is immutable, so one is handed to every caller that asks for that run.
+_RUNS: dict[tuple, SimulationResult] = {}
+_RUNS_KEPT = 256
+
+
+def clear_runs() -> None:
+    """Forget the runs simulated so far (the next :func:`simulate` of each runs it again)."""
+    _RUNS.clear()
+
+
+def _run_key(grid: _Grid, im: IterationModel, load: Load, isl: int, osl: int, budget: int, running_cap: int,
+             kv_tokens: float, micro_batches: int, replicas: int, default_concurrency: int,
+             prefix: PrefixDraws | None) -> tuple:
+    """Everything :func:`simulate` reads, as one hashable key.
+
+    The run reads the iteration model only through the grid of iteration times it is sampled on
+    (and its tokens per step, budget per sequence and per-request overhead), so the grid's values,
+    not the model, go into the key: the same plan costed again (another test, the same corpus under
+    other engine hooks that change nothing) is simulated once, while any change of an iteration
+    time on the grid makes another run.
+
+    Parameters
+    ----------
+    grid:
+        The run's table of iteration times.
+    im:
+        The iteration model the grid was sampled from.
+    load, isl, osl, budget, running_cap, kv_tokens, micro_batches, replicas, default_concurrency, prefix:
+        :func:`simulate`'s own arguments.
+
+    Returns
+    -------
+    tuple
+        The key (the grid as tuples of floats, the load as its JSON).
+    """
+    return (tuple(grid.p), tuple(grid.d), tuple(tuple(row) for row in grid.t), im.tokens_per_step,
+            im.budget_per_seq, im.c.request_overhead_ms, load.model_dump_json(), isl, osl, budget, running_cap,
+            kv_tokens, micro_batches, replicas, default_concurrency, prefix)
