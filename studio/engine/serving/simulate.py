@@ -408,7 +408,7 @@ def simulate(
 #: Runs already simulated in this process, by everything a run reads (:func:`_run_key`); a
 #: :class:`SimulationResult` is immutable, so one is handed to every caller that asks for that run.
 _RUNS: dict[tuple, SimulationResult] = {}
-_RUNS_KEPT = 256
+_RUNS_KEPT = 1024  # the corpus alone simulates ~220 runs; a key is ~20 kB (its grid)
 
 
 def clear_runs() -> None:
