@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.source_trees import module_tree
+from tests.source_trees import import_nodes
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,7 +35,7 @@ def import_graph(studio: Path) -> dict[str, set[str]]:
     for name, path in names.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         targets: set[str] = set()
-        for node in ast.walk(module_tree(path)):
+        for node in import_nodes(path):
             if isinstance(node, ast.Import):
                 targets.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom):

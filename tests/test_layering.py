@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.source_trees import module_tree
+from tests.source_trees import import_nodes
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIO = ROOT / "studio"
@@ -47,7 +47,7 @@ def imported_modules(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
     against its package under ``root``, the folder holding ``studio``)."""
     package = ".".join(path.relative_to(root).with_suffix("").parts[:-1])
     out: list[tuple[int, str]] = []
-    for node in ast.walk(module_tree(path)):
+    for node in import_nodes(path):
         if isinstance(node, ast.Import):
             out += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):

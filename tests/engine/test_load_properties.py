@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from studio.core.layout import Layout
 from studio.core.workload import LengthDistribution, Load, Workload
 from studio.engine import evaluate
+from studio.engine.serving.simulate import clear_runs
 from studio.engine.serving.under_load import load_curve, simulate_plan
 
 from .fixtures import FP8, LLAMA_8B, LLAMA_70B, cluster, project
@@ -114,11 +115,13 @@ def test_percentiles_ordered_and_seeded(p70):
     load = Load(mode="rate", rate_per_s=0.5 * _sat(p70), num_requests=500,
                 osl_dist=LengthDistribution(kind="uniform", spread=0.5), seed=7)
     a = simulate_plan(p70, load=load)
+    clear_runs()  # the same run again, simulated afresh rather than handed back from the process's runs
     b = simulate_plan(p70, load=load)
     c = simulate_plan(p70, load=load.replace(seed=8))
     for d in (a.ttft, a.tpot, a.itl, a.e2e):
         assert d.p50 <= d.p90 <= d.p99
-    assert a == b
+    assert a == b and a is not b
+    assert simulate_plan(p70, load=load) is b  # asked again, the run is not simulated a third time
     assert a.e2e != c.e2e
 
 

@@ -16,6 +16,7 @@ from studio.core.project import Project
 from studio.core.workload import ServingConfig
 from studio.engine.search.calibration import (
     EFFICIENCY_BOUNDS,
+    ITERATION_ONLY,
     OTHER_BOUNDS,
     ServingPoint,
     evaluate_serving,
@@ -87,6 +88,27 @@ def test_fitting_half_the_public_table_improves_the_other_half(catalog_full, mod
     for k in THREE[:2]:  # within the fit's declared bounds (the decode factor may pass 1: see OTHER_BOUNDS)
         lo, hi = OTHER_BOUNDS.get(k, EFFICIENCY_BOUNDS)
         assert lo <= fit.efficiency[k] <= hi, (k, fit.efficiency[k])
+
+
+def test_the_factors_a_fit_reuses_layout_costs_for_are_read_by_the_iteration_model_alone(catalog_full):
+    """fit_serving costs each point's layout once when it fits only ITERATION_ONLY constants: a plan
+    with one of them changed, its layout costs kept from the bundled constants, is the plan costed
+    afresh with it, figure for figure."""
+    from studio.engine.plan.evaluate import evaluate
+    from studio.engine.search.calibration import serving_project
+
+    project = serving_project(h200_project(catalog_full, "llama-3.1-8b"), ServingPoint("p", 1000, 500, 2, 1, 64, 1.0))
+    base = default_constants()
+    memo: dict = {}
+    plain = evaluate(project, constants=base, details=False, costs=memo)
+    assert memo  # the memo was filled with the bundled constants' layout costs
+    changed = 0
+    for name in sorted(ITERATION_ONLY):
+        c = base.with_overrides({name: getattr(base, name) * 0.5})
+        fresh = evaluate(project, constants=c, details=False)
+        assert repr(evaluate(project, constants=c, details=False, costs=memo)) == repr(fresh), name
+        changed += fresh.tpot_ms != plain.tpot_ms
+    assert changed >= 2  # the factors do move the figures (both efficiencies at least)
 
 
 def test_unknown_factor_and_bad_layout_are_clear_errors(catalog_full):

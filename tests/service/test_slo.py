@@ -10,6 +10,7 @@ import pytest
 
 from studio.core.errors import StudioError
 from studio.engine import sweep
+from studio.engine.serving.simulate import clear_runs
 from studio.engine.serving.under_load import simulate_plan
 from studio.io.project_file import load_project, save_project
 from studio.service.slo import (
@@ -122,6 +123,7 @@ def test_simulated_figures_are_the_engines(bridge70, swept):
             batch=int(swept.columns["batch"][e.row]), load=rate_load(bridge70, 1.0)
         )
     )
+    clear_runs()  # simulated afresh, not handed back the check's own run
     sim = simulate_plan(p, layout)
     assert (e.ttft_p99_ms, e.tpot_p99_ms) == (sim.ttft.p99, sim.tpot.p99)
     assert rep.requests == bridge70.workload.load.num_requests

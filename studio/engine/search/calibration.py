@@ -214,6 +214,12 @@ EFFICIENCY_BOUNDS: tuple[float, float] = (0.05, 1.0)
 OTHER_BOUNDS: dict[str, tuple[float, float]] = {"decode_step_overhead_us": (1.0, 20_000.0),
                                                 "prefill_efficiency": (0.05, 1.5),
                                                 "decode_efficiency": (0.05, 1.1)}
+#: Constants only the iteration model reads (:mod:`studio.engine.step.iteration`, the drafter's
+#: passes), never the batch-independent layout costs (:func:`studio.engine.plan.costs.project_costs`:
+#: memory, collectives, kernel curves): a fit of these alone costs each point's layout once and
+#: reuses it for every trial of the factors (tests/importers/test_serving_fit.py holds the claim).
+ITERATION_ONLY: frozenset[str] = frozenset({"prefill_efficiency", "decode_efficiency", "decode_step_overhead_us",
+                                            "decode_step_overhead_sync_us"})
 #: Measures the serving fit compares, in order (each used where the runs report it).
 SERVING_MEASURES: tuple[str, ...] = ("output_tok_s", "ttft_ms", "tpot_ms")
 
@@ -271,11 +277,13 @@ def predict_serving(project, point: ServingPoint, constants) -> dict[str, float]
     return _predict(serving_project(project, point), constants)
 
 
-def _predict(p, constants) -> dict[str, float]:
-    """:func:`predict_serving` of a project already set up by :func:`serving_project`."""
+def _predict(p, constants, costs: dict | None = None) -> dict[str, float]:
+    """:func:`predict_serving` of a project already set up by :func:`serving_project`; ``costs`` is
+    :func:`~studio.engine.plan.evaluate.evaluate`'s memo of the layout costs, kept by a caller whose
+    constants differ only in :data:`ITERATION_ONLY` names (which those costs never read)."""
     from studio.engine.plan.evaluate import evaluate
 
-    r = evaluate(p, calibration=None, constants=constants, details=False)  # figures only
+    r = evaluate(p, calibration=None, constants=constants, details=False, costs=costs)  # figures only
     return {
         "output_tok_s": r.output_tokens_per_s / r.layout.dp,
         "ttft_ms": r.ttft_ms,
@@ -390,6 +398,10 @@ def fit_serving(
     # Each point's project is built once, and each θ is evaluated once: the search asks again for
     # the residuals of the θ it has just accepted (a fifth of a fit's engine runs).
     setups = [serving_project(project, p) for p in pts]
+    # the factors usually fitted are read by the iteration model alone: each point's layout is then
+    # costed once for the whole search (the same costs whatever the trial, so the same figures)
+    reuse = all(n.partition(":")[0] in ITERATION_ONLY for n in params)
+    memos: list[dict | None] = [{} if reuse else None for _ in setups]
     seen: dict[bytes, np.ndarray] = {}
 
     def residuals(theta: np.ndarray) -> np.ndarray:
@@ -398,7 +410,7 @@ def fit_serving(
             return seen[key]
         eff = dict(zip(params, np.exp(theta).tolist(), strict=True))
         c = base.with_overrides(eff)
-        preds = [_predict(s, c) for s in setups]
+        preds = [_predict(s, c, memo) for s, memo in zip(setups, memos, strict=True)]
         r = []
         for p, pr in zip(pts, preds, strict=True):
             for m in SERVING_MEASURES:

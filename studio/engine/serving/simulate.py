@@ -135,6 +135,9 @@ class _Grid:
         pg, dg = np.meshgrid(self.p, self.d, indexing="ij")
         vals = im.round_ms(pg.ravel(), dg.ravel(), ctx, prompt, m)
         self.t = vals.reshape(len(self.p), len(self.d)).tolist()
+        # a run asks again and again for the same few (prompt tokens, decoding sequences): each
+        # answer is kept (the lookup is a pure function of them), so repeats cost one dict look-up
+        self._seen: dict[tuple[float, float], float] = {}
 
     @staticmethod
     def _locate(axis: list[float], x: float) -> tuple[int, float]:
@@ -146,6 +149,14 @@ class _Grid:
         return i, f
 
     def __call__(self, p: float, d: float) -> float:
+        key = (p, d)
+        seen = self._seen.get(key)
+        if seen is None:
+            seen = self._seen[key] = self._lookup(p, d)
+        return seen
+
+    def _lookup(self, p: float, d: float) -> float:
+        """The bilinear interpolation of :meth:`__call__` (not memoised)."""
         i, fi = self._locate(self.p, p)
         j, fj = self._locate(self.d, d)
         t = self.t
@@ -220,6 +231,11 @@ def simulate(
         # the mean request's loads leave the iteration model: each request brings its own below
         im = IterationModel(im.lc.replace(prefix=dataclasses.replace(im.lc.prefix, link_ms_per_token=0.0)), im.c)
     grid = _Grid(im, float(budget), float(cap), mean_in + mean_out / 2.0, float(computed.mean()), float(micro_batches))
+    key = _run_key(grid, im, load, isl, osl, budget, running_cap, kv_tokens, micro_batches, replicas,
+                   default_concurrency, prefix)
+    seen = _RUNS.get(key)
+    if seen is not None:
+        return seen
     # host / NVMe load of each computed prompt token of a request (its hit's load over its chunks)
     load_per_token = (hits.load_ms / hits.computed).tolist() if hits is not None else [0.0] * n
     overlaps = prefix.overlaps if prefix is not None else True
@@ -238,9 +254,9 @@ def simulate(
     users = max(1, math.ceil((load.concurrency or default_concurrency * replicas) / replicas)) if closed else n
     issued = min(users, n) if closed else n
     arr = arrival.tolist()
-    li, lo, lc = lens_in.tolist(), lens_out.tolist(), computed.tolist()
+    lo, lc = lens_out.tolist(), computed.tolist()
     # KV each request reserves: the system prompt's blocks are shared (held once for the replica)
-    held = [float(a + b) - shared for a, b in zip(li, lo, strict=True)]
+    held = (need.astype(float) - shared).tolist()
     kv_room = kv_tokens - shared
     first = [0.0] * n
     end = [0.0] * n
@@ -267,15 +283,11 @@ def simulate(
     running_area = 0.0
     peak_wait = 0
 
-    def finish(i: int) -> None:
-        nonlocal kv_used, done, issued
-        end[i] = t
-        kv_used -= held[i]
-        done += 1
-        if closed and issued < n:
-            arr[issued] = t
-            waiting.append(issued)
-            issued += 1
+    # iterations each request decodes for after its first token (used when it has more than one)
+    decode_iters = np.maximum(1, np.ceil((lens_out - 1) / per_step - 1e-9)).astype(np.int64).tolist()
+    heappush, heappop = heapq.heappush, heapq.heappop
+    # a request that ends (inlined below, twice: the loop runs ~10^6 times over a test run) sets its
+    # end time, frees its KV and, in a closed loop, its user issues the next request at once
 
     while done < n:
         while next_arrival < n_open and arr[next_arrival] <= t:
@@ -285,7 +297,8 @@ def simulate(
             i = waiting.popleft()
             kv_used += held[i]
             prefilling.append([i, lc[i]])
-        peak_wait = max(peak_wait, len(waiting))
+        if len(waiting) > peak_wait:
+            peak_wait = len(waiting)
         d = len(decoding)
         if not prefilling and d == 0:
             if next_arrival < n_open:
@@ -320,11 +333,20 @@ def simulate(
             for i in started:
                 first[i] = t
                 if lo[i] <= 1:
-                    finish(i)
+                    end[i] = t
+                    kv_used -= held[i]
+                    done += 1
+                    if closed and issued < n:
+                        arr[issued] = t
+                        waiting.append(issued)
+                        issued += 1
                 else:
-                    heapq.heappush(decoding, (g + max(1, math.ceil((lo[i] - 1) / per_step - 1e-9)), i))
-            if started:
-                prefilling = deque(e for e in prefilling if e[1] > 0)
+                    heappush(decoding, (g + decode_iters[i], i))
+            # the chunks are taken first come first served, so the prompts that finished are the
+            # front of the queue (every prompt computes at least one token): dropping them is
+            # O(finished), not a rebuild of the whole queue (thousands long under a closed loop)
+            for _ in started:
+                prefilling.popleft()
         else:
             dt = grid(0.0, float(d))
             k = decoding[0][0] - g
@@ -337,8 +359,14 @@ def simulate(
             itl_t.append(dt)
             itl_w.append(float(d * k))
         while decoding and decoding[0][0] <= g:
-            _, i = heapq.heappop(decoding)
-            finish(i)
+            _, i = heappop(decoding)
+            end[i] = t
+            kv_used -= held[i]
+            done += 1
+            if closed and issued < n:
+                arr[issued] = t
+                waiting.append(issued)
+                issued += 1
 
     arr_np = np.array(arr[:n])
     first_np = np.array(first)
@@ -364,10 +392,55 @@ def simulate(
     multi = out_np > 1
     tpot = (end_np[multi] - first_np[multi]) / (out_np[multi] - 1)
     tps = tokens / duration * 1e3 * replicas if duration > 0 else 0.0
-    return SimulationResult(
+    result = SimulationResult(
         requests=n * replicas, duration_ms=duration, output_tokens=tokens * replicas,
         ttft=Distribution.of(ttft), tpot=Distribution.of(tpot),
         itl=Distribution.of(np.array(itl_t), np.array(itl_w)), e2e=Distribution.of(end_np - arr_np + front),
         output_tokens_per_s=tps, requests_per_s=n * replicas / duration * 1e3 if duration > 0 else 0.0,
         mean_running=running_area / duration if duration > 0 else 0.0, peak_waiting=peak_wait, prefix=outcome,
     )
+    if len(_RUNS) >= _RUNS_KEPT:
+        _RUNS.clear()
+    _RUNS[key] = result
+    return result
+
+
+#: Runs already simulated in this process, by everything a run reads (:func:`_run_key`); a
+#: :class:`SimulationResult` is immutable, so one is handed to every caller that asks for that run.
+_RUNS: dict[tuple, SimulationResult] = {}
+_RUNS_KEPT = 1024  # the corpus alone simulates ~220 runs; a key is ~20 kB (its grid)
+
+
+def clear_runs() -> None:
+    """Forget the runs simulated so far (the next :func:`simulate` of each runs it again)."""
+    _RUNS.clear()
+
+
+def _run_key(grid: _Grid, im: IterationModel, load: Load, isl: int, osl: int, budget: int, running_cap: int,
+             kv_tokens: float, micro_batches: int, replicas: int, default_concurrency: int,
+             prefix: PrefixDraws | None) -> tuple:
+    """Everything :func:`simulate` reads, as one hashable key.
+
+    The run reads the iteration model only through the grid of iteration times it is sampled on
+    (and its tokens per step, budget per sequence and per-request overhead), so the grid's values,
+    not the model, go into the key: the same plan costed again (another test, the same corpus under
+    other engine hooks that change nothing) is simulated once, while any change of an iteration
+    time on the grid makes another run.
+
+    Parameters
+    ----------
+    grid:
+        The run's table of iteration times.
+    im:
+        The iteration model the grid was sampled from.
+    load, isl, osl, budget, running_cap, kv_tokens, micro_batches, replicas, default_concurrency, prefix:
+        :func:`simulate`'s own arguments.
+
+    Returns
+    -------
+    tuple
+        The key (the grid as tuples of floats, the load as its JSON).
+    """
+    return (tuple(grid.p), tuple(grid.d), tuple(tuple(row) for row in grid.t), im.tokens_per_step,
+            im.budget_per_seq, im.c.request_overhead_ms, load.model_dump_json(), isl, osl, budget, running_cap,
+            kv_tokens, micro_batches, replicas, default_concurrency, prefix)

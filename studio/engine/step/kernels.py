@@ -186,7 +186,11 @@ class Curve:
     Below the grid the first point holds (a latency floor); above it time grows in proportion to the
     size (the kernel is saturated)."""
 
-    __slots__ = ("log_x", "log_t", "provenance", "_last", "_x0", "_inv", "_y", "_dy", "_n")
+    __slots__ = ("log_x", "log_t", "provenance", "_last", "_x0", "_inv", "_y", "_dy", "_n", "_seen")
+
+    #: most sizes a curve keeps the times of (:meth:`at_log`), and the longest array of sizes kept
+    MEMO_ENTRIES = 64
+    MEMO_SIZES = 64
 
     #: resampling step of the uniform log grid the curve is evaluated on (1/8 octave): a direct index
     #: instead of a binary search per element (the sweep evaluates curves over ~10⁵ rows)
@@ -205,6 +209,7 @@ class Curve:
         self._y = y
         self._dy = np.append(np.diff(y), 0.0)
         self._n = n
+        self._seen: dict[bytes, np.ndarray] = {}
 
     def __call__(self, size: np.ndarray | float) -> np.ndarray:
         return self.at_log(np.log(np.maximum(size, 1e-30)))
@@ -217,6 +222,24 @@ class Curve:
             x = min(max((float(la) - self._x0) * self._inv, 0.0), self._n - 1.0)
             j = int(x)
             return np.float64(math.exp(self._y[j] + (x - j) * self._dy[j] + max(float(la) - self._last, 0.0)))
+        # the engine asks a curve for the same few sizes again and again (the same plan under other
+        # constants, the same stage at the same batch: ~3 of 4 lookups over a test run), so the
+        # times of short arrays of sizes are kept with the curve and handed back as copies
+        small = la.size <= self.MEMO_SIZES
+        if small:
+            key = la.tobytes() + bytes((la.ndim,))
+            hit = self._seen.get(key)
+            if hit is not None:
+                return hit.reshape(la.shape).copy()
+        v = self._times(la)
+        if small:
+            if len(self._seen) >= self.MEMO_ENTRIES:
+                self._seen.clear()
+            self._seen[key] = v.copy()
+        return v
+
+    def _times(self, la: np.ndarray) -> np.ndarray:
+        """:meth:`at_log` of an array of log sizes (not kept)."""
         u = (la - self._x0) * self._inv
         np.maximum(u, 0.0, out=u)
         np.minimum(u, self._n - 1.0, out=u)

@@ -80,19 +80,27 @@ def cached_stage_ops(
     moe_backend: str = "",
 ) -> StageOps:
     """:func:`stage_ops`, kept per layer table (the model's, cached by identity) and per stage,
-    precision, GPU, parallelism, tables and constants: a sweep asks for the same stage many times."""
-    memo: dict[tuple, tuple[Constants, StageOps]] = cached_by_identity(_OPS, table, 16, lambda _t: {})
+    precision, GPU, parallelism, tables and the constants the curves read: a sweep asks for the same
+    stage many times.
+
+    The constants enter the curves only through the lookup target (:func:`target_of`: the GPU's
+    MAMF and STREAM fractions) and ``moe_imbalance_factor``, so those values key the memo rather
+    than the constants object itself: a serving fit, which makes new constants for every trial of
+    its efficiencies (read after the curves, by the iteration model), reuses the stage's curves.
+    """
+    memo: dict[tuple, StageOps] = cached_by_identity(_OPS, table, 16, lambda _t: {})
+    tgt = target_of(spec, silicon_for(spec, engine, version), c)
     key = (sh.first_layer, sh.layers, tuple(str(v) for v in precision.model_dump().values()), str(kv_dtype),
            spec.id, spec.hbm_bandwidth_gbps, spec.tflops_bf16, spec.tflops_fp8, spec.tflops_fp4, tp, ep,
-           has_fp8, has_fp4, engine, version, moe_backend, id(c), sh.kv_full, sh.kv_sliding)
+           has_fp8, has_fp4, engine, version, moe_backend, tgt, c.moe_imbalance_factor, sh.kv_full, sh.kv_sliding)
     hit = memo.get(key)
-    if hit is not None and hit[0] is c:
-        return hit[1]
+    if hit is not None:
+        return hit
     out = stage_ops(model, table, sh, precision, kv_dtype, spec, c, tp, ep, has_fp8, has_fp4, engine, version,
                     moe_backend)
     if len(memo) > 4096:
         memo.clear()
-    memo[key] = (c, out)
+    memo[key] = out
     return out
 
 
