@@ -171,7 +171,7 @@ def test_case6_a_gpu_deleted_leaves_the_rest_idle_hatched_and_counted(window):
 def test_case9_the_explorers_pool_line_names_targets_only_when_there_are_some(project):
     from types import SimpleNamespace
 
-    from studio.gui.explorer.reasons_text import no_pools_text
+    from studio.gui.explorer.widget_parts.reasons_text import no_pools_text
 
     none = SimpleNamespace(project=project, rows=(), combinations=0, skipped={})
     assert "targets" not in no_pools_text(none) and "can be costed" in no_pools_text(none)

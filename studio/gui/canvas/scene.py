@@ -1,9 +1,9 @@
 """The cluster scene: mirrors the document's cluster as items, turns gestures into edits.
 
-Synchronisation is incremental (:mod:`studio.gui.canvas.item_sync`): nodes whose content is
+Synchronisation is incremental (:mod:`studio.gui.canvas.scene_parts.item_sync`): nodes whose content is
 unchanged keep their items (only moved), so an edit on a 512-GPU cluster redraws only what changed.
-Link drawing and link kinds are in :mod:`studio.gui.canvas.link_drawing`, palette drops in
-:mod:`studio.gui.canvas.palette_drops`; this module holds the scene itself: the placement overlay,
+Link drawing and link kinds are in :mod:`studio.gui.canvas.scene_parts.link_drawing`, palette drops in
+:mod:`studio.gui.canvas.scene_parts.palette_drops`; this module holds the scene itself: the placement overlay,
 the selection, the node edits and the visible refusals.
 """
 
@@ -22,12 +22,12 @@ from studio.core.hardware import Cluster, Link
 from studio.core.project import Project
 from studio.core.units import MIB
 from studio.engine.plan.results import PlanResult
-from studio.gui.canvas.item_sync import ItemSync
 from studio.gui.canvas.items import BundleItem, ClusterSwitchItem, GpuTile, LinkItem, NodeItem
 from studio.gui.canvas.kv_badge import KvTierBadge
-from studio.gui.canvas.link_drawing import KindChooser, LinkDrawing, _menu_chooser
-from studio.gui.canvas.palette_drops import PaletteDrops
 from studio.gui.canvas.pools import KvTransferArrow
+from studio.gui.canvas.scene_parts.item_sync import ItemSync
+from studio.gui.canvas.scene_parts.link_drawing import KindChooser, LinkDrawing, _menu_chooser
+from studio.gui.canvas.scene_parts.palette_drops import PaletteDrops
 from studio.gui.canvas.style import SLOW_LINK_COLOR, stage_color
 from studio.gui.document import ProjectDocument
 from studio.service.kv_tiers import node_tier_limits

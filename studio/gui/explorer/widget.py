@@ -9,11 +9,11 @@ rows of the table too (tinted, ranked with the layouts) and diamonds on the plot
 row serves the project with its pools (one undo step, as "Apply pools").
 
 This module holds the widget, its sweeps and the table's columns and reasons; its other parts are
-mixins beside it: the objective, targets and SLO (:mod:`~studio.gui.explorer.targets`), the row
-selection and its preview (:mod:`~studio.gui.explorer.row_selection`), the disaggregated rows
-(:mod:`~studio.gui.explorer.disagg_rows`), the lazily refreshed tabs
-(:mod:`~studio.gui.explorer.detail_tabs`), pins and applies (:mod:`~studio.gui.explorer.pins`) and
-the narrow-dock layout (:mod:`~studio.gui.explorer.compact`).
+mixins beside it: the objective, targets and SLO (:mod:`~studio.gui.explorer.widget_parts.targets`), the row
+selection and its preview (:mod:`~studio.gui.explorer.widget_parts.row_selection`), the disaggregated rows
+(:mod:`~studio.gui.explorer.widget_parts.disagg_rows`), the lazily refreshed tabs
+(:mod:`~studio.gui.explorer.widget_parts.detail_tabs`), pins and applies (:mod:`~studio.gui.explorer.widget_parts.pins`) and
+the narrow-dock layout (:mod:`~studio.gui.explorer.widget_parts.compact`).
 """
 
 from __future__ import annotations
@@ -42,19 +42,19 @@ from studio.core.project import Project
 from studio.engine import sweep
 from studio.engine.search.sweep import SweepResult
 from studio.gui.document import ProjectDocument
-from studio.gui.explorer.compact import REASONS_MAX_H, CompactLayout
 from studio.gui.explorer.compare_view import MAX_PINNED, CompareView
-from studio.gui.explorer.detail_tabs import DetailTabs
-from studio.gui.explorer.disagg_rows import DisaggRows
 from studio.gui.explorer.engines_view import EnginesView
 from studio.gui.explorer.multiples import SmallMultiples
 from studio.gui.explorer.pareto import ParetoPlot
-from studio.gui.explorer.pins import Pins
 from studio.gui.explorer.placement_view import PlacementView
-from studio.gui.explorer.reasons_text import slo_line
-from studio.gui.explorer.row_selection import RowSelection
 from studio.gui.explorer.table_model import SweepFilterProxy, SweepTableModel
-from studio.gui.explorer.targets import OBJECTIVE_TEXT, TargetControls
+from studio.gui.explorer.widget_parts.compact import REASONS_MAX_H, CompactLayout
+from studio.gui.explorer.widget_parts.detail_tabs import DetailTabs
+from studio.gui.explorer.widget_parts.disagg_rows import DisaggRows
+from studio.gui.explorer.widget_parts.pins import Pins
+from studio.gui.explorer.widget_parts.reasons_text import slo_line
+from studio.gui.explorer.widget_parts.row_selection import RowSelection
+from studio.gui.explorer.widget_parts.targets import OBJECTIVE_TEXT, TargetControls
 from studio.gui.toolkit.flow_layout import FlowRow
 from studio.gui.views.timeline import TimelinePanel
 from studio.gui.worker import ScheduledWork

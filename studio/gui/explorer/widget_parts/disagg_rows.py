@@ -19,8 +19,8 @@ from PySide6.QtWidgets import (
 )
 
 from studio.engine.search.sweep import SweepResult
-from studio.gui.explorer.reasons_text import no_pools_text
 from studio.gui.explorer.table_model import DISAGG_ROLE, SweepFilterProxy, SweepTableModel
+from studio.gui.explorer.widget_parts.reasons_text import no_pools_text
 from studio.service.explore.disagg_explore import applied_pools
 
 if TYPE_CHECKING:
