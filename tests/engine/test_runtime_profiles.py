@@ -205,3 +205,21 @@ def test_host_times_scale_on_a_grace_host_only():
     assert float(x86.exposed_us(2048, 40_000)) == pytest.approx(580)
     assert float(grace.exposed_us(2048, 40_000)) == pytest.approx(580 * 2.75 + 9.06 * 2.75 * 2048 - 40_000)
     assert "TransformerEngine issue #2053" in p.source("scheduler.host_slowdown")
+
+
+def test_an_engine_without_cuda_graphs_pays_each_all_reduce_as_an_eager_call():
+    """TensorRT-LLM 0.12-0.17 ran its TensorRT engines without CUDA graphs (the 0.14 Triton backend
+    never set ``cudaGraphMode``), so a decode all-reduce costs at least the eager call the vLLM table
+    measured; 1.x replays a graph and pays the kernel alone. Same kernel tables, same GPUs."""
+    def ar(version: str) -> tuple[float, tuple[str, ...]]:
+        p = project(cluster(DGX_H100, 1), LLAMA_8B, Layout(tp=4, dp=2), workload=Workload(isl=1024, osl=256, batch=8),
+                    serving=ServingConfig(runtime="trtllm", runtime_version=version))
+        e = evaluate(p).explanations["comm.allreduce_decode"]
+        return e.value, e.notes
+
+    eager, notes = ar("0.14.0")
+    graph, graph_notes = ar("1.3.0")
+    assert resolve("trtllm", "0.14.0").profile.defaults.graphs.ranges == ()
+    assert eager > 2 * graph  # the eager call's launch floor, not the 64 KiB one-shot kernel
+    assert any("launched eagerly" in n for n in notes)
+    assert not any("launched eagerly" in n for n in graph_notes)

@@ -194,13 +194,14 @@ def _intra_algos(topo: Topology, gpus: list[str], c: Constants, small: bool) -> 
 
 
 def allreduce(topo: Topology, group: list[str], c: Constants,
-              kernel_engine: tuple[str, str | None] = ("trtllm", None)) -> Collective:
+              kernel_engine: tuple[str, str | None] = ("trtllm", None), eager: bool = False) -> Collective:
     """All-reduce over ``group`` (GPU ids in rank order); costed once per link graph, group,
     constants and kernel tables (:meth:`Topology.costed`). Inside one island of at most 8 GPUs of a
     measured silicon it is timed from the measured tables of ``kernel_engine`` (serving engine,
-    version), scaled by the drawn links (:mod:`studio.engine.step.collectives`)."""
-    return topo.costed(("allreduce", tuple(group), kernel_engine, _silicon_key(topo, group)), c,
-                       lambda: _allreduce(topo, group, c, kernel_engine))
+    version), scaled by the drawn links (:mod:`studio.engine.step.collectives`); ``eager``: the engine
+    launches its steps without CUDA graphs, so its custom all-reduce costs an eager call."""
+    return topo.costed(("allreduce", tuple(group), kernel_engine, _silicon_key(topo, group), eager), c,
+                       lambda: _allreduce(topo, group, c, kernel_engine, eager))
 
 
 def _silicon_key(topo: Topology, group: list[str]) -> tuple:
@@ -216,7 +217,7 @@ def _silicon_key(topo: Topology, group: list[str]) -> tuple:
 
 
 def _allreduce(topo: Topology, group: list[str], c: Constants,
-               kernel_engine: tuple[str, str | None] = ("trtllm", None)) -> Collective:
+               kernel_engine: tuple[str, str | None] = ("trtllm", None), eager: bool = False) -> Collective:
     n = len(group)
     if n <= 1:
         return Collective("allreduce", tuple(group), ())
@@ -226,7 +227,7 @@ def _allreduce(topo: Topology, group: list[str], c: Constants,
         ring = own[0]
         ring_li = topo.link_pos.get(ring.bottleneck_link) if ring.bottleneck_link else None
         meas = measured_allreduce(topo, group, topo.nvswitch_domain(group), ring.bandwidth_gbps, ring_li,
-                                  *kernel_engine)
+                                  *kernel_engine, eager=eager)
         return Collective("allreduce", tuple(group), own, meas)
     locals_ = list(by_node.values())
     m = max(len(x) for x in locals_)

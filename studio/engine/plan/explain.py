@@ -128,7 +128,9 @@ def explanations(ctx: PlanContext) -> dict[str, Explanation]:
                 for a in col.algos:
                     terms.append(Term(a.name, a.alpha_us + msg * a.us_per_byte, "µs",
                                       f"α {a.alpha_us:.1f} µs + bytes / {a.bandwidth_gbps:.0f} GB/s; bottleneck {a.bottleneck_kind}"))
-                if pick:
+                if col.measured is not None:  # the measured tables, not the α–β terms above, set the time
+                    notes.append(f"timed from the tables: {col.measured.provenance}")
+                elif pick:
                     notes.append(f"chosen: {pick.name} — {pick.note}")
         notes.append("two all-reduces per layer (after attention and after the MLP)")
         out[f"comm.allreduce_{phase}"] = Explanation(

@@ -147,8 +147,8 @@ def _version(r: _Reader, raw: Any, key: str) -> tuple[int, ...]:
 def _graphs(r: _Reader, d: Any, path: str) -> GraphSizes:
     """A CUDA-graph capture rule (``ranges``, ``max``, ``padding``) at ``path``."""
     ranges_raw = r.value(d, f"{path}.ranges")
-    if not isinstance(ranges_raw, list) or not ranges_raw:
-        raise r.fail(f"{path}.ranges.value", "must be a non-empty list of [start, stop, step]")
+    if not isinstance(ranges_raw, list):  # [] = the engine captures no CUDA graph (runs eagerly)
+        raise r.fail(f"{path}.ranges.value", "must be a list of [start, stop, step] ([] = no CUDA graphs)")
     ranges = []
     for i, rg in enumerate(ranges_raw):
         ok = (isinstance(rg, list) and len(rg) == 3 and all(isinstance(x, int) and not isinstance(x, bool) for x in rg)
@@ -156,7 +156,8 @@ def _graphs(r: _Reader, d: Any, path: str) -> GraphSizes:
         if not ok:
             raise r.fail(f"{path}.ranges.value[{i}]", f"is {rg!r}; allowed: [start ≥ 1, stop ≥ start, step ≥ 1]")
         ranges.append((rg[0], rg[1], rg[2]))
-    return GraphSizes(ranges=tuple(ranges), max=r.tiered(d, f"{path}.max"), padding=r.flag(d, f"{path}.padding"))
+    return GraphSizes(ranges=tuple(ranges), max=r.tiered(d, f"{path}.max", none_ok=not ranges),
+                      padding=r.flag(d, f"{path}.padding"))
 
 def profile_from_dict(engine: str, d: Any, where: str, index: int) -> EngineProfile:
     """One entry of a profile file's ``profiles`` list; errors name ``where`` and the field."""

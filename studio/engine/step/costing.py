@@ -211,7 +211,9 @@ def layout_costs(
     mode = engine.memory_mode if engine is not None else ("free" if fraction_of_free else "total")
     overhead = np.full(pp, sum(terms.values()))
     hbm = np.array([x.hbm_bandwidth_gbps * 1e9 * c.per_gpu(c.hbm_efficiency, x.id) for x in specs])
-    ar = [[allreduce(topo, groups[d][s], c, kernel_engine) for d in reps] for s in range(pp)]
+    # an engine that captures no CUDA graph at all launches every all-reduce eagerly
+    eager = engine is not None and not engine.step.graph_sizes
+    ar = [[allreduce(topo, groups[d][s], c, kernel_engine, eager) for d in reps] for s in range(pp)]
     pt = [[p2p(topo, groups[d][s], groups[d][s + 1], c) for d in reps] for s in range(pp - 1)]
     a2a: list[list[Collective]] = [[] for _ in range(pp)]
     gathers = moe is not None and ep > tp and engine is not None and engine.profile.moe.gathers(
