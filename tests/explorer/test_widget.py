@@ -11,6 +11,7 @@ from studio.engine import evaluate, sweep
 from studio.gui.document import ProjectDocument
 from studio.gui.explorer import ExplorerWidget
 from studio.service.explore.explorer_analysis import best_rows
+from tests.gui.gui_helpers import dispose
 
 
 @pytest.fixture
@@ -27,14 +28,13 @@ def editable_explorer(qtbot, dgx405):
 @pytest.fixture(scope="module")
 def _module_explorer(qapp, dgx405):
     """One swept Explorer on ``dgx405`` for the module's tests that never edit the project (see
-    :func:`explorer`): building and sweeping one costs ~0.2 s of CPU, and seven tests only look."""
+    :func:`explorer`): building and sweeping one costs ~0.2 s of CPU, and six tests only look."""
     doc = ProjectDocument(dgx405, threaded=False)
     w = ExplorerWidget(doc, threaded=False)
     w.resize(1400, 800)
     w.run_sweep()
     yield w, w.tabs.currentIndex()
-    w.close()
-    w.deleteLater()
+    dispose(w)
 
 
 @pytest.fixture
@@ -171,7 +171,8 @@ def test_placement_tab_applies_a_placement(qtbot, bridge70):
     assert doc.undo_stack.count() == 1
 
 
-def test_small_multiples_share_one_time_axis(explorer):
+def test_small_multiples_share_one_time_axis(editable_explorer):
+    explorer = editable_explorer  # its plots are built on this test's tab switch, with pyqtgraph's menus
     explorer.tabs.setCurrentWidget(explorer.multiples)
     titles = [t for t, _p in explorer.multiples.plans]
     assert [t.split(" ")[0] for t in titles] == ["TP1×PP16", "TP2×PP8", "TP4×PP4", "TP8×PP2", "TP16×PP1"]
