@@ -11,16 +11,48 @@ from studio.engine import evaluate, sweep
 from studio.gui.document import ProjectDocument
 from studio.gui.explorer import ExplorerWidget
 from studio.service.explore.explorer_analysis import best_rows
+from tests.gui.gui_helpers import dispose
 
 
 @pytest.fixture
-def explorer(qtbot, dgx405):
+def editable_explorer(qtbot, dgx405):
+    """A swept Explorer of the test's own, for a test that edits the project (pins, applies)."""
     doc = ProjectDocument(dgx405, threaded=False)
     w = ExplorerWidget(doc, threaded=False)
     qtbot.addWidget(w)
     w.resize(1400, 800)
     w.run_sweep()
     return w
+
+
+@pytest.fixture(scope="module")
+def _module_explorer(qapp, dgx405):
+    """One swept Explorer on ``dgx405`` for the module's tests that never edit the project (see
+    :func:`explorer`): building and sweeping one costs ~0.2 s of CPU, and six tests only look."""
+    doc = ProjectDocument(dgx405, threaded=False)
+    w = ExplorerWidget(doc, threaded=False)
+    w.resize(1400, 800)
+    w.run_sweep()
+    yield w, w.tabs.currentIndex()
+    dispose(w)
+
+
+@pytest.fixture
+def explorer(_module_explorer):
+    """The module's swept Explorer, for a test that selects rows, clicks points, filters or switches
+    tabs but never edits the project. Put back afterwards as a fresh one is (no filter, the first
+    tab, the recommended row selected, as on a sweep's arrival), and checked: a test that edited the
+    project or swept again fails here rather than leaving its change to the next one."""
+    w, tab = _module_explorer
+    project, steps, result = w.doc.project, w.doc.undo_stack.count(), w.result
+    assert w.selected_row() == w.model.recommended and w.tabs.currentIndex() == tab
+    yield w
+    w.filter.clear()
+    w.hide_unfit.setChecked(False)
+    w.tabs.setCurrentIndex(tab)
+    w.show_recommended()
+    assert (w.doc.project, w.doc.undo_stack.count(), w.result) == (project, steps, result), \
+        "a test of the shared Explorer edited the project or swept again"
 
 
 def test_sweep_fills_table_and_plot_best_first(explorer):
@@ -81,7 +113,8 @@ def test_unfit_rows_are_greyed_with_the_reason(explorer):
     assert r.reasons_unfit[unfit] in explorer.proxy.data(idx, Qt.ItemDataRole.ToolTipRole)
 
 
-def test_pin_compare_and_apply_is_one_undo_step(explorer):
+def test_pin_compare_and_apply_is_one_undo_step(editable_explorer):
+    explorer = editable_explorer
     r = explorer.result
     doc = explorer.doc
     original = doc.project
@@ -108,7 +141,8 @@ def test_pin_compare_and_apply_is_one_undo_step(explorer):
     assert explorer.compare.plans == []
 
 
-def test_pinning_is_limited_to_four(explorer):
+def test_pinning_is_limited_to_four(editable_explorer):
+    explorer = editable_explorer
     r = explorer.result
     rows = list(best_rows(r).values())
     messages = []
@@ -137,7 +171,8 @@ def test_placement_tab_applies_a_placement(qtbot, bridge70):
     assert doc.undo_stack.count() == 1
 
 
-def test_small_multiples_share_one_time_axis(explorer):
+def test_small_multiples_share_one_time_axis(editable_explorer):
+    explorer = editable_explorer  # its plots are built on this test's tab switch, with pyqtgraph's menus
     explorer.tabs.setCurrentWidget(explorer.multiples)
     titles = [t for t, _p in explorer.multiples.plans]
     assert [t.split(" ")[0] for t in titles] == ["TP1×PP16", "TP2×PP8", "TP4×PP4", "TP8×PP2", "TP16×PP1"]
