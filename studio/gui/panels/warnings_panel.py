@@ -32,9 +32,15 @@ class WarningsPanel(QWidget):
         lay.setContentsMargins(2, 2, 2, 2)
         lay.addWidget(self.list)
         self.warnings: tuple[PlanWarning, ...] = ()
+        self._listed: tuple[PlanWarning, ...] | None = None  # what the rows show (None: an error, or nothing yet)
 
     def set_warnings(self, warnings: tuple[PlanWarning, ...]) -> None:
+        """Show ``warnings``, most severe first; the rows are kept when they would read the same (an
+        edit that leaves the warnings as they were repaints nothing, and keeps the selection)."""
         self.warnings = tuple(sorted(warnings, key=lambda w: SEVERITY_ORDER.get(w.severity, 3)))
+        if self.warnings == self._listed:
+            return
+        self._listed = self.warnings
         self.list.blockSignals(True)
         self.list.clear()
         style = self.style()
@@ -53,6 +59,7 @@ class WarningsPanel(QWidget):
         if not message:
             return
         self.warnings = ()
+        self._listed = None
         self.list.clear()
         item = QListWidgetItem(self.style().standardIcon(SEVERITY_ICONS["error"]), one_line(message))
         item.setToolTip(message)
