@@ -131,7 +131,7 @@ def test_a_project_histogram_that_overflows_names_its_field(tmp_path, capsys):
 
 
 def test_reading_a_histogram_stays_within_ten_times_its_size(tmp_path):
-    """The issue's 16 MiB file of 8.4 M lines took 1.27 GB (76x); a 50 KiB file of such lines is
+    """The issue's 16 MiB file of 8.4 M lines took 1.27 GB (76x); a 40 KiB file of such lines is
     read streaming, within 10x its size (the lengths are added up as they are read). The cost grew
     with the lines, so 10,000 lines show it as well as 100,000 did; 1,000 distinct lengths keep the
     histogram itself (which costs the same at any file size) well under the file's 10x."""
