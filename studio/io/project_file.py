@@ -153,10 +153,13 @@ def _may_hold_surrogate(text: str) -> bool:
     return False
 
 
-def project_from_data(data: Any, source: str = "<project>", *, surrogates_possible: bool = True) -> Project:
+def project_from_data(
+    data: Any, source: str = "<project>", *, surrogates_possible: bool = True, owned: bool = False
+) -> Project:
     """Migrate and validate an already decoded project (a ``dict``). ``surrogates_possible=False``
     (the JSON text was seen to hold none) skips the walk over every string, which took ~10 s of a
-    million-GPU file the size check then refused.
+    million-GPU file the size check then refused. ``owned=True`` (``data`` was decoded for this
+    call and nobody else holds it) lets an old file be migrated in place instead of on a deep copy.
 
     Raises
     ------
@@ -165,7 +168,7 @@ def project_from_data(data: Any, source: str = "<project>", *, surrogates_possib
         only pinned layouts cannot run on the project's model and cluster (its ``without`` is the
         project with them left out).
     """
-    data = migrate(data, source)
+    data = migrate(data, source, in_place=owned)
     bad = find_bad_text(data) if surrogates_possible else None
     if bad is not None:
         raise StudioError(
@@ -189,7 +192,7 @@ def project_from_data(data: Any, source: str = "<project>", *, surrogates_possib
 def project_from_json(text: str, source: str = "<project>") -> Project:
     """Decode, migrate and validate project JSON text."""
     data = loads_json_limited(text, source, max_depth=MAX_PROJECT_DEPTH, what="project file")
-    return project_from_data(data, source, surrogates_possible=_may_hold_surrogate(text))
+    return project_from_data(data, source, surrogates_possible=_may_hold_surrogate(text), owned=True)
 
 
 def project_from_bytes(raw: bytes, source: str = "<project>") -> Project:

@@ -49,6 +49,17 @@ def test_chain_runs_every_step_in_order(monkeypatch, v1_text):
     assert data == original, "migrate must not modify its input"
 
 
+def test_in_place_migration_upgrades_the_handed_over_data_itself(monkeypatch, v1_text):
+    """A loader that decoded the file itself hands it over (``in_place=True``): no copy is made,
+    and the result is what a copying migration gives."""
+    monkeypatch.setattr(project_module, "SCHEMA_VERSION", 3)
+    monkeypatch.setattr(project_module, "MIGRATIONS", {1: _to_v2, 2: _to_v3})
+    data = json.loads(v1_text)
+    copied = migrate(json.loads(v1_text), "old.json")
+    assert migrate(data, "old.json", in_place=True) is data
+    assert data == copied
+
+
 def test_middle_of_chain_starts_at_its_own_version(monkeypatch, v1_text):
     monkeypatch.setattr(project_module, "SCHEMA_VERSION", 3)
     monkeypatch.setattr(project_module, "MIGRATIONS", {1: _to_v2, 2: _to_v3})

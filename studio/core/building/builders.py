@@ -58,7 +58,7 @@ def build_cluster(
     all_switches: list[Switch] = []
     all_links: list[Link] = []
     cols = max(1, min(nodes, 4))
-    _check_size(template, nodes)
+    first = _check_size(template, nodes, name=template.name if nodes == 1 else f"{template.name} #0")
     for i in range(nodes):
         if template.trays > 1:  # a rack: its trays form a grid (see templates.TRAY_COLUMNS)
             rows = -(-template.trays // TRAY_COLUMNS)
@@ -67,7 +67,7 @@ def build_cluster(
             x = (i % cols) * NODE_SPACING_X
             y = (i // cols) * 420.0
         node_name = template.name if nodes == 1 else f"{template.name} #{i}"
-        parts = instantiate(template, f"n{len(all_nodes)}", name=node_name, x=x, y=y)
+        parts = first if i == 0 else instantiate(template, f"n{len(all_nodes)}", name=node_name, x=x, y=y)
         all_nodes += parts[0]
         all_switches += parts[1]
         all_links += parts[2]
@@ -87,10 +87,15 @@ def build_cluster(
     return cluster
 
 
-def _check_size(template: NodeTemplate, nodes: int) -> None:
+def _check_size(
+    template: NodeTemplate, nodes: int, name: str
+) -> tuple[tuple[Node, ...], tuple[Switch, ...], tuple[Link, ...]]:
     """Refuse a cluster over the limits *before* any copy is built: one copy is expanded to count
     its GPUs and links, and the totals (with one fabric link per NIC) are checked against
-    :data:`MAX_CLUSTER_GPUS`, :data:`MAX_CLUSTER_NODES` and :data:`MAX_CLUSTER_LINKS`."""
+    :data:`MAX_CLUSTER_GPUS`, :data:`MAX_CLUSTER_NODES` and :data:`MAX_CLUSTER_LINKS`.
+
+    Returns that copy, the cluster's first (ids ``n0``, named ``name``, at the origin), which
+    :func:`build_cluster` would otherwise expand a second time (a third of a two-node build)."""
     gpus = template.gpus_per_node * template.trays * nodes
     if gpus > MAX_CLUSTER_GPUS or nodes * template.trays > MAX_CLUSTER_NODES:
         raise StudioError(
@@ -98,10 +103,11 @@ def _check_size(template: NodeTemplate, nodes: int) -> None:
             f"{gpus:,} GPUs; a cluster holds at most {MAX_CLUSTER_GPUS:,} GPUs "
             f"(at most {MAX_CLUSTER_GPUS // max(1, template.trays * template.gpus_per_node):,} such nodes)"
         )
-    one = instantiate(template, "n0")
+    one = instantiate(template, "n0", name=name, x=0.0, y=0.0)
     per_copy = len(one[2]) + (template.nics * template.trays if template.nic_kind and nodes > 1 else 0)
     if per_copy * nodes > MAX_CLUSTER_LINKS:
         raise StudioError(
             f"{nodes:,} × '{template.id}' ({per_copy:,} links each) is {per_copy * nodes:,} links; a "
             f"cluster holds at most {MAX_CLUSTER_LINKS:,} (at most {MAX_CLUSTER_LINKS // per_copy:,} such nodes)"
         )
+    return one

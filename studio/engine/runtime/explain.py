@@ -77,9 +77,9 @@ def _iteration_parts(ctx: PlanContext) -> tuple[float, float, float]:
         return plain, plain, plain
     quiet = RuntimeStep(scheduler=SchedulerCost(0.0, 0.0, 0.0, True, 0.0), graph_sizes=rt.graph_sizes,
                         padding=rt.padding)
-    padded = float(IterationModel(lc.replace(runtime=quiet), c).round_ms(0.0, b, dctx, wl.isl, m)[0])
-    full = float(IterationModel(lc, c).round_ms(0.0, b, dctx, wl.isl, m)[0])
-    return plain, padded, full
+    # the same GPU step (same graphs, same per-step remainder), costed once, under both schedulers
+    padded, full = IterationModel(lc, c).rounds_under((quiet, rt), 0.0, b, dctx, wl.isl, m)
+    return plain, float(padded[0]), float(full[0])
 
 
 def _reserve_terms(ctx: PlanContext) -> tuple[Term, ...]:

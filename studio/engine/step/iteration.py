@@ -30,6 +30,7 @@ steady state (:mod:`studio.engine.serving.load`), the sweep and the request simu
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,6 +38,9 @@ from studio.engine.step.constants import Constants
 from studio.engine.step.context_parallel import prefill_split
 from studio.engine.step.costing import LayoutCosts, coll_time_us, sliding_avg
 from studio.engine.step.records import Record
+
+if TYPE_CHECKING:
+    from studio.engine.runtime.step import RuntimeStep
 
 
 class IterationTimes(Record):
@@ -243,6 +247,43 @@ class IterationModel:
             per = it.stage + it.p2p
             gpu = np.maximum(per.sum(axis=0), m * per.max(axis=0))
             return gpu if self.lc.prefix is None else self.lc.prefix.iteration_ms(gpu, x)
+        return self._engine_rounds(x, d, decode_ctx, prompt_len, m, (rt,))[0]
+
+    def rounds_under(
+        self,
+        runtimes: tuple[RuntimeStep, ...],
+        prefill_tokens: np.ndarray | float,
+        decode_seqs: np.ndarray | float,
+        decode_ctx: np.ndarray | float,
+        prompt_len: np.ndarray | float,
+        micro_batches: np.ndarray | float = 1.0,
+    ) -> list[np.ndarray]:
+        """:meth:`round_ms` of this model with its runtime replaced by each of ``runtimes`` in turn,
+        the GPU step costed once: each runtime must capture the same CUDA graphs with the same
+        padding as this model's (the rows the GPU runs), and leave :func:`step_overhead_us` as it
+        is (the GPU work outside the layers), so only the host time differs."""
+        rt = self.lc.runtime
+        assert rt is not None
+        for other in runtimes:
+            assert other.graph_sizes == rt.graph_sizes and other.padding == rt.padding
+            assert step_overhead_us(self.lc.replace(runtime=other), self.c) == step_overhead_us(self.lc, self.c)
+        m = np.atleast_1d(np.asarray(micro_batches, dtype=float))
+        x = np.asarray(prefill_tokens, dtype=float)
+        d = np.asarray(decode_seqs, dtype=float)
+        return self._engine_rounds(x, d, decode_ctx, prompt_len, m, runtimes)
+
+    def _engine_rounds(
+        self,
+        x: np.ndarray,
+        d: np.ndarray,
+        decode_ctx: np.ndarray | float,
+        prompt_len: np.ndarray | float,
+        m: np.ndarray,
+        runtimes: tuple[RuntimeStep, ...],
+    ) -> list[np.ndarray]:
+        """:meth:`round_ms` with an engine, its host time taken from each of ``runtimes``."""
+        rt = self.lc.runtime
+        assert rt is not None
         # the engine: a pure-decode micro-batch runs padded to its CUDA graph's size (the padded
         # rows read no KV cache: the context per row shrinks so the real rows' reads stay), then
         # the iteration waits for the scheduler CPU work the GPU step does not hide
@@ -257,4 +298,4 @@ class IterationModel:
             gpu = self.lc.prefix.iteration_ms(gpu, x)
         plen = np.maximum(np.asarray(prompt_len, dtype=float), 1.0)
         running = d + np.ceil(x / plen)  # decoding sequences + the prompts being prefilled
-        return gpu + rt.exposed_ms(running, gpu) + rt.pipeline_ms(running, m, self.lc.layout.pp)
+        return [gpu + r.exposed_ms(running, gpu) + r.pipeline_ms(running, m, self.lc.layout.pp) for r in runtimes]
