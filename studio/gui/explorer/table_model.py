@@ -75,7 +75,7 @@ class SweepTableModel(QAbstractTableModel):
         # each column's sort keys by table row, made when the column is first sorted on: the proxy
         # asks for two rows' keys per comparison (n log n times per sort, and it sorts again after
         # every change of the filter)
-        self._sort_keys: dict[int, list] = {}
+        self._sort_keys: dict[int, list[str | float]] = {}
         self._disagg: list[int] = []  # disaggregated candidate per table row (-1: layout)
         #: The disaggregated candidates listed (``DisaggRow``s; empty when not swept).
         self.disagg_rows: tuple = ()
@@ -241,10 +241,10 @@ class SweepTableModel(QAbstractTableModel):
             return _RIGHT_ALIGNED
         return None
 
-    def _column_sort_keys(self, col) -> list:
+    def _column_sort_keys(self, col) -> list[str | float]:
         """The sort key of every table row in column ``col``: the text of a text column, else the
         number (infinities as ±1e300, which Qt compares as numbers)."""
-        keys = []
+        keys: list[str | float] = []
         for i, k in zip(self._rows, self._disagg, strict=True):
             v = disagg_cell(self.disagg_rows[k], col.key, self.disagg_verdicts) if k >= 0 else self._raw(i, col.key)
             if col.fmt == "s":
