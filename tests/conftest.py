@@ -32,33 +32,6 @@ if "LAYOUT_STUDIO_CACHE_DIR" not in os.environ:
     os.environ["LAYOUT_STUDIO_CACHE_DIR"] = tempfile.mkdtemp(prefix="layout-studio-test-cache-")
     atexit.register(shutil.rmtree, os.environ["LAYOUT_STUDIO_CACHE_DIR"], ignore_errors=True)
 
-
-def _share_bytecode() -> None:
-    """With ``PYTHONDONTWRITEBYTECODE`` set (and no ``PYTHONPYCACHEPREFIX``), keep the run's compiled
-    modules in a folder of this run: the ~40 child processes the tests start (``layout-studio``
-    commands, a crashing window, the wheel's checks) then load the studio compiled instead of
-    compiling its ~200 modules each time (~0.25 s of CPU per child, 0.6 s for a report). Nothing is
-    written into the checkout or left behind, as the variable asks; without it Python keeps its
-    usual ``__pycache__`` folders and this does nothing. The children write there too (the first
-    to import a library compiles it for the others, since the folder replaces every
-    ``__pycache__``); a child under a file size limit must set ``PYTHONDONTWRITEBYTECODE`` again,
-    as Python would rename a cut file into place."""
-    if not sys.dont_write_bytecode or sys.pycache_prefix is not None or os.environ.get("PYTHONPYCACHEPREFIX"):
-        return
-    import atexit
-    import shutil
-    import tempfile
-
-    prefix = tempfile.mkdtemp(prefix="layout-studio-test-bytecode-")
-    atexit.register(shutil.rmtree, prefix, ignore_errors=True)
-    sys.pycache_prefix = prefix
-    sys.dont_write_bytecode = False
-    os.environ["PYTHONPYCACHEPREFIX"] = prefix
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-
-
-_share_bytecode()
-
 _NO_TIMING = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
 
 settings.register_profile("quick", max_examples=50, derandomize=True, database=None, **_NO_TIMING)

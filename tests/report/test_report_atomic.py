@@ -97,8 +97,7 @@ def limited_reports(tmp_path_factory):
     proc = subprocess.run(
         [sys.executable, "-c", _REPORT_EACH, *map(str, outs.values())],
         cwd=tmp_path_factory.mktemp("cwd"), capture_output=True, text=True, preexec_fn=limit, timeout=300,
-        # no bytecode written under the limit: Python would put a cut file in the run's shared cache
-        env={**os.environ, "PYTHONPATH": str(root), "QT_QPA_PLATFORM": "offscreen", "PYTHONDONTWRITEBYTECODE": "1"},
+        env={**os.environ, "PYTHONPATH": str(root), "QT_QPA_PLATFORM": "offscreen"},
     )
     assert proc.returncode == 0, proc.stderr
     results = json.loads(proc.stdout.splitlines()[-1])
