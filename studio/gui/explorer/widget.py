@@ -169,7 +169,7 @@ class ExplorerWidget(TargetControls, RowSelection, DisaggRows, DetailTabs, Pins,
         self.model = SweepTableModel(self)
         self.proxy = SweepFilterProxy(self)
         self.proxy.setSourceModel(self.model)
-        self.table = QTableView()
+        self.table = _SweepTable(self._fit_columns_if_stale)
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -411,16 +411,26 @@ class ExplorerWidget(TargetControls, RowSelection, DisaggRows, DetailTabs, Pins,
 
     def _fit_columns(self, *_args) -> None:
         """Size the table's columns to their contents (the rows about the top; the header's
-        precision), once per change of the rows shown."""
+        precision), once per change of the rows shown; a hidden table's when it is shown."""
         self._fit_pending = False
-        self.table.horizontalHeader().resizeSections(QHeaderView.ResizeMode.ResizeToContents)
+        self._columns_stale = not self.table.isVisible()
+        if not self._columns_stale:
+            self.table.horizontalHeader().resizeSections(QHeaderView.ResizeMode.ResizeToContents)
+
+    def _fit_columns_if_stale(self) -> None:
+        if getattr(self, "_columns_stale", False):
+            self._fit_columns()
 
     def _fit_columns_soon(self, *_args) -> None:
         """:meth:`_fit_columns` once the sort or filter has finished: a filter change removes and
         inserts rows range by range."""
         if not self._fit_pending:
             self._fit_pending = True
-            QTimer.singleShot(0, self, self._fit_columns)
+            QTimer.singleShot(0, self, self._fit_columns_due)
+
+    def _fit_columns_due(self) -> None:
+        if self._fit_pending:  # not measured meanwhile (a result shown)
+            self._fit_columns()
 
     def _objective_column_first(self, objective: str, slo: bool = False) -> None:
         """Move the column the objective ranks by to the front, and with an SLO its four columns
@@ -475,3 +485,16 @@ class ExplorerWidget(TargetControls, RowSelection, DisaggRows, DetailTabs, Pins,
         self.refresh_compare()
         self._dirty_tabs.add("engines")  # the project's engine, version or fraction may have changed
         self._refresh_visible_tab()
+
+
+class _SweepTable(QTableView):
+    """The Explorer's table; calls ``shown`` each time it is shown (its columns are measured then
+    when the rows changed while it was hidden: :meth:`ExplorerWidget._fit_columns`)."""
+
+    def __init__(self, shown) -> None:
+        super().__init__()
+        self._shown = shown
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().showEvent(event)
+        self._shown()
