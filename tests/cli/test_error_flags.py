@@ -90,17 +90,13 @@ def flag_hits(root: Path = STUDIO) -> list[str]:
         for path in sorted((root / layer).rglob("*.py")):
             if "export" in path.relative_to(root).parts:
                 continue
-            tree = _tree(path)
-            docstrings = {
-                id(node.body[0].value)
-                for node in ast.walk(tree)
-                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-                and node.body
-                and isinstance(node.body[0], ast.Expr)
-                and isinstance(node.body[0].value, ast.Constant)
-            }
-            for node in ast.walk(tree):
-                if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+            docstrings: set[int] = set()
+            # one walk: it visits a module, class or function before the docstring in its body
+            for node in ast.walk(_tree(path)):
+                if isinstance(node, _WITH_DOCSTRING):
+                    if node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant):
+                        docstrings.add(id(node.body[0].value))
+                elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
                         and "layout-studio " not in node.value):  # a whole command to run is fine
                     hits += [
                         f"{path.name}:{node.lineno}: {m.group(0)}"
@@ -108,6 +104,10 @@ def flag_hits(root: Path = STUDIO) -> list[str]:
                         if (path.name, m.group(0)) not in OTHER_TOOLS
                     ]
     return hits
+
+
+#: The nodes whose body may start with a docstring.
+_WITH_DOCSTRING = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def test_no_cli_flag_in_any_headless_text():

@@ -70,7 +70,7 @@ CRASHING_CHILD = textwrap.dedent(
     """
     import os, sys
     from pathlib import Path
-    from PySide6.QtWidgets import QApplication
+    from PySide6.QtCore import QEventLoop
     from studio.gui.window.app import build_window
     from studio.gui.toolkit.resources import application
     from studio.io.autosave import IdleTimer
@@ -84,8 +84,8 @@ CRASHING_CHILD = textwrap.dedent(
     doc = win.doc
     doc.edit("Rename plan", "project", lambda p: p.replace(name="Unsaved afternoon"))
     doc.edit("Batch", "workload", lambda p: p.replace(workload=p.workload.replace(batch=24)))
-    while not win.autosaver.path.exists():
-        app.processEvents()
+    while not win.autosaver.path.exists():  # sleep until the idle timer (or anything) is due
+        app.processEvents(QEventLoop.ProcessEventsFlag.WaitForMoreEvents)
     expected.write_text(project_to_json(doc.project), encoding="utf-8")
     os._exit(3)  # a crash: no close event, no cleanup
     """

@@ -3,25 +3,15 @@ left half empty by a forced break (studio.gui.report.paginate)."""
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
 import pytest
 
 from studio.gui.report.paginate import with_breaks
 from studio.io.project_file import load_project
+from tests.report.example_report import EXAMPLES, example_data, example_pictures
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "presets" / "examples"
-
-
-@functools.cache
-def gathered(name: str):
-    """The report's figures of the bundled example ``name`` as it is on disk, gathered once for
-    this module (a frozen ``ReportData``, read only): three tests read them, and gathering one
-    sweeps its cluster (~0.3 s of CPU)."""
-    from studio.service.report.report_content import gather
-
-    return gather(load_project(EXAMPLES / f"{name}.json"))
+#: The report's figures of a bundled example as it is on disk, gathered once per run (shared with
+#: tests/report): three tests here read them, and gathering one sweeps its cluster (~0.3 s of CPU).
+gathered = example_data
 
 
 def test_with_breaks_starts_a_new_table_and_keeps_the_header():
@@ -44,12 +34,12 @@ def test_report_pages_are_full_and_nothing_is_split(qtbot, name):
     from PySide6.QtGui import QPageLayout, QPageSize
 
     from studio.gui.report.paginate import orphan_headings, page_fill, split_rows
-    from studio.gui.report.writer import pdf_document, render_pictures
+    from studio.gui.report.writer import pdf_document
 
     data = gathered(name)
     page = QPageLayout(QPageSize(QPageSize.PageSizeId.A4), QPageLayout.Orientation.Portrait,
                        QMarginsF(15, 15, 15, 15), QPageLayout.Unit.Millimeter)
-    doc = pdf_document(data, render_pictures(data), page)
+    doc = pdf_document(data, example_pictures(name), page)
     assert split_rows(doc) == []
     assert orphan_headings(doc) == []
     fill = page_fill(doc)

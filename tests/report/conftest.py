@@ -5,7 +5,6 @@ slow part). Tests that write the example's report through the command line or th
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,10 +12,10 @@ import pytest
 
 from studio.commands.options.project_args import load_base_project
 from studio.core.project import Project
+from tests.report.example_report import EXAMPLES, example_data, example_pictures
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "presets" / "examples" / "dgx-h100-2node-llama-405b.json"
-FIXED_DATE = dt.datetime(2025, 3, 14, 9, 26)
+EXAMPLE = EXAMPLES / "dgx-h100-2node-llama-405b.json"
 
 
 @pytest.fixture(scope="session")
@@ -26,16 +25,14 @@ def example() -> Project:
 
 @pytest.fixture(scope="session")
 def data(example):
-    from studio.gui.report import gather
-
-    return gather(example, now=FIXED_DATE)
+    data = example_data(EXAMPLE.stem)  # shared with tests/gui/test_report_pages.py
+    assert data.project == example
+    return data
 
 
 @pytest.fixture(scope="session")
 def pictures(data):
-    from studio.gui.report.writer import render_pictures
-
-    return render_pictures(data)
+    return example_pictures(EXAMPLE.stem)
 
 
 @pytest.fixture(scope="session")

@@ -54,29 +54,62 @@ def test_bidirectional_controls_in_project_text_are_neutralised_in_html(data):
     assert "\\u202egnp.exe" in html
 
 
-@pytest.mark.parametrize("suffix", [".pdf", ".html"])
-def test_a_report_past_the_file_size_limit_exits_2_and_keeps_the_old_file(suffix, tmp_path):
-    """The issue's reproduction as a user meets it: ``prlimit --fsize=3000 layout-studio report -o
-    r.pdf`` exited 0 leaving 3,000 bytes of PDF (the HTML: exit 2, the old file already cut)."""
+#: The reports the size-limit test writes, one per format.
+_LIMITED = (".pdf", ".html")
+
+#: The child of the size-limit test: ``layout-studio report`` once per ``-o`` given, in one process
+#: under the limit (starting Python and Qt and importing the studio twice cost ~1.5 s of CPU); the
+#: exit code and stderr of each, as JSON on stdout.
+_REPORT_EACH = """
+import contextlib, io, json, sys
+from studio.cli import main
+
+results = []
+for out in sys.argv[1:]:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(["report", "--gpu", "h100-sxm", "--nodes", "1", "--model", "llama-3.1-8b", "-o", out])
+    results.append((code, err.getvalue()))
+print(json.dumps(results))
+"""
+
+
+@pytest.fixture(scope="module")
+def limited_reports(tmp_path_factory):
+    """Each of :data:`_LIMITED`'s reports written over an old file (alone in its folder) by the
+    command line with a file size limit of 3,000 bytes: ``{suffix: (path, exit code, stderr)}``."""
+    import json
     import resource
     import subprocess
     import sys
     from pathlib import Path
 
-    out = tmp_path / f"r{suffix}"
-    out.write_text("OLD\n", encoding="utf-8")
+    outs = {}
+    for suffix in _LIMITED:
+        out = tmp_path_factory.mktemp("limited") / f"r{suffix}"
+        out.write_text("OLD\n", encoding="utf-8")
+        outs[suffix] = out
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000))
 
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.run(
-        [sys.executable, "-m", "studio.cli", "report", "--gpu", "h100-sxm", "--nodes", "1", "--model",
-         "llama-3.1-8b", "-o", str(out)],
-        cwd=tmp_path, capture_output=True, text=True, preexec_fn=limit, timeout=300,
+        [sys.executable, "-c", _REPORT_EACH, *map(str, outs.values())],
+        cwd=tmp_path_factory.mktemp("cwd"), capture_output=True, text=True, preexec_fn=limit, timeout=300,
         env={**os.environ, "PYTHONPATH": str(root), "QT_QPA_PLATFORM": "offscreen"},
     )
-    assert proc.returncode == 2, proc.stderr
-    assert str(out) in proc.stderr and "File too large" in proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads(proc.stdout.splitlines()[-1])
+    return {suffix: (out, code, err) for (suffix, out), (code, err) in zip(outs.items(), results, strict=True)}
+
+
+@pytest.mark.parametrize("suffix", _LIMITED)
+def test_a_report_past_the_file_size_limit_exits_2_and_keeps_the_old_file(suffix, limited_reports):
+    """The issue's reproduction as a user meets it: ``prlimit --fsize=3000 layout-studio report -o
+    r.pdf`` exited 0 leaving 3,000 bytes of PDF (the HTML: exit 2, the old file already cut)."""
+    out, code, stderr = limited_reports[suffix]
+    assert code == 2, stderr
+    assert str(out) in stderr and "File too large" in stderr
     assert out.read_text(encoding="utf-8") == "OLD\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+    assert sorted(p.name for p in out.parent.iterdir()) == [out.name]

@@ -212,16 +212,19 @@ class ParetoPlot(pg.PlotWidget):
         self._draw_ring()
 
     def _draw_ring(self) -> None:
+        """Ring the selected point: only its own x and y are read (a selection follows every
+        click and every filter change of the table, over thousands of candidates)."""
+        _t, xk, yk, _xh, _yh = PLOT_MODES[self.mode]
         if self.disagg_selected is not None:
-            x, y = self.disagg_xy()
-            self.ring.setData(x=[x[self.disagg_selected]], y=[y[self.disagg_selected]])
+            r = self.disagg[self.disagg_selected]
+            self.ring.setData(x=[float(getattr(r, xk))], y=[float(getattr(r, yk))])
             return
         res = self.result
-        if res is None or self.selected is None or self.selected not in set(self.rows.tolist()):
+        i = self.selected
+        if res is None or i is None or not _plotted(self.rows, i):
             self.ring.setData(x=np.zeros(0), y=np.zeros(0))
             return
-        x, y = self.xy()
-        self.ring.setData(x=[x[self.selected]], y=[y[self.selected]])
+        self.ring.setData(x=[float(res.columns[xk][i])], y=[float(res.columns[yk][i])])
 
     # ----------------------------------------------------------------- mouse
     def row_near(self, scene_pos: QPointF) -> int | None:
@@ -304,3 +307,9 @@ class ParetoPlot(pg.PlotWidget):
     def _disagg_clicked(self, _item, points, *_args) -> None:
         if len(points):
             self.disaggClicked.emit(int(points[0].data()))
+
+
+def _plotted(rows: np.ndarray, row: int) -> bool:
+    """Whether sweep row ``row`` is among the plotted ``rows`` (ascending, as ``np.flatnonzero`` gives them)."""
+    k = int(np.searchsorted(rows, row))
+    return k < rows.size and int(rows[k]) == row

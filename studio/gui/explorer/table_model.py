@@ -5,6 +5,8 @@ same objective and targets (:func:`studio.service.explore.disagg_explore.merged_
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from PySide6.QtCore import (
     QAbstractTableModel,
@@ -42,6 +44,7 @@ def slo_text(entry: LayoutSlo | None) -> str:
 # with them for every cell Qt asks about, and an enum member's lookup (or the flags' ``|``) costs
 # several Python calls each time.
 _DISPLAY = int(Qt.ItemDataRole.DisplayRole)
+_SORT = int(SORT_ROLE)
 _FOREGROUND = int(Qt.ItemDataRole.ForegroundRole)
 _BACKGROUND = int(Qt.ItemDataRole.BackgroundRole)
 _FONT = int(Qt.ItemDataRole.FontRole)
@@ -50,7 +53,7 @@ _ALIGNMENT = int(Qt.ItemDataRole.TextAlignmentRole)
 _RIGHT_ALIGNED = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 #: The roles :meth:`SweepTableModel.data` answers for some cell; it returns None for any other
 #: role (decoration, check state, size hint, …) before looking at the row.
-_ANSWERED = frozenset({_DISPLAY, int(SORT_ROLE), int(ROW_ROLE), int(DISAGG_ROLE), _FOREGROUND, _BACKGROUND,
+_ANSWERED = frozenset({_DISPLAY, _SORT, int(ROW_ROLE), int(DISAGG_ROLE), _FOREGROUND, _BACKGROUND,
                        _FONT, _TOOLTIP, _ALIGNMENT})
 _N_COLUMNS = len(COLUMNS)
 
@@ -69,6 +72,10 @@ class SweepTableModel(QAbstractTableModel):
         # (a label builds the row's Layout: the filter and a sort by layout ask for every row's)
         self._labels: dict[int, str] = {}
         self._words: dict[int, list[str]] = {}
+        # each column's sort keys by table row, made when the column is first sorted on: the proxy
+        # asks for two rows' keys per comparison (n log n times per sort, and it sorts again after
+        # every change of the filter)
+        self._sort_keys: dict[int, list[str | float]] = {}
         self._disagg: list[int] = []  # disaggregated candidate per table row (-1: layout)
         #: The disaggregated candidates listed (``DisaggRow``s; empty when not swept).
         self.disagg_rows: tuple = ()
@@ -92,6 +99,7 @@ class SweepTableModel(QAbstractTableModel):
         self.result = result
         self._labels = {}
         self._words = {}
+        self._sort_keys = {}
         self.disagg_verdicts = dict(disagg_verdicts or {}) if result is not None else {}
         self.slo = slo if result is not None else None
         self._slo_of = _slo_by_row(result, self.slo)
@@ -193,6 +201,11 @@ class SweepTableModel(QAbstractTableModel):
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole):
         if role not in _ANSWERED or not index.isValid() or self.result is None:
             return None
+        if role == _SORT:
+            keys = self._sort_keys.get(index.column())
+            if keys is None:
+                keys = self._sort_keys[index.column()] = self._column_sort_keys(COLUMNS[index.column()])
+            return keys[index.row()]
         k = self._disagg[index.row()]
         if k >= 0:
             return self._disagg_data(k, COLUMNS[index.column()], role)
@@ -200,12 +213,6 @@ class SweepTableModel(QAbstractTableModel):
         col = COLUMNS[index.column()]
         if role == _DISPLAY:
             return format_value(col, self._raw(i, col.key))
-        if role == SORT_ROLE:
-            v = self._raw(i, col.key)
-            if col.fmt == "s":
-                return str(v)
-            f = float(v)
-            return f if np.isfinite(f) else (1e300 if f > 0 else -1e300)
         if role == ROW_ROLE:
             return i
         fits = bool(self.result.columns["fits"][i])
@@ -234,17 +241,24 @@ class SweepTableModel(QAbstractTableModel):
             return _RIGHT_ALIGNED
         return None
 
+    def _column_sort_keys(self, col) -> list[str | float]:
+        """The sort key of every table row in column ``col``: the text of a text column, else the
+        number (infinities as ±1e300, which Qt compares as numbers)."""
+        keys: list[str | float] = []
+        for i, k in zip(self._rows, self._disagg, strict=True):
+            v = disagg_cell(self.disagg_rows[k], col.key, self.disagg_verdicts) if k >= 0 else self._raw(i, col.key)
+            if col.fmt == "s":
+                keys.append(str(v))
+                continue
+            f = float(v)  # type: ignore[arg-type]
+            keys.append(f if math.isfinite(f) else (1e300 if f > 0 else -1e300))
+        return keys
+
     def _disagg_data(self, k: int, col, role: int):
         """A disaggregated candidate's cell: its figures where the column applies, tinted."""
         r = self.disagg_rows[k]
         if role == _DISPLAY:
             return format_value(col, disagg_cell(r, col.key, self.disagg_verdicts))
-        if role == SORT_ROLE:
-            v = disagg_cell(r, col.key, self.disagg_verdicts)
-            if col.fmt == "s":
-                return str(v)
-            f = float(v)  # type: ignore[arg-type]
-            return f if np.isfinite(f) else (1e300 if f > 0 else -1e300)
         if role == DISAGG_ROLE:
             return k
         if role == _BACKGROUND:
@@ -295,6 +309,8 @@ class SweepFilterProxy(QSortFilterProxyModel):
         res = src.result
         if res is None:
             return False
+        if not (self.hide_unfit or self.slo_only or self.words):  # no filter: every row shows
+            return True
         i = src.sweep_row(source_row)
         disagg = i < 0  # a disaggregated candidate: it fits; it has no percentile SLO check
         if self.hide_unfit and not disagg and not bool(res.columns["fits"][i]):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import html
 from typing import cast
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -169,7 +169,7 @@ class ExplorerWidget(TargetControls, RowSelection, DisaggRows, DetailTabs, Pins,
         self.model = SweepTableModel(self)
         self.proxy = SweepFilterProxy(self)
         self.proxy.setSourceModel(self.model)
-        self.table = QTableView()
+        self.table = _SweepTable(self._fit_columns_if_stale)
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -178,8 +178,14 @@ class ExplorerWidget(TargetControls, RowSelection, DisaggRows, DetailTabs, Pins,
         self.table.verticalHeader().setDefaultSectionSize(20)
         self.table.verticalHeader().setVisible(False)
         hh = self.table.horizontalHeader()
-        hh.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # columns sized to their contents when the rows change (a result, a sort, a filter: see
+        # _fit_columns), not in the header's ResizeToContents mode, which measured every column
+        # again at each show, resize or move of the table (docking, floating, tabs in a narrow dock)
+        hh.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         hh.setResizeContentsPrecision(40)  # size columns from the first rows, not thousands
+        self._fit_pending = False
+        for signal in (self.proxy.layoutChanged, self.proxy.rowsInserted, self.proxy.rowsRemoved):
+            signal.connect(self._fit_columns_soon)
         hh.setStretchLastSection(True)
         self.table.sortByColumn(-1, Qt.SortOrder.AscendingOrder)  # keep the ranking order
         self.pin_button = QPushButton("Pin")
@@ -395,6 +401,7 @@ class ExplorerWidget(TargetControls, RowSelection, DisaggRows, DetailTabs, Pins,
         if slo is not None:
             meets = sum(e.meets for e in slo.checked)
             self.status.setText(self.status.text() + f"; {meets} of {len(slo.checked)} layouts checked meet the SLO")
+        self._fit_columns()
         self._show_reasons(result, slo, slo_error)
         self._dirty_tabs = {"multiples", "placement", "engines"}
         if self.model.recommended is not None:
@@ -402,18 +409,37 @@ class ExplorerWidget(TargetControls, RowSelection, DisaggRows, DetailTabs, Pins,
         self._refresh_visible_tab()
         self.resultShown.emit(result)
 
+    def _fit_columns(self, *_args) -> None:
+        """Size the table's columns to their contents (the rows about the top; the header's
+        precision), once per change of the rows shown; a hidden table's when it is shown."""
+        self._fit_pending = False
+        self._columns_stale = not self.table.isVisible()
+        if not self._columns_stale:
+            self.table.horizontalHeader().resizeSections(QHeaderView.ResizeMode.ResizeToContents)
+
+    def _fit_columns_if_stale(self) -> None:
+        if getattr(self, "_columns_stale", False):
+            self._fit_columns()
+
+    def _fit_columns_soon(self, *_args) -> None:
+        """:meth:`_fit_columns` once the sort or filter has finished: a filter change removes and
+        inserts rows range by range."""
+        if not self._fit_pending:
+            self._fit_pending = True
+            QTimer.singleShot(0, self, self._fit_columns_due)
+
+    def _fit_columns_due(self) -> None:
+        if self._fit_pending:  # not measured meanwhile (a result shown)
+            self._fit_columns()
+
     def _objective_column_first(self, objective: str, slo: bool = False) -> None:
         """Move the column the objective ranks by to the front, and with an SLO its four columns
         right after it (the SLO verdict, p99 TTFT, p99 TPOT, saturation rate).
 
-        The header sizes its columns to their contents once, after the moves: in that mode every
-        move measured every column again (0.5 s of the 0.8 s a sweep took to show)."""
-        hh = self.table.horizontalHeader()
-        hh.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        try:
-            self._move_columns(hh, objective, slo)
-        finally:
-            hh.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        The columns are sized to their contents after the moves (:meth:`_fit_columns`), once: in
+        the header's ResizeToContents mode every move measured every column again (0.5 s of the
+        0.8 s a sweep took to show)."""
+        self._move_columns(self.table.horizontalHeader(), objective, slo)
 
     @staticmethod
     def _move_columns(hh: QHeaderView, objective: str, slo: bool) -> None:
@@ -459,3 +485,16 @@ class ExplorerWidget(TargetControls, RowSelection, DisaggRows, DetailTabs, Pins,
         self.refresh_compare()
         self._dirty_tabs.add("engines")  # the project's engine, version or fraction may have changed
         self._refresh_visible_tab()
+
+
+class _SweepTable(QTableView):
+    """The Explorer's table; calls ``shown`` each time it is shown (its columns are measured then
+    when the rows changed while it was hidden: :meth:`ExplorerWidget._fit_columns`)."""
+
+    def __init__(self, shown) -> None:
+        super().__init__()
+        self._shown = shown
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().showEvent(event)
+        self._shown()
