@@ -323,3 +323,18 @@ def test_trtllm_nvme_kv_tier_writes_the_directory_and_the_manager_it_needs():
     before = replace(b.recipe, config=b.recipe.config | {"kv_cache_config": bare})
     assert sorted(f.key for f in check_recipe(before) if "trtllm.kv.disk_tier" in f.source) == [
         "kv_cache_config.disk_cache_path", "kv_cache_config.use_kv_cache_manager_v2"]
+
+
+def test_vllm_offloading_size_covers_every_worker_of_a_pipelined_server():
+    """vLLM splits kv-offloading-size over its TP × PP workers (the CPU offloading spec divides by
+    parallel_config.world_size; the help text's "summed across all TP ranks" holds at PP 1 only), so a
+    TP4×PP2 server on a node of 8 GPUs with 80 GiB of host tier gets 80 GiB, not the 40 GiB a TP-only
+    sum wrote, which left each GPU half its share."""
+    from studio.core.settings.reuse import KVTiers
+    from studio.io.export.prefix_cache import apply_prefix_cache
+
+    proj = project(LLAMA_70B, 1, Layout(tp=4, pp=2), serving=ServingConfig(
+        kv_tiers=KVTiers(prefix_cache=True, host_gib=80)))
+    cfg: dict[str, object] = {}
+    apply_prefix_cache("vllm", "vLLM", "0.33.0", proj, cfg)
+    assert cfg["kv-offloading-size"] == 80.0 and cfg["kv-offloading-backend"] == "native"

@@ -112,6 +112,64 @@ def test_mooncake_rules_hold_from_vllm_0_13():
                    "vllm.mooncake.in_tree")
 
 
+# ----------------------------------------------------------------------------- vLLM host KV tier, P/D
+def _tiered(backend: str):
+    from studio.core.settings.reuse import KVTiers
+
+    p = project(cluster(HGX_H200, 2, H200), LLAMA_70B, workload=Workload(isl=2048, osl=512),
+                serving=ServingConfig(kv_tiers=KVTiers(prefix_cache=True, host_gib=256)))
+    return p, evaluate_disaggregated(p, parse_pools("2P:tp4,1D:tp8").replace(transfer_backend=backend))
+
+
+def test_vllm_disagg_host_tier_keeps_the_pd_connector_through_multiconnector():
+    """The plan counts the host tier on the prefill workers; before, the export dropped it. vLLM's
+    --kv-offloading-size would set the connector to OffloadingConnector and drop NIXL, so a recipe
+    with it is refused, and the export writes MultiConnector (NIXL first) on the prefill servers."""
+    p, res = _tiered("nixl")
+    bundle, recipe = export_disaggregated(p, res, engine="vllm", hosts=["h0", "h1"])
+    gib = 256 / 8 * 4  # 32 GiB per GPU of the node, over a TP4 server's four workers
+    for s in recipe.servers:
+        cfg = json.loads(str(s.args["--kv-transfer-config"]))
+        if s.role == "prefill":
+            nixl, offload = cfg["kv_connector_extra_config"]["connectors"]
+            assert cfg["kv_connector"] == "MultiConnector" and nixl == {"kv_connector": "NixlConnector",
+                                                                        "kv_role": "kv_both"}
+            assert offload["kv_connector"] == "OffloadingConnector"
+            assert offload["kv_connector_extra_config"]["cpu_bytes_to_use"] == int(gib * 2**30)
+        else:
+            assert cfg == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+        assert "--kv-offloading-size" not in s.args
+    assert check_disaggregated(recipe).ok
+    assert any("host KV tier (32 GiB per GPU) through MultiConnector" in n for n in bundle.notes)
+    # what a user gets by adding vLLM's own flag to the NIXL servers: refused with the engine's reason
+    plain = json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"})
+    old = dataclasses.replace(recipe, servers=tuple(
+        dataclasses.replace(s, args={**s.args, "--kv-transfer-config": plain, "--kv-offloading-size": gib,
+                                     "--kv-offloading-backend": "native"}) if s.role == "prefill" else s
+        for s in recipe.servers))
+    found = _errors(check_disaggregated(old).findings, "vllm.disagg.host_tier")
+    assert len(found) == 2 and "drops NixlConnector and transfers no KV" in found[0].message
+    assert "vllm/config/vllm.py:1167" in found[0].source
+    # a MultiConnector whose offloading size is missing is refused too (vLLM's CPU spec raises)
+    pre = recipe.servers[0]
+    cfg = json.loads(str(pre.args["--kv-transfer-config"]))
+    del cfg["kv_connector_extra_config"]["connectors"][1]["kv_connector_extra_config"]
+    bad = dataclasses.replace(recipe, servers=(dataclasses.replace(
+        pre, args={**pre.args, "--kv-transfer-config": json.dumps(cfg)}), *recipe.servers[1:]))
+    (missing,) = _errors(check_disaggregated(bad).findings, "vllm.disagg.host_tier")
+    assert "cpu_bytes_to_use above 0" in missing.message
+
+
+def test_vllm_disagg_host_tier_is_not_exported_over_mooncake_and_the_notes_say_so():
+    p, res = _tiered("mooncake")
+    bundle, recipe = export_disaggregated(p, res, engine="vllm")
+    assert all(json.loads(str(s.args["--kv-transfer-config"]))["kv_connector"] == "MooncakeConnector"
+               for s in recipe.servers)
+    assert any("host KV tier (32 GiB per GPU) the plan counts on the prefill workers is not exported" in n
+               for n in bundle.notes)
+    assert check_disaggregated(recipe).ok
+
+
 # ----------------------------------------------------------------------------- TensorRT-LLM buffer
 def test_trtllm_transfer_buffer_below_max_seq_len_is_refused_and_the_export_holds_a_whole_sequence():
     p, res = _disagg("nixl")

@@ -2,9 +2,12 @@
 where the engine version accepts them (``prefix_cache``, ``kv_host_tier`` and ``kv_disk_tier`` of
 ``features`` in ``presets/engines/rules.json``, each with the version and file it was read from).
 
-Sizes follow each engine's unit: vLLM ``kv-offloading-size`` is GiB for the whole engine summed
-over its TP ranks, TensorRT-LLM ``host_cache_size`` bytes per rank, SGLang ``hicache-size`` GB per
-rank. The project's tier is GiB per node, split over the node's GPUs.
+Sizes follow each engine's unit: vLLM ``kv-offloading-size`` is GiB for the whole engine, which its
+CPU offloading spec splits over every worker of the engine (``parallel_config.world_size``: TP × PP ×
+prefill CP; ``vllm/v1/kv_offload/cpu/spec.py`` and ``vllm/config/parallel.py:964`` of the 0.33.0
+wheel — its help text says "summed across all TP ranks", which holds at PP 1 only), TensorRT-LLM
+``host_cache_size`` bytes per rank, SGLang ``hicache-size`` GB per rank. The project's tier is GiB
+per node, split over the node's GPUs.
 """
 
 from __future__ import annotations
@@ -19,6 +22,17 @@ GIB = 1024**3
 def _per_gpu_gib(project: Project, gib: float) -> float:
     per_node = max((len(n.gpus) for n in project.cluster.nodes), default=1)
     return gib / max(per_node, 1)
+
+
+def vllm_workers(tp: int, pp: int, pcp: int = 1) -> int:
+    """Workers of one vLLM engine, over which its offloading buffer is split (TP × PP × prefill CP)."""
+    return tp * pp * pcp
+
+
+def host_tier_gib_per_gpu(project: Project) -> float:
+    """The project's host-DRAM KV tier per GPU, GiB (0: none)."""
+    host = project.serving.kv_tiers.host_gib
+    return _per_gpu_gib(project, host) if host else 0.0
 
 
 def _check_offload(project: Project, host_gib: float, size: float, key: str) -> None:
@@ -41,7 +55,7 @@ def apply_prefix_cache(engine: str, label: str, version: str | None, project: Pr
     notes: list[str] = []
     if t.prefix_cache is not None and (e := _entry("prefix_cache", engine, version, label, notes)):
         _put(cfg, str(e["key"]), t.prefix_cache if e["writes"] == "on" else not t.prefix_cache)
-    ranks = project.layout.tp  # vLLM sums the buffer over the TP ranks of an engine
+    ranks = vllm_workers(project.layout.tp, project.layout.pp, project.layout.cp if project.layout.cp_mode == "prefill" else 1)
     if t.host_gib and (e := _entry("kv_host_tier", engine, version, label, notes)):
         per_gpu = _per_gpu_gib(project, t.host_gib)
         if engine == "vllm":

@@ -204,11 +204,48 @@ def _trt_buffer(r: DisaggRecipe, rule: StartupRule) -> list[Finding]:
     return out
 
 
+def _vllm_host_tier(r: DisaggRecipe, rule: StartupRule) -> list[Finding]:
+    """``--kv-offloading-size`` beside a P/D connector (vLLM replaces the connector with it), and a
+    MultiConnector whose connectors vLLM cannot build or whose offloading size is missing."""
+    if r.engine != "vllm":
+        return []
+    out = []
+    replaced = [str(k) for k in rule.params["replaced_by"]]
+    for s in r.servers:
+        name = f"{s.role} {s.index}"
+        try:
+            cfg = json.loads(str(s.args.get("--kv-transfer-config", "")))
+        except json.JSONDecodeError:
+            continue  # the connector rules report it
+        if not isinstance(cfg, dict):
+            continue
+        if set(replaced) & set(s.args) and cfg.get("kv_connector") != rule.params["connector"]:
+            out.append(Finding("error", replaced[0], f"{name}: vLLM sets the kv_connector to "
+                               f"{rule.params['connector']} when {replaced[0]} is given, so the server drops "
+                               f"{cfg.get('kv_connector')} and transfers no KV; keep the host tier through "
+                               f"{rule.params['wrapper']} instead", rule.cite()))
+        if cfg.get("kv_connector") != rule.params["wrapper"]:
+            continue
+        subs = (cfg.get("kv_connector_extra_config") or {}).get("connectors")
+        if not isinstance(subs, list) or not subs or not all(isinstance(c, dict) and c.get("kv_connector")
+                                                              for c in subs):
+            out.append(Finding("error", "--kv-transfer-config", f"{name}: {rule.params['wrapper']} needs "
+                               "kv_connector_extra_config.connectors, each with its kv_connector", rule.cite()))
+            continue
+        for c in subs:
+            size = (c.get("kv_connector_extra_config") or {}).get(rule.params["size_key"])
+            if c["kv_connector"] == rule.params["connector"] and not (isinstance(size, int) and size > 0):
+                out.append(Finding("error", "--kv-transfer-config", f"{name}: {rule.params['connector']} needs "
+                                   f"{rule.params['size_key']} above 0 (bytes for the server)", rule.cite()))
+    return out
+
+
 DISAGG_EVALUATORS: dict[str, Callable[[DisaggRecipe, StartupRule], list[Finding]]] = {
     "vllm.mooncake.in_tree": _mooncake_in_tree,
     "vllm.mooncake.bootstrap_port": _mooncake_ports,
     "vllm.mooncake.proxy": _mooncake_proxy,
     "trtllm.disagg.buffer": _trt_buffer,
+    "vllm.disagg.host_tier": _vllm_host_tier,
 }
 
 

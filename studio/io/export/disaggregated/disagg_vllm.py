@@ -1,6 +1,11 @@
 """vLLM's part of a disaggregated export: ``--kv-transfer-config`` with a KV connector per server,
 NIXL side-channel or Mooncake bootstrap ports, and the proxy that joins the pools (NIXL's toy
-proxy, or vLLM's Mooncake proxy that forwards the request id and the bootstrap address)."""
+proxy, or vLLM's Mooncake proxy that forwards the request id and the bootstrap address).
+
+A host-DRAM KV tier (``serving.kv_tiers.host_gib``) extends the prefill workers' prefix cache in the
+plan (:mod:`studio.engine.disagg.reuse`); vLLM's ``--kv-offloading-size`` would replace the P/D
+connector, so the prefill servers get ``MultiConnector`` with the P/D connector and vLLM's
+``OffloadingConnector`` instead (rule ``vllm.disagg.host_tier``)."""
 
 from __future__ import annotations
 
@@ -19,23 +24,61 @@ from studio.io.export.disaggregated.disagg import (
     SIDE_CHANNEL_STRIDE,
     DisaggRecipe,
     Server,
+    disagg_rules,
     pool_batch,
 )
+from studio.io.export.prefix_cache import GIB, host_tier_gib_per_gpu, vllm_workers
+
+HOST_TIER_RULE = "vllm.disagg.host_tier"
+
+
+def _host_tier_rule(version: str | None):
+    """The host-tier rule when it holds for ``version`` (else None)."""
+    r = rule(HOST_TIER_RULE)
+    return r if r.applies(version) else None
+
+
+def host_tier_bytes(project: Project, pool: PoolLayout) -> int:
+    """``cpu_bytes_to_use`` of one server of ``pool``: the tier's share of each of its GPUs, for all of
+    the server's workers (0: no host tier)."""
+    per_gpu = host_tier_gib_per_gpu(project)
+    return int(per_gpu * vllm_workers(pool.tp, pool.pp) * GIB) if per_gpu > 0 else 0
+
+
+def _host_tier_note(project: Project, result) -> list[str]:
+    if not project.serving.kv_tiers.host_gib:
+        return []
+    r = rule(HOST_TIER_RULE)
+    gib = host_tier_gib_per_gpu(project)
+    backend = result.mode.transfer_backend
+    if _connector_of(backend) not in r.params["p_d_connectors"]:
+        return [f"The host KV tier ({gib:g} GiB per GPU) the plan counts on the prefill workers is not exported: "
+                f"vLLM's {_connector_of(backend)} has not been checked beside its OffloadingConnector in a "
+                f"MultiConnector, and --kv-offloading-size would replace the P/D connector ({r.cite()})."]
+    return [f"The prefill servers keep the plan's host KV tier ({gib:g} GiB per GPU) through "
+            f"{r.params['wrapper']}: {_connector_of(backend)} first, then {r.params['connector']} with "
+            f"{r.params['size_key']} for the server's workers; the decode servers have none, as in the plan, and "
+            f"--kv-offloading-size is not used because vLLM would replace the P/D connector with it ({r.cite()})."]
+
+
+def _connector_of(backend: str) -> str:
+    return str(disagg_rules("vllm")["connectors"][backend]["kv_connector"])
 
 
 def notes(project: Project, result) -> list[str]:
     """What the vLLM recipe runs differently from the plan, or needs besides vLLM."""
     backend = result.mode.transfer_backend
+    tier = _host_tier_note(project, result)
     if backend == "mooncake":
-        return [
+        return tier + [
             "vLLM runs Mooncake with its in-tree MooncakeConnector (vLLM 0.13 and later): each server gets "
             "its own VLLM_MOONCAKE_BOOTSTRAP_PORT, and the router is vLLM's mooncake_connector_proxy.py, which "
             "gives the decode server the prefill server's bootstrap address; install Mooncake's transfer "
             "engine (pip install mooncake-transfer-engine) on every node."
         ]
     if backend == "ucx":
-        return ["vLLM reaches UCX through NIXL: the servers use NixlConnector (UCX is NIXL's default transport)."]
-    return []
+        return tier + ["vLLM reaches UCX through NIXL: the servers use NixlConnector (UCX is NIXL's default transport)."]
+    return tier
 
 
 def ports(rules: dict, role: str, host: str, on_host: int, of_role: int, backend: str
@@ -57,6 +100,13 @@ def engine_args(project: Project, result, role: str, pool: PoolLayout, rules: di
     seqs = pool_batch(result, role)
     conn = rules["connectors"][backend]
     cfg: dict[str, object] = {"kv_connector": conn["kv_connector"], "kv_role": conn[f"{role}_role"]}
+    host = _host_tier_rule(rules_for("vllm").release)
+    if (role == "prefill" and host is not None and conn["kv_connector"] in host.params["p_d_connectors"]
+            and (size := host_tier_bytes(project, pool)) > 0):
+        offload = {"kv_connector": host.params["connector"], "kv_role": "kv_both",
+                   "kv_connector_extra_config": {host.params["size_key"]: size}}
+        cfg = {"kv_connector": host.params["wrapper"], "kv_role": cfg["kv_role"],
+               "kv_connector_extra_config": {"connectors": [cfg, offload]}}
     args: dict[str, object] = {
         "--tensor-parallel-size": pool.tp,
         "--pipeline-parallel-size": pool.pp,
