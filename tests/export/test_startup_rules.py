@@ -170,6 +170,39 @@ def test_vllm_disagg_host_tier_is_not_exported_over_mooncake_and_the_notes_say_s
     assert check_disaggregated(recipe).ok
 
 
+def test_sglang_disagg_host_tier_is_the_prefill_servers_hicache():
+    """Before, the disaggregated SGLang recipe dropped the host tier the plan counts on the prefill
+    workers; now the prefill servers run HiCache at the aggregated export's size (GB per rank), the
+    decode servers none (SGLang turns their radix cache off), and the check flags a decode HiCache."""
+    p, res = _tiered("nixl")
+    bundle, recipe = export_disaggregated(p, res, engine="sglang")
+    for s in recipe.servers:
+        if s.role == "prefill":
+            assert s.args["--enable-hierarchical-cache"] is True
+            assert s.args["--hicache-size"] == int(32 * 2**30 / 1e9)  # 32 GiB per GPU = 34 GB per rank
+        else:
+            assert "--enable-hierarchical-cache" not in s.args
+    assert check_disaggregated(recipe).ok
+    assert any("host KV tier as SGLang HiCache (34 GB per rank)" in n for n in bundle.notes)
+    on_decode = dataclasses.replace(recipe, servers=tuple(
+        dataclasses.replace(s, args={**s.args, "--enable-hierarchical-cache": True}) if s.role == "decode" else s
+        for s in recipe.servers))
+    (warn,) = [f for f in check_disaggregated(on_decode).findings if f.source.startswith("sglang.disagg.hicache")]
+    assert warn.severity == "warning" and "holds nothing" in warn.message
+    assert "pd_disaggregation_hook.py:125" in warn.source
+    strict = dataclasses.replace(on_decode, servers=tuple(
+        dataclasses.replace(s, args={**s.args, "--disaggregation-decode-allocation-policy": "prefill_complete"})
+        for s in on_decode.servers))
+    assert _errors(check_disaggregated(strict).findings, "sglang.disagg.hicache_prefill")
+
+
+def test_trtllm_disagg_says_the_host_tier_is_not_exported():
+    p, res = _tiered("ucx")
+    bundle, recipe = export_disaggregated(p, res, engine="trtllm")
+    assert any("host / NVMe KV tiers the plan counts on the prefill workers are not exported" in n for n in bundle.notes)
+    assert all("host_cache_size" not in str(cfg) for cfg in recipe.configs.values())
+
+
 # ----------------------------------------------------------------------------- TensorRT-LLM buffer
 def test_trtllm_transfer_buffer_below_max_seq_len_is_refused_and_the_export_holds_a_whole_sequence():
     p, res = _disagg("nixl")

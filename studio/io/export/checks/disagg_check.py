@@ -240,12 +240,33 @@ def _vllm_host_tier(r: DisaggRecipe, rule: StartupRule) -> list[Finding]:
     return out
 
 
+def _sglang_hicache(r: DisaggRecipe, rule: StartupRule) -> list[Finding]:
+    """HiCache on an SGLang decode server: refused under the prefill_complete allocation policy,
+    and holding nothing where SGLang turns the decode server's radix cache off."""
+    if r.engine != "sglang":
+        return []
+    flag = str(rule.params["enable_flag"])
+    out = []
+    for s in r.servers:
+        if s.role != "decode" or not s.args.get(flag):
+            continue
+        name = f"decode {s.index}"
+        if s.args.get("--disaggregation-decode-allocation-policy") == "prefill_complete":
+            out.append(Finding("error", flag, f"{name}: SGLang refuses decode HiCache with the prefill_complete "
+                               "allocation policy", rule.cite()))
+        elif not s.args.get("--disaggregation-decode-enable-radix-cache"):
+            out.append(Finding("warning", flag, f"{name}: SGLang runs a decode server without its radix cache, so "
+                               "its HiCache holds nothing; put the host tier on the prefill servers", rule.cite()))
+    return out
+
+
 DISAGG_EVALUATORS: dict[str, Callable[[DisaggRecipe, StartupRule], list[Finding]]] = {
     "vllm.mooncake.in_tree": _mooncake_in_tree,
     "vllm.mooncake.bootstrap_port": _mooncake_ports,
     "vllm.mooncake.proxy": _mooncake_proxy,
     "trtllm.disagg.buffer": _trt_buffer,
     "vllm.disagg.host_tier": _vllm_host_tier,
+    "sglang.disagg.hicache_prefill": _sglang_hicache,
 }
 
 

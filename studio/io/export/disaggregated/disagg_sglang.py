@@ -1,5 +1,10 @@
 """SGLang's part of a disaggregated export: ``--disaggregation-mode prefill|decode``, the transfer
-backend, one bootstrap port per prefill server on a host, and ``sglang_router --pd-disaggregation``."""
+backend, one bootstrap port per prefill server on a host, and ``sglang_router --pd-disaggregation``.
+
+A host-DRAM KV tier (``serving.kv_tiers.host_gib``), which the plan counts on the prefill workers
+(:mod:`studio.engine.disagg.reuse`), is the prefill servers' HiCache (``--enable-hierarchical-cache
+--hicache-size``, GB per rank, as an aggregated SGLang export writes it); decode servers run without a
+radix cache in SGLang's PD mode, so they get none (rule ``sglang.disagg.hicache_prefill``)."""
 
 from __future__ import annotations
 
@@ -20,9 +25,36 @@ from studio.io.export.disaggregated.disagg import (
     url_router_groups,
 )
 
+HICACHE_RULE = "sglang.disagg.hicache_prefill"
+
+
+def _hicache_flags(project: Project) -> dict[str, object]:
+    """The prefill servers' HiCache flags for the project's host tier (empty: none, or a version
+    without the setting)."""
+    from studio.io.export.checks.startup_rules import rule
+    from studio.io.export.features import _entry
+    from studio.io.export.prefix_cache import GIB, host_tier_gib_per_gpu
+
+    gib = host_tier_gib_per_gpu(project)
+    version = rules_for("sglang").release
+    if gib <= 0 or not rule(HICACHE_RULE).applies(version):
+        return {}
+    e = _entry("kv_host_tier", "sglang", version, "SGLang", [])
+    if e is None:
+        return {}
+    return {"--" + str(e["enable_key"]): True, "--" + str(e["key"]): max(1, int(gib * GIB / 1e9))}
+
 
 def notes(project: Project, result) -> list[str]:
-    return []
+    """The host KV tier, where the plan counts it."""
+    flags = _hicache_flags(project)
+    if not flags:
+        return []
+    from studio.io.export.checks.startup_rules import rule
+
+    size = list(flags.values())[1]
+    return [f"The prefill servers keep the plan's host KV tier as SGLang HiCache ({size} GB per rank); the decode "
+            f"servers have none, as in the plan: SGLang runs them without a radix cache ({rule(HICACHE_RULE).cite()})."]
 
 
 def ports(rules: dict, role: str, host: str, on_host: int, of_role: int, backend: str
@@ -63,6 +95,8 @@ def engine_args(project: Project, result, role: str, pool: PoolLayout, rules: di
     args.update({"--host": LISTEN, rules["mode_flag"]: role, rules["backend_flag"]: rules["backends"][backend]})
     if bootstrap is not None:
         args[rules["bootstrap_flag"]] = bootstrap
+    if role == "prefill":
+        args.update(_hicache_flags(project))
     ib = project.serving.features.ib_device
     if ib:
         from studio.io.export.features import feature_rules

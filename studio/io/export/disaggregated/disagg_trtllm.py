@@ -24,6 +24,12 @@ def notes(project: Project, result) -> list[str]:
     used = set(result.prefill.gpu_types + result.decode.gpu_types)
     if any(s.vendor != "nvidia" for s in project.cluster.gpu_specs.values() if s.id in used):
         raise StudioError("TensorRT-LLM disaggregated serving runs on NVIDIA GPUs only; export for vllm or sglang")
+    tiers = project.serving.kv_tiers
+    if tiers.host_gib or tiers.disk_gib:
+        return ["The host / NVMe KV tiers the plan counts on the prefill workers are not exported: TensorRT-LLM's "
+                "KV offloading beside its cache transceiver has not been checked against its code; the context "
+                "servers run on HBM alone, so prefix hits past HBM are recomputed. Export for vllm or sglang to keep "
+                "the host tier."]
     return []
 
 
