@@ -40,7 +40,9 @@ def test_bad_settings_name_the_flag(cli):
 
 def test_export_writes_each_engines_keys(cli, tmp_path: Path):
     flags = ("--system-prompt-tokens", "500", "--prefix-cache", "on", "--kv-host-gib", "512")
-    want = {"vllm": ("--enable-prefix-caching", "--kv-offloading-size 512", "--kv-offloading-backend native"),
+    # the example is TP8 x PP2 over 2 nodes: 512 GiB per node = 64 GiB per GPU, and vLLM splits
+    # kv-offloading-size over all 16 workers of the server (TP x PP), so the server's size is 1,024 GiB
+    want = {"vllm": ("--enable-prefix-caching", "--kv-offloading-size 1024", "--kv-offloading-backend native"),
             "trtllm": ("enable_block_reuse: true", f"host_cache_size: {64 * 1024**3}"),
             "sglang": ("--enable-hierarchical-cache", "--hicache-size 68")}
     for engine, keys in want.items():
