@@ -28,33 +28,43 @@ from studio.io.export.disaggregated.disagg import (
 HICACHE_RULE = "sglang.disagg.hicache_prefill"
 
 
-def _hicache_flags(project: Project) -> dict[str, object]:
-    """The prefill servers' HiCache flags for the project's host tier (empty: none, or a version
-    without the setting)."""
+def _hicache_entry(project: Project) -> dict | None:
+    """SGLang's host-tier setting when the project has a host tier and the exported version takes
+    it on disaggregated prefill servers (else None)."""
     from studio.io.export.checks.startup_rules import rule
     from studio.io.export.features import _entry
+    from studio.io.export.prefix_cache import host_tier_gib_per_gpu
+
+    version = rules_for("sglang").release
+    if host_tier_gib_per_gpu(project) <= 0 or not rule(HICACHE_RULE).applies(version):
+        return None
+    return _entry("kv_host_tier", "sglang", version, "SGLang", [])
+
+
+def _hicache_gb(project: Project) -> int:
+    """``--hicache-size``: the tier's share of one GPU, GB per rank (as an aggregated export writes it)."""
     from studio.io.export.prefix_cache import GIB, host_tier_gib_per_gpu
 
-    gib = host_tier_gib_per_gpu(project)
-    version = rules_for("sglang").release
-    if gib <= 0 or not rule(HICACHE_RULE).applies(version):
-        return {}
-    e = _entry("kv_host_tier", "sglang", version, "SGLang", [])
+    return max(1, int(host_tier_gib_per_gpu(project) * GIB / 1e9))
+
+
+def _hicache_flags(project: Project) -> dict[str, object]:
+    """The prefill servers' HiCache flags (empty: no host tier)."""
+    e = _hicache_entry(project)
     if e is None:
         return {}
-    return {"--" + str(e["enable_key"]): True, "--" + str(e["key"]): max(1, int(gib * GIB / 1e9))}
+    return {"--" + str(e["enable_key"]): True, "--" + str(e["key"]): _hicache_gb(project)}
 
 
 def notes(project: Project, result) -> list[str]:
     """The host KV tier, where the plan counts it."""
-    flags = _hicache_flags(project)
-    if not flags:
+    if _hicache_entry(project) is None:
         return []
     from studio.io.export.checks.startup_rules import rule
 
-    size = list(flags.values())[1]
-    return [f"The prefill servers keep the plan's host KV tier as SGLang HiCache ({size} GB per rank); the decode "
-            f"servers have none, as in the plan: SGLang runs them without a radix cache ({rule(HICACHE_RULE).cite()})."]
+    return [f"The prefill servers keep the plan's host KV tier as SGLang HiCache ({_hicache_gb(project)} GB per "
+            f"rank); the decode servers have none, as in the plan: SGLang runs them without a radix cache "
+            f"({rule(HICACHE_RULE).cite()})."]
 
 
 def ports(rules: dict, role: str, host: str, on_host: int, of_role: int, backend: str
