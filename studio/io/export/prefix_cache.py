@@ -29,6 +29,11 @@ def vllm_workers(tp: int, pp: int, pcp: int = 1) -> int:
     return tp * pp * pcp
 
 
+def sglang_hicache_gb(per_gpu_gib: float) -> int:
+    """SGLang ``hicache-size`` (whole GB per rank, at least 1) of a tier's share of one GPU."""
+    return max(1, int(per_gpu_gib * GIB / 1e9))
+
+
 def host_tier_gib_per_gpu(project: Project) -> float:
     """The project's host-DRAM KV tier per GPU, GiB (0: none)."""
     host = project.serving.kv_tiers.host_gib
@@ -57,7 +62,7 @@ def apply_prefix_cache(engine: str, label: str, version: str | None, project: Pr
         _put(cfg, str(e["key"]), t.prefix_cache if e["writes"] == "on" else not t.prefix_cache)
     ranks = vllm_workers(project.layout.tp, project.layout.pp, project.layout.cp if project.layout.cp_mode == "prefill" else 1)
     if t.host_gib and (e := _entry("kv_host_tier", engine, version, label, notes)):
-        per_gpu = _per_gpu_gib(project, t.host_gib)
+        per_gpu = host_tier_gib_per_gpu(project)
         if engine == "vllm":
             size = round(per_gpu * ranks, 3)
             _check_offload(project, t.host_gib, size, str(e["key"]))
@@ -67,7 +72,7 @@ def apply_prefix_cache(engine: str, label: str, version: str | None, project: Pr
             _put(cfg, str(e["key"]), int(per_gpu * GIB))
         else:
             _put(cfg, str(e["enable_key"]), True)
-            _put(cfg, str(e["key"]), max(1, int(per_gpu * GIB / 1e9)))
+            _put(cfg, str(e["key"]), sglang_hicache_gb(per_gpu))
     if t.disk_gib and (e := _entry("kv_disk_tier", engine, version, label, notes)):
         _put(cfg, str(e["key"]), int(_per_gpu_gib(project, t.disk_gib) * GIB))
         if "rule" in e:  # TensorRT-LLM: the path and the KV cache manager the tier needs (rule trtllm.kv.disk_tier)

@@ -43,9 +43,9 @@ def _hicache_entry(project: Project) -> dict | None:
 
 def _hicache_gb(project: Project) -> int:
     """``--hicache-size``: the tier's share of one GPU, GB per rank (as an aggregated export writes it)."""
-    from studio.io.export.prefix_cache import GIB, host_tier_gib_per_gpu
+    from studio.io.export.prefix_cache import host_tier_gib_per_gpu, sglang_hicache_gb
 
-    return max(1, int(host_tier_gib_per_gpu(project) * GIB / 1e9))
+    return sglang_hicache_gb(host_tier_gib_per_gpu(project))
 
 
 def _hicache_flags(project: Project) -> dict[str, object]:
