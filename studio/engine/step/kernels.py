@@ -3,7 +3,8 @@
 The tables are derived at build time from NVIDIA's ``aiconfigurator-core`` package by
 ``tools/derive_kernel_tables.py`` into ``presets/kernels/`` (float32 ``.npz`` + ``manifest.json``
 citing the package, its version and the source file of every table). This module only reads those
-numpy files, lazily on the first lookup, so importing the engine costs nothing more.
+numpy files, lazily on the first lookup (and each table of a file when first read), so importing
+the engine costs nothing more.
 
 Every lookup returns a :class:`Curve` (time against one size in log space) carrying its provenance:
 ``"measured: h200 GEMM, TensorRT-LLM 1.3.0rc20"`` when the GPU's own silicon was measured, or
@@ -21,9 +22,12 @@ serves callers without a profile.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
+import threading
+from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -64,10 +68,43 @@ def manifest() -> dict[str, Any]:
     return data
 
 
+class TableFile(Mapping[str, np.ndarray]):
+    """The arrays of one kernel-table file by name, each decompressed and widened to float64 when
+    first read: a sweep reads a dozen of a file's ~100 tables (its model's GEMM and attention
+    shapes, the collectives of its group sizes), and reading all of them cost ~15 ms per process.
+    The file's bytes are read once; reads from several threads (the window's engine workers) are
+    serialised."""
+
+    def __init__(self, data: bytes) -> None:
+        self._npz = np.load(io.BytesIO(data))
+        self._names = frozenset(self._npz.files)
+        self._read: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        hit = self._read.get(name)
+        if hit is None:
+            if name not in self._names:
+                raise KeyError(name)
+            with self._lock:
+                hit = self._read.get(name)
+                if hit is None:
+                    hit = self._read[name] = np.asarray(self._npz[name], dtype=np.float64)
+        return hit
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._npz.files)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
 @lru_cache(maxsize=32)
-def _arrays(file: str) -> dict[str, np.ndarray]:
-    with _kernels_dir().joinpath(file).open("rb") as f, np.load(f) as z:
-        return {k: np.asarray(z[k], dtype=np.float64) for k in z.files}
+def _arrays(file: str) -> TableFile:
+    return TableFile(_kernels_dir().joinpath(file).read_bytes())
 
 
 def _short(silicon: str) -> str:
@@ -93,7 +130,7 @@ class Silicon(Record):
     def label(self) -> str:
         return f"{_short(self.silicon)}, {ENGINE_NAMES.get(self.engine, self.engine)} {self.version}"
 
-    def arrays(self) -> dict[str, np.ndarray]:
+    def arrays(self) -> TableFile:
         return _arrays(self.file)
 
     @property
@@ -457,7 +494,7 @@ def _moe_curve(sil: Silicon, tgt: Target, dtype: str, hidden: float, inter: floa
     return Curve(t, out, sil.provenance(op))
 
 
-def _measured_moe_shape(a: dict[str, np.ndarray], table: str, hidden: float, inter: float, topk: int,
+def _measured_moe_shape(a: Mapping[str, np.ndarray], table: str, hidden: float, inter: float, topk: int,
                         experts: int, ep: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(tokens, ms) the table measured for exactly this MoE shape (hidden, expert width per GPU,
     top-k, experts, EP ranks), at least two token counts; None when the shape was not measured."""
