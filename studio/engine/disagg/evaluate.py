@@ -19,7 +19,7 @@ The result (:class:`DisaggResult`) is frozen, with explanations and "why" lines 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from itertools import groupby
 from typing import TYPE_CHECKING
 
@@ -58,6 +58,7 @@ from studio.engine.plan.results import GpuMemory
 from studio.engine.step.constants import Constants
 from studio.engine.step.costing import LayoutCosts
 from studio.engine.step.iteration import IterationModel
+from studio.engine.step.records import frozen_result
 
 if TYPE_CHECKING:  # the result types and their explanations load when a plan is assembled
     from studio.engine.disagg.results import Balance, DisaggResult
@@ -81,7 +82,7 @@ def pool_candidates(cluster_gpus: list[tuple[str, str]], pool: PoolLayout, field
     return [g for g, t in cluster_gpus if t == pool.gpu_type]
 
 
-@dataclass(frozen=True)
+@frozen_result
 class ClusterIndex:
     """What placing pools reads of a cluster, built once by a caller that places many modes."""
 
@@ -222,7 +223,7 @@ def _aligned_nodes(by_node: dict[str, list[str]], pool: PoolLayout) -> tuple[str
 
 
 # ----------------------------------------------------------------------------- pool costing
-@dataclass
+@frozen_result
 class Worker:
     """The costs of one pool's workers (worst replica) and its queueing curve."""
 
@@ -414,7 +415,7 @@ def evaluate_disaggregated(
     )
 
 
-@dataclass
+@frozen_result
 class CostedPools:
     """Both pools of a serving mode placed and costed (what :func:`assemble` and the request
     simulation start from)."""

@@ -20,18 +20,18 @@ layers are counted as full (the engines transfer the blocks they hold for the pr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from studio.core.architecture import LLMArchitecture
 from studio.core.precision import DType
 from studio.engine.fabric.symmetry import symmetry_of
 from studio.engine.fabric.topology import Topology
+from studio.engine.step.records import frozen_result
 
 #: Most (prefill worker, decode worker) pairs whose transfer is costed; larger pools are sampled.
 MAX_PAIRS = 16
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_result
 class KvTransfer:
     """The KV transfer of one request (ISL prompt tokens), mean over worker pairs.
 

@@ -21,13 +21,13 @@ model (compute / memory roofline, collectives over the drawn links) aggregated s
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
 from studio.engine.serving.load import mdc_wait_ms
 from studio.engine.step.iteration import IterationModel
+from studio.engine.step.records import frozen_result
 
 _mdc = np.vectorize(mdc_wait_ms, otypes=[float])
 #: Points of the batch-time curve ``T(k)`` (k prompts per batch, 1 … prompts per iteration) the
@@ -59,7 +59,7 @@ def least_fixed_point(lam: np.ndarray, k_grid: np.ndarray, t_grid: np.ndarray) -
 _U = (1.0 - np.logspace(-4, 0, 400)[::-1])[1:]
 
 
-@dataclass
+@frozen_result
 class PrefillCurve:
     """Latency and capacity of one prefill worker (times in ms, rates in requests per ms)."""
 
@@ -189,7 +189,7 @@ class PrefillCurve:
         return own, arrival_scv * wait, k
 
 
-@dataclass
+@frozen_result
 class DecodeCurve:
     """TPOT and capacity of one decode worker: decode-only iterations of ``D`` sequences."""
 
@@ -243,7 +243,7 @@ class DecodeCurve:
         return d, t
 
 
-@dataclass
+@frozen_result
 class ServeState:
     """Steady state of the two pools (arrays shaped (N,)); rates in requests per ms over all workers."""
 

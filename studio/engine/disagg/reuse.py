@@ -27,8 +27,6 @@ without it, so no figure moves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from studio.core.project import Project
 from studio.engine.disagg.pools import PrefillCurve
 from studio.engine.kv_tiers.prefix_cache import (
@@ -42,13 +40,14 @@ from studio.engine.plan.costs import with_prefix_load
 from studio.engine.step.constants import Constants
 from studio.engine.step.costing import LayoutCosts
 from studio.engine.step.iteration import IterationModel
+from studio.engine.step.records import frozen_result
 
 #: Runtimes whose disaggregated connector pulls only the prompt blocks the decode worker does not
 #: already cache (vLLM ``NixlConnector`` and ``MooncakeConnector``, sources in the module text).
 PULLS_MISSING_BLOCKS: frozenset[str] = frozenset({"vllm"})
 
 
-@dataclass(frozen=True)
+@frozen_result
 class PrefillReuse:
     """A prefill worker with its prefix cache: the hits, its curve over the missed tokens, the
     host / NVMe load of the mean request and what each tier holds for reuse (tokens)."""

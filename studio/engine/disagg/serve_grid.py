@@ -11,11 +11,11 @@ figures are those of ``serve`` row by row (the same grid, the same interpolation
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from studio.engine.disagg.pools import _U, DecodeCurve, PrefillCurve
+from studio.engine.step.records import frozen_result
 
 #: Load-grid points solved at a time: a row leaves the closed loop once its users are placed.
 CHUNK = 100
@@ -26,7 +26,7 @@ BLOCK = 4096
 LIMITERS = ("prefill", "decode", "kv-transfer")
 
 
-@dataclass(frozen=True)
+@frozen_result
 class PrefillTables:
     """Prefill curves stacked on their common load grid ``rho`` (shape (P, G))."""
 
@@ -70,7 +70,7 @@ class PrefillTables:
         return own, scv[:, None] * wait
 
 
-@dataclass(frozen=True)
+@frozen_result
 class DecodeTables:
     """Decode curves padded to one width (shape (D, M); the last value repeated)."""
 
@@ -127,7 +127,7 @@ def interp_rows(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
     return np.where(x < lo, fp[:, :1], out)
 
 
-@dataclass(frozen=True)
+@frozen_result
 class ManyStates:
     """Steady state of each row (arrays shaped (N,)); rates in requests per ms over all workers."""
 

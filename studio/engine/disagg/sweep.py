@@ -18,7 +18,7 @@ built only when a solved row reads them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -44,6 +44,7 @@ from studio.engine.disagg.splits import WorkerGroups, worker_splits
 from studio.engine.fabric.topology import Topology, topology_of
 from studio.engine.plan.evaluate import constants_for, resolve_calibration
 from studio.engine.step.constants import Constants
+from studio.engine.step.records import frozen_result
 
 if TYPE_CHECKING:
     from studio.engine.disagg.results import DisaggResult
@@ -55,7 +56,7 @@ OBJECTIVES = ("throughput", "cost", "latency")
 _Block = tuple[PoolLayout, PoolLayout, np.ndarray, np.ndarray]
 
 
-@dataclass(frozen=True)
+@frozen_result
 class DisaggRow:
     """One costed disaggregated candidate at one decode batch."""
 
@@ -87,7 +88,7 @@ class DisaggRow:
         )
 
 
-@dataclass(frozen=True)
+@frozen_result
 class DisaggSweep:
     """Every disaggregated candidate row, best first for the objective."""
 

@@ -23,16 +23,16 @@ iteration model.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from studio.core.settings.reuse import Reuse
+from studio.engine.step.records import frozen_result
 
 TIERS: tuple[str, ...] = ("hbm", "host", "disk")
 
 
-@dataclass(frozen=True)
+@frozen_result
 class PrefixCacheEstimate:
     """What prefix caching does to the mean request.
 
@@ -177,7 +177,7 @@ def prefill_ms(est: PrefixCacheEstimate, compute_ms_per_token: float, kv_bytes_p
     return max(compute, load) if overlaps else compute + load
 
 
-@dataclass(frozen=True)
+@frozen_result
 class PrefixLoad:
     """What a prefix hit changes in an iteration: the computed suffix attends to ``cached_tokens``
     of cached prefix per request, and each computed prompt token brings ``link_ms_per_token`` of

@@ -19,12 +19,13 @@ lives in :mod:`studio.engine.runtime.loader`; these classes only compute.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Literal
 
 import numpy as np
 
 from studio.engine.runtime.reserves import ReserveRule
+from studio.engine.step.records import frozen_result
 
 MemoryMode = Literal["total", "free", "static"]
 MoeExchangeKind = Literal["alltoall", "allgather"]
@@ -49,7 +50,7 @@ def parse_version(text: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-@dataclass(frozen=True)
+@frozen_result
 class Tier:
     """One row of a tiered default: applies below ``below_gib`` of device memory (None = any) or to
     GPUs whose id starts with one of ``gpu_prefixes``; ``value_from_tp`` replaces ``value`` from
@@ -72,7 +73,7 @@ class Tier:
         return self.value
 
 
-@dataclass(frozen=True)
+@frozen_result
 class Tiered:
     """A default that is one value, or the first matching :class:`Tier` for a GPU and TP."""
 
@@ -89,7 +90,7 @@ class Tiered:
         return len(self.tiers) == 1 and not self.tiers[0].gpu_prefixes and self.tiers[0].below_gib is None
 
 
-@dataclass(frozen=True)
+@frozen_result
 class SchedulerCost:
     """CPU time of one scheduler iteration (µs) and how much of it the GPU waits for."""
 
@@ -127,7 +128,7 @@ class SchedulerCost:
                 and self.exposed_when_overlapped_us == 0 and self.pipeline_per_seq_us == 0)
 
 
-@dataclass(frozen=True)
+@frozen_result
 class GraphSizes:
     """CUDA-graph capture sizes (decode batches) as ``(start, stop inclusive, step)`` ranges cut
     at ``max``; ``padding``: a batch rounds up to the next captured size (else only exact sizes
@@ -178,7 +179,7 @@ class GraphSizes:
         return sizes[i] if i < len(sizes) else None
 
 
-@dataclass(frozen=True)
+@frozen_result
 class EngineDefaults:
     """The engine's defaults that change a plan's numbers."""
 
@@ -195,7 +196,7 @@ class EngineDefaults:
     bench_graphs: GraphSizes | None = None
 
 
-@dataclass(frozen=True)
+@frozen_result
 class SglangReserve:
     """SGLang's memory reserve behind ``mem_fraction_static`` (MiB terms of server_args.py)."""
 
@@ -214,7 +215,7 @@ class SglangReserve:
         return r
 
 
-@dataclass(frozen=True)
+@frozen_result
 class MemoryRule:
     """How the engine sizes its KV cache.
 
@@ -232,7 +233,7 @@ class MemoryRule:
     reserves: ReserveRule | None = None  # the terms kept out of the KV cache (None: the cost constants')
 
 
-@dataclass(frozen=True)
+@frozen_result
 class MoeExchange:
     """How the MoE layers of a layout whose expert-parallel group spans attention-DP ranks move
     tokens between those ranks.
@@ -260,7 +261,7 @@ class MoeExchange:
         return not (alltoall_here and (ep > top_k or not self.alltoall_above_top_k))
 
 
-@dataclass(frozen=True)
+@frozen_result
 class EngineProfile:
     """One engine at one version range."""
 

@@ -26,14 +26,13 @@ layout:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from studio.core.units import GIB
+from studio.engine.step.records import frozen_result
 
 
-@dataclass(frozen=True)
+@frozen_result
 class ReserveRule:
     """One engine profile's reserve terms (see the module docstring)."""
 
@@ -48,7 +47,7 @@ class ReserveRule:
     light_sampler_bytes_per_logit: float = 0.0
 
 
-@dataclass(frozen=True)
+@frozen_result
 class ReserveShape:
     """What of one model and layout the reserve terms read."""
 

@@ -8,12 +8,13 @@ own tiny loader with the same lookup as ``studio.io.presets``: the packaged
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import field, fields, replace
 from functools import lru_cache
 from typing import Any
 
 from studio.core.errors import StudioError
 from studio.core.packaged import packaged_text
+from studio.engine.step.records import frozen_result
 
 PerGpu = dict[str, float]
 #: Constants the step model no longer has: measured kernel tables (presets/kernels) replaced them.
@@ -21,7 +22,7 @@ RETIRED = frozenset({"roofline_blend", "expert_gemm_half_tokens", "gemm_half_tok
                      "moe_overhead_half_tokens", "moe_permute_passes", "attention_efficiency"})
 
 
-@dataclass(frozen=True)
+@frozen_result
 class Constants:
     """Every tunable figure of the engine; see ``presets/engine.json`` for units and sources."""
 

@@ -32,7 +32,6 @@ is compute-bound and costs ``k + 1`` times as much — so the gain shrinks with 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -46,6 +45,7 @@ from studio.core.precision import DType
 from studio.core.workload import SpeculativeConfig
 from studio.engine.step.costing import LayoutCosts, layout_costs
 from studio.engine.step.iteration import IterationModel
+from studio.engine.step.records import frozen_result
 from studio.engine.step.shapes import layer_table
 
 #: Human names of the methods, for explanations.
@@ -106,7 +106,7 @@ def position_rates(rates: tuple[float, ...], k: int) -> list[float]:
     return out
 
 
-@dataclass(frozen=True)
+@frozen_result
 class Acceptance:
     """Tokens per verification step and where the acceptance came from."""
 
@@ -181,7 +181,7 @@ def check_speculative(model: LLMArchitecture, spec: SpeculativeConfig) -> None:
         )
 
 
-@dataclass
+@frozen_result
 class Drafting:
     """What speculation adds to one replica's iteration (see the module docstring)."""
 
