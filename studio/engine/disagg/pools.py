@@ -5,7 +5,7 @@
   ``μ_p = prompts per full iteration / (chunks × full-iteration time)``. At a rate ``λ`` per worker
   the prompts that arrive while a batch runs form the next one (``k = λ·T(k)`` prompts, between one
   and a full iteration); a prompt runs in such a batch and waits the larger of half a batch (when it
-  finds the worker busy) and the M/D/c wait near saturation (:func:`studio.engine.serving.load.mdc_wait_ms`,
+  finds the worker busy) and the M/D/c wait near saturation (:func:`studio.engine.serving.load.mdc_waits_ms`,
   ``c`` = prompts per iteration, ``ρ = λ / μ_p``), scaled by the variability of the worker's
   arrivals (a round-robin router over ``x`` workers: ``1/x`` of Poisson's). The request simulation
   (:mod:`studio.engine.disagg.simulate`) checks these means.
@@ -25,11 +25,10 @@ from functools import cached_property
 
 import numpy as np
 
-from studio.engine.serving.load import mdc_wait_ms
+from studio.engine.serving.load import mdc_waits_ms
 from studio.engine.step.iteration import IterationModel
 from studio.engine.step.records import frozen_result
 
-_mdc = np.vectorize(mdc_wait_ms, otypes=[float])
 #: Points of the batch-time curve ``T(k)`` (k prompts per batch, 1 … prompts per iteration) the
 #: gated-batch fixed point is solved on: linear between them, ``k`` is within ~1e-4 of ``λ·T(k)``.
 BATCH_GRID = 257
@@ -45,15 +44,18 @@ def least_fixed_point(lam: np.ndarray, k_grid: np.ndarray, t_grid: np.ndarray) -
     solved in closed form on each segment: near saturation (``λ·T′ ≈ 1``) the iteration needs
     hundreds of rounds, and 30 of them stopped up to a third short of it.
     """
-    gap = lam[:, None] * t_grid[None, :] - k_grid[None, :]  # λ·T(k) − k at every grid point
-    above = gap > 0
-    first = np.argmin(above, axis=1)  # the first grid point where λ·T(k) ≤ k (0 when none is)
-    never = above.all(axis=1)
+    # λ·T(k) ≤ k where λ ≤ k / T(k): the first such grid point is the first where the running
+    # maximum of k / T(k) reaches λ, found by bisection for every λ at once
+    reach = np.maximum.accumulate(k_grid / t_grid)
+    first = np.searchsorted(reach, lam, side="left")
+    never = first == k_grid.size
     k = np.where(never, k_grid[-1], k_grid[0])
     inside = ~never & (first > 0)
     j = first[inside]
-    g0, g1 = gap[inside, j - 1], gap[inside, j]
-    k[inside] = k_grid[j - 1] + g0 * (k_grid[j] - k_grid[j - 1]) / (g0 - g1)
+    lo, hi = k_grid[j - 1], k_grid[j]
+    g0 = lam[inside] * t_grid[j - 1] - lo  # λ·T − k at both ends of the segment: > 0, then ≤ 0
+    g1 = lam[inside] * t_grid[j] - hi
+    k[inside] = np.clip(lo + g0 * (hi - lo) / np.maximum(g0 - g1, 1e-300), lo, hi)
     return k
 #: Fractions of saturation the closed loop is solved on: 0 … 0.9999, dense near 1.
 _U = (1.0 - np.logspace(-4, 0, 400)[::-1])[1:]
@@ -166,7 +168,7 @@ class PrefillCurve:
         # a Poisson arrival finds the worker busy with probability `busy` and waits half a batch;
         # near saturation prompts also queue beyond one batch (M/D/c, c = prompts per batch)
         residual = busy * 0.5 * t
-        wait = _mdc(rho, float(self.slots), self.chunks * self.full_ms)
+        wait = mdc_waits_ms(rho, float(self.slots), self.chunks * self.full_ms)
         return rho, k, t, residual, wait
 
     def times(

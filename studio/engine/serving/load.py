@@ -77,6 +77,15 @@ def mdc_wait_ms(rho: float, servers: float, service_ms: float) -> float:
     return 0.5 * rho ** (np.sqrt(2.0 * (c + 1.0)) - 1.0) / (c * (1.0 - rho)) * service_ms
 
 
+def mdc_waits_ms(rho: np.ndarray, servers: float, service_ms: float) -> np.ndarray:
+    """:func:`mdc_wait_ms` at every load of ``rho`` (each below 1), as one array operation."""
+    c = max(1.0, float(servers))
+    rho = np.asarray(rho, dtype=float)
+    busy = rho > 0.0
+    r = np.where(busy, rho, 0.5)  # idle points are 0 and must not divide or raise 0 to a power
+    return np.where(busy, 0.5 * r ** (np.sqrt(2.0 * (c + 1.0)) - 1.0) / (c * (1.0 - r)) * service_ms, 0.0)
+
+
 def mean_iteration(
     im: IterationModel,
     prefill_tokens: np.ndarray | float,
