@@ -61,6 +61,9 @@ class StageOps(Record):
 
 
 _OPS: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
+#: The layer-table sums :func:`stage_ops` reads over a stage's layers (its only use of where the
+#: stage starts).
+_STAGE_SUMS = ("attention_sharded", "kv_latent", "kv_proj", "mlp")
 
 
 def cached_stage_ops(
@@ -81,7 +84,8 @@ def cached_stage_ops(
 ) -> StageOps:
     """:func:`stage_ops`, kept per layer table (the model's, cached by identity) and per stage,
     precision, GPU, parallelism, tables and the constants the curves read: a sweep asks for the same
-    stage many times.
+    stage many times. A stage is keyed by everything :func:`stage_ops` reads of it (its layer
+    counts, table sums, KV and attention figures), so equal stages at different depths are one.
 
     The constants enter the curves only through the lookup target (:func:`target_of`: the GPU's
     MAMF and STREAM fractions) and ``moe_imbalance_factor``, so those values key the memo rather
@@ -90,9 +94,15 @@ def cached_stage_ops(
     """
     memo: dict[tuple, StageOps] = cached_by_identity(_OPS, table, 16, lambda _t: {})
     tgt = target_of(spec, silicon_for(spec, engine, version), c)
-    key = (sh.first_layer, sh.layers, tuple(str(v) for v in precision.model_dump().values()), str(kv_dtype),
+    # the stage enters by what stage_ops reads of it, not by where it starts: the stages of a
+    # uniform model that hold the same number of layers share their curves (a sweep's PP splits)
+    first, count = sh.first_layer, sh.layers
+    sums = tuple(table.stage_sum(name, first, count) for name in _STAGE_SUMS)
+    key = (count, sums, sh.moe_layers, sh.full_layers, sh.sliding_layers, sh.lm_head_params, sh.lm_head_class,
+           sh.expert_class, sh.attn_flops_per_ctx, sh.attn_flops_per_ctx_sliding, sh.kv_full, sh.kv_sliding,
+           tuple(str(v) for v in precision.model_dump().values()), str(kv_dtype),
            spec.id, spec.hbm_bandwidth_gbps, spec.tflops_bf16, spec.tflops_fp8, spec.tflops_fp4, tp, ep,
-           has_fp8, has_fp4, engine, version, moe_backend, tgt, c.moe_imbalance_factor, sh.kv_full, sh.kv_sliding)
+           has_fp8, has_fp4, engine, version, moe_backend, tgt, c.moe_imbalance_factor)
     hit = memo.get(key)
     if hit is not None:
         return hit
