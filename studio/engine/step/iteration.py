@@ -176,8 +176,21 @@ class IterationModel:
         log_pf = np.log(np.maximum(x * attended, 1e-30))
         log_pf_sl = np.log(np.maximum(x * attended_sliding, 1e-30)) if lc.window else log_pf
         step_us = step_overhead_us(lc, c)
+        # stages alike in what they compute (the same curves, layer counts and collectives: a
+        # uniform model's PP stages but the last) share one row, costed once per call
+        comp_of: dict[tuple, np.ndarray] = {}
+        ar_of: dict[tuple, np.ndarray] = {}
         for s, sh in enumerate(lc.shapes):
             o = ops[s]
+            ar_key = (frozenset(col.cost_terms for col in lc.allreduce[s]), sh.layers)
+            comp_key = (id(o), sh.full_layers, sh.sliding_layers, sh.layers)
+            done = comp_of.get(comp_key)
+            if done is not None and ar_key in ar_of and lc.cp is None and not lc.alltoall[s]:
+                comp[s] = done
+                t_ar = ar_of[ar_key]
+                ar_worst = np.maximum(ar_worst, t_ar)
+                ar[s] = np.where(working, 2 * sh.layers * t_ar / 1e3, 0.0)
+                continue
             # every kernel at the iteration's real size: the tables' time for m tokens; a calibration
             # profile may scale the part a token count above one adds (prefill_efficiency) and the
             # weight-streaming floor of one token (decode_efficiency), both 1 by default
@@ -204,8 +217,8 @@ class IterationModel:
                     log_pf_sl + math.log(o.attn_flops_layer or 1e-30))
             attn = np.where(has_d, dec, 0.0) / dec_eff + np.where(has_x, pre, 0.0) / pf_eff
             fixed_us = step_us + sh.layers * c.layer_overhead_us
-            comp[s] = np.where(working, gemm + attn + fixed_us / 1e3, 0.0)
-            t_ar = coll_time_us(lc.allreduce[s], ar_size)
+            comp[s] = comp_of[comp_key] = np.where(working, gemm + attn + fixed_us / 1e3, 0.0)
+            t_ar = ar_of[ar_key] = coll_time_us(lc.allreduce[s], ar_size)
             ar_worst = np.maximum(ar_worst, t_ar)
             ar[s] = np.where(working, 2 * sh.layers * t_ar / 1e3, 0.0)
             if lc.cp is not None and sh.full_layers:
