@@ -397,7 +397,7 @@ class _Table:
         self.price: list[float] = []
         self.gpus: list[int] = []
         self.n = 0
-        self._at: list[tuple[int, int]] | None = None  # each row's (split, cap), once asked
+        self._at: tuple[list[int], list[int]] | None = None  # each row's split and cap position, once asked
 
     def add(self, split: _Split, pf: PrefillCurve, dc: DecodeCurve, caps: list[int], price: float,
             gpus: int) -> None:
@@ -419,11 +419,14 @@ class _Table:
     def pending(self, rows) -> list[_Pending]:
         """The rows ``rows`` (indices, in that order) as pending candidates."""
         if self._at is None:
-            self._at = [(j, b) for j, caps in enumerate(self.caps) for b in caps]
-        at, out = self._at, []
+            split, pos = self.where()
+            self._at = (split.tolist(), pos.tolist())
+        split_of, pos_of = self._at
+        out = []
         for i in rows:
-            j, b = at[i]
-            out.append(_Pending(self.splits[j], self.prefill[j], self.decode[j], b, self.price[j], self.gpus[j]))
+            j = split_of[i]
+            out.append(_Pending(self.splits[j], self.prefill[j], self.decode[j], self.caps[j][pos_of[i]],
+                                self.price[j], self.gpus[j]))
         return out
 
 
