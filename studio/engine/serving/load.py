@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from studio.engine.step.iteration import IterationModel
+from studio.engine.step.iteration import IterationModel, per_row
 from studio.engine.step.records import Record
 
 
@@ -122,11 +122,11 @@ def iteration_mix(
     chunk = np.minimum(room, np.maximum(prompt / np.asarray(n_pf, dtype=float), p))
     share = np.minimum(1.0, p / np.maximum(chunk, 1e-9))  # iterations that carry a chunk
     n = max(np.size(chunk), np.size(decode_seqs), np.size(p), np.size(m))
-    d = np.broadcast_to(np.asarray(decode_seqs, dtype=float), (n,))
-    mm = np.broadcast_to(np.asarray(m, dtype=float), (n,))
-    chunk = np.broadcast_to(chunk, (n,))
-    p = np.broadcast_to(p, (n,))
-    share = np.broadcast_to(share, (n,))
+    d = per_row(decode_seqs, n)
+    mm = per_row(m, n)
+    chunk = per_row(chunk, n)
+    p = per_row(p, n)
+    share = per_row(share, n)
     both = im.round_ms(np.concatenate((chunk, np.zeros(n), p)), np.tile(d, 3), ctx, prompt, np.tile(mm, 3))
     t_pf, t_dec, t_avg = both[:n], both[n:2 * n], both[2 * n:]
     mean = np.where(share < 1.0, share * t_pf + (1.0 - share) * t_dec, t_avg)

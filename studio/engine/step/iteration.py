@@ -88,6 +88,16 @@ def step_overhead_name(lc: LayoutCosts) -> str:
     return "decode_step_overhead_us"
 
 
+def per_row(value: np.ndarray | float, n: int) -> np.ndarray:
+    """``value`` (a number or ``n`` of them) as ``n`` floats, one per row of an iteration."""
+    a = np.asarray(value, dtype=float)
+    if a.shape == (n,):
+        return a
+    if a.ndim == 0:
+        return np.full(n, float(a))
+    return np.broadcast_to(a, (n,))
+
+
 class IterationModel:
     """Time of one scheduler iteration of one replica of a layout.
 
@@ -134,8 +144,8 @@ class IterationModel:
         split = prefill_split(lc.cp)
         x = x / split
         n = x.shape[0]
-        ctx_full = np.broadcast_to(np.asarray(decode_ctx, dtype=float), (n,))
-        plen = np.broadcast_to(np.maximum(np.asarray(prompt_len, dtype=float), 1.0), (n,))
+        ctx_full = per_row(decode_ctx, n)
+        plen = per_row(np.maximum(np.asarray(prompt_len, dtype=float), 1.0), n)
         dv = d * (lc.spec.verify_tokens if lc.spec is not None else 1)  # decode tokens through the model
         tokens = x + dv
         pp = lc.layout.pp
@@ -234,8 +244,12 @@ class IterationModel:
             d_cmp, d_coll = lc.spec.draft_ms(c, x, d, ctx_full / split, plen)
             comp[pp - 1] += d_cmp
             ar[pp - 1] += d_coll
+        p2p_of: dict[frozenset, np.ndarray] = {}  # hand-offs over alike links cost the same
         for s, colls in enumerate(lc.p2p):
-            t = coll_time_us(colls, ar_size)
+            p2p_key = frozenset(col.cost_terms for col in colls)
+            t = p2p_of.get(p2p_key)
+            if t is None:
+                t = p2p_of[p2p_key] = coll_time_us(colls, ar_size)
             p2p[s] = np.where(working, t / 1e3, 0.0)
             p2p_worst = np.maximum(p2p_worst, t)
         return IterationTimes(compute=comp, allreduce=ar, alltoall=a2a, p2p=p2p, ar_us=ar_worst,
