@@ -80,7 +80,12 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _installed_env(site: Path) -> dict[str, str]:
-    return {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"}
+    """The environment of a process of the installed wheel: only its ``site`` importable, and its
+    preset cache (studio/io/preset_cache.py) in a folder beside it. Without
+    ``LAYOUT_STUDIO_CACHE_DIR`` the installed studio kept its cache in the user's own cache folder
+    (``~/.cache/layout-studio``), which a test run never writes (tests/conftest.py)."""
+    return {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1",
+            "LAYOUT_STUDIO_CACHE_DIR": str(site.parent / "preset-cache")}
 
 
 def test_installed_package_finds_every_preset(installed: Path, tmp_path: Path) -> None:
