@@ -120,7 +120,8 @@ def violations(project: Project, plan: PlanResult) -> list[str]:
             bad.append(f"{g.gpu_id} usable {g.usable} > capacity {g.capacity}")
         if plan.fits and g.total > g.usable * (1 + 1e-6):
             bad.append(f"fits, but {g.gpu_id} uses {g.total / 2**30:.2f} GiB of {g.usable / 2**30:.2f} GiB usable")
-    mem = plan.to_json()["memory"]["per_gpu_gib"]
+    doc = plan.to_json()  # what `plan --json` prints, made once for both checks below
+    mem = doc["memory"]["per_gpu_gib"]
     parts = mem["weights"] + mem["kv_cache"] + mem["activations"] + mem["overhead"]
     if not _close(parts, mem["total"]):
         bad.append(f"memory terms add up to {parts} GiB, total says {mem['total']} GiB")
@@ -153,7 +154,7 @@ def violations(project: Project, plan: PlanResult) -> list[str]:
         if len(tl.duration) and not (all(math.isfinite(d) and d >= 0 for d in tl.duration.tolist())):
             bad.append(f"{phase} timeline has a negative or non-finite segment")
     try:
-        json.dumps(json_safe(plan.to_json()), allow_nan=False)
+        json.dumps(json_safe(doc), allow_nan=False)
     except (TypeError, ValueError) as exc:
         bad.append(f"plan --json is not strict JSON: {exc}")
     return bad
