@@ -170,7 +170,7 @@ class IterationModel:
         # per prompt token, full-attention layers; a suffix after a cached prefix attends to it too
         cached = lc.prefix.cached_tokens if lc.prefix is not None else 0.0
         attended = sliding_avg(plen, None) + cached
-        attended_sliding = sliding_avg(plen, lc.window)
+        attended_sliding = sliding_avg(plen, lc.window) if lc.window else attended  # read with a window only
         if cached and lc.window:
             attended_sliding = np.minimum(attended_sliding + cached, float(lc.window))
         ctx_sliding = np.minimum(ctx_full, lc.window) if lc.window else ctx_full
@@ -186,6 +186,7 @@ class IterationModel:
         log_pf = np.log(np.maximum(x * attended, 1e-30))
         log_pf_sl = np.log(np.maximum(x * attended_sliding, 1e-30)) if lc.window else log_pf
         step_us = step_overhead_us(lc, c)
+        zero = np.zeros(n)  # read only: a stage without full or sliding layers attends to nothing
         # stages alike in what they compute (the same curves, layer counts and collectives: a
         # uniform model's PP stages but the last) share one row, costed once per call
         comp_of: dict[tuple, np.ndarray] = {}
@@ -204,28 +205,30 @@ class IterationModel:
             # every kernel at the iteration's real size: the tables' time for m tokens; a calibration
             # profile may scale the part a token count above one adds (prefill_efficiency) and the
             # weight-streaming floor of one token (decode_efficiency), both 1 by default
+            # (a division by an efficiency of 1, the default, is left out: x / 1.0 is x)
             g1 = o.per_token_one  # the GEMMs and the elementwise kernels every token goes through
-            gemm = g1 / dec_eff + np.maximum(o.per_token.at_log(log_tok) - g1, 0.0) / pf_eff
+            above = np.maximum(o.per_token.at_log(log_tok) - g1, 0.0)
+            gemm = g1 / dec_eff + (above if pf_eff == 1.0 else above / pf_eff)
             if o.moe is not None:
                 m1 = o.moe_one
                 gemm = gemm + m1 / dec_eff + np.maximum(o.moe.at_log(log_tok + log_route) - m1, 0.0) / pf_eff
             if o.lm_head is not None:
-                gemm = gemm + np.where(has_l, o.lm_head.at_log(log_logits), 0.0) / dec_eff
+                head = np.where(has_l, o.lm_head.at_log(log_logits), 0.0)
+                gemm = gemm + (head if dec_eff == 1.0 else head / dec_eff)
             # paged decode attention reads every running sequence's KV (the stage's bytes are split by
             # CP already; the context each GPU reads is the full one); prefill chunks attend to their prefix
-            dec = np.zeros(n)
-            pre = np.zeros(n)
-            pf_layer = np.zeros(n)
+            dec = pre = pf_layer = zero
             if sh.full_layers:
-                dec = dec + sh.full_layers * o.decode_attention.at_log(log_dctx + math.log(o.kv_layer_full or 1e-30))
+                dec = sh.full_layers * o.decode_attention.at_log(log_dctx + math.log(o.kv_layer_full or 1e-30))
                 pf_layer = o.prefill_attention.at_log(log_pf + math.log(o.attn_flops_layer or 1e-30))
-                pre = pre + sh.full_layers * pf_layer
+                pre = sh.full_layers * pf_layer
             if sh.sliding_layers:
                 dec = dec + sh.sliding_layers * o.decode_attention.at_log(
                     log_dctx_sl + math.log(o.kv_layer_sliding or 1e-30))
                 pre = pre + sh.sliding_layers * o.prefill_attention.at_log(
                     log_pf_sl + math.log(o.attn_flops_layer or 1e-30))
-            attn = np.where(has_d, dec, 0.0) / dec_eff + np.where(has_x, pre, 0.0) / pf_eff
+            dec_t, pre_t = np.where(has_d, dec, 0.0), np.where(has_x, pre, 0.0)
+            attn = (dec_t if dec_eff == 1.0 else dec_t / dec_eff) + (pre_t if pf_eff == 1.0 else pre_t / pf_eff)
             fixed_us = step_us + sh.layers * c.layer_overhead_us
             comp[s] = comp_of[comp_key] = np.where(working, gemm + attn + fixed_us / 1e3, 0.0)
             t_ar = ar_of[ar_key] = coll_time_us(lc.allreduce[s], ar_size)
