@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import field, replace
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -165,7 +166,7 @@ class GraphSizes:
         d = np.asarray(decode_seqs, dtype=float)
         if not padding or not sizes:
             return d
-        arr = np.asarray(sizes, dtype=float)
+        arr = _size_array(sizes)
         need = np.ceil(d - 1e-9)
         idx = np.searchsorted(arr, need, side="left")
         inside = (d > 0) & (idx < arr.size)
@@ -308,3 +309,12 @@ class EngineProfile:
 
 def _dotted(v: tuple[int, ...]) -> str:
     return ".".join(str(x) for x in v)
+
+
+@lru_cache(maxsize=64)
+def _size_array(sizes: tuple[int, ...]) -> np.ndarray:
+    """``sizes`` as a read-only float array, made once per tuple (an engine captures up to ~70 sizes,
+    and the iteration model pads every decode micro-batch)."""
+    arr = np.asarray(sizes, dtype=float)
+    arr.flags.writeable = False
+    return arr

@@ -33,7 +33,9 @@ class RuntimeStep(Record, frozen=True):
         """Decode rows the GPU runs per micro-batch: padded to the captured size for pure-decode
         micro-batches (prompt tokens present = a mixed batch, run without the decode graph)."""
         d = np.asarray(decode_seqs, dtype=float)
-        x = np.broadcast_to(np.asarray(prefill_tokens, dtype=float), d.shape)
+        x = np.asarray(prefill_tokens, dtype=float)
+        if x.shape != d.shape:
+            x = np.broadcast_to(x, d.shape)
         padded = GraphSizes.padded(d, self.graph_sizes, self.padding)
         return np.where(x > 0, d, padded)
 
