@@ -4,8 +4,11 @@ timings here; ``benchmarks/gui.py`` measures them)."""
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSize
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from studio.gui.panels.metrics_panel import MetricsPanel
+from studio.gui.toolkit.layout_fence import LayoutFence
 
 
 @pytest.fixture
@@ -56,3 +59,76 @@ def test_the_why_panel_follows_a_document_changed_behind_its_back(panel):
     panel.why.setPlainText("three")
     panel._set_why("one\nfour")
     assert panel.why.toPlainText() == "one\nfour"
+
+
+class _Requests(QObject):
+    """Counts the layout requests and paints a widget receives."""
+
+    def __init__(self, widget) -> None:
+        super().__init__()
+        self.layouts = self.paints = 0
+        widget.installEventFilter(self)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Type.LayoutRequest:
+            self.layouts += 1
+        elif event.type() == QEvent.Type.Paint:
+            self.paints += 1
+        return False
+
+
+def _settle() -> None:
+    for _ in range(4):  # each layout hop posts the next request
+        QCoreApplication.sendPostedEvents()
+
+
+class _Sized(QWidget):
+    """A widget whose size hint is set by hand."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hint = QSize(40, 20)
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        return self.hint
+
+
+def test_a_fence_passes_a_layout_request_on_only_when_the_hints_change(qtbot):
+    outer = QWidget()
+    qtbot.addWidget(outer)
+    inner = _Sized()
+    fence = LayoutFence(inner)
+    QVBoxLayout(outer).addWidget(fence)
+    outer.show()
+    _settle()
+    seen = _Requests(outer)
+    inner.updateGeometry()  # asks, its hints unchanged (a label's new text of the same width)
+    _settle()
+    assert seen.layouts == 0
+    inner.hint = QSize(90, 20)
+    inner.updateGeometry()
+    _settle()
+    assert seen.layouts == 1
+    assert fence.sizeHint() == QSize(90, 20)
+    assert inner.geometry() == fence.contentsRect()  # the child fills the fence as laid out again
+
+
+def test_a_card_given_a_value_as_wide_as_the_last_does_not_lay_the_cards_out_again(qtbot, panel):
+    panel.resize(330, 600)
+    panel.show()
+    card = panel.cards["ttft"]
+    card.value.setText("498.4 ms")
+    card.caption.setText("end-to-end 2.9 min")
+    _settle()
+    grid_owner = card.parentWidget()
+    seen = _Requests(grid_owner)
+    hints = (card.sizeHint(), card.minimumSizeHint())
+    card.value.setText("499.4 ms")  # a new value as wide as the last (digits are of one width)
+    _settle()
+    if (card.sizeHint(), card.minimumSizeHint()) != hints:
+        pytest.skip("this font's digits are not of one width")
+    assert seen.layouts == 0
+    wide = card.sizeHint()
+    card.value.setText("1,234,567,890,123.4 ms")  # wider: the grid must make room
+    _settle()
+    assert seen.layouts >= 1 and card.sizeHint().width() > wide.width()

@@ -29,6 +29,7 @@ from studio.engine.plan.results import PlanResult, PlanStatus
 from studio.engine.plan.views import Explanation
 from studio.gui.panels.fit_label import FitLabel
 from studio.gui.panels.value_label import ValueLabel
+from studio.gui.toolkit.layout_fence import LayoutFence
 from studio.gui.views.kv_tier_bar import TIER_ROOM, KvTierBar
 from studio.gui.views.memory_bars import Bar, MemoryBarsWidget
 from studio.service import plan_summary, units
@@ -273,14 +274,17 @@ def alltoall_text(r: PlanResult) -> str:
     return "\n".join([head, *lines]) if lines else "No expert all-to-all: EP is not larger than TP, or the model is dense."
 
 
-class FigureCard(QFrame):
+class FigureCard(LayoutFence):
     """Title, big value (never elided: it shrinks to fit), caption; click shows the explanation
-    in the side panel."""
+    in the side panel.
+
+    A new value or caption lays out the card's labels, and the cards' grid (the panel, its dock,
+    the window) only when the card's size hints change (:class:`LayoutFence`)."""
 
     clicked = Signal(str)
 
     def __init__(self, fig: Figure, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+        super().__init__(parent=parent)
         self.fig = fig
         self.setObjectName("figureCard")
         self.setFrameShape(QFrame.Shape.StyledPanel)
@@ -291,11 +295,13 @@ class FigureCard(QFrame):
         self.value.setObjectName("figureValue")
         self.caption = FitLabel("")
         self.caption.setObjectName("figureCaption")
-        lay = QVBoxLayout(self)
+        labels = QWidget()
+        lay = QVBoxLayout(labels)
         lay.setContentsMargins(8, 4, 8, 4)
         lay.setSpacing(0)
         for w in (self.title, self.value, self.caption):
             lay.addWidget(w)
+        self.set_child(labels)
 
     def mousePressEvent(self, event) -> None:  # noqa: N802 - Qt API
         self.clicked.emit(self.fig.key)

@@ -1,0 +1,101 @@
+"""A frame around one widget that lays its surroundings out again only when that widget's size
+hints change.
+
+Qt lays a widget's layout out again whenever a child asks (``updateGeometry``: a label given a new
+text, whatever its width), and every layout it lays out asks its own parent the same, whether or not
+its size hints changed: one value of a metric card laid out the card, the cards' grid, the panel,
+its dock and the whole main window on every edit. A :class:`LayoutFence` has no layout: it keeps its
+one widget filling its contents rect and, when that widget asks to be laid out, passes the request
+on only if the widget's hints (size hint, minimum size hint, minimum and maximum size, size policy,
+height for width, hidden) are not the ones its parent last saw: the parent's layout can change only
+when they do.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QSize
+from PySide6.QtGui import QResizeEvent, QShowEvent
+from PySide6.QtWidgets import QFrame, QWidget
+
+
+class LayoutFence(QFrame):
+    """Holds one widget (:meth:`set_child`) in its contents rect; its size hints are the widget's
+    plus its contents margins (a frame's width)."""
+
+    def __init__(self, child: QWidget | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._child: QWidget | None = None
+        self._hints: tuple = ()
+        if child is not None:
+            self.set_child(child)
+
+    def child(self) -> QWidget | None:
+        """The widget held."""
+        return self._child
+
+    def set_child(self, child: QWidget) -> None:
+        """Hold ``child`` (reparented here), filling the contents rect."""
+        child.setParent(self)
+        self._child = child
+        self._hints = self._child_hints()
+        child.setGeometry(self.contentsRect())
+        self.updateGeometry()
+
+    def _child_hints(self) -> tuple:
+        """What the parent's layout reads of the child, through this frame."""
+        c = self._child
+        if c is None:
+            return ()
+        hfw = c.hasHeightForWidth()
+        return (c.sizeHint(), c.minimumSizeHint(), c.minimumSize(), c.maximumSize(), c.sizePolicy(), hfw,
+                c.heightForWidth(c.width()) if hfw else -1, c.isHidden())
+
+    def _margins(self) -> QSize:
+        m = self.contentsMargins()
+        return QSize(m.left() + m.right(), m.top() + m.bottom())
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        c = self._child
+        return c.sizeHint() + self._margins() if c is not None else super().sizeHint()
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        c = self._child
+        return c.minimumSizeHint() + self._margins() if c is not None else super().minimumSizeHint()
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 - Qt API
+        c = self._child
+        return c.hasHeightForWidth() if c is not None else super().hasHeightForWidth()
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802 - Qt API
+        c = self._child
+        if c is None or not c.hasHeightForWidth():
+            return super().heightForWidth(width)
+        m = self._margins()
+        return c.heightForWidth(width - m.width()) + m.height()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        if self._child is not None:
+            self._child.setGeometry(self.contentsRect())
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - hidden, the child's requests were not posted
+        super().showEvent(event)
+        self._pass_on()
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.LayoutRequest and self._child is not None:
+            self._pass_on()
+            return True
+        return super().event(event)
+
+    def _pass_on(self) -> None:
+        """Ask the parent to lay out again if the child's hints changed; refit the child."""
+        if self._child is None:
+            return
+        hints = self._child_hints()
+        if hints != self._hints:
+            self._hints = hints
+            self.updateGeometry()
+        rect = self.contentsRect()
+        if self._child.geometry() != rect:
+            self._child.setGeometry(rect)
