@@ -4,11 +4,15 @@ timings here; ``benchmarks/gui.py`` measures them)."""
 from __future__ import annotations
 
 import pytest
+from gui_helpers import DATA, close_window, make_project, open_window
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSize
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
+from studio.core.layout import Layout
 from studio.gui.panels.metrics_panel import MetricsPanel
 from studio.gui.toolkit.layout_fence import LayoutFence
+from studio.io.importers.hf_config import load_model_config
+from studio.io.presets import load_catalog
 
 
 @pytest.fixture
@@ -132,3 +136,16 @@ def test_a_card_given_a_value_as_wide_as_the_last_does_not_lay_the_cards_out_aga
     card.value.setText("1,234,567,890,123.4 ms")  # wider: the grid must make room
     _settle()
     assert seen.layouts >= 1 and card.sizeHint().width() > wide.width()
+
+
+def test_a_repainted_card_does_not_repaint_the_window_and_dock_under_it(qtbot):
+    project = make_project(load_catalog(), load_model_config(DATA / "llama-3.1-70b.config.json"), layout=Layout(tp=8, pp=2))
+    win = open_window(qtbot, project)
+    _settle()
+    dock, window = _Requests(win.docks["Live metrics"]), _Requests(win)
+    card = win.metrics.cards["ttft"]
+    card.value.update()
+    QCoreApplication.sendPostedEvents()
+    assert (dock.paints, window.paints) == (0, 0)
+    assert win.metrics.autoFillBackground() and win.timeline.autoFillBackground()
+    close_window(win)
