@@ -149,3 +149,26 @@ def test_a_repainted_card_does_not_repaint_the_window_and_dock_under_it(qtbot):
     assert (dock.paints, window.paints) == (0, 0)
     assert win.metrics.autoFillBackground() and win.timeline.autoFillBackground()
     close_window(win)
+
+
+def test_a_value_label_remeasures_when_its_text_or_font_changes(qtbot):
+    """Its widths are kept per text and font (the size hints ask for them again and again)."""
+    from PySide6.QtGui import QFont
+
+    from studio.gui.panels.value_label import ValueLabel
+
+    label = ValueLabel("63.4k tok/s")
+    qtbot.addWidget(label)
+    first = (label.text_width(1.0), label.sizeHint(), label.minimumSizeHint())
+    assert (label.text_width(1.0), label.sizeHint(), label.minimumSizeHint()) == first
+    label.setText("1,063.4k tok/s")
+    fresh = ValueLabel("1,063.4k tok/s")
+    qtbot.addWidget(fresh)
+    assert label.text_width(1.0) == fresh.text_width(1.0) > first[0]
+    assert label.minimumSizeHint() == fresh.minimumSizeHint()
+    font = QFont(label.font())
+    font.setPointSizeF(font.pointSizeF() * 2)
+    label.setFont(font)
+    fresh.setFont(font)
+    assert label.text_width(0.7) == fresh.text_width(0.7)
+    assert label.sizeHint() == fresh.sizeHint() and label.sizeHint().height() > first[1].height()
