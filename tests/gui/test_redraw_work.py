@@ -217,3 +217,34 @@ def test_the_quick_time_axis_is_laid_out_as_pyqtgraph_lays_it_out(qtbot, width):
             finally:
                 p.end()
             assert _specs(ours) == _specs(theirs), (total, width)
+
+
+def test_a_fence_takes_its_widgets_policy_and_bounds(qtbot):
+    from PySide6.QtWidgets import QLabel, QSizePolicy
+
+    label = QLabel("M = 4 · bubble 36%")
+    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+    label.setMinimumWidth(80)
+    fence = LayoutFence(label)
+    qtbot.addWidget(fence)
+    assert fence.sizePolicy() == label.sizePolicy()
+    assert fence.minimumSize().width() == 80 and fence.maximumSize() == label.maximumSize()
+    fence.show()
+    label.setMaximumHeight(30)
+    _settle()
+    assert fence.maximumSize().height() == 30
+
+
+def test_a_new_timeline_caption_or_plan_line_lays_out_no_panel_or_window(qtbot):
+    project = make_project(load_catalog(), load_model_config(DATA / "llama-3.1-70b.config.json"), layout=Layout(tp=8, pp=2))
+    win = open_window(qtbot, project)
+    _settle()
+    panel, bar, window = _Requests(win.timeline), _Requests(win.statusBar()), _Requests(win)
+    win.timeline.caption.setText("M = 7 · bubble 42%")  # the room left is its width
+    win.engine_label.setText(win.engine_label.text().replace("1", "2"))  # as wide (digits of one width)
+    _settle()
+    assert (panel.layouts, bar.layouts, window.layouts) == (0, 0, 0)
+    win.engine_label.setText(win.engine_label.text() + " · and a much longer line")
+    _settle()
+    assert bar.layouts == 1  # wider: the status bar makes room for it
+    close_window(win)

@@ -8,14 +8,21 @@ its dock and the whole main window on every edit. A :class:`LayoutFence` has no 
 one widget filling its contents rect and, when that widget asks to be laid out, passes the request
 on only if the widget's hints (size hint, minimum size hint, minimum and maximum size, size policy,
 height for width, hidden) are not the ones its parent last saw: the parent's layout can change only
-when they do.
+when they do. The fence takes the widget's size policy and explicit minimum and maximum sizes, so
+that a layout treats it as it treated the widget, and compares hints as a layout reads them: a
+direction whose policy is ``Ignored`` has no size hint (a caption that may be cut at the right
+lays nothing out when its text changes).
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QSize
 from PySide6.QtGui import QResizeEvent, QShowEvent
-from PySide6.QtWidgets import QFrame, QWidget
+from PySide6.QtWidgets import QFrame, QSizePolicy, QWidget
+
+#: Qt's QWIDGETSIZE_MAX: no explicit maximum.
+UNBOUNDED = (1 << 24) - 1
+_IGNORED = QSizePolicy.Policy.Ignored
 
 
 class LayoutFence(QFrame):
@@ -38,6 +45,7 @@ class LayoutFence(QFrame):
         child.setParent(self)
         self._child = child
         self._hints = self._child_hints()
+        self._take_bounds()
         child.setGeometry(self.contentsRect())
         self.updateGeometry()
 
@@ -47,8 +55,31 @@ class LayoutFence(QFrame):
         if c is None:
             return ()
         hfw = c.hasHeightForWidth()
-        return (c.sizeHint(), c.minimumSizeHint(), c.minimumSize(), c.maximumSize(), c.sizePolicy(), hfw,
+        policy = c.sizePolicy()
+        hint, min_hint = c.sizeHint(), c.minimumSizeHint()
+        if policy.horizontalPolicy() == _IGNORED:  # as a layout reads them
+            hint, min_hint = QSize(0, hint.height()), QSize(0, min_hint.height())
+        if policy.verticalPolicy() == _IGNORED:
+            hint, min_hint = QSize(hint.width(), 0), QSize(min_hint.width(), 0)
+        return (hint, min_hint, c.minimumSize(), c.maximumSize(), policy, hfw,
                 c.heightForWidth(c.width()) if hfw else -1, c.isHidden())
+
+    def _take_bounds(self) -> None:
+        """The child's size policy and explicit minimum and maximum sizes, as the fence's own."""
+        c = self._child
+        if c is None:
+            return
+        if self.sizePolicy() != c.sizePolicy():
+            self.setSizePolicy(c.sizePolicy())
+        m = self._margins()
+        low, high = c.minimumSize(), c.maximumSize()
+        low = QSize(low.width() + m.width() if low.width() > 0 else 0, low.height() + m.height() if low.height() > 0 else 0)
+        high = QSize(min(high.width() + m.width(), UNBOUNDED) if high.width() < UNBOUNDED else UNBOUNDED,
+                     min(high.height() + m.height(), UNBOUNDED) if high.height() < UNBOUNDED else UNBOUNDED)
+        if self.minimumSize() != low:
+            self.setMinimumSize(low)
+        if self.maximumSize() != high:
+            self.setMaximumSize(high)
 
     def _margins(self) -> QSize:
         m = self.contentsMargins()
@@ -95,6 +126,7 @@ class LayoutFence(QFrame):
         hints = self._child_hints()
         if hints != self._hints:
             self._hints = hints
+            self._take_bounds()
             self.updateGeometry()
         rect = self.contentsRect()
         if self._child.geometry() != rect:
