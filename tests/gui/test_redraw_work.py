@@ -86,6 +86,14 @@ def _settle() -> None:
         QCoreApplication.sendPostedEvents()
 
 
+def _shown(qtbot, widget) -> None:
+    """``widget`` shown, painted once (a widget never exposed is not repainted) and laid out."""
+    widget.show()
+    qtbot.waitExposed(widget)
+    QCoreApplication.processEvents()
+    _settle()
+
+
 class _Sized(QWidget):
     """A widget whose size hint is set by hand."""
 
@@ -238,7 +246,7 @@ def test_a_fence_takes_its_widgets_policy_and_bounds(qtbot):
 def test_a_new_timeline_caption_or_plan_line_lays_out_no_panel_or_window(qtbot):
     project = make_project(load_catalog(), load_model_config(DATA / "llama-3.1-70b.config.json"), layout=Layout(tp=8, pp=2))
     win = open_window(qtbot, project)
-    _settle()
+    _shown(qtbot, win)
     panel, bar, window = _Requests(win.timeline), _Requests(win.statusBar()), _Requests(win)
     win.timeline.caption.setText("M = 7 · bubble 42%")  # the room left is its width
     win.engine_label.setText(win.engine_label.text().replace("1", "2"))  # as wide (digits of one width)
@@ -248,3 +256,25 @@ def test_a_new_timeline_caption_or_plan_line_lays_out_no_panel_or_window(qtbot):
     _settle()
     assert bar.layouts == 1  # wider: the status bar makes room for it
     close_window(win)
+
+
+def test_cards_laid_out_again_do_not_repaint_the_plan_line(qtbot, panel):
+    """A word-wrapped rich-text label repaints itself whenever asked its height for a width; the
+    plan line's fence answers for it until its text changes."""
+    panel.resize(330, 600)
+    _shown(qtbot, panel)
+    panel.status.setText("<b>TP8×PP2</b> on 16 GPUs — fits: KV cache holds 268 sequences")
+    _settle()
+    for text in ("12,345.6 ms", "1.0 ms"):  # the heights for the widths these lay the grid out at
+        panel.cards["ttft"].value.setText(text)
+        _settle()
+    seen, grid = _Requests(panel.status), _Requests(panel.cards["ttft"].parentWidget())
+    width = panel.status.width()
+    for text in ("12,345.6 ms", "1.0 ms"):  # the card's hints change: the grid is laid out again
+        panel.cards["ttft"].value.setText(text)
+        _settle()
+    assert grid.layouts == 2 and panel.status.width() == width
+    assert seen.paints == 0
+    panel.status.setText("<b>TP8×PP2</b> on 16 GPUs — does not fit")
+    _settle()
+    assert seen.paints >= 1

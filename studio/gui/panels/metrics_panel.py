@@ -378,7 +378,7 @@ class MetricsPanel(QWidget):
         tl = QVBoxLayout(top)
         tl.setContentsMargins(0, 0, 0, 0)
         tl.addWidget(self.serving_note)
-        tl.addWidget(self.status)
+        tl.addWidget(LayoutFence(self.status))  # asked its height for a width, it repaints itself
         tl.addWidget(self.best, 0, Qt.AlignmentFlag.AlignLeft)
         tl.addLayout(grid)
         split = QSplitter(Qt.Orientation.Vertical)

@@ -12,6 +12,11 @@ when they do. The fence takes the widget's size policy and explicit minimum and 
 that a layout treats it as it treated the widget, and compares hints as a layout reads them: a
 direction whose policy is ``Ignored`` has no size hint (a caption that may be cut at the right
 lays nothing out when its text changes).
+
+It also remembers the widget's height for each width asked until the widget next asks to be laid
+out: a word-wrapped rich-text QLabel lays its text out again, and repaints itself, every time a
+layout asks it that, even for the width it has (the metrics panel's plan line was repainted twice
+per edit, whenever a card's hints moved the cards' grid).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ class LayoutFence(QFrame):
         super().__init__(parent)
         self._child: QWidget | None = None
         self._hints: tuple = ()
+        self._heights: dict[int, int] = {}  # the child's height for a width, until it asks again
         if child is not None:
             self.set_child(child)
 
@@ -56,6 +62,7 @@ class LayoutFence(QFrame):
             return ()
         hfw = c.hasHeightForWidth()
         policy = c.sizePolicy()
+        self._heights.clear()
         hint, min_hint = c.sizeHint(), c.minimumSizeHint()
         if policy.horizontalPolicy() == _IGNORED:  # as a layout reads them
             hint, min_hint = QSize(0, hint.height()), QSize(0, min_hint.height())
@@ -102,7 +109,13 @@ class LayoutFence(QFrame):
         if c is None or not c.hasHeightForWidth():
             return super().heightForWidth(width)
         m = self._margins()
-        return c.heightForWidth(width - m.width()) + m.height()
+        inner = width - m.width()
+        height = self._heights.get(inner)
+        if height is None:
+            if len(self._heights) > 16:
+                self._heights.clear()
+            height = self._heights[inner] = c.heightForWidth(inner)
+        return height + m.height()
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
@@ -115,6 +128,7 @@ class LayoutFence(QFrame):
 
     def event(self, event: QEvent) -> bool:
         if event.type() == QEvent.Type.LayoutRequest and self._child is not None:
+            self._heights.clear()  # the child asks: its text, font or bounds changed
             self._pass_on()
             return True
         return super().event(event)
