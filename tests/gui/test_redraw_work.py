@@ -278,3 +278,22 @@ def test_cards_laid_out_again_do_not_repaint_the_plan_line(qtbot, panel):
     panel.status.setText("<b>TP8×PP2</b> on 16 GPUs — does not fit")
     _settle()
     assert seen.paints >= 1
+
+
+def test_the_legend_is_made_again_only_from_another_cluster_or_figures(qtbot, monkeypatch):
+    from studio.gui.canvas import legend as legend_module
+
+    project = make_project(load_catalog(), load_model_config(DATA / "llama-3.1-70b.config.json"))
+    legend = legend_module.Legend()
+    qtbot.addWidget(legend)
+    made: list[str] = []
+    real = legend_module._kind_text
+    monkeypatch.setattr(legend_module, "_kind_text", lambda k: made.append(k.id) or real(k))
+    legend.set_content(project.cluster, 2, 8, False)
+    first = list(legend.entries)
+    assert made
+    made.clear()
+    legend.set_content(project.cluster, 2, 8, False)  # the same cluster object and figures
+    assert not made and legend.entries == first
+    legend.set_content(project.cluster, 4, 8, False)  # more stages: made again
+    assert made and len(legend.entries) == len(first) + 2
