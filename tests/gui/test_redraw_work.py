@@ -125,27 +125,6 @@ def test_a_fence_passes_a_layout_request_on_only_when_the_hints_change(qtbot):
     assert inner.geometry() == fence.contentsRect()  # the child fills the fence as laid out again
 
 
-def test_a_card_given_a_value_as_wide_as_the_last_does_not_lay_the_cards_out_again(qtbot, panel):
-    panel.resize(330, 600)
-    panel.show()
-    card = panel.cards["ttft"]
-    card.value.setText("498.4 ms")
-    card.caption.setText("end-to-end 2.9 min")
-    _settle()
-    grid_owner = card.parentWidget()
-    seen = _Requests(grid_owner)
-    hints = (card.sizeHint(), card.minimumSizeHint())
-    card.value.setText("499.4 ms")  # a new value as wide as the last (digits are of one width)
-    _settle()
-    if (card.sizeHint(), card.minimumSizeHint()) != hints:
-        pytest.skip("this font's digits are not of one width")
-    assert seen.layouts == 0
-    wide = card.sizeHint()
-    card.value.setText("1,234,567,890,123.4 ms")  # wider: the grid must make room
-    _settle()
-    assert seen.layouts >= 1 and card.sizeHint().width() > wide.width()
-
-
 def test_a_repainted_card_does_not_repaint_the_window_and_dock_under_it(qtbot):
     project = make_project(load_catalog(), load_model_config(DATA / "llama-3.1-70b.config.json"), layout=Layout(tp=8, pp=2))
     win = open_window(qtbot, project)

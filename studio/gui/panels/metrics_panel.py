@@ -274,17 +274,14 @@ def alltoall_text(r: PlanResult) -> str:
     return "\n".join([head, *lines]) if lines else "No expert all-to-all: EP is not larger than TP, or the model is dense."
 
 
-class FigureCard(LayoutFence):
+class FigureCard(QFrame):
     """Title, big value (never elided: it shrinks to fit), caption; click shows the explanation
-    in the side panel.
-
-    A new value or caption lays out the card's labels, and the cards' grid (the panel, its dock,
-    the window) only when the card's size hints change (:class:`LayoutFence`)."""
+    in the side panel."""
 
     clicked = Signal(str)
 
     def __init__(self, fig: Figure, parent: QWidget | None = None) -> None:
-        super().__init__(parent=parent)
+        super().__init__(parent)
         self.fig = fig
         self.setObjectName("figureCard")
         self.setFrameShape(QFrame.Shape.StyledPanel)
@@ -295,13 +292,11 @@ class FigureCard(LayoutFence):
         self.value.setObjectName("figureValue")
         self.caption = FitLabel("")
         self.caption.setObjectName("figureCaption")
-        labels = QWidget()
-        lay = QVBoxLayout(labels)
+        lay = QVBoxLayout(self)
         lay.setContentsMargins(8, 4, 8, 4)
         lay.setSpacing(0)
         for w in (self.title, self.value, self.caption):
             lay.addWidget(w)
-        self.set_child(labels)
 
     def mousePressEvent(self, event) -> None:  # noqa: N802 - Qt API
         self.clicked.emit(self.fig.key)

@@ -3,8 +3,10 @@ hints change.
 
 Qt lays a widget's layout out again whenever a child asks (``updateGeometry``: a label given a new
 text, whatever its width), and every layout it lays out asks its own parent the same, whether or not
-its size hints changed: one value of a metric card laid out the card, the cards' grid, the panel,
-its dock and the whole main window on every edit. A :class:`LayoutFence` has no layout: it keeps its
+its size hints changed: the timeline's caption laid out the timeline panel, its dock and the whole
+main window on every edit, the status bar's plan line the status bar and the main window. (A
+metric card is not fenced: most edits change some card's hints, and the fence's extra hop cost
+more than it saved.) A :class:`LayoutFence` has no layout: it keeps its
 one widget filling its contents rect and, when that widget asks to be laid out, passes the request
 on only if the widget's hints (size hint, minimum size hint, minimum and maximum size, size policy,
 height for width, hidden) are not the ones its parent last saw: the parent's layout can change only
