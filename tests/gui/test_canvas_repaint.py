@@ -191,3 +191,27 @@ def test_link_edits_synced_incrementally_match_a_scene_built_from_scratch(qtbot,
     fresh = ClusterScene(doc)
     fresh._on_result(doc.result, 0)
     assert _link_state(scene) == _link_state(fresh)
+
+
+def test_a_micro_batch_edit_keeps_the_slow_hop_marks_while_it_is_costed(qtbot, doc, canvas, catalog, painted):
+    """The slow hops of the last plan hold for an edit that moves no rank and no link: their marks
+    stay on the link and the tiles while the engine costs it (no flicker), and nothing is redrawn."""
+    from studio.core.layout import Layout
+
+    doc.apply(doc.project.replace(layout=Layout(tp=8, pp=2, micro_batches=2)), "TP8×PP2", "layout")
+    link = _link(doc, "nvlink4-nvswitch", inside_node=True)
+    doc.edit_cluster("kind", lambda c: edits.set_link_kind(c, link.id, catalog.link("pcie-gen5-switch")))
+    _settle(qtbot, canvas)
+    scene = canvas.cluster_scene
+    slow = set(scene.placement.slow_gpus)
+    assert slow and scene.links[link.id].slow  # the TP group crosses a PCIe hop
+    painted.clear()
+    doc.edit("M", "layout", lambda p: p.replace(layout=p.layout.replace(micro_batches=3)))
+    assert not doc.result_is_current  # being costed: the marks are the last plan's
+    assert set(scene.placement.slow_gpus) == slow and scene.links[link.id].slow
+    _settle(qtbot, canvas)
+    assert set(scene.placement.slow_gpus) == slow
+    assert painted == []
+    doc.edit("TP", "layout", lambda p: p.replace(layout=Layout(tp=4, pp=4, micro_batches=3)))
+    assert not doc.result_is_current  # other TP groups: the last plan's hops do not hold for them
+    assert scene.placement.slow_gpus == frozenset()

@@ -47,6 +47,8 @@ class Legend(QWidget):
         self._bold.setBold(True)
         self.entries: list[Entry] = []
         self._rows = 1
+        self._shown_cluster: Cluster | None = None  # what the entries were last made from
+        self._shown_args: tuple = ()
 
     @property
     def font_pixel_size(self) -> float:
@@ -57,7 +59,14 @@ class Legend(QWidget):
                     pools: tuple[str, str] | None = None, kv_arrow: bool = False) -> None:
         """Show the link kinds the cluster uses, ``pp`` stage swatches, and the slow-link mark;
         with ``pools`` (the prefill and decode pool labels of disaggregated serving) the pool
-        swatches instead of the stages, and the KV-transfer arrow when ``kv_arrow``."""
+        swatches instead of the stages, and the KV-transfer arrow when ``kv_arrow``.
+
+        Asked on every edit and result (two or three times each) with the same frozen cluster
+        most of the time: the entries are made again only from another cluster or other figures."""
+        args = (pp, tp, slow, pools, kv_arrow)
+        if cluster is self._shown_cluster and args == self._shown_args:
+            return
+        self._shown_cluster, self._shown_args = cluster, args
         used = {lk.kind for lk in cluster.links}
         kinds = sorted((k for k in cluster.link_kinds.values() if k.id in used), key=lambda k: -k.bandwidth_gbps)
         entries = [Entry("heading", "Links")] + [Entry("link", _kind_text(k), link=k) for k in kinds]

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 
 from studio.core import edits
 from studio.core.hardware import Cluster, Link
+from studio.core.layout import Layout
 from studio.core.project import Project
 from studio.core.units import MIB
 from studio.engine.plan.results import PlanResult
@@ -83,6 +84,8 @@ class ClusterScene(ItemSync, LinkDrawing, PaletteDrops, QGraphicsScene):
         self.bundles: list[BundleItem] = []
         self._cluster: Cluster | None = None
         self._placement: Placement | None = None
+        #: The last plan and the cluster and layout it was computed for (see _current_plan).
+        self._costed: tuple[PlanResult, Cluster, Layout] | None = None
         self._syncing_selection = False
         self._link_src = None
         self._link_press = QPointF()
@@ -162,10 +165,23 @@ class ClusterScene(ItemSync, LinkDrawing, PaletteDrops, QGraphicsScene):
 
     # ------------------------------------------------------------- overlay
     def _current_plan(self, project: Project) -> PlanResult | None:
-        """The last plan, while its slow hops still hold for ``project`` (same TP)."""
+        """The last plan, while its slow hops still hold for ``project`` (same TP): the plan of
+        ``project`` itself, or, while an edit that moves no rank and no link (the micro-batch
+        count) is being costed, the plan before it. (Without the latter, every such edit on a
+        cluster with a slow hop took the hop's marks off its link and GPU tiles until the engine
+        answered, and put them back then: the tiles flickered, and were drawn twice per edit.)"""
         r = self.doc.result
-        if r is not None and self.doc.result_is_current and r.layout.tp == project.layout.tp:
+        if r is None or r.layout.tp != project.layout.tp:
+            return None
+        if self.doc.result_is_current:
             return r
+        costed = self._costed
+        if costed is not None and costed[0] is r and project.cluster is costed[1]:
+            layout = costed[2]
+            if project.layout.micro_batches != layout.micro_batches:
+                layout = layout.replace(micro_batches=project.layout.micro_batches)
+            if layout == project.layout:
+                return r
         return None
 
     def _placement_of(self, project: Project, plan: PlanResult | None) -> Placement:
@@ -206,6 +222,7 @@ class ClusterScene(ItemSync, LinkDrawing, PaletteDrops, QGraphicsScene):
 
     def _on_result(self, result, revision: int) -> None:
         project = self.doc.project
+        self._costed = (result, project.cluster, project.layout)
         if project.serving_mode.disaggregated and pool_overlay(project) is not None:
             return  # the tiles show the pools, not the aggregated layout
         placement = plan_overlay(result)

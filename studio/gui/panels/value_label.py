@@ -39,23 +39,46 @@ class ValueLabel(QLabel):
         self.scale = 1.0
         self._laid_out_for: tuple | None = None  # (text, contents rect, font) the layout below is for
         self._layout: tuple[str, str, QFont, QFont, float, float] | None = None
+        self._font_cache: dict[tuple[str, float], tuple[QFont, QFont, QFontMetricsF, QFontMetricsF]] = {}
+        self._widths_for: tuple[str, str] | None = None  # (text, font) the widths below are of
+        self._widths: dict[float, float] = {}  # by scale
         self.setText(text)
 
     # ------------------------------------------------------------------ fonts and widths
     def _fonts(self, scale: float) -> tuple[QFont, QFont]:
-        number = _scaled(self.font(), scale)
-        unit = _scaled(number, UNIT_SCALE)
-        unit.setWeight(QFont.Weight.Normal)
+        number, unit, _mn, _mu = self._scaled_fonts(self.font(), scale)
         return number, unit
+
+    def _scaled_fonts(self, font: QFont, scale: float) -> tuple[QFont, QFont, QFontMetricsF, QFontMetricsF]:
+        """The number's and the unit's fonts at ``scale`` of ``font`` and their metrics, made once
+        per font and scale (a new value asks for its width several times: the size hints, the fit)."""
+        key = (font.key(), scale)
+        made = self._font_cache.get(key)
+        if made is None:
+            number = _scaled(font, scale)
+            unit = _scaled(number, UNIT_SCALE)
+            unit.setWeight(QFont.Weight.Normal)
+            made = (number, unit, QFontMetricsF(number), QFontMetricsF(unit))
+            if len(self._font_cache) > 64:  # a search for a fit makes a dozen; fonts seldom change
+                self._font_cache.clear()
+            self._font_cache[key] = made
+        return made
 
     def text_width(self, scale: float = 1.0) -> float:
         """Width in pixels of the painted value at ``scale`` (number, gap, unit)."""
-        number, unit = split_unit(self.text())
-        fn, fu = self._fonts(scale)
-        w = QFontMetricsF(fn).horizontalAdvance(number)
-        if unit:
-            mu = QFontMetricsF(fu)
-            w += mu.horizontalAdvance(" ") + mu.horizontalAdvance(unit)
+        text, font = self.text(), self.font()
+        key = (text, font.key())
+        if key != self._widths_for:  # widths of another text or font
+            self._widths_for = key
+            self._widths.clear()
+        w = self._widths.get(scale)
+        if w is None:
+            number, unit = split_unit(text)
+            _fn, _fu, mn, mu = self._scaled_fonts(font, scale)
+            w = mn.horizontalAdvance(number)
+            if unit:
+                w += mu.horizontalAdvance(" ") + mu.horizontalAdvance(unit)
+            self._widths[scale] = w  # the size hints ask for the same widths again and again
         return w
 
     def fit_scale(self) -> float:
@@ -79,7 +102,7 @@ class ValueLabel(QLabel):
     # ------------------------------------------------------------------ size hints
     def sizeHint(self) -> QSize:  # noqa: N802 - room for the value at full size
         m = self.contentsMargins()
-        fm = QFontMetricsF(self.font())
+        fm = self._scaled_fonts(self.font(), 1.0)[2]  # the label's font, as a copy at scale 1
         return QSize(int(self.text_width(1.0)) + 3 + m.left() + m.right(), int(fm.height()) + m.top() + m.bottom())
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 - may shrink to MIN_SCALE, never elides
@@ -114,8 +137,7 @@ class ValueLabel(QLabel):
         """(number, unit, their fonts, the baseline, the unit's x) of the value fitted into ``rect``."""
         number, unit = split_unit(self.text())
         self.scale = self.fit_scale()
-        fn, fu = self._fonts(self.scale)
-        mn, mu = QFontMetricsF(fn), QFontMetricsF(fu)
+        fn, fu, mn, mu = self._scaled_fonts(self.font(), self.scale)
         baseline = rect.top() + (rect.height() + mn.ascent() - mn.descent()) / 2
         unit_x = rect.left() + mn.horizontalAdvance(number) + mu.horizontalAdvance(" ")
         return number, unit, fn, fu, baseline, unit_x

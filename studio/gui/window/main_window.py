@@ -34,6 +34,7 @@ from studio.gui.panels.layout_panel import LayoutPanel
 from studio.gui.panels.metrics_panel import MetricsPanel
 from studio.gui.panels.model_panel import ModelPanel
 from studio.gui.panels.warnings_panel import WarningsPanel
+from studio.gui.toolkit.layout_fence import LayoutFence
 from studio.gui.toolkit.resources import icon
 from studio.gui.views.timeline import TimelinePanel
 from studio.gui.window.recovery import Autosaver, Chooser, ask_recovery_dialog, offer_recovery
@@ -120,6 +121,11 @@ class MainWindow(QMainWindow):
         self.serving_mode_panel.planned.connect(self._on_disagg)
         self.setup_tabs = setup
         self.add_dock(setup, Qt.DockWidgetArea.LeftDockWidgetArea, "Plan")
+        # the panels a result redraws paint their own background (the window's): what a result
+        # repaints in them is painted from them down, not from the window and the dock (whose title
+        # bar measures itself, its buttons' icons loaded again, on every paint)
+        for panel in (self.metrics, self.timeline):
+            panel.setAutoFillBackground(True)
         self.add_dock(self.metrics, Qt.DockWidgetArea.RightDockWidgetArea, "Live metrics")
         self.add_dock(self.timeline, Qt.DockWidgetArea.BottomDockWidgetArea, "Pipeline timeline")
         self.add_dock(self.warnings, Qt.DockWidgetArea.RightDockWidgetArea, "Warnings")
@@ -153,7 +159,9 @@ class MainWindow(QMainWindow):
         self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
 
         self.engine_label = QLabel("")
-        self.statusBar().addPermanentWidget(self.engine_label)
+        # the plan's line changes on every result, its width seldom (digits are of one width): the
+        # status bar, and the window around it, are laid out again only when it does
+        self.statusBar().addPermanentWidget(LayoutFence(self.engine_label))
         self._build_actions()
         from studio.gui.calibration import install as install_calibration
 
