@@ -161,51 +161,6 @@ def test_a_value_label_remeasures_when_its_text_or_font_changes(qtbot):
     assert label.sizeHint() == fresh.sizeHint() and label.sizeHint().height() > first[1].height()
 
 
-def _specs(spec) -> tuple:
-    """Draw specs as plain values (exact coordinates, pens, rects, flags, texts)."""
-    if spec is None:
-        return ()
-    axis_spec, ticks, texts = spec
-    point = lambda q: (q.x(), q.y())  # noqa: E731
-    return ((axis_spec[0], point(axis_spec[1]), point(axis_spec[2])),
-            [(pen, point(a), point(b)) for pen, a, b in ticks],
-            [(r.getRect(), flags, text) for r, flags, text in texts])
-
-
-@pytest.mark.parametrize("width", [300, 700, 1160])
-def test_the_quick_time_axis_is_laid_out_as_pyqtgraph_lays_it_out(qtbot, width):
-    import pyqtgraph as pg
-    from PySide6.QtGui import QPainter, QPicture
-
-    from studio.gui.views.axis_specs import CHECKED_VERSIONS, draw_specs, supported
-    from studio.gui.views.timeline import TimelinePlot
-
-    if pg.__version__ not in CHECKED_VERSIONS:
-        pytest.skip(f"pyqtgraph {pg.__version__} keeps its own layout")
-    plot = TimelinePlot(legend=False)
-    qtbot.addWidget(plot)
-    plot.resize(width, 160)
-    plot.show()
-    axis = plot.getPlotItem().getAxis("bottom")
-    assert supported(axis)
-    sizes: dict = {}
-    for total in (0.37, 1.0, 7.5, 42.0, 199.94, 257.7, 1234.5, 98765.0):
-        plot.setXRange(0, total * 1.02, padding=0)
-        plot.getPlotItem().getViewBox().prepareForPaint()
-        QCoreApplication.sendPostedEvents()
-        for _ in range(2):  # the second time from the sizes the first measured
-            picture = QPicture()
-            p = QPainter(picture)
-            try:
-                theirs = pg.AxisItem.generateDrawSpecs(axis, p)
-                height = axis.textHeight
-                ours = draw_specs(axis, p, sizes)
-                assert axis.textHeight == height
-            finally:
-                p.end()
-            assert _specs(ours) == _specs(theirs), (total, width)
-
-
 def test_a_fence_takes_its_widgets_policy_and_bounds(qtbot):
     from PySide6.QtWidgets import QLabel, QSizePolicy
 

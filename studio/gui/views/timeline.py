@@ -24,7 +24,6 @@ from studio.engine.plan.results import PlanResult
 from studio.engine.plan.views import REQUEST_ONLY_KINDS, SEGMENT_KINDS, Timeline
 from studio.gui.toolkit.colors import SEGMENT_COLORS, SEGMENT_LABELS
 from studio.gui.toolkit.layout_fence import LayoutFence
-from studio.gui.views.axis_specs import quick_draw_specs
 from studio.gui.views.grid_axis import blend_grid_by_rows
 
 BAR_HEIGHT = 0.64
@@ -74,7 +73,6 @@ class TimelinePlot(pg.PlotWidget):
         pi = self.getPlotItem()
         pi.showGrid(x=True, y=False, alpha=0.25)
         blend_grid_by_rows(pi.getAxis("bottom"))  # the grid costs a tenth of what pyqtgraph draws it in
-        quick_draw_specs(pi.getAxis("bottom"))  # a result redraws the time axis: 3× quicker to lay out
         pi.setLabel("bottom", "time", units="ms")
         pi.getAxis("bottom").enableAutoSIPrefix(False)
         pi.getViewBox().invertY(True)
