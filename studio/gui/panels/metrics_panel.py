@@ -315,6 +315,9 @@ class MetricsPanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        # a result repaints this panel: it paints its own background (the window's), so the repaint
+        # starts here, not at the window and the dock (whose title bar reloads its icons per paint)
+        self.setAutoFillBackground(True)
         self.result: PlanResult | None = None
         #: The disaggregated plan the headline cards show (None: aggregated serving, or the pools
         #: are not costed) and the project's pools as the serving mode names them.

@@ -261,6 +261,9 @@ class TimelinePanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        # a result repaints this panel: it paints its own background (the window's), so the repaint
+        # starts here, not at the window and the dock (whose title bar reloads its icons per paint)
+        self.setAutoFillBackground(True)
         self.plot = TimelinePlot(self, legend=False)
         self.timelines: dict[str, Timeline] = {}
         self.stage_timelines: dict[str, Timeline] = {}

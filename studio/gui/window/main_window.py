@@ -121,11 +121,6 @@ class MainWindow(QMainWindow):
         self.serving_mode_panel.planned.connect(self._on_disagg)
         self.setup_tabs = setup
         self.add_dock(setup, Qt.DockWidgetArea.LeftDockWidgetArea, "Plan")
-        # the panels a result redraws paint their own background (the window's): what a result
-        # repaints in them is painted from them down, not from the window and the dock (whose title
-        # bar measures itself, its buttons' icons loaded again, on every paint)
-        for panel in (self.metrics, self.timeline):
-            panel.setAutoFillBackground(True)
         self.add_dock(self.metrics, Qt.DockWidgetArea.RightDockWidgetArea, "Live metrics")
         self.add_dock(self.timeline, Qt.DockWidgetArea.BottomDockWidgetArea, "Pipeline timeline")
         self.add_dock(self.warnings, Qt.DockWidgetArea.RightDockWidgetArea, "Warnings")
