@@ -71,14 +71,14 @@ def mdc_wait_ms(rho: float, servers: float, service_ms: float) -> float:
     deterministic service), by Sakasegawa's approximation of the M/M/c wait halved for a
     deterministic service: ``Wq ≈ ½ · ρ^(√(2(c+1)) − 1) / (c (1 − ρ)) · S``. With hundreds of slots
     requests barely wait until close to saturation, unlike a single-server M/D/1."""
-    c = max(1.0, float(servers))
     if rho <= 0.0:
         return 0.0
-    return 0.5 * rho ** (np.sqrt(2.0 * (c + 1.0)) - 1.0) / (c * (1.0 - rho)) * service_ms
+    return mdc_waits_ms(np.array([float(rho)]), servers, service_ms)[0]
 
 
 def mdc_waits_ms(rho: np.ndarray, servers: float, service_ms: float) -> np.ndarray:
-    """:func:`mdc_wait_ms` at every load of ``rho`` (each below 1), as one array operation."""
+    """:func:`mdc_wait_ms` at every load of ``rho`` (each below 1), as one array operation: the
+    formula lives here."""
     c = max(1.0, float(servers))
     rho = np.asarray(rho, dtype=float)
     busy = rho > 0.0
