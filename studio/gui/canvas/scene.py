@@ -179,7 +179,7 @@ class ClusterScene(ItemSync, LinkDrawing, PaletteDrops, QGraphicsScene):
         if costed is not None and costed[0] is r and project.cluster is costed[1]:
             layout = costed[2]
             if project.layout.micro_batches != layout.micro_batches:
-                layout = layout.replace(micro_batches=project.layout.micro_batches)
+                layout = layout.model_copy(update={"micro_batches": project.layout.micro_batches})  # compared only
             if layout == project.layout:
                 return r
         return None
