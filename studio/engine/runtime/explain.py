@@ -72,14 +72,15 @@ def _iteration_parts(ctx: PlanContext) -> tuple[float, float, float]:
 
         same = step_overhead_us(lc, c)
         c = c.with_overrides({"decode_step_overhead_us": same, "decode_step_overhead_sync_us": same})
-    plain = float(IterationModel(lc.replace(runtime=None), c).round_ms(0.0, b, dctx, wl.isl, m)[0])
     if rt is None:
-        return plain, plain, plain
+        alone = float(IterationModel(lc, c).round_ms(0.0, b, dctx, wl.isl, m)[0])
+        return alone, alone, alone
     quiet = RuntimeStep(scheduler=SchedulerCost(0.0, 0.0, 0.0, True, 0.0), graph_sizes=rt.graph_sizes,
                         padding=rt.padding)
-    # the same GPU step (same graphs, same per-step remainder), costed once, under both schedulers
-    padded, full = IterationModel(lc, c).rounds_under((quiet, rt), 0.0, b, dctx, wl.isl, m)
-    return plain, float(padded[0]), float(full[0])
+    # the same GPU step (same graphs, same per-step remainder), costed once for the unpadded rows
+    # and the padded ones, under both schedulers
+    plain, padded, full = IterationModel(lc, c).rounds_under((quiet, rt), 0.0, b, dctx, wl.isl, m, bare=True)
+    return float(plain[0]), float(padded[0]), float(full[0])
 
 
 def _reserve_terms(ctx: PlanContext) -> tuple[Term, ...]:

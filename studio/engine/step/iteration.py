@@ -287,11 +287,18 @@ class IterationModel:
         decode_ctx: np.ndarray | float,
         prompt_len: np.ndarray | float,
         micro_batches: np.ndarray | float = 1.0,
+        *,
+        bare: bool = False,
     ) -> list[np.ndarray]:
         """:meth:`round_ms` of this model with its runtime replaced by each of ``runtimes`` in turn,
         the GPU step costed once: each runtime must capture the same CUDA graphs with the same
         padding as this model's (the rows the GPU runs), and leave :func:`step_overhead_us` as it
-        is (the GPU work outside the layers), so only the host time differs."""
+        is (the GPU work outside the layers), so only the host time differs.
+
+        With ``bare``, the list starts with one more round: the GPU step of the rows as they are
+        (no graph padding) and no host time, which is :meth:`round_ms` of this model without its
+        runtime where the constants make :func:`step_overhead_us` the same with and without it;
+        its rows are costed in the same call as the padded ones."""
         rt = self.lc.runtime
         assert rt is not None
         for other in runtimes:
@@ -300,7 +307,7 @@ class IterationModel:
         m = np.atleast_1d(np.asarray(micro_batches, dtype=float))
         x = np.asarray(prefill_tokens, dtype=float)
         d = np.asarray(decode_seqs, dtype=float)
-        return self._engine_rounds(x, d, decode_ctx, prompt_len, m, runtimes)
+        return self._engine_rounds(x, d, decode_ctx, prompt_len, m, runtimes, bare=bare)
 
     def _engine_rounds(
         self,
@@ -310,8 +317,11 @@ class IterationModel:
         prompt_len: np.ndarray | float,
         m: np.ndarray,
         runtimes: tuple[RuntimeStep, ...],
+        *,
+        bare: bool = False,
     ) -> list[np.ndarray]:
-        """:meth:`round_ms` with an engine, its host time taken from each of ``runtimes``."""
+        """:meth:`round_ms` with an engine, its host time taken from each of ``runtimes`` (and,
+        with ``bare``, first the unpadded GPU round of :meth:`rounds_under`)."""
         rt = self.lc.runtime
         assert rt is not None
         # the engine: a pure-decode micro-batch runs padded to its CUDA graph's size (the padded
@@ -321,11 +331,26 @@ class IterationModel:
         rows = rt.decode_rows(xm, dm)
         ctx = np.broadcast_to(np.asarray(decode_ctx, dtype=float), rows.shape)
         ctx_rows = np.where(rows > 0, ctx * dm / np.maximum(rows, 1e-12), ctx)
-        it = self.micro_batch_times(xm, rows, ctx_rows, prompt_len)
+        n = rows.shape[0]
+        if bare:  # the rows as they are, then as the engine pads them, in one costing
+            plen_rows = per_row(np.maximum(np.asarray(prompt_len, dtype=float), 1.0), n)
+            it = self.micro_batch_times(np.concatenate((xm, xm)), np.concatenate((dm, rows)),
+                                        np.concatenate((ctx, ctx_rows)), np.concatenate((plen_rows, plen_rows)))
+        else:
+            it = self.micro_batch_times(xm, rows, ctx_rows, prompt_len)
         per = it.stage + it.p2p
-        gpu = np.maximum(per.sum(axis=0), m * per.max(axis=0))
+        if bare:
+            m_rows = np.broadcast_to(m, (n,))
+            both = np.maximum(per.sum(axis=0), np.concatenate((m_rows, m_rows)) * per.max(axis=0))
+        else:
+            both = np.maximum(per.sum(axis=0), m * per.max(axis=0))
+        gpu = both[n:] if bare else both
         if self.lc.prefix is not None:  # the prompt tokens' host / NVMe loads (hidden or added)
             gpu = self.lc.prefix.iteration_ms(gpu, x)
         plen = np.maximum(np.asarray(prompt_len, dtype=float), 1.0)
         running = d + np.ceil(x / plen)  # decoding sequences + the prompts being prefilled
-        return [gpu + r.exposed_ms(running, gpu) + r.pipeline_ms(running, m, self.lc.layout.pp) for r in runtimes]
+        out = [gpu + r.exposed_ms(running, gpu) + r.pipeline_ms(running, m, self.lc.layout.pp) for r in runtimes]
+        if bare:
+            plain = both[:n]
+            out.insert(0, plain if self.lc.prefix is None else self.lc.prefix.iteration_ms(plain, x))
+        return out
