@@ -719,7 +719,8 @@ def _scrolled_tab(tabs: QTabWidget, title: str) -> QWidget:
 
 def _scroll(panel: QWidget) -> None:
     """Make ``panel``, built in a :func:`_scrolled_tab` viewport, that scroll area's widget."""
-    area = panel.parentWidget().parentWidget()
+    viewport = panel.parentWidget()
+    area = viewport.parentWidget() if viewport is not None else None
     assert isinstance(area, _WidthFollowingScrollArea)
     area.setWidget(panel)
     panel.installEventFilter(area)
