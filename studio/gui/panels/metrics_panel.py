@@ -603,7 +603,7 @@ class MetricsPanel(QWidget):
 
 def _utf16_len(s: str) -> int:
     """Length of ``s`` in UTF-16 code units (a document's positions)."""
-    return len(s) + sum(1 for c in s if ord(c) > 0xFFFF) if not s.isascii() else len(s)
+    return len(s) if s.isascii() else len(s.encode("utf-16-le")) // 2
 
 
 def _common_prefix(a: str, b: str) -> int:
