@@ -60,15 +60,20 @@ def test_value_label_hints_follow_a_new_font(qtbot):
     assert after[0].width() > before[0].width() and after[0].height() > before[0].height()
 
 
-def test_value_label_follows_a_font_set_on_its_parent(qtbot):
+def test_value_label_follows_a_font_its_parent_gives_it(qtbot):
     parent = QWidget()
     qtbot.addWidget(parent)
     label = ValueLabel("2,493 µs", parent)
+    label.ensurePolished()
     before = label.text_width()
-    big = QFont(parent.font())
-    big.setPointSizeF(big.pointSizeF() * 2)
-    parent.setFont(big)  # inherited: the label is told by a FontChange of its own
+    parent.setStyleSheet("QWidget { font-size: 30pt; }")  # inherited, over the application's sheet
+    label.ensurePolished()
     assert label.text_width() > before * 1.5
+    fresh = ValueLabel(label.text())  # no cache: measured in the label's font from the start
+    qtbot.addWidget(fresh)
+    fresh.setFont(label.font())
+    assert label.text_width() == fresh.text_width()
+    assert label.sizeHint() == fresh.sizeHint()
 
 
 def test_section_summary_given_after_the_section_is_made(qtbot):
