@@ -160,11 +160,23 @@ class ExplorerWidget(TargetControls, RowSelection, DisaggRows, DetailTabs, Pins,
         # Run, Cancel and the progress come first so they stay visible in a narrow dock; every row
         # wraps (FlowLayout) instead of being clipped or widening the window at 1366×768
         bar = FlowRow(self.run_button, self.cancel_button, self.progress, self.own_window, self.status)
+        # Built from the outside in: each container is in its place before what it holds is added,
+        # and filled before the next one is added (the focus chain is the one it was). Under the
+        # application's style sheet every reparenting restyles the whole subtree it moves: the
+        # views, built into tabs handed to a splitter handed to this widget, were restyled thrice.
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        lay.setSpacing(2)
+        lay.addWidget(bar)
         targets = self._build_targets()
+        lay.addWidget(targets)
         self.reasons = QTextBrowser()
         self.reasons.setObjectName("explorer-reasons")
         self.reasons.setMaximumHeight(REASONS_MAX_H)
         self.reasons.setOpenLinks(False)
+        lay.addWidget(self.reasons)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        lay.addWidget(split, 1)
 
         self.model = SweepTableModel(self)
         self.proxy = SweepFilterProxy(self)
@@ -200,6 +212,7 @@ class ExplorerWidget(TargetControls, RowSelection, DisaggRows, DetailTabs, Pins,
         for b in (self.pin_button, self.apply_button):
             b.setEnabled(False)
         left = QWidget()
+        split.addWidget(left)
         ll = QVBoxLayout(left)
         ll.setContentsMargins(0, 0, 0, 0)
         ll.addWidget(self.table, 1)
@@ -210,7 +223,9 @@ class ExplorerWidget(TargetControls, RowSelection, DisaggRows, DetailTabs, Pins,
         ll.addLayout(row)
 
         self.tabs = QTabWidget()
+        split.addWidget(self.tabs)
         pareto_tab = QWidget()
+        self.tabs.addTab(pareto_tab, "Pareto")
         pl = QVBoxLayout(pareto_tab)
         pl.setContentsMargins(0, 0, 0, 0)
         self.plot_mode = QComboBox()
@@ -224,8 +239,8 @@ class ExplorerWidget(TargetControls, RowSelection, DisaggRows, DetailTabs, Pins,
         pl.addLayout(top)
         self.plot = ParetoPlot()
         pl.addWidget(self.plot, 1)
-        self.tabs.addTab(pareto_tab, "Pareto")
         tl_tab = QWidget()
+        self.tabs.addTab(tl_tab, "Timeline")
         tl = QVBoxLayout(tl_tab)
         tl.setContentsMargins(0, 0, 0, 0)
         self.timeline = TimelinePanel()
@@ -236,7 +251,6 @@ class ExplorerWidget(TargetControls, RowSelection, DisaggRows, DetailTabs, Pins,
         self.why.setStyleSheet("padding: 4px;")
         tl.addWidget(self.timeline, 1)
         tl.addWidget(self.why)
-        self.tabs.addTab(tl_tab, "Timeline")
         self.multiples = SmallMultiples()
         self.tabs.addTab(self.multiples, "Small multiples")
         self.compare = CompareView()
@@ -246,20 +260,10 @@ class ExplorerWidget(TargetControls, RowSelection, DisaggRows, DetailTabs, Pins,
         self.engines = EnginesView()
         self.tabs.addTab(self.engines, "Engines")
 
-        split = QSplitter(Qt.Orientation.Horizontal)
-        split.addWidget(left)
-        split.addWidget(self.tabs)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
         self._split, self._left = split, left
         self.compact = False  # the table is a tab beside the plots (a narrow dock: _set_compact)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(2, 2, 2, 2)
-        lay.setSpacing(2)
-        lay.addWidget(bar)
-        lay.addWidget(targets)
-        lay.addWidget(self.reasons)
-        lay.addWidget(split, 1)
 
         self.slo_only.toggled.connect(self.proxy.set_slo_only)
         self.hide_unfit.toggled.connect(self.proxy.set_hide_unfit)

@@ -15,6 +15,8 @@ class FitLabel(QLabel):
         super().__init__(parent)
         self._full = ""
         self._tip = ""
+        self._fitted: tuple | None = None  # (text, width, font) the elided text below is for
+        self._elided = ""
         self.setTextFormat(Qt.TextFormat.PlainText)
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self.setText(text)
@@ -54,9 +56,17 @@ class FitLabel(QLabel):
             self._fit()
 
     def _fit(self) -> None:
+        """Elide the text to the width. A label is told of every style change around it (each
+        reparenting under the application's style sheet sends one to the whole subtree: a metric
+        card's labels get ~20 while the window is built), so the text is elided again only when
+        the text, the width or the font differ from the last time."""
         m = self.contentsMargins()
         width = max(0, self.width() - m.left() - m.right())
-        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, width)
+        key = (self._full, width, self.font())
+        if key != self._fitted:
+            self._fitted = key
+            self._elided = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, width)
+        shown = self._elided
         if shown != QLabel.text(self):
             QLabel.setText(self, shown)
         tip = self._tip or (self._full if shown != self._full else "")

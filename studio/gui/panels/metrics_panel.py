@@ -336,9 +336,26 @@ class MetricsPanel(QWidget):
         self.best.setToolTip("Sweep every layout this model and cluster allow and apply the best one (one undo step)")
         self.best.setVisible(False)
         self.best.clicked.connect(self.bestRequested)
+        # Built from the outside in: the splitter in this panel, each pane in the splitter, and only
+        # then what a pane holds. Under the application's style sheet every reparenting restyles
+        # the whole subtree it moves; the cards, built into a grid that was then handed to their
+        # pane, the pane to the splitter and the splitter to this panel, were restyled four times.
+        # (Each pane is filled before the next is added: the focus chain is the one it was.)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        split = QSplitter(Qt.Orientation.Vertical)
+        lay.addWidget(split)
+        top = QWidget()
+        split.addWidget(top)
+        tl = QVBoxLayout(top)
+        tl.setContentsMargins(0, 0, 0, 0)
+        tl.addWidget(self.serving_note)
+        tl.addWidget(LayoutFence(self.status))  # asked its height for a width, it repaints itself
+        tl.addWidget(self.best, 0, Qt.AlignmentFlag.AlignLeft)
         self.cards: dict[str, FigureCard] = {}
         grid = QGridLayout()
         grid.setSpacing(4)
+        tl.addLayout(grid)
         for i, fig in enumerate(FIGURES):
             card = FigureCard(fig)
             card.setVisible(fig.key not in OPTIONAL_CARDS)  # shown once a plan has the collective
@@ -347,42 +364,33 @@ class MetricsPanel(QWidget):
             grid.addWidget(card, i // 2, i % 2)
         for column in (0, 1):  # two equal columns whatever one card's text asks for
             grid.setColumnStretch(column, 1)
-        self.memory = MemoryBarsWidget()
-        #: HBM / host DRAM / NVMe KV of one replica, shown when the plan has a prefix cache.
-        self.tiers = KvTierBar()
-        self.tiers.setVisible(False)
-        self.tiers.clicked.connect(lambda: self.show_why(PREFIX.key))
-        self.project: Project | None = None
+        memory_box = QWidget()
+        split.addWidget(memory_box)
+        ml = QVBoxLayout(memory_box)
+        ml.setContentsMargins(0, 0, 0, 0)
+        ml.setSpacing(0)
         #: What the bars are when they are not the aggregated layout's GPUs: the pools' first workers.
         self.memory_title = QLabel("")
         self.memory_title.setObjectName("memoryTitle")
         self.memory_title.setWordWrap(True)
         self.memory_title.setStyleSheet("font-size: 8pt; color: #495057;")
         self.memory_title.setVisible(False)
-        memory_box = QWidget()
-        ml = QVBoxLayout(memory_box)
-        ml.setContentsMargins(0, 0, 0, 0)
-        ml.setSpacing(0)
         ml.addWidget(self.memory_title)
+        self.memory = MemoryBarsWidget()
         ml.addWidget(self.memory, 1)
+        #: HBM / host DRAM / NVMe KV of one replica, shown when the plan has a prefix cache.
+        self.tiers = KvTierBar()
+        self.tiers.setVisible(False)
+        self.tiers.clicked.connect(lambda: self.show_why(PREFIX.key))
         ml.addWidget(self.tiers)
+        self.project: Project | None = None
         self.why = QTextBrowser()
         self.why.setObjectName("why")
         self.why.setPlaceholderText("Click a figure to see how it was computed.")
         self.why.setMinimumHeight(44)  # two lines; the window must fit a 1366×768 screen
+        split.addWidget(self.why)
         self._why_key = "ttft"
         self._why_text = ""  # what the "why" panel's document holds
-        top = QWidget()
-        tl = QVBoxLayout(top)
-        tl.setContentsMargins(0, 0, 0, 0)
-        tl.addWidget(self.serving_note)
-        tl.addWidget(LayoutFence(self.status))  # asked its height for a width, it repaints itself
-        tl.addWidget(self.best, 0, Qt.AlignmentFlag.AlignLeft)
-        tl.addLayout(grid)
-        split = QSplitter(Qt.Orientation.Vertical)
-        split.addWidget(top)
-        split.addWidget(memory_box)
-        split.addWidget(self.why)
         split.setStretchFactor(0, 0)
         # the "why" gets the larger share of what the cards leave: at 1366×768 it read three lines
         # beside a chart that needs no more than its minimum to be read
@@ -391,9 +399,6 @@ class MetricsPanel(QWidget):
         split.setChildrenCollapsible(False)
         split.setSizes([300, 120, 200])
         self._split = split
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(4, 4, 4, 4)
-        lay.addWidget(split)
 
     def set_result(self, r: PlanResult, project: Project | None = None) -> None:
         """The project's aggregated plan (under a costed disaggregated plan: the cards marked
@@ -603,7 +608,7 @@ class MetricsPanel(QWidget):
 
 def _utf16_len(s: str) -> int:
     """Length of ``s`` in UTF-16 code units (a document's positions)."""
-    return len(s) + sum(1 for c in s if ord(c) > 0xFFFF) if not s.isascii() else len(s)
+    return len(s) if s.isascii() else len(s.encode("utf-16-le")) // 2
 
 
 def _common_prefix(a: str, b: str) -> int:

@@ -116,28 +116,29 @@ class ModelPanel(QWidget):
         form.addRow("TPOT target", self.tpot)
         form.addRow("Price", self.price)
         from studio.gui.editors.load_editor import LoadEditor  # how the plan is served (issue 10)
-        from studio.gui.panels.section import Section
-
-        self.load_editor = LoadEditor(doc)
         from studio.gui.editors.reuse_editor import (
             ReuseEditor,  # prefix caching, KV tiers (issue 36)
         )
+        from studio.gui.panels.section import Section
 
-        self.reuse_editor = ReuseEditor(doc)
-        load_body = QWidget()
-        body = QVBoxLayout(load_body)
-        body.setContentsMargins(0, 0, 0, 0)
-        body.addWidget(self.load_editor)
-        body.addWidget(self.reuse_editor)
         # the advanced sections fold (their settings summed up in the header), so the common
         # fields above fit a 1366×768 screen without scrolling; prompt reuse folds with the load
-        # (a header row of its own would push the common fields past that screen)
-        self.load_section = Section(
-            "Load", load_body,
+        # (a header row of its own would push the common fields past that screen). The section
+        # is in its row before its editors are built in it: under the style sheet each reparenting
+        # restyles the subtree it moves, and the editors were moved twice (body, section, row).
+        load_body = QWidget()
+        self.load_section = Section("Load", load_body)
+        form.addRow(self.load_section)
+        body = QVBoxLayout(load_body)
+        body.setContentsMargins(0, 0, 0, 0)
+        self.load_editor = LoadEditor(doc, load_body)
+        self.reuse_editor = ReuseEditor(doc, load_body)
+        body.addWidget(self.load_editor)
+        body.addWidget(self.reuse_editor)
+        self.load_section.set_summary(
             lambda: f"{self.load_editor.mode.currentText()}; reuse {self.reuse_editor.summary()}")
         doc.projectChanged.connect(lambda _p, _k: self.load_section.refresh())
         self.load_editor.mode.currentIndexChanged.connect(lambda _i: self.load_section.refresh())
-        form.addRow(self.load_section)
         from studio.gui.editors.spec_editor import SpecEditor  # speculative decoding (issue 15)
 
         self.spec_editor = SpecEditor(doc)

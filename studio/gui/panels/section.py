@@ -69,6 +69,12 @@ class Section(QWidget):
         self.header.setChecked(expanded)
         self.set_expanded(expanded)
 
+    def set_summary(self, summary: Callable[[], str] | None) -> None:
+        """What the folded header says the section is set to (a section built before what its
+        summary reads gets it here)."""
+        self._summary = summary
+        self.refresh()
+
     @property
     def expanded(self) -> bool:
         return self.header.isChecked()

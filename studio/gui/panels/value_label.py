@@ -3,7 +3,7 @@ beside it, and both scaled down together when the label is narrower than the tex
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPointF, QRectF, QSize, Qt
+from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QFont, QFontMetricsF, QPainter, QPaintEvent
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
@@ -42,20 +42,34 @@ class ValueLabel(QLabel):
         self._font_cache: dict[tuple[str, float], tuple[QFont, QFont, QFontMetricsF, QFontMetricsF]] = {}
         self._widths_for: tuple[str, str] | None = None  # (text, font) the widths below are of
         self._widths: dict[float, float] = {}  # by scale
+        self._font_key: str | None = None  # self.font().key() until the font changes
         self.setText(text)
 
     # ------------------------------------------------------------------ fonts and widths
+    def _key(self) -> str:
+        """The label's font's key, made once per font (QFont.key builds a string: a result asked
+        it ~60 times, through the size hints and the paint)."""
+        key = self._font_key
+        if key is None:
+            key = self._font_key = self.font().key()
+        return key
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API: the font may have changed
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._font_key = None
+        super().changeEvent(event)
+
     def _fonts(self, scale: float) -> tuple[QFont, QFont]:
-        number, unit, _mn, _mu = self._scaled_fonts(self.font(), scale)
+        number, unit, _mn, _mu = self._scaled_fonts(scale)
         return number, unit
 
-    def _scaled_fonts(self, font: QFont, scale: float) -> tuple[QFont, QFont, QFontMetricsF, QFontMetricsF]:
-        """The number's and the unit's fonts at ``scale`` of ``font`` and their metrics, made once
-        per font and scale (a new value asks for its width several times: the size hints, the fit)."""
-        key = (font.key(), scale)
+    def _scaled_fonts(self, scale: float) -> tuple[QFont, QFont, QFontMetricsF, QFontMetricsF]:
+        """The number's and the unit's fonts at ``scale`` of the label's font and their metrics, made
+        once per font and scale (a new value asks for its width several times: the size hints, the fit)."""
+        key = (self._key(), scale)
         made = self._font_cache.get(key)
         if made is None:
-            number = _scaled(font, scale)
+            number = _scaled(self.font(), scale)
             unit = _scaled(number, UNIT_SCALE)
             unit.setWeight(QFont.Weight.Normal)
             made = (number, unit, QFontMetricsF(number), QFontMetricsF(unit))
@@ -66,15 +80,15 @@ class ValueLabel(QLabel):
 
     def text_width(self, scale: float = 1.0) -> float:
         """Width in pixels of the painted value at ``scale`` (number, gap, unit)."""
-        text, font = self.text(), self.font()
-        key = (text, font.key())
+        text = self.text()
+        key = (text, self._key())
         if key != self._widths_for:  # widths of another text or font
             self._widths_for = key
             self._widths.clear()
         w = self._widths.get(scale)
         if w is None:
             number, unit = split_unit(text)
-            _fn, _fu, mn, mu = self._scaled_fonts(font, scale)
+            _fn, _fu, mn, mu = self._scaled_fonts(scale)
             w = mn.horizontalAdvance(number)
             if unit:
                 w += mu.horizontalAdvance(" ") + mu.horizontalAdvance(unit)
@@ -102,7 +116,7 @@ class ValueLabel(QLabel):
     # ------------------------------------------------------------------ size hints
     def sizeHint(self) -> QSize:  # noqa: N802 - room for the value at full size
         m = self.contentsMargins()
-        fm = self._scaled_fonts(self.font(), 1.0)[2]  # the label's font, as a copy at scale 1
+        fm = self._scaled_fonts(1.0)[2]  # the label's font, as a copy at scale 1
         return QSize(int(self.text_width(1.0)) + 3 + m.left() + m.right(), int(fm.height()) + m.top() + m.bottom())
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 - may shrink to MIN_SCALE, never elides
@@ -117,7 +131,7 @@ class ValueLabel(QLabel):
     # ------------------------------------------------------------------ painting
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt API
         rect = QRectF(self.contentsRect())
-        key = (self.text(), rect, self.font().key())
+        key = (self.text(), rect, self._key())
         layout = self._layout
         if layout is None or key != self._laid_out_for:  # searched for only when text, size or font change
             self._laid_out_for = key
@@ -137,7 +151,7 @@ class ValueLabel(QLabel):
         """(number, unit, their fonts, the baseline, the unit's x) of the value fitted into ``rect``."""
         number, unit = split_unit(self.text())
         self.scale = self.fit_scale()
-        fn, fu, mn, mu = self._scaled_fonts(self.font(), self.scale)
+        fn, fu, mn, mu = self._scaled_fonts(self.scale)
         baseline = rect.top() + (rect.height() + mn.ascent() - mn.descent()) / 2
         unit_x = rect.left() + mn.horizontalAdvance(number) + mu.horizontalAdvance(" ")
         return number, unit, fn, fu, baseline, unit_x

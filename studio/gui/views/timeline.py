@@ -132,9 +132,8 @@ class TimelinePlot(pg.PlotWidget):
         step = max(1, int(np.ceil(n / 32)))  # at most ~32 labels; hover names every lane
         self._set_lane_ticks([[(i, name) for i, name in enumerate(tl.lanes) if i % step == 0]])
         total = max(tl.total_ms, 1e-9)
-        self.setXRange(0, total * 1.02, padding=0)
         self._write_note()
-        self._fit_y()
+        self._fit_y((0.0, total * 1.02))  # both ranges in one go: the view box updates once
         self.getPlotItem().getViewBox().prepareForPaint()
 
     # pyqtgraph draws a bar item or an axis again whenever it is given data or a style, changed or
@@ -164,9 +163,10 @@ class TimelinePlot(pg.PlotWidget):
         if isValid(self):  # the view box also resizes while the chart is being destroyed
             self._fit_y()
 
-    def _fit_y(self) -> None:
+    def _fit_y(self, x_range: tuple[float, float] | None = None) -> None:
         """Y range with room under the last lane for the note, in pixels: the note never sits on
-        the bars, however many lanes and however short the chart."""
+        the bars, however many lanes and however short the chart; with ``x_range``, the x range
+        set in the same call (one update of the view box and its axes instead of two)."""
         tl = self.timeline
         if tl is None:
             return
@@ -178,7 +178,10 @@ class TimelinePlot(pg.PlotWidget):
         # r data units under the lanes take r / (span + r) of the height: enough for note_px
         room = note_px / max(h_px - note_px, 1.0) * span if h_px > note_px else span
         bottom = n - 0.4 + max(0.3, room)
-        self.setYRange(top, bottom, padding=0)
+        if x_range is None:
+            self.setYRange(top, bottom, padding=0)
+        else:
+            self.getPlotItem().getViewBox().setRange(xRange=x_range, yRange=(top, bottom), padding=0)
         if tl.phase == "request":  # a long caption: from the left edge, not the right
             self.note.setAnchor((0, 1))
             self.note.setPos(0.0, bottom)

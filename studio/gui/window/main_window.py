@@ -90,40 +90,50 @@ class MainWindow(QMainWindow):
         self.scene = ClusterScene(doc, catalog, self)
         self.canvas = CanvasView(self.scene)
         self.setCentralWidget(self.canvas.pane())
-        self.palette = Palette(catalog)
-        self.model_panel = ModelPanel(doc, catalog)
-        self.layout_panel = LayoutPanel(doc)
-        self.metrics = MetricsPanel()
-        self.metrics.bestRequested.connect(self.layout_panel.apply_best)
-        self.warnings = WarningsPanel()
-        self.timeline = TimelinePanel()
-
         self.docks: dict[str, QDockWidget] = {}
+        # Each dock is made before what it holds, and each panel is built inside its container (dock,
+        # tab, scroll area): under the application's style sheet every reparenting restyles the
+        # whole subtree it moves (a style change for each widget), so a panel built on its own and
+        # then handed to a scroll area, a tab and a dock was restyled three times (~40 ms of the
+        # window's construction). Docks and panels are made in the order the docks are added, as
+        # before: the focus chain (Tab order) is the one the window had.
         from studio.gui.canvas.link_kind_box import LinkKindBox
 
+        palette_dock = self._new_dock("Palette")
+        hardware = QWidget(palette_dock)
+        self.palette = Palette(catalog, hardware)
         #: The selected links' kind, editable (issue 34): under the palette, by the canvas.
-        self.link_kind = LinkKindBox(self.scene)
-        hardware = QWidget()
+        self.link_kind = LinkKindBox(self.scene, hardware)
         hl = QVBoxLayout(hardware)
         hl.setContentsMargins(0, 0, 0, 0)
         hl.setSpacing(0)
         hl.addWidget(self.palette, 1)
         hl.addWidget(self.link_kind)
-        self.add_dock(hardware, Qt.DockWidgetArea.LeftDockWidgetArea, "Palette")
-        setup = QTabWidget()
+        self._place_dock(palette_dock, hardware, Qt.DockWidgetArea.LeftDockWidgetArea)
+        plan_dock = self._new_dock("Plan")
+        setup = QTabWidget(plan_dock)
         # each tab scrolls rather than forcing its height on the window (fits a 1366×768 screen)
-        setup.addTab(_scrolled(self.model_panel), "Model && workload")
-        setup.addTab(_scrolled(self.layout_panel), "Layout")
+        self.model_panel = ModelPanel(doc, catalog, _scrolled_tab(setup, "Model && workload"))
+        _scroll(self.model_panel)
+        self.layout_panel = LayoutPanel(doc, _scrolled_tab(setup, "Layout"))
+        _scroll(self.layout_panel)
         from studio.gui.panels.serving_mode_panel import ServingModePanel
 
-        self.serving_mode_panel = ServingModePanel(doc)
-        setup.addTab(_scrolled(self.serving_mode_panel), "Serving mode")
+        self.serving_mode_panel = ServingModePanel(doc, parent=_scrolled_tab(setup, "Serving mode"))
+        _scroll(self.serving_mode_panel)
         self.serving_mode_panel.planned.connect(self._on_disagg)
         self.setup_tabs = setup
-        self.add_dock(setup, Qt.DockWidgetArea.LeftDockWidgetArea, "Plan")
-        self.add_dock(self.metrics, Qt.DockWidgetArea.RightDockWidgetArea, "Live metrics")
-        self.add_dock(self.timeline, Qt.DockWidgetArea.BottomDockWidgetArea, "Pipeline timeline")
-        self.add_dock(self.warnings, Qt.DockWidgetArea.RightDockWidgetArea, "Warnings")
+        self._place_dock(plan_dock, setup, Qt.DockWidgetArea.LeftDockWidgetArea)
+        metrics_dock = self._new_dock("Live metrics")
+        self.metrics = MetricsPanel(metrics_dock)
+        self.metrics.bestRequested.connect(self.layout_panel.apply_best)
+        self._place_dock(metrics_dock, self.metrics, Qt.DockWidgetArea.RightDockWidgetArea)
+        timeline_dock = self._new_dock("Pipeline timeline")
+        self.timeline = TimelinePanel(timeline_dock)
+        self._place_dock(timeline_dock, self.timeline, Qt.DockWidgetArea.BottomDockWidgetArea)
+        warnings_dock = self._new_dock("Warnings")
+        self.warnings = WarningsPanel(warnings_dock)
+        self._place_dock(warnings_dock, self.warnings, Qt.DockWidgetArea.RightDockWidgetArea)
         # The Explorer (issue 4) and the Load view (issue 10) share the timeline's tab area and are
         # built the first time their tab is shown (or the attribute is first used): a tab never
         # opened costs no widgets (~0.14 s of the window's ~0.3 s) and runs no sweep or curve.
@@ -182,19 +192,28 @@ class MainWindow(QMainWindow):
     # -------------------------------------------------------------- public
     def add_dock(self, widget: QWidget, area: Qt.DockWidgetArea, title: str) -> QDockWidget:
         """Dock ``widget`` in ``area`` under ``title`` (also listed in View ▸ Panels)."""
+        dock = self._new_dock(title)
+        self._place_dock(dock, widget, area)
+        return dock
+
+    def _new_dock(self, title: str) -> QDockWidget:
+        """A dock titled ``title``, not added yet: what it will hold can be built in it."""
         dock = QDockWidget(title, self)
         dock.setObjectName(f"dock-{title.lower().replace(' ', '-')}")
-        dock.setWidget(widget)
         dock.setFeatures(
             QDockWidget.DockWidgetFeature.DockWidgetMovable
             | QDockWidget.DockWidgetFeature.DockWidgetFloatable
             | QDockWidget.DockWidgetFeature.DockWidgetClosable
         )
+        return dock
+
+    def _place_dock(self, dock: QDockWidget, widget: QWidget, area: Qt.DockWidgetArea) -> None:
+        """Give ``dock`` its ``widget`` and add it in ``area`` (and to View ▸ Panels)."""
+        dock.setWidget(widget)
         self.addDockWidget(area, dock)
-        self.docks[title] = dock
+        self.docks[dock.windowTitle()] = dock
         if hasattr(self, "panels_menu"):
             self.panels_menu.addAction(dock.toggleViewAction())
-        return dock
 
     def highlight(self, ids: tuple[str, ...]) -> None:
         """Select the canvas items of ``ids`` (warning click) and bring them into view."""
@@ -687,12 +706,21 @@ class _WidthFollowingScrollArea(QScrollArea):
         return super().eventFilter(obj, event)
 
 
-def _scrolled(panel: QWidget) -> QScrollArea:
-    """``panel`` in a frameless vertical scroll area that takes its width."""
+def _scrolled_tab(tabs: QTabWidget, title: str) -> QWidget:
+    """A new tab ``title`` of ``tabs``: a frameless vertical scroll area that takes its panel's width;
+    returns the area's viewport, the parent to build the panel in (then :func:`_scroll`)."""
     area = _WidthFollowingScrollArea()
     area.setWidgetResizable(True)
     area.setFrameShape(QFrame.Shape.NoFrame)
     area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    tabs.addTab(area, title)
+    return area.viewport()
+
+
+def _scroll(panel: QWidget) -> None:
+    """Make ``panel``, built in a :func:`_scrolled_tab` viewport, that scroll area's widget."""
+    viewport = panel.parentWidget()
+    area = viewport.parentWidget() if viewport is not None else None
+    assert isinstance(area, _WidthFollowingScrollArea)
     area.setWidget(panel)
     panel.installEventFilter(area)
-    return area
