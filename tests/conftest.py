@@ -64,6 +64,26 @@ settings.register_profile("ci-long", max_examples=1000, **_NO_TIMING)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
 
 
+def _no_constants_from_the_source() -> None:
+    """Under ``quick``, Hypothesis draws no constants from the studio's own source (its "local
+    constants": the literals of every module loaded so far, ~3,100 of them). Those made the
+    examples of a derandomized test depend on which modules happened to be imported before it
+    (a file run alone tried other inputs than the same file in the whole suite) and on every
+    edit of any module's literals, against the profile's promise of the same inputs every run;
+    and parsing the ~350 modules for them cost ~1.5 s of CPU per run from a fresh clone (cached
+    in ``.hypothesis/constants`` after that, still ~0.8 s to check). ``ci-long`` keeps them, as
+    it keeps fresh random inputs. A Hypothesis without that (private) hook runs as before."""
+    from hypothesis.internal.conjecture import providers
+
+    constants = getattr(providers, "_local_constants", None)
+    if callable(getattr(providers, "_get_local_constants", None)) and constants is not None and not len(constants):
+        providers._get_local_constants = lambda: constants
+
+
+if settings.default.derandomize:
+    _no_constants_from_the_source()
+
+
 def _clear_settings() -> None:
     """Empty the throw-away settings file (``LAYOUT_STUDIO_NO_SETTINGS=1``), shared by the whole run."""
     if "studio.gui.window.settings" in sys.modules:
