@@ -16,8 +16,23 @@ def _full_disk(_fd):
     raise OSError(27, "File too large")
 
 
+@pytest.fixture
+def shared_pdf(monkeypatch, data, pictures, pdf_bytes, shared_build) -> None:
+    """Writing the example's report as PDF lays out the run's one PDF of it (the session's
+    ``pdf_bytes``, written by the same writer from the same figures and pictures) instead of
+    laying the same pages out again (~0.3 s of CPU each); the write itself is the real one."""
+    from studio.gui.report import writer
+
+    real = writer.pdf_bytes
+
+    def pdf(d, pics=None):
+        return pdf_bytes if d is data and pics is pictures else real(d, pics)
+
+    monkeypatch.setattr(writer, "pdf_bytes", pdf)
+
+
 @pytest.mark.parametrize("suffix", [".pdf", ".html"])
-def test_a_failed_report_write_keeps_the_old_file(suffix, tmp_path, monkeypatch, data, shared_build):
+def test_a_failed_report_write_keeps_the_old_file(suffix, tmp_path, monkeypatch, data, shared_pdf):
     from studio.gui.report import write_report
 
     out = tmp_path / f"r{suffix}"
@@ -30,7 +45,7 @@ def test_a_failed_report_write_keeps_the_old_file(suffix, tmp_path, monkeypatch,
     assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]  # no temporary file left
 
 
-def test_a_pdf_report_replaces_a_link_with_a_whole_pdf(tmp_path, data, shared_build):
+def test_a_pdf_report_replaces_a_link_with_a_whole_pdf(tmp_path, data, shared_pdf):
     from studio.gui.report import write_report
 
     victim = tmp_path / "victim"
