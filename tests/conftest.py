@@ -36,7 +36,7 @@ if "LAYOUT_STUDIO_CACHE_DIR" not in os.environ:
 def _share_subprocess_bytecode() -> None:
     """With ``PYTHONDONTWRITEBYTECODE`` set (as in CI's and the sandbox's shells), every Python the
     run starts (``layout-studio`` commands, reports under a size limit, tests/service in a fresh
-    interpreter: ~100 of them) compiled the studio's ~350 modules from source again, ~0.2 s of CPU
+    interpreter: 65 of them) compiled the studio's ~350 modules from source again, ~0.2 s of CPU
     each for a plain ``plan``, more for a report. The run's children instead share one bytecode
     folder of this run (``PYTHONPYCACHEPREFIX``), deleted when it ends: the first child to import
     a module compiles it, the others read it. Nothing is written into the checkout or the
