@@ -84,6 +84,30 @@ if settings.default.derandomize:
     _no_constants_from_the_source()
 
 
+def _utf8_intervals_known() -> None:
+    """The characters UTF-8 encodes, as Hypothesis's ``text()`` asks for them (its default
+    ``codec="utf-8"``), without its scan of all 1,114,112 code points: every code point but the
+    surrogates U+D800-U+DFFF, each decoding back to itself. The scan cost ~1.5-3 s of CPU in every
+    run from a fresh clone (its result is cached in ``.hypothesis/unicode_data`` after that); the
+    intervals handed back are the ones it finds, so every example drawn is the same. Other codecs
+    are scanned as before; a Hypothesis without that (private) function runs as before."""
+    from hypothesis.internal import charmap
+    from hypothesis.internal.intervalsets import IntervalSet
+
+    scan = getattr(charmap, "intervals_from_codec", None)
+    if not callable(scan):
+        return
+    utf8 = (IntervalSet([(0, 0xD7FF), (0xE000, sys.maxunicode)]), IntervalSet([]))
+
+    def intervals_from_codec(codec_name: str):
+        return utf8 if codec_name == "utf-8" else scan(codec_name)
+
+    charmap.intervals_from_codec = intervals_from_codec
+
+
+_utf8_intervals_known()
+
+
 def _clear_settings() -> None:
     """Empty the throw-away settings file (``LAYOUT_STUDIO_NO_SETTINGS=1``), shared by the whole run."""
     if "studio.gui.window.settings" in sys.modules:
