@@ -32,11 +32,80 @@ if "LAYOUT_STUDIO_CACHE_DIR" not in os.environ:
     os.environ["LAYOUT_STUDIO_CACHE_DIR"] = tempfile.mkdtemp(prefix="layout-studio-test-cache-")
     atexit.register(shutil.rmtree, os.environ["LAYOUT_STUDIO_CACHE_DIR"], ignore_errors=True)
 
+
+def _share_subprocess_bytecode() -> None:
+    """With ``PYTHONDONTWRITEBYTECODE`` set (as in CI's and the sandbox's shells), every Python the
+    run starts (``layout-studio`` commands, reports under a size limit, tests/service in a fresh
+    interpreter: 65 of them) compiled the studio's ~350 modules from source again, ~0.2 s of CPU
+    each for a plain ``plan``, more for a report. The run's children instead share one bytecode
+    folder of this run (``PYTHONPYCACHEPREFIX``), deleted when it ends: the first child to import
+    a module compiles it, the others read it. Nothing is written into the checkout or the
+    environment, as the setting asks, and no run reads what an earlier one left. This process
+    itself is left as it is (a prefix here would also recompile every installed library it still
+    imports, whose bytecode sits beside them)."""
+    if not sys.dont_write_bytecode or "PYTHONPYCACHEPREFIX" in os.environ:
+        return
+    import atexit
+    import shutil
+    import tempfile
+
+    prefix = tempfile.mkdtemp(prefix="layout-studio-test-pycache-")
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    atexit.register(shutil.rmtree, prefix, ignore_errors=True)
+
+
+_share_subprocess_bytecode()
+
 _NO_TIMING = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
 
 settings.register_profile("quick", max_examples=50, derandomize=True, database=None, **_NO_TIMING)
 settings.register_profile("ci-long", max_examples=1000, **_NO_TIMING)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
+
+
+def _no_constants_from_the_source() -> None:
+    """Under ``quick``, Hypothesis draws no constants from the studio's own source (its "local
+    constants": the literals of every module loaded so far, ~3,100 of them). Those made the
+    examples of a derandomized test depend on which modules happened to be imported before it
+    (a file run alone tried other inputs than the same file in the whole suite) and on every
+    edit of any module's literals, against the profile's promise of the same inputs every run;
+    and parsing the ~350 modules for them cost ~1.5 s of CPU per run from a fresh clone (cached
+    in ``.hypothesis/constants`` after that, still ~0.8 s to check). ``ci-long`` keeps them, as
+    it keeps fresh random inputs. A Hypothesis without that (private) hook runs as before."""
+    from hypothesis.internal.conjecture import providers
+
+    constants = getattr(providers, "_local_constants", None)
+    if callable(getattr(providers, "_get_local_constants", None)) and constants is not None and not len(constants):
+        providers._get_local_constants = lambda: constants
+
+
+if settings.default.derandomize:
+    _no_constants_from_the_source()
+
+
+def _utf8_intervals_known() -> None:
+    """The characters UTF-8 encodes, as Hypothesis's ``text()`` asks for them (its default
+    ``codec="utf-8"``), without its scan of all 1,114,112 code points: every code point but the
+    surrogates U+D800-U+DFFF, each decoding back to itself. The scan cost ~1.5-3 s of CPU in every
+    run from a fresh clone (its result is cached in ``.hypothesis/unicode_data`` after that); the
+    intervals handed back are the ones it finds, so every example drawn is the same. Other codecs
+    are scanned as before; a Hypothesis without that (private) function runs as before."""
+    from hypothesis.internal import charmap
+    from hypothesis.internal.intervalsets import IntervalSet
+
+    scan = getattr(charmap, "intervals_from_codec", None)
+    if not callable(scan):
+        return
+    utf8 = (IntervalSet([(0, 0xD7FF), (0xE000, sys.maxunicode)]), IntervalSet([]))
+
+    def intervals_from_codec(codec_name: str):
+        return utf8 if codec_name == "utf-8" else scan(codec_name)
+
+    charmap.intervals_from_codec = intervals_from_codec
+
+
+_utf8_intervals_known()
 
 
 def _clear_settings() -> None:

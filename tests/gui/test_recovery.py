@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from studio.io.autosave import AutosaveStore, IdleTimer
 from studio.io.project_file import load_project, project_to_json, save_project
 
@@ -28,18 +30,43 @@ def _window(qtbot, project, path=None):
     return win
 
 
+def _autosaver(qtbot, project):
+    """The autosaver a window with an autosave store keeps (:class:`studio.gui.window.recovery.
+    Autosaver` on its document, as ``MainWindow(..., autosave=AutosaveStore())`` makes it), without
+    the window: the snapshot, failure and recovery-offer logic lives there and in
+    :func:`studio.gui.window.recovery.offer_recovery`, which ``MainWindow.offer_recovery`` calls.
+    The window's own part (an autosaver made, kept and fed by a real window, the snapshot deleted
+    on a clean close, a crashed window's work restored through ``MainWindow.offer_recovery``) is
+    tested with real windows below and in the crashing child."""
+    from studio.gui.document import ProjectDocument
+    from studio.gui.window.recovery import Autosaver
+
+    qtbot.addWidget  # noqa: B018 - the qtbot fixture creates the QApplication the timer needs
+    doc = ProjectDocument(project, evaluate=lambda p: None, threaded=False)
+    return Autosaver(doc, AutosaveStore(), idle=IdleTimer(idle_s=0.05, min_interval_s=5.0))
+
+
+def _offer_recovery(saver, choose):
+    """What ``MainWindow.offer_recovery`` asks (every crashed session but the window's own, its
+    error box failing the test) for a window whose autosaver is ``saver``."""
+    from studio.gui.window.recovery import offer_recovery
+
+    return offer_recovery(saver.doc, saver.store, choose, lambda title, text: pytest.fail(f"{title}: {text}"),
+                          saver.session_id)
+
+
 def test_unsaved_work_is_snapshotted_after_idle_and_dropped_on_save(qtbot, project, tmp_path):
-    win = _window(qtbot, project)
-    saver = win.autosaver
+    saver = _autosaver(qtbot, project)
+    doc = saver.doc
     assert not saver.tick() and not saver.path.exists()  # clean: nothing to protect
-    win.doc.edit("Rename plan", "project", lambda p: p.replace(name="Afternoon of work"))
+    doc.edit("Rename plan", "project", lambda p: p.replace(name="Afternoon of work"))
     qtbot.waitUntil(saver.path.exists, timeout=30_000)
-    assert AutosaveStore().restore(saver.session_id) == win.doc.project
-    win.doc.save(tmp_path / "plan.json")
+    assert AutosaveStore().restore(saver.session_id) == doc.project
+    doc.save(tmp_path / "plan.json")
     assert not saver.path.exists()  # a clean save leaves nothing to recover
-    win.doc.edit("Rename plan", "project", lambda p: p.replace(name="More work"))
+    doc.edit("Rename plan", "project", lambda p: p.replace(name="More work"))
     qtbot.waitUntil(saver.path.exists, timeout=30_000)
-    win.doc.undo_stack.undo()  # back to the saved state: clean again
+    doc.undo_stack.undo()  # back to the saved state: clean again
     assert not saver.path.exists()
 
 
@@ -54,16 +81,16 @@ def test_clean_close_deletes_the_snapshot(qtbot, project):
 
 
 def test_autosave_failure_is_reported_and_the_window_keeps_working(qtbot, project, tmp_path):
-    win = _window(qtbot, project)
+    saver = _autosaver(qtbot, project)
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("x")
-    win.autosaver.store = AutosaveStore(blocker / "autosave")
+    saver.store = AutosaveStore(blocker / "autosave")
     messages = []
-    win.doc.message.connect(messages.append)
-    win.doc.edit("Rename plan", "project", lambda p: p.replace(name="Nowhere to go"))
-    assert not win.autosaver.save_now()
+    saver.doc.message.connect(messages.append)
+    saver.doc.edit("Rename plan", "project", lambda p: p.replace(name="Nowhere to go"))
+    assert not saver.save_now()
     assert any(m.startswith("Autosave failed") and "not-a-folder" in m for m in messages)
-    assert win.doc.project.name == "Nowhere to go"
+    assert saver.doc.project.name == "Nowhere to go"
 
 
 CRASHING_CHILD = textwrap.dedent(
@@ -144,17 +171,15 @@ def test_discard_and_later(qtbot, project, monkeypatch, _private_data_dir):
     store.save(project.replace(name="keep for later"), "aaaa")
     store.save(project.replace(name="throw away"), "bbbb")
     (store.root / "cccc.json").write_text("{not json", encoding="utf-8")  # a damaged snapshot
-    win = _window(qtbot, project)
+    saver = _autosaver(qtbot, project)
     answers = {"keep for later": "later", "throw away": "discard", "": "discard"}
     seen = []
-    win.choose_recovery = lambda s: seen.append(s.project_name) or answers[s.project_name]
-    assert win.offer_recovery() is None
+    assert _offer_recovery(saver, lambda s: seen.append(s.project_name) or answers[s.project_name]) is None
     assert sorted(seen) == ["", "keep for later", "throw away"]
     assert [s.session_id for s in store.sessions()] == ["aaaa"]
-    assert win.doc.project == project and not win.doc.is_dirty
+    assert saver.doc.project == project and not saver.doc.is_dirty
 
 
 def test_no_question_without_crashed_sessions(qtbot, project):
-    win = _window(qtbot, project)
-    win.choose_recovery = lambda s: (_ for _ in ()).throw(AssertionError("asked"))
-    assert win.offer_recovery() is None
+    saver = _autosaver(qtbot, project)
+    assert _offer_recovery(saver, lambda s: (_ for _ in ()).throw(AssertionError("asked"))) is None
