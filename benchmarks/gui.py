@@ -14,7 +14,7 @@ The stages of the total are printed under it: "edit" (document, canvas and panel
 project), "engine evaluate", "result -> widgets" (the result's handlers setting texts and items),
 "layout + paint panels" (posted layouts, scene updates and the window's paint of the dirty regions,
 canvas excluded) and "canvas repaint" (with whatever else the edit posted: the status bar, the
-toolbar's undo text, the edited spin box). For reference, not part of the edit: "full panels repaint"
+toolbar's Undo button's tooltip and state, the edited spin box). For reference, not part of the edit: "full panels repaint"
 is a forced synchronous repaint of the whole metrics panel and timeline (what this benchmark timed
 before it timed what the window paints), "full canvas repaint" a forced repaint of the whole canvas. The window's garbage
 collector and thread switch interval are set as ``layout-studio`` sets them once its window is up

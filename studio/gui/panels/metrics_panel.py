@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import (
     QFrame,
@@ -302,6 +302,44 @@ class FigureCard(QFrame):
         self.clicked.emit(self.fig.key)
 
 
+#: How far the cards' pane may stay wider than its values need before its width hints follow them
+#: down (px; they follow them up at once): about two digits of a value at its smallest scale.
+WIDTH_SLACK = 24
+
+
+def steady_width(kept: int, needed: int, slack: int = WIDTH_SLACK) -> int:
+    """The width to report for a need of ``needed`` px after reporting ``kept``: ``needed`` when it
+    is more than ``kept`` or more than ``slack`` below it, else ``kept``."""
+    return needed if needed > kept or needed < kept - slack else kept
+
+
+class CardsPane(QWidget):
+    """The plan line and the metric cards, with steady width hints.
+
+    A card's value sets its card's minimum and preferred widths (a value is never elided: it shrinks
+    to :data:`studio.gui.panels.value_label.MIN_SCALE` at most), so nearly every result moved the
+    panel's minimum width by a few pixels (159 ↔ 166 px on the 16-GPU example) and, through the dock,
+    the main window's: the window and its docks were laid out again on every edit. This pane's width
+    hints follow its values up at once (a narrowed dock still widens to keep every value legible) and
+    down only when they need :data:`WIDTH_SLACK` px less than the pane last asked for (a dock the user
+    narrows may stay that much wider than its values need, no more). Heights follow at once."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._min_width = 0
+        self._hint_width = 0
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        hint = super().minimumSizeHint()
+        self._min_width = steady_width(self._min_width, hint.width())
+        return QSize(self._min_width, hint.height())
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        hint = super().sizeHint()
+        self._hint_width = steady_width(self._hint_width, hint.width())
+        return QSize(self._hint_width, hint.height())
+
+
 class MetricsPanel(QWidget):
     """Headline figures in a grid, memory bars below, the "why" of the chosen figure beside.
 
@@ -345,8 +383,12 @@ class MetricsPanel(QWidget):
         lay.setContentsMargins(4, 4, 4, 4)
         split = QSplitter(Qt.Orientation.Vertical)
         lay.addWidget(split)
-        top = QWidget()
-        split.addWidget(top)
+        # the cards' pane, in a fence: a new value lays out the cards' grid, and the panel, its dock
+        # and the main window only when the pane's steady hints change (seldom: see CardsPane)
+        fence = LayoutFence()
+        split.addWidget(fence)
+        top = CardsPane()
+        fence.set_child(top)
         tl = QVBoxLayout(top)
         tl.setContentsMargins(0, 0, 0, 0)
         tl.addWidget(self.serving_note)

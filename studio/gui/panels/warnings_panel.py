@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QListWidget, QListWidgetItem, QStyle, QVBoxLayout, QWidget
 
 from studio.engine.plan.results import PlanWarning
@@ -33,6 +34,21 @@ class WarningsPanel(QWidget):
         lay.addWidget(self.list)
         self.warnings: tuple[PlanWarning, ...] = ()
         self._listed: tuple[PlanWarning, ...] | None = None  # what the rows show (None: an error, or nothing yet)
+        self._icons: dict[QStyle.StandardPixmap, QIcon] = {}  # the style's icons, until the style changes
+
+    def _icon(self, which: QStyle.StandardPixmap) -> QIcon:
+        """The style's icon ``which``, asked of the style once: a link-kind edit changes the warnings,
+        and every new row asked the style for its icon again (loaded anew, and rendered anew when
+        painted: a new icon has no pixmap cached)."""
+        icon = self._icons.get(which)
+        if icon is None:
+            icon = self._icons[which] = self.style().standardIcon(which)
+        return icon
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API: another style, other icons
+        if event.type() == QEvent.Type.StyleChange:
+            self._icons.clear()
+        super().changeEvent(event)
 
     def set_warnings(self, warnings: tuple[PlanWarning, ...]) -> None:
         """Show ``warnings``, most severe first; the rows are kept when they would read the same (an
@@ -43,14 +59,13 @@ class WarningsPanel(QWidget):
         self._listed = self.warnings
         self.list.blockSignals(True)
         self.list.clear()
-        style = self.style()
         for w in self.warnings:
-            item = QListWidgetItem(style.standardIcon(SEVERITY_ICONS.get(w.severity, SEVERITY_ICONS["info"])), f"{w.message}\n→ {w.fix}")
+            item = QListWidgetItem(self._icon(SEVERITY_ICONS.get(w.severity, SEVERITY_ICONS["info"])), f"{w.message}\n→ {w.fix}")
             item.setToolTip(f"{w.code} ({w.severity})\n{w.message}\nFix: {w.fix}")
             item.setData(Qt.ItemDataRole.UserRole, (*w.gpus, *w.links))
             self.list.addItem(item)
         if not self.warnings:
-            item = QListWidgetItem(style.standardIcon(QStyle.StandardPixmap.SP_DialogApplyButton), "No warnings for this plan.")
+            item = QListWidgetItem(self._icon(QStyle.StandardPixmap.SP_DialogApplyButton), "No warnings for this plan.")
             item.setFlags(Qt.ItemFlag.ItemIsEnabled)
             self.list.addItem(item)
         self.list.blockSignals(False)
@@ -61,7 +76,7 @@ class WarningsPanel(QWidget):
         self.warnings = ()
         self._listed = None
         self.list.clear()
-        item = QListWidgetItem(self.style().standardIcon(SEVERITY_ICONS["error"]), one_line(message))
+        item = QListWidgetItem(self._icon(SEVERITY_ICONS["error"]), one_line(message))
         item.setToolTip(message)
         self.list.addItem(item)
 

@@ -18,6 +18,8 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QScrollArea,
     QTabWidget,
+    QToolBar,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -35,6 +37,7 @@ from studio.gui.panels.metrics_panel import MetricsPanel
 from studio.gui.panels.model_panel import ModelPanel
 from studio.gui.panels.warnings_panel import WarningsPanel
 from studio.gui.toolkit.layout_fence import LayoutFence
+from studio.gui.toolkit.pinned_size import pin_to_hint
 from studio.gui.toolkit.resources import icon
 from studio.gui.views.timeline import TimelinePanel
 from studio.gui.window.recovery import Autosaver, Chooser, ask_recovery_dialog, offer_recovery
@@ -315,8 +318,16 @@ class MainWindow(QMainWindow):
         for a in (fit, zin, zout):
             tb.addAction(a)
         tb.addSeparator()
-        tb.addAction(undo)
-        tb.addAction(redo)
+        # The toolbar's Undo and Redo read "Undo" and "Redo" at a fixed width, the edit they undo in
+        # their tooltip and in the Edit menu: named ("Undo M", "Undo kind", "Undo Add HGX H200 … ·
+        # layout re-split to …") the button changed width on every edit and moved the buttons after
+        # it. They are buttons of the window's own, not the toolbar's: a toolbar lays itself and the
+        # whole main window out again whenever one of its actions changes, and these two change on
+        # every edit (their text, tooltip, enabled state).
+        undo.setIconText("Undo")
+        redo.setIconText("Redo")
+        for action in (undo, redo):
+            tb.addWidget(_tool_button(tb, action))
         tb.addSeparator()
         tb.addAction(best)
 
@@ -686,6 +697,24 @@ class MainWindow(QMainWindow):
         if self.autosaver is not None:
             self.autosaver.discard()  # a clean close: nothing to recover
         event.accept()
+
+
+def _tool_button(bar: QToolBar, action: QAction) -> QToolButton:
+    """A button showing ``action`` as ``bar`` shows its own actions (raised on hover, no focus, the
+    bar's icon size and button style), pinned at its size hint (:func:`pin_to_hint`): a change of the
+    action lays out neither the bar nor the window. The action's icon text must not change."""
+    button = QToolButton(bar)
+    button.setAutoRaise(True)
+    button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+    button.setIconSize(bar.iconSize())
+    button.setToolButtonStyle(bar.toolButtonStyle())
+    button.setDefaultAction(action)
+    button.triggered.connect(bar.actionTriggered)
+    pin = pin_to_hint(button)
+    for changed, apply in ((bar.iconSizeChanged, button.setIconSize), (bar.toolButtonStyleChanged, button.setToolButtonStyle)):
+        changed.connect(apply)
+        changed.connect(pin.pin)  # after the button took the change: its hint is the new one
+    return button
 
 
 class _WidthFollowingScrollArea(QScrollArea):
