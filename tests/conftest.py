@@ -33,30 +33,6 @@ if "LAYOUT_STUDIO_CACHE_DIR" not in os.environ:
     atexit.register(shutil.rmtree, os.environ["LAYOUT_STUDIO_CACHE_DIR"], ignore_errors=True)
 
 
-def _share_subprocess_bytecode() -> None:
-    """With ``PYTHONDONTWRITEBYTECODE`` set (as in CI's and the sandbox's shells), every Python the
-    run starts (``layout-studio`` commands, reports under a size limit, tests/service in a fresh
-    interpreter: 65 of them) compiled the studio's ~350 modules from source again, ~0.2 s of CPU
-    each for a plain ``plan``, more for a report. The run's children instead share one bytecode
-    folder of this run (``PYTHONPYCACHEPREFIX``), deleted when it ends: the first child to import
-    a module compiles it, the others read it. Nothing is written into the checkout or the
-    environment, as the setting asks, and no run reads what an earlier one left. This process
-    itself is left as it is (a prefix here would also recompile every installed library it still
-    imports, whose bytecode sits beside them)."""
-    if not sys.dont_write_bytecode or "PYTHONPYCACHEPREFIX" in os.environ:
-        return
-    import atexit
-    import shutil
-    import tempfile
-
-    prefix = tempfile.mkdtemp(prefix="layout-studio-test-pycache-")
-    os.environ["PYTHONPYCACHEPREFIX"] = prefix
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    atexit.register(shutil.rmtree, prefix, ignore_errors=True)
-
-
-_share_subprocess_bytecode()
-
 _NO_TIMING = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
 
 settings.register_profile("quick", max_examples=50, derandomize=True, database=None, **_NO_TIMING)

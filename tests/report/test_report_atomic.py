@@ -112,8 +112,8 @@ def limited_reports(tmp_path_factory):
     proc = subprocess.run(
         [sys.executable, "-c", _REPORT_EACH, *map(str, outs.values())],
         cwd=tmp_path_factory.mktemp("cwd"), capture_output=True, text=True, preexec_fn=limit, timeout=300,
-        # under the limit, a bytecode file the child writes for the run's other children
-        # (tests/conftest.py) would be cut at 3,000 bytes and still put in place: it reads them only
+        # under the limit, a bytecode file the child wrote would be cut at 3,000 bytes and still
+        # put in place (a later import would fail on it): the child reads byte code, never writes it
         env={**os.environ, "PYTHONPATH": str(root), "QT_QPA_PLATFORM": "offscreen", "PYTHONDONTWRITEBYTECODE": "1"},
     )
     assert proc.returncode == 0, proc.stderr
