@@ -6,6 +6,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import QCoreApplication, QEvent, QObject
 
 from studio.core.building.builders import build_cluster
 from studio.core.layout import Layout
@@ -158,3 +159,26 @@ def drag_mouse(view, start, end, steps: int = 5, modifiers=None):
         p = QPointF(start.x() + (end.x() - start.x()) * t, start.y() + (end.y() - start.y()) * t)
         send_mouse(view, "move", p, button=Qt.MouseButton.NoButton, modifiers=modifiers)
     send_mouse(view, "release", end, modifiers=modifiers)
+
+
+class EventCounts(QObject):
+    """Counts the layout requests and paints ``widget`` receives (an event filter that lets every
+    event through)."""
+
+    def __init__(self, widget) -> None:
+        super().__init__()
+        self.layouts = self.paints = 0
+        widget.installEventFilter(self)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Type.LayoutRequest:
+            self.layouts += 1
+        elif event.type() == QEvent.Type.Paint:
+            self.paints += 1
+        return False
+
+
+def settle_posted(rounds: int = 4) -> None:
+    """Deliver the posted events ``rounds`` times over: each layout hop posts the next request."""
+    for _ in range(rounds):
+        QCoreApplication.sendPostedEvents()

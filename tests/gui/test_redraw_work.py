@@ -4,8 +4,8 @@ timings here; ``benchmarks/gui.py`` measures them)."""
 from __future__ import annotations
 
 import pytest
-from gui_helpers import DATA, close_window, make_project, open_window
-from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSize
+from gui_helpers import DATA, EventCounts, close_window, make_project, open_window, settle_posted
+from PySide6.QtCore import QCoreApplication, QSize
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from studio.core.layout import Layout
@@ -65,33 +65,12 @@ def test_the_why_panel_follows_a_document_changed_behind_its_back(panel):
     assert panel.why.toPlainText() == "one\nfour"
 
 
-class _Requests(QObject):
-    """Counts the layout requests and paints a widget receives."""
-
-    def __init__(self, widget) -> None:
-        super().__init__()
-        self.layouts = self.paints = 0
-        widget.installEventFilter(self)
-
-    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.LayoutRequest:
-            self.layouts += 1
-        elif event.type() == QEvent.Type.Paint:
-            self.paints += 1
-        return False
-
-
-def _settle() -> None:
-    for _ in range(4):  # each layout hop posts the next request
-        QCoreApplication.sendPostedEvents()
-
-
 def _shown(qtbot, widget) -> None:
     """``widget`` shown, painted once (a widget never exposed is not repainted) and laid out."""
     widget.show()
     qtbot.waitExposed(widget)
     QCoreApplication.processEvents()
-    _settle()
+    settle_posted()
 
 
 class _Sized(QWidget):
@@ -112,14 +91,14 @@ def test_a_fence_passes_a_layout_request_on_only_when_the_hints_change(qtbot):
     fence = LayoutFence(inner)
     QVBoxLayout(outer).addWidget(fence)
     outer.show()
-    _settle()
-    seen = _Requests(outer)
+    settle_posted()
+    seen = EventCounts(outer)
     inner.updateGeometry()  # asks, its hints unchanged (a label's new text of the same width)
-    _settle()
+    settle_posted()
     assert seen.layouts == 0
     inner.hint = QSize(90, 20)
     inner.updateGeometry()
-    _settle()
+    settle_posted()
     assert seen.layouts == 1
     assert fence.sizeHint() == QSize(90, 20)
     assert inner.geometry() == fence.contentsRect()  # the child fills the fence as laid out again
@@ -128,8 +107,8 @@ def test_a_fence_passes_a_layout_request_on_only_when_the_hints_change(qtbot):
 def test_a_repainted_card_does_not_repaint_the_window_and_dock_under_it(qtbot):
     project = make_project(load_catalog(), load_model_config(DATA / "llama-3.1-70b.config.json"), layout=Layout(tp=8, pp=2))
     win = open_window(qtbot, project)
-    _settle()
-    dock, window = _Requests(win.docks["Live metrics"]), _Requests(win)
+    settle_posted()
+    dock, window = EventCounts(win.docks["Live metrics"]), EventCounts(win)
     card = win.metrics.cards["ttft"]
     card.value.update()
     QCoreApplication.sendPostedEvents()
@@ -173,7 +152,7 @@ def test_a_fence_takes_its_widgets_policy_and_bounds(qtbot):
     assert fence.minimumSize().width() == 80 and fence.maximumSize() == label.maximumSize()
     fence.show()
     label.setMaximumHeight(30)
-    _settle()
+    settle_posted()
     assert fence.maximumSize().height() == 30
 
 
@@ -181,13 +160,13 @@ def test_a_new_timeline_caption_or_plan_line_lays_out_no_panel_or_window(qtbot):
     project = make_project(load_catalog(), load_model_config(DATA / "llama-3.1-70b.config.json"), layout=Layout(tp=8, pp=2))
     win = open_window(qtbot, project)
     _shown(qtbot, win)
-    panel, bar, window = _Requests(win.timeline), _Requests(win.statusBar()), _Requests(win)
+    panel, bar, window = EventCounts(win.timeline), EventCounts(win.statusBar()), EventCounts(win)
     win.timeline.caption.setText("M = 7 · bubble 42%")  # the room left is its width
     win.engine_label.setText(win.engine_label.text().replace("1", "2"))  # as wide (digits of one width)
-    _settle()
+    settle_posted()
     assert (panel.layouts, bar.layouts, window.layouts) == (0, 0, 0)
     win.engine_label.setText(win.engine_label.text() + " · and a much longer line")
-    _settle()
+    settle_posted()
     assert bar.layouts == 1  # wider: the status bar makes room for it
     close_window(win)
 
@@ -198,19 +177,19 @@ def test_cards_laid_out_again_do_not_repaint_the_plan_line(qtbot, panel):
     panel.resize(330, 600)
     _shown(qtbot, panel)
     panel.status.setText("<b>TP8×PP2</b> on 16 GPUs — fits: KV cache holds 268 sequences")
-    _settle()
+    settle_posted()
     for text in ("12,345.6 ms", "1.0 ms"):  # the heights for the widths these lay the grid out at
         panel.cards["ttft"].value.setText(text)
-        _settle()
-    seen, grid = _Requests(panel.status), _Requests(panel.cards["ttft"].parentWidget())
+        settle_posted()
+    seen, grid = EventCounts(panel.status), EventCounts(panel.cards["ttft"].parentWidget())
     width = panel.status.width()
     for text in ("12,345.6 ms", "1.0 ms"):  # the card's hints change: the grid is laid out again
         panel.cards["ttft"].value.setText(text)
-        _settle()
+        settle_posted()
     assert grid.layouts == 2 and panel.status.width() == width
     assert seen.paints == 0
     panel.status.setText("<b>TP8×PP2</b> on 16 GPUs — does not fit")
-    _settle()
+    settle_posted()
     assert seen.paints >= 1
 
 

@@ -5,33 +5,14 @@ width hints, and the toolbar's Undo and Redo keep their text and width (no timin
 from __future__ import annotations
 
 import pytest
-from gui_helpers import DATA, close_window, make_project, open_window
-from PySide6.QtCore import QCoreApplication, QEvent, QObject
+from gui_helpers import DATA, EventCounts, close_window, make_project, open_window, settle_posted
+from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QToolBar, QToolButton
 
 from studio.core.layout import Layout
 from studio.gui.panels.metrics_panel import WIDTH_SLACK, MetricsPanel, steady_width
 from studio.io.importers.hf_config import load_model_config
 from studio.io.presets import load_catalog
-
-
-class _Layouts(QObject):
-    """Counts the layout requests a widget receives."""
-
-    def __init__(self, widget) -> None:
-        super().__init__()
-        self.count = 0
-        widget.installEventFilter(self)
-
-    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.LayoutRequest:
-            self.count += 1
-        return False
-
-
-def _settle() -> None:
-    for _ in range(6):  # each layout hop posts the next request
-        QCoreApplication.sendPostedEvents()
 
 
 def _undo_button(win) -> QToolButton:
@@ -52,11 +33,11 @@ def _edits(win, rounds: int) -> None:
         m = 3 + i % 2
         doc.edit("M", "layout", lambda q, m=m: q.replace(layout=q.layout.replace(micro_batches=m)))
         doc.recompute_now()
-        _settle()
+        settle_posted(6)
         kind = pcie if i % 2 == 0 else nvl
         doc.edit_cluster("kind", lambda c, k=kind: edits.set_link_kind(c, link, k))
         doc.recompute_now()
-        _settle()
+        settle_posted(6)
 
 
 @pytest.fixture
@@ -65,7 +46,7 @@ def window(qtbot):
     win = open_window(qtbot, project)
     qtbot.waitExposed(win)
     QCoreApplication.processEvents()
-    _settle()
+    settle_posted(6)
     yield win
     close_window(win)
 
@@ -73,11 +54,11 @@ def window(qtbot):
 def test_edits_lay_out_neither_the_window_nor_its_toolbar(window):
     _edits(window, 2)  # the cards' pane has asked for the widest of these values
     before = window.metrics.cards["bubble"].value.text()
-    win_layouts, bar_layouts = _Layouts(window), _Layouts(window.findChild(QToolBar, "toolbar-main"))
+    win_layouts, bar_layouts = EventCounts(window), EventCounts(window.findChild(QToolBar, "toolbar-main"))
     _edits(window, 2)
     assert window.metrics.cards["bubble"].value.text() == before  # the edits were applied and shown
     assert window.doc.undo_stack.count() == 8
-    assert (win_layouts.count, bar_layouts.count) == (0, 0)
+    assert (win_layouts.layouts, bar_layouts.layouts) == (0, 0)
 
 
 def test_the_toolbar_undo_keeps_its_text_and_width_and_names_the_edit_in_its_tooltip(window):
@@ -104,13 +85,13 @@ def test_the_cards_pane_keeps_its_width_hints_within_the_slack(qtbot):
     qtbot.addWidget(panel)
     panel.resize(330, 600)
     panel.show()
-    _settle()
+    settle_posted(6)
     value = panel.cards["ttft"].value
     pane = panel.cards["ttft"].parentWidget()
 
     def widths(text: str) -> tuple[int, int]:
         value.setText(text)
-        _settle()
+        settle_posted(6)
         return pane.minimumSizeHint().width(), panel.minimumSizeHint().width()
 
     short = widths("1.0 ms")
