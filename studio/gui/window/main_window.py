@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, QEvent, QObject, QSize, Qt, QTimer
+from PySide6.QtCore import QByteArray, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -18,8 +18,6 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QScrollArea,
     QTabWidget,
-    QToolBar,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -37,9 +35,9 @@ from studio.gui.panels.metrics_panel import MetricsPanel
 from studio.gui.panels.model_panel import ModelPanel
 from studio.gui.panels.warnings_panel import WarningsPanel
 from studio.gui.toolkit.layout_fence import LayoutFence
-from studio.gui.toolkit.pinned_size import pin_to_hint
 from studio.gui.toolkit.resources import icon
 from studio.gui.views.timeline import TimelinePanel
+from studio.gui.window.containers import adopt_scrolled, scrolled_tab, tool_button
 from studio.gui.window.recovery import Autosaver, Chooser, ask_recovery_dialog, offer_recovery
 from studio.gui.window.settings import make_settings, push_recent, recent_files
 from studio.io.autosave import AutosaveStore, RecoverableSession
@@ -116,14 +114,14 @@ class MainWindow(QMainWindow):
         plan_dock = self._new_dock("Plan")
         setup = QTabWidget(plan_dock)
         # each tab scrolls rather than forcing its height on the window (fits a 1366×768 screen)
-        self.model_panel = ModelPanel(doc, catalog, _scrolled_tab(setup, "Model && workload"))
-        _scroll(self.model_panel)
-        self.layout_panel = LayoutPanel(doc, _scrolled_tab(setup, "Layout"))
-        _scroll(self.layout_panel)
+        self.model_panel = ModelPanel(doc, catalog, scrolled_tab(setup, "Model && workload"))
+        adopt_scrolled(self.model_panel)
+        self.layout_panel = LayoutPanel(doc, scrolled_tab(setup, "Layout"))
+        adopt_scrolled(self.layout_panel)
         from studio.gui.panels.serving_mode_panel import ServingModePanel
 
-        self.serving_mode_panel = ServingModePanel(doc, parent=_scrolled_tab(setup, "Serving mode"))
-        _scroll(self.serving_mode_panel)
+        self.serving_mode_panel = ServingModePanel(doc, parent=scrolled_tab(setup, "Serving mode"))
+        adopt_scrolled(self.serving_mode_panel)
         self.serving_mode_panel.planned.connect(self._on_disagg)
         self.setup_tabs = setup
         self._place_dock(plan_dock, setup, Qt.DockWidgetArea.LeftDockWidgetArea)
@@ -327,7 +325,7 @@ class MainWindow(QMainWindow):
         undo.setIconText("Undo")
         redo.setIconText("Redo")
         for action in (undo, redo):
-            tb.addWidget(_tool_button(tb, action))
+            tb.addWidget(tool_button(tb, action))
         tb.addSeparator()
         tb.addAction(best)
 
@@ -698,58 +696,3 @@ class MainWindow(QMainWindow):
             self.autosaver.discard()  # a clean close: nothing to recover
         event.accept()
 
-
-def _tool_button(bar: QToolBar, action: QAction) -> QToolButton:
-    """A button showing ``action`` as ``bar`` shows its own actions (raised on hover, no focus, the
-    bar's icon size and button style), pinned at its size hint (:func:`pin_to_hint`): a change of the
-    action lays out neither the bar nor the window. The action's icon text must not change."""
-    button = QToolButton(bar)
-    button.setAutoRaise(True)
-    button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-    button.setIconSize(bar.iconSize())
-    button.setToolButtonStyle(bar.toolButtonStyle())
-    button.setDefaultAction(action)
-    button.triggered.connect(bar.actionTriggered)
-    pin = pin_to_hint(button)
-    for changed, apply in ((bar.iconSizeChanged, button.setIconSize), (bar.toolButtonStyleChanged, button.setToolButtonStyle)):
-        changed.connect(apply)
-        changed.connect(pin.pin)  # after the button took the change: its hint is the new one
-    return button
-
-
-class _WidthFollowingScrollArea(QScrollArea):
-    """A vertical scroll area whose minimum width is always its panel's current one (values,
-    fonts and style sheet change it after construction), so a dock never squeezes the panel."""
-
-    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
-        hint = super().minimumSizeHint()
-        panel = self.widget()
-        if panel is None:
-            return hint
-        bar = self.verticalScrollBar().sizeHint().width() if self.verticalScrollBar().isVisible() else 0
-        return QSize(panel.minimumSizeHint().width() + bar, hint.height())
-
-    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
-        if obj is self.widget() and event.type() == QEvent.Type.LayoutRequest:
-            self.updateGeometry()
-        return super().eventFilter(obj, event)
-
-
-def _scrolled_tab(tabs: QTabWidget, title: str) -> QWidget:
-    """A new tab ``title`` of ``tabs``: a frameless vertical scroll area that takes its panel's width;
-    returns the area's viewport, the parent to build the panel in (then :func:`_scroll`)."""
-    area = _WidthFollowingScrollArea()
-    area.setWidgetResizable(True)
-    area.setFrameShape(QFrame.Shape.NoFrame)
-    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-    tabs.addTab(area, title)
-    return area.viewport()
-
-
-def _scroll(panel: QWidget) -> None:
-    """Make ``panel``, built in a :func:`_scrolled_tab` viewport, that scroll area's widget."""
-    viewport = panel.parentWidget()
-    area = viewport.parentWidget() if viewport is not None else None
-    assert isinstance(area, _WidthFollowingScrollArea)
-    area.setWidget(panel)
-    panel.installEventFilter(area)
