@@ -336,21 +336,17 @@ class IterationModel:
             plen_rows = per_row(np.maximum(np.asarray(prompt_len, dtype=float), 1.0), n)
             it = self.micro_batch_times(np.concatenate((xm, xm)), np.concatenate((dm, rows)),
                                         np.concatenate((ctx, ctx_rows)), np.concatenate((plen_rows, plen_rows)))
+            m_rows = np.concatenate((np.broadcast_to(m, (n,)),) * 2)
         else:
             it = self.micro_batch_times(xm, rows, ctx_rows, prompt_len)
+            m_rows = m
         per = it.stage + it.p2p
-        if bare:
-            m_rows = np.broadcast_to(m, (n,))
-            both = np.maximum(per.sum(axis=0), np.concatenate((m_rows, m_rows)) * per.max(axis=0))
-        else:
-            both = np.maximum(per.sum(axis=0), m * per.max(axis=0))
-        gpu = both[n:] if bare else both
+        costed = np.maximum(per.sum(axis=0), m_rows * per.max(axis=0))
+        gpus = [costed[:n], costed[n:]] if bare else [costed]  # (unpadded,) padded
         if self.lc.prefix is not None:  # the prompt tokens' host / NVMe loads (hidden or added)
-            gpu = self.lc.prefix.iteration_ms(gpu, x)
+            gpus = [self.lc.prefix.iteration_ms(g, x) for g in gpus]
+        gpu = gpus[-1]
         plen = np.maximum(np.asarray(prompt_len, dtype=float), 1.0)
         running = d + np.ceil(x / plen)  # decoding sequences + the prompts being prefilled
-        out = [gpu + r.exposed_ms(running, gpu) + r.pipeline_ms(running, m, self.lc.layout.pp) for r in runtimes]
-        if bare:
-            plain = both[:n]
-            out.insert(0, plain if self.lc.prefix is None else self.lc.prefix.iteration_ms(plain, x))
-        return out
+        return gpus[:-1] + [gpu + r.exposed_ms(running, gpu) + r.pipeline_ms(running, m, self.lc.layout.pp)
+                            for r in runtimes]
